@@ -1,0 +1,1 @@
+"""The `rexrank` command line."""

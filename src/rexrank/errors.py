@@ -1,0 +1,25 @@
+"""Exceptions with messages a user can act on (what is wrong, and where)."""
+from __future__ import annotations
+
+
+class RexrankError(Exception):
+    """Base class: the CLI prints these without a traceback and exits non-zero."""
+
+
+class TestSetError(RexrankError):
+    """A test set cannot be found, downloaded or read."""
+
+    __test__ = False  # not a pytest test class
+
+
+class SubmissionError(RexrankError):
+    """A predictions file is malformed or does not match its test set."""
+
+    def __init__(self, message: str, *, source: str | None = None, details: dict | None = None):
+        self.source = source
+        self.details = details or {}
+        super().__init__(f"{source}: {message}" if source else message)
+
+
+class MetricError(RexrankError):
+    """A metric is unknown, misconfigured, or its model cannot be loaded."""

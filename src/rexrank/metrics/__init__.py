@@ -1,0 +1,1 @@
+"""Metric implementations. Each one implements `rexrank.metrics.base.Metric`."""

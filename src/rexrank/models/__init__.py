@@ -1,0 +1,1 @@
+"""Shared model plumbing: checkpoint resolution (hub id + revision or local path), device."""

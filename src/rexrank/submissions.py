@@ -1,0 +1,255 @@
+"""Reading and validating predictions: one validator for every entry point.
+
+Accepted formats:
+- ReXrank submission JSON: the test JSON with `model_prediction` added to each study
+  (an object keyed by study id);
+- CSV, JSONL or JSON list with an id column (`id` or `study_id`) and a text column
+  (`prediction` or `report`);
+- Parquet, or a folder written by `datasets.Dataset.save_to_disk`, with the same columns.
+
+Nothing is dropped or coerced silently: missing, unknown and duplicate ids and
+non-string predictions are errors that name the file and the studies. Empty predictions
+are allowed but counted.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from rexrank.errors import SubmissionError
+
+ID_COLUMNS = ("id", "study_id")
+TEXT_COLUMNS = ("prediction", "report")
+SUBMISSION_JSON_FIELD = "model_prediction"
+SHOWN = 10  # how many offending ids an error message lists
+
+
+@dataclass
+class Predictions:
+    """Validated predictions, aligned to the test set's study order."""
+
+    ids: list[str]
+    texts: list[str]
+    source: str
+    n_empty: int
+    empty_ids: list[str] = field(default_factory=list)
+    # predictions for studies of the test set that the track does not score (e.g. studies
+    # without findings in the findings track): accepted, not scored, and reported
+    not_in_track_ids: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class RawPredictions:
+    """(id, text, location) rows as read from a file, before validation."""
+
+    rows: list[tuple[Any, Any, str]]
+    source: str
+
+
+def _first_present(columns: Iterable[str], wanted: Sequence[str], *, what: str, source: str) -> str:
+    columns = list(columns)
+    for name in wanted:
+        if name in columns:
+            return name
+    raise SubmissionError(
+        f"no {what} column: expected one of {', '.join(wanted)}, found {', '.join(map(str, columns)) or 'none'}",
+        source=source,
+    )
+
+
+def _rows_from_records(records: list[dict], *, source: str, location: str) -> RawPredictions:
+    columns: dict[str, None] = {}
+    for rec in records:
+        if not isinstance(rec, dict):
+            raise SubmissionError(f"expected objects with id and prediction fields, found {type(rec).__name__}", source=source)
+        columns.update(dict.fromkeys(rec))
+    id_col = _first_present(columns, ID_COLUMNS, what="id", source=source)
+    text_col = _first_present(columns, TEXT_COLUMNS, what="prediction text", source=source)
+    rows = []
+    for i, rec in enumerate(records):
+        if text_col not in rec:
+            raise SubmissionError(f"{location} {i + 1} has no {text_col!r} field", source=source)
+        rows.append((rec.get(id_col), rec[text_col], f"{location} {i + 1}"))
+    return RawPredictions(rows, source)
+
+
+def _read_submission_json(doc: dict, *, source: str) -> RawPredictions:
+    rows = []
+    for study_id, study in doc.items():
+        if not isinstance(study, dict) or SUBMISSION_JSON_FIELD not in study:
+            raise SubmissionError(
+                f"study {study_id!r} has no {SUBMISSION_JSON_FIELD!r} field (ReXrank submission JSON: the test "
+                f"JSON with {SUBMISSION_JSON_FIELD!r} added to every study)",
+                source=source,
+            )
+        rows.append((study_id, study[SUBMISSION_JSON_FIELD], f"study {study_id!r}"))
+    return RawPredictions(rows, source)
+
+
+def _read_table(frame, *, source: str, location: str) -> RawPredictions:
+    id_col = _first_present(frame.columns, ID_COLUMNS, what="id", source=source)
+    text_col = _first_present(frame.columns, TEXT_COLUMNS, what="prediction text", source=source)
+    ids = frame[id_col].tolist()
+    texts = frame[text_col].tolist()
+    return RawPredictions([(i, t, f"{location} {n + 1}") for n, (i, t) in enumerate(zip(ids, texts))], source)
+
+
+def read_raw_predictions(path: str | Path) -> RawPredictions:
+    path = Path(path)
+    source = str(path)
+    if not path.exists():
+        raise SubmissionError("file not found", source=source)
+    if path.is_dir():
+        import datasets
+
+        try:
+            table = datasets.load_from_disk(str(path))
+        except Exception as exc:  # datasets raises several types for a folder it cannot read
+            raise SubmissionError(f"not a folder saved with datasets.save_to_disk: {exc}", source=source) from None
+        if isinstance(table, datasets.DatasetDict):
+            if len(table) != 1:
+                raise SubmissionError(f"saved DatasetDict has splits {list(table)}; save a single split", source=source)
+            table = next(iter(table.values()))
+        return _read_table(table.to_pandas(), source=source, location="row")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pandas as pd
+
+        return _read_table(pd.read_parquet(path), source=source, location="row")
+    if suffix == ".csv":
+        import pandas as pd
+
+        # keep_default_na=False: an empty cell is an empty prediction, not NaN; ids stay text
+        try:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except pd.errors.ParserError as exc:
+            raise SubmissionError(f"not a readable CSV: {exc}", source=source) from None
+        # CSV row numbers count the header as line 1
+        raw = _read_table(frame, source=source, location="line")
+        raw.rows = [(i, t, f"line {n + 2}") for n, (i, t, _) in enumerate(raw.rows)]
+        return raw
+    if suffix == ".jsonl":
+        records = []
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise SubmissionError(f"line {lineno} is not valid JSON: {exc.msg}", source=source) from None
+        return _rows_from_records(records, source=source, location="line")
+    if suffix == ".json":
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise SubmissionError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", source=source) from None
+        if isinstance(doc, dict):
+            return _read_submission_json(doc, source=source)
+        if isinstance(doc, list):
+            return _rows_from_records(doc, source=source, location="item")
+        raise SubmissionError(f"expected a JSON object or list, got {type(doc).__name__}", source=source)
+    raise SubmissionError(
+        f"unsupported file type {suffix or '(none)'}; use .json (ReXrank submission), .csv, .jsonl, .parquet "
+        "or a datasets folder",
+        source=source,
+    )
+
+
+def _normalise_id(value: Any, location: str, source: str) -> str:
+    if isinstance(value, bool) or value is None or (isinstance(value, float) and math.isnan(value)):
+        raise SubmissionError(f"{location}: missing study id", source=source)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = str(value).strip()
+    if not text:
+        raise SubmissionError(f"{location}: empty study id", source=source)
+    return text
+
+
+def _listing(ids: Sequence[str]) -> str:
+    shown = ", ".join(map(repr, ids[:SHOWN]))
+    return shown + (f", … ({len(ids) - SHOWN} more)" if len(ids) > SHOWN else "")
+
+
+def validate_predictions(
+    raw: RawPredictions,
+    test_ids: Sequence[str],
+    *,
+    test_set: str = "the test set",
+    outside_track_ids: Iterable[str] = (),
+) -> Predictions:
+    """Check raw rows against the test set's ids; return predictions in test-set order.
+
+    `outside_track_ids`: studies of the test set that this track does not score; a
+    prediction for one is accepted and reported, not an error.
+    """
+    source = raw.source
+    by_id: dict[str, tuple[str, str]] = {}
+    duplicates: dict[str, list[str]] = {}
+    bad_types: list[str] = []
+    for value, text, location in raw.rows:
+        sid = _normalise_id(value, location, source)
+        if not isinstance(text, str):
+            bad_types.append(f"{location} (id {sid!r}): {type(text).__name__} {text!r}")
+        if sid in by_id:
+            duplicates.setdefault(sid, [by_id[sid][1]]).append(location)
+        else:
+            by_id[sid] = (text, location)
+    if bad_types:
+        raise SubmissionError(
+            f"{len(bad_types)} predictions are not strings: " + "; ".join(bad_types[:SHOWN])
+            + (" …" if len(bad_types) > SHOWN else ""),
+            source=source,
+            details={"non_string": bad_types},
+        )
+    if duplicates:
+        listed = "; ".join(f"{sid!r} at {', '.join(locs)}" for sid, locs in list(duplicates.items())[:SHOWN])
+        raise SubmissionError(
+            f"{len(duplicates)} study ids appear more than once: {listed}", source=source, details={"duplicates": list(duplicates)}
+        )
+    expected = list(test_ids)
+    expected_set = set(expected)
+    outside = set(outside_track_ids)
+    not_in_track = [sid for sid in by_id if sid in outside and sid not in expected_set]
+    unknown = [sid for sid in by_id if sid not in expected_set and sid not in outside]
+    missing = [sid for sid in expected if sid not in by_id]
+    if by_id and len(unknown) == len(by_id) and (outside or expected):
+        raise SubmissionError(
+            f"none of the {len(by_id)} study ids belongs to {test_set} (e.g. {_listing(unknown[:3])}); "
+            "are these predictions for another test set?",
+            source=source,
+            details={"unknown": unknown},
+        )
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} of {len(expected)} studies of {test_set} have no prediction: {_listing(missing)}")
+    if unknown:
+        problems.append(f"{len(unknown)} study ids are not in {test_set}: {_listing(unknown)}")
+    if problems:
+        raise SubmissionError("; ".join(problems), source=source, details={"missing": missing, "unknown": unknown})
+    texts = [by_id[sid][0] for sid in expected]
+    empty_ids = [sid for sid, text in zip(expected, texts) if not text.strip()]
+    return Predictions(
+        ids=expected,
+        texts=texts,
+        source=source,
+        n_empty=len(empty_ids),
+        empty_ids=empty_ids,
+        not_in_track_ids=not_in_track,
+    )
+
+
+def load_predictions(
+    path: str | Path, test_ids: Sequence[str], *, test_set: str = "the test set", outside_track_ids: Iterable[str] = ()
+) -> Predictions:
+    """Read a predictions file in any accepted format and validate it against `test_ids`."""
+    return validate_predictions(
+        read_raw_predictions(path), test_ids, test_set=test_set, outside_track_ids=outside_track_ids
+    )

@@ -1,0 +1,1 @@
+"""ReXrank test sets: their registry, the study schema, download and loading."""

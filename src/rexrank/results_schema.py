@@ -82,7 +82,7 @@ def leaderboard_values(results: dict) -> dict[str, dict]:
         if s is not None:
             values[key] = {"mean": s["mean"], "ci95": s.get("ci95"), "n": s.get("n")}
     # RadCliQ is also computed inside `radcliq`, FineRadScore inside `fineradscore`
-    for key, metric, column in (("radcliq_v1_inv", "radcliq", "radcliq_v1"), ("fineradscore_inv", "fineradscore", "fineradscore")):
+    for key, metric, column in (("radcliq_v1_inv", "radcliq", "radcliq"), ("fineradscore_inv", "fineradscore", "fineradscore")):
         inv = _inverse(_summary(results, metric, column))
         if inv is not None:
             values[key] = inv

@@ -101,7 +101,16 @@ def _read_table(frame, *, source: str, location: str) -> RawPredictions:
 
 
 def read_raw_predictions(path: str | Path) -> RawPredictions:
-    path = Path(path)
+    try:
+        return _read_raw_predictions(Path(path))
+    except UnicodeDecodeError as exc:
+        raise SubmissionError(
+            f"not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r}); save the file as UTF-8",
+            source=str(path),
+        ) from None
+
+
+def _read_raw_predictions(path: Path) -> RawPredictions:
     source = str(path)
     if not path.exists():
         raise SubmissionError("file not found", source=source)

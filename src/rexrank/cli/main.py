@@ -12,6 +12,12 @@ from rexrank import __version__
 COMMAND_MODULES = [
     "rexrank.cli.score",
     "rexrank.cli.info",
+    "rexrank.cli.submit",
+    "rexrank.cli.backend",
+    "rexrank.cli.status",
+    "rexrank.cli.analyze",
+    "rexrank.cli.import_published",
+    "rexrank.cli.leaderboard",
 ]
 
 

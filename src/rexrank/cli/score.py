@@ -23,6 +23,9 @@ def register(subparsers) -> None:
     p.add_argument("--bootstrap", type=int, default=0, help="also compute a percentile bootstrap CI with this many resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--llm-base-url", help="LLM metrics: OpenAI-compatible server URL (default: REXRANK_LLM_BASE_URL)")
+    p.add_argument("--llm-model", help="LLM metrics: model name or checkpoint (default: REXRANK_LLM_MODEL)")
+    p.add_argument("--llm-backend", choices=["openai", "transformers"], help="LLM metrics: backend (default: per metric)")
     p.set_defaults(run=run)
 
 
@@ -42,6 +45,15 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _llm_options(args: argparse.Namespace) -> dict:
+    from rexrank.metrics.llm_common import cli_llm_options
+    from rexrank.metrics.registry import parse_metric_list
+
+    return cli_llm_options(
+        parse_metric_list(args.metrics), base_url=args.llm_base_url, model=args.llm_model, backend=args.llm_backend
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from rexrank.scoring import score_submission
 
@@ -54,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         bootstrap=args.bootstrap,
         seed=args.seed,
         progress=not args.no_progress,
+        metric_options=_llm_options(args),
     )
     results = run_.results
     ts = results["test_set"]

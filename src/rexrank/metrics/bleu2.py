@@ -7,15 +7,20 @@ clipped unigram/bigram precision over max(1, #hyp n-grams); 0 if no unigram matc
 a zero bigram numerator becomes 0.1 / denominator; brevity penalty exp(1 - r/c) when c <= r.
 
 Written from that definition; no compiled dependency. The official code and fast_bleu are MIT.
+
+It is the metric run most often, so the whole corpus is scored at once: one tokenisation
+pass over the joined texts, n-gram counts as sparse matrices, clipped matches as their
+element-wise minimum.
 """
 from __future__ import annotations
 
-import math
-from collections import Counter
+import numpy as np
+from scipy import sparse
 
 from rexrank.metrics.base import Metric, MetricResult
 
 EPSILON = 0.1  # smoothing method1
+_BOUNDARY = "\x00"  # joins texts for one-pass tokenisation; a token of its own
 
 
 def tokenize(report: str) -> list[str]:
@@ -24,27 +29,69 @@ def tokenize(report: str) -> list[str]:
     Newlines and tabs are not separators (official behaviour): "effusion.\\nheart" ->
     ["effusion", ".\\nheart"].
     """
-    return [t for t in report.lower().replace(".", " .").split(" ") if t != ""]
+    return list(filter(None, report.lower().replace(".", " .").split(" ")))
 
 
-def _clipped_matches(hyp: Counter, ref: Counter) -> int:
-    return sum(min(count, ref[gram]) for gram, count in hyp.items() if gram in ref)
+def _corpus_tokens(texts: list[str]) -> tuple[list[str], np.ndarray]:
+    """All tokens of all texts in order, and the text index of each token."""
+    joined = f" {_BOUNDARY} ".join(texts)
+    if joined.isascii() and sum(t.count(_BOUNDARY) for t in texts) == 0:
+        # One C-level pass. Lower-casing ASCII is per character, so joining changes nothing.
+        raw = joined.lower().replace(".", " .").split(" ")
+        is_boundary = np.fromiter((t == _BOUNDARY for t in raw), dtype=bool, count=len(raw))
+        row_of = np.cumsum(is_boundary)
+        keep = ~is_boundary & np.fromiter(map(bool, raw), dtype=bool, count=len(raw))
+        tokens = [t for t, k in zip(raw, keep) if k]
+        return tokens, row_of[keep]
+    per_text = [tokenize(t) for t in texts]
+    lengths = [len(t) for t in per_text]
+    return [tok for toks in per_text for tok in toks], np.repeat(np.arange(len(texts)), lengths)
 
 
-def sentence_bleu2(hyp_tokens: list[str], ref_tokens: list[str]) -> float:
-    c = len(hyp_tokens)
-    if c == 0:
-        return 0.0
-    unigram_hits = _clipped_matches(Counter(hyp_tokens), Counter(ref_tokens))
-    if unigram_hits == 0:
-        return 0.0
-    p1 = unigram_hits / c
-    bigram_total = max(1, c - 1)
-    bigram_hits = _clipped_matches(Counter(zip(hyp_tokens, hyp_tokens[1:])), Counter(zip(ref_tokens, ref_tokens[1:])))
-    p2 = (bigram_hits if bigram_hits else EPSILON) / bigram_total
-    r = len(ref_tokens)
-    brevity = 1.0 if c > r else math.exp(1 - r / c)
-    return brevity * math.exp(math.fsum((0.5 * math.log(p1), 0.5 * math.log(p2))))
+def _count_matrices(texts: list[str]) -> tuple[sparse.csr_matrix, sparse.csr_matrix, np.ndarray]:
+    """Per text: unigram counts, bigram counts (sparse rows) and token count."""
+    tokens, rows = _corpus_tokens(texts)
+    index = {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
+    ids = np.fromiter(map(index.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+    n, vocab = len(texts), max(len(index), 1)
+    ones = np.ones(len(ids), dtype=np.int64)
+    unigrams = sparse.csr_matrix((ones, (rows, ids)), shape=(n, vocab))  # duplicates are summed
+    same_text = rows[:-1] == rows[1:]
+    bigram_codes = ids[:-1][same_text] * vocab + ids[1:][same_text]
+    codes, bigram_ids = np.unique(bigram_codes, return_inverse=True)
+    bigrams = sparse.csr_matrix(
+        (np.ones(len(bigram_ids), dtype=np.int64), (rows[:-1][same_text], bigram_ids)), shape=(n, max(len(codes), 1))
+    )
+    lengths = np.bincount(rows, minlength=n)
+    return unigrams, bigrams, lengths
+
+
+def _clipped(counts: sparse.csr_matrix, hyp_rows: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
+    return np.asarray(counts[hyp_rows].minimum(counts[ref_rows]).sum(axis=1)).ravel()
+
+
+def bleu2_scores(predictions: list[str], references: list[str]) -> np.ndarray:
+    """Per-pair BLEU-2 of each prediction against its reference."""
+    distinct = list(dict.fromkeys(predictions + references))
+    row = {text: i for i, text in enumerate(distinct)}
+    hyp_rows = np.fromiter(map(row.__getitem__, predictions), dtype=np.int64, count=len(predictions))
+    ref_rows = np.fromiter(map(row.__getitem__, references), dtype=np.int64, count=len(references))
+    unigrams, bigrams, lengths = _count_matrices(distinct)
+    unigram_hits = _clipped(unigrams, hyp_rows, ref_rows)
+    bigram_hits = _clipped(bigrams, hyp_rows, ref_rows)
+    c = lengths[hyp_rows].astype(np.float64)
+    r = lengths[ref_rows].astype(np.float64)
+    scored = (c > 0) & (unigram_hits > 0)  # otherwise BLEU is 0 (official: no unigram match)
+    c_safe = np.where(scored, c, 1.0)
+    p1 = np.where(scored, unigram_hits, 1) / c_safe
+    p2 = np.where(bigram_hits > 0, bigram_hits, EPSILON) / np.maximum(1.0, c_safe - 1)
+    brevity = np.where(c_safe > r, 1.0, np.exp(1 - r / c_safe))
+    scores = brevity * np.exp(0.5 * np.log(p1) + 0.5 * np.log(p2))
+    return np.where(scored, scores, 0.0)
+
+
+def sentence_bleu2(hypothesis: str, reference: str) -> float:
+    return float(bleu2_scores([hypothesis], [reference])[0])
 
 
 class Bleu2(Metric):
@@ -66,14 +113,6 @@ class Bleu2(Metric):
         return {"weights": [0.5, 0.5], "smoothing": "method1", "epsilon": EPSILON, "tokenizer": "cxr-report-metric prep_reports"}
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
-        # Reports repeat a lot (normal studies): tokenise each distinct text once.
-        token_cache: dict[str, list[str]] = {}
-
-        def tokens(text: str) -> list[str]:
-            got = token_cache.get(text)
-            if got is None:
-                got = token_cache[text] = tokenize(text)
-            return got
-
-        scores = [sentence_bleu2(tokens(p), tokens(r)) for p, r in zip(predictions, references)]
-        return self._result_from_columns({self.name: scores})
+        if not predictions:
+            return self._result_from_columns({self.name: []})
+        return self._result_from_columns({self.name: bleu2_scores(predictions, references)})

@@ -1,0 +1,16 @@
+"""rexrank/spec_cxr: thin `evaluate` wrapper; the implementation is `rexrank.metrics.spec_cxr`.
+
+LLM settings (backend, model, base_url, api_key, ...) are passed to `compute` as keyword
+arguments or read from REXRANK_LLM_* environment variables; see the card.
+"""
+import evaluate
+
+from rexrank.evaluate_support import compute, metric_info
+
+
+class SpecCxr(evaluate.Metric):
+    def _info(self):
+        return metric_info("spec_cxr")
+
+    def _compute(self, predictions, references, **options):
+        return compute("spec_cxr", predictions, references, **options)

@@ -1,0 +1,167 @@
+"""`analyze`: every table and figure for several systems scored on one test set."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from rexrank.analysis import figures as F
+from rexrank.analysis.alignment import human_alignment, read_rexval, score_rexval
+from rexrank.analysis.correlation import metric_correlation
+from rexrank.analysis.error_rates import SEVERITY_COLUMN, error_rates
+from rexrank.analysis.io import AnalysisError, RunSet, check_attributes
+from rexrank.analysis.report import Analysis
+from rexrank.analysis.sites import DEFAULT_TOP_N, site_ranking
+from rexrank.analysis.strata import ABNORMAL_ATTRIBUTE, NoFindingLabeller, normal_abnormal, stratum_labels, summary_table
+from rexrank.analysis.uncertainty import STATISTICAL_NOTES, complete_cases, pairwise_tests, rank_intervals
+
+RANK_METRIC_PREFERENCE = ("radcliq_v1", "radcliq", "green", "ratescore", "bertscore", "bleu2")
+
+
+def default_rank_metric(runs: RunSet) -> str:
+    for metric in RANK_METRIC_PREFERENCE:
+        if metric in runs.metrics:
+            return metric
+    return runs.metrics[0]
+
+
+def analyze(
+    runs: RunSet,
+    *,
+    attrs: pd.DataFrame | None = None,
+    references: pd.Series | None = None,
+    strata: Sequence[str] = (),
+    normal_vs_abnormal: bool = False,
+    labeller: NoFindingLabeller | None = None,
+    site_column: str | None = None,
+    top_n_sites: int = DEFAULT_TOP_N,
+    site_metric: str | None = None,
+    severity_column: str = SEVERITY_COLUMN,
+    resamples: int = 1000,
+    seed: int = 0,
+    rexval_dir: str | Path | None = None,
+    rexval_scores: pd.DataFrame | None = None,
+    rexval_metrics: Sequence[str] | str | None = None,
+    test_set: str = "test set",
+    progress: bool = True,
+) -> Analysis:
+    analysis = Analysis(title=f"ReXrank analysis — {len(runs.systems)} systems on {test_set} ({len(runs.ids)} studies)")
+    analysis.notes += runs.notes
+    analysis.statistical_notes = STATISTICAL_NOTES
+    analysis.notes.append(f"bootstrap: {resamples} resamples, seed {seed}; per-study columns: {', '.join(runs.metrics)}")
+    if attrs is not None:
+        attrs = check_attributes(runs, attrs)
+
+    # overall summary and one table per stratifying attribute
+    analysis.tables["summary"] = summary_table(runs, resamples=resamples, seed=seed)
+    analysis.table_captions["summary"] = "mean, normal 95 % CI (papers), bootstrap CI, rank and bootstrap rank interval"
+    labels: dict[str, pd.Series] = {}
+    if normal_vs_abnormal:
+        series, how = normal_abnormal(attrs, references.loc[runs.ids] if references is not None else None, labeller=labeller)
+        labels[ABNORMAL_ATTRIBUTE] = series
+        analysis.notes.append(f"normal vs abnormal: {how}")
+    for by in strata:
+        if attrs is None:
+            raise AnalysisError(f"stratifying by {by!r} needs study attributes (a test set or an attributes CSV)")
+        labels[by] = stratum_labels(attrs, by)
+    for by, series in labels.items():
+        name = f"strata_{by}"
+        analysis.tables[name] = summary_table(runs, strata=series, resamples=resamples, seed=seed)
+        analysis.table_captions[name] = f"per {by} stratum"
+        for metric in runs.metrics:
+            analysis.figures[f"strata_{by}_{metric}"] = F.fig_stratum_means(analysis.tables[name], metric)
+            analysis.figure_captions[f"strata_{by}_{metric}"] = f"{F.label(metric)} by {by}"
+
+    # ranks and paired tests per metric
+    if len(runs.systems) > 1 and resamples:
+        for metric in runs.metrics:
+            frame, n_excluded = complete_cases(runs.matrix(metric))
+            if n_excluded:
+                analysis.notes.append(f"{metric}: {n_excluded} studies unscored by some system are left out of ranks and tests")
+            ranks = rank_intervals(frame, higher_is_better=runs.higher_is_better(metric), resamples=resamples, seed=seed)
+            analysis.tables[f"ranks_{metric}"] = ranks
+            analysis.table_captions[f"ranks_{metric}"] = f"bootstrap rank intervals on {metric}"
+            analysis.figures[f"ranks_{metric}"] = F.fig_rank_intervals(ranks, metric=metric)
+            analysis.figure_captions[f"ranks_{metric}"] = f"rank uncertainty on {F.label(metric)}"
+            boot = pairwise_tests(frame, method="bootstrap", resamples=resamples, seed=seed)
+            ar = pairwise_tests(frame, method="randomisation", resamples=resamples, seed=seed)
+            boot["p_randomisation"] = ar["p_value"].to_numpy()
+            boot["p_randomisation_holm"] = ar["p_holm"].to_numpy()
+            boot = boot.rename(columns={"p_value": "p_bootstrap", "p_holm": "p_bootstrap_holm"}).drop(columns=["method"])
+            analysis.tables[f"pairwise_{metric}"] = boot
+            analysis.table_captions[f"pairwise_{metric}"] = (
+                f"paired tests on {metric}: difference = mean(a) − mean(b), bootstrap 95 % CI, Cohen's d_z, "
+                "Holm-adjusted over the pairs of this table")
+            for by, series in labels.items():
+                analysis.tables[f"pairwise_{by}_{metric}"] = _pairwise_by_stratum(frame, series, resamples, seed)
+                analysis.table_captions[f"pairwise_{by}_{metric}"] = (
+                    f"paired tests on {metric} within each {by} stratum (Holm within a stratum)")
+
+    # sites
+    if site_column:
+        if attrs is None or site_column not in attrs.columns:
+            raise AnalysisError(f"per-site ranking needs a {site_column!r} study attribute")
+        metric = site_metric or default_rank_metric(runs)
+        table = site_ranking(runs, stratum_labels(attrs, site_column), metric, top_n=top_n_sites,
+                             resamples=resamples, seed=seed)
+        analysis.tables[f"sites_{metric}"] = table
+        analysis.table_captions[f"sites_{metric}"] = f"rank per site (top {top_n_sites} by study count) on {metric}"
+        analysis.figures[f"sites_{metric}"] = F.fig_site_heatmap(table)
+        analysis.figure_captions[f"sites_{metric}"] = f"rank by site on {F.label(metric)}"
+
+    # FineRadScore error-free rates, overall and per stratum
+    if severity_column in runs.metrics:
+        rates = [error_rates(runs, column=severity_column)]
+        rates += [error_rates(runs, strata=series, column=severity_column) for series in labels.values()]
+        table = pd.concat(rates, ignore_index=True)
+        analysis.tables["error_rates"] = table
+        analysis.table_captions["error_rates"] = "share of reports without actionable (max severity ≤ 1) / significant (≤ 2) error"
+        analysis.figures["error_rates"] = F.fig_error_rates(table)
+        analysis.figure_captions["error_rates"] = "reports without actionable / significant error (FineRadScore)"
+
+    # metrics against each other across systems
+    if len(runs.systems) >= 3 and len(runs.metrics) >= 2:
+        for method in ("pearson", "kendall"):
+            corr = metric_correlation(runs, method)
+            analysis.tables[f"correlation_{method}"] = corr.reset_index(names="metric")
+            analysis.table_captions[f"correlation_{method}"] = f"{method} correlation of metric means across systems"
+            analysis.figures[f"correlation_{method}"] = F.fig_metric_correlation(runs, method)
+            analysis.figure_captions[f"correlation_{method}"] = f"{method} correlation between metrics across systems"
+    else:
+        analysis.notes.append("metric correlations need at least 3 systems and 2 metrics; skipped")
+    analysis.tables["system_means"] = runs.means().reset_index(names="system")
+    analysis.table_captions["system_means"] = "system-level means (input of the correlations and box plots)"
+    analysis.figures["boxplots"] = F.fig_metric_boxplots({test_set: runs})
+    analysis.figure_captions["boxplots"] = "distribution of system means per metric"
+
+    # metrics against radiologists
+    if rexval_dir is not None:
+        pairs = read_rexval(rexval_dir)
+        if rexval_scores is None:
+            if not rexval_metrics:
+                raise AnalysisError("ReXVal: give precomputed scores or the metrics to score the pairs with")
+            rexval_scores = score_rexval(pairs, rexval_metrics, progress=progress)
+        table = human_alignment(pairs, rexval_scores, resamples=resamples, seed=seed, lower_is_better=runs.lower_is_better)
+        analysis.tables["human_alignment"] = table
+        analysis.table_captions["human_alignment"] = (
+            "Kendall τ-b between metric badness and radiologists' total errors on ReXVal, bootstrap CI over pairs")
+        analysis.figures["human_alignment"] = F.fig_human_alignment(table)
+        analysis.figure_captions["human_alignment"] = "alignment with radiologists (ReXVal)"
+    return analysis
+
+
+def _pairwise_by_stratum(frame: pd.DataFrame, labels: pd.Series, resamples: int, seed: int) -> pd.DataFrame:
+    """Paired bootstrap tests within each stratum (strata with < 2 studies are skipped and
+    listed with n = their size and no p-value)."""
+    parts = []
+    labels = labels.loc[frame.index]
+    for stratum in dict.fromkeys(labels):
+        sub = frame[labels == stratum]
+        if len(sub) < 2:
+            parts.append(pd.DataFrame([{"stratum": stratum, "n": len(sub)}]))
+            continue
+        table = pairwise_tests(sub, method="bootstrap", resamples=resamples, seed=seed)
+        table = table.rename(columns={"p_value": "p_bootstrap", "p_holm": "p_bootstrap_holm"}).drop(columns=["method"])
+        parts.append(table.assign(stratum=stratum)[["stratum", *table.columns]])
+    return pd.concat(parts, ignore_index=True)

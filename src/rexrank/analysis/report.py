@@ -1,0 +1,110 @@
+"""Write an analysis: tables (CSV + markdown), figures (PNG + SVG) and one self-contained
+HTML report (images embedded as base64 PNG, tables inline)."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+
+@dataclass
+class Analysis:
+    title: str
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    table_captions: dict[str, str] = field(default_factory=dict)
+    figures: dict[str, Figure] = field(default_factory=dict)
+    figure_captions: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    statistical_notes: str = ""
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return f"{value:.4g}" if abs(value) < 1e-3 and value != 0 else f"{value:.4f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    header = [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _png_base64(fig: Figure) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _html_table(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, border=0, classes="t", na_rep="", float_format=lambda v: _cell(float(v)))
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table.t{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}table.t td,table.t th{border-bottom:1px solid #ddd;
+padding:3px 8px;text-align:right}table.t th{background:#f4f4f4}img{max-width:100%}details{margin:.4em 0}
+.note{color:#555;font-size:14px}"""
+
+
+def render_html(analysis: Analysis) -> str:
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(analysis.title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{html.escape(analysis.title)}</h1>"]
+    if analysis.notes:
+        parts.append("<h2>Notes</h2><ul class='note'>" + "".join(f"<li>{html.escape(n)}</li>" for n in analysis.notes) + "</ul>")
+    if analysis.figures:
+        parts.append("<h2>Figures</h2>")
+        for name, fig in analysis.figures.items():
+            caption = html.escape(analysis.figure_captions.get(name, name))
+            parts.append(f"<figure><img alt='{caption}' src='data:image/png;base64,{_png_base64(fig)}'>"
+                         f"<figcaption>{caption}</figcaption></figure>")
+    if analysis.tables:
+        parts.append("<h2>Tables</h2>")
+        for name, frame in analysis.tables.items():
+            caption = html.escape(analysis.table_captions.get(name, name))
+            parts.append(f"<details{' open' if len(frame) <= 40 else ''}><summary><b>{html.escape(name)}</b> — {caption} "
+                         f"({len(frame)} rows)</summary>{_html_table(frame)}</details>")
+    if analysis.statistical_notes:
+        parts.append("<h2>Statistical notes</h2><pre style='white-space:pre-wrap'>"
+                     f"{html.escape(analysis.statistical_notes)}</pre>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(analysis: Analysis, out_dir: str | Path) -> dict[str, list[Path]]:
+    """Write everything under `out_dir`; returns the written paths by kind."""
+    out = Path(out_dir)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    written: dict[str, list[Path]] = {"tables": [], "figures": [], "report": []}
+    md = [f"# {analysis.title}\n"]
+    if analysis.notes:
+        md.append("## Notes\n\n" + "\n".join(f"- {n}" for n in analysis.notes) + "\n")
+    for name, frame in analysis.tables.items():
+        csv_path = out / "tables" / f"{name}.csv"
+        frame.to_csv(csv_path, index=False)
+        md_path = out / "tables" / f"{name}.md"
+        body = f"## {name}\n\n{analysis.table_captions.get(name, '')}\n\n{to_markdown(frame)}"
+        md_path.write_text(body, encoding="utf-8")
+        md.append(body)
+        written["tables"] += [csv_path, md_path]
+    for name, fig in analysis.figures.items():
+        for ext in ("png", "svg"):
+            path = out / "figures" / f"{name}.{ext}"
+            fig.savefig(path, dpi=150 if ext == "png" else None)
+            written["figures"].append(path)
+    if analysis.statistical_notes:
+        md.append("## Statistical notes\n\n" + analysis.statistical_notes)
+    (out / "report.md").write_text("\n".join(md), encoding="utf-8")
+    (out / "report.html").write_text(render_html(analysis), encoding="utf-8")
+    written["report"] += [out / "report.md", out / "report.html"]
+    return written

@@ -1,0 +1,271 @@
+"""The backend worker: claim the oldest request, score it, write one result, settle it.
+
+Exactly-once: a claim is an atomic commit (rexrank.store), the worker renews its lease
+while scoring and writes nothing if it lost the lease, and the result's id is the
+request's id, so a request re-scored after a crash replaces its result instead of adding
+a second one (and a result already written before the crash is reused, not recomputed).
+"""
+from __future__ import annotations
+
+import io
+import logging
+import os
+import socket
+import tempfile
+import threading
+import traceback
+import uuid
+from pathlib import Path
+from typing import Sequence
+
+from rexrank import __version__
+from rexrank.backend.privacy import find_leaks, private_view
+from rexrank.errors import MetricError, RexrankError, SubmissionError, TestSetError
+from rexrank.store import records as R
+from rexrank.store.store import Store
+
+log = logging.getLogger("rexrank.backend")
+
+DEFAULT_LEASE_SECONDS = 600.0
+PRIVATE_INTERNAL_ERROR = (
+    "scoring failed with an internal error on the private test set; details are kept out of the "
+    "public queue — contact the maintainers with this request id"
+)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class LeaseKeeper:
+    """Renews a request's lease every lease/3 seconds in a thread; `lost` is set when
+    the store says this worker no longer holds it."""
+
+    def __init__(self, store: Store, request_id: str, worker_id: str, lease_seconds: float):
+        self.store, self.request_id, self.worker_id, self.lease = store, request_id, worker_id, lease_seconds
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease-{request_id}", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease / 3):
+            try:
+                if not self.store.renew_lease(self.request_id, self.worker_id, lease_seconds=self.lease):
+                    log.warning("lost the lease on %s", self.request_id)
+                    self.lost.set()
+                    return
+            except Exception as exc:  # the store is unreachable for a moment: try again next tick
+                log.warning("could not renew the lease on %s: %s", self.request_id, exc)
+
+    def __enter__(self) -> "LeaseKeeper":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        data_dir: str | Path | None = None,
+        metrics: Sequence[str] | str | None = None,
+        metric_options: dict[str, dict] | None = None,
+        worker_id: str | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        max_attempts: int = 3,
+        publish_per_study: bool = True,
+        progress: bool = False,
+    ):
+        from rexrank.metrics.registry import parse_metric_list
+
+        self.store = store
+        self.data_dir = Path(data_dir) if data_dir else None
+        if self.data_dir is not None and not self.data_dir.is_dir():
+            raise TestSetError(f"--data-dir {self.data_dir} is not a folder")
+        self.metrics = parse_metric_list(metrics)  # an unknown metric stops the worker at start
+        self.metric_options = metric_options or {}
+        self.worker_id = worker_id or default_worker_id()
+        self.lease_seconds = lease_seconds
+        self.max_attempts = max_attempts
+        self.publish_per_study = publish_per_study
+        self.progress = progress
+
+    # ---- where the test sets are -------------------------------------------------------
+    def data_dir_for(self, test_set: str) -> Path | None:
+        """DATA_DIR/<test_set>/ if present, else DATA_DIR if it holds the test set's file,
+        else None (embedded or public download)."""
+        from rexrank.testsets.registry import get_spec
+
+        spec = get_spec(test_set)
+        if self.data_dir is None:
+            return None
+        if (self.data_dir / test_set).is_dir():
+            return self.data_dir / test_set
+        if any((self.data_dir / f).is_file() for f in spec.filenames):
+            return self.data_dir
+        return None
+
+    # ---- the loop ----------------------------------------------------------------------
+    def run(self, *, once: bool = False, poll: float = 60.0, stop: threading.Event | None = None) -> int:
+        """Process requests until the queue is empty (`once`) or forever, polling every
+        `poll` seconds; returns how many requests were processed."""
+        stop = stop or threading.Event()
+        done = 0
+        while not stop.is_set():
+            try:
+                request = self.process_next()
+            except RexrankError as exc:  # the store is unreachable: log, wait, retry
+                if once:
+                    raise
+                log.error("%s", exc)
+                request = None
+            if request is not None:
+                done += 1
+                continue
+            if once:
+                break
+            stop.wait(poll)
+        return done
+
+    def process_next(self) -> dict | None:
+        """Claim and process one request; the settled request, or None if none is waiting."""
+        request = self.store.claim(self.worker_id, lease_seconds=self.lease_seconds, max_attempts=self.max_attempts)
+        if request is None:
+            return None
+        log.info("claimed %s (%s on %s/%s, attempt %d)", request["id"], request["model_name"],
+                 request["test_set"], request["track"], request["attempts"])
+        with LeaseKeeper(self.store, request["id"], self.worker_id, self.lease_seconds) as keeper:
+            outcome = self._process(request, keeper)
+        return outcome
+
+    def _process(self, request: dict, keeper: LeaseKeeper) -> dict:
+        rid = request["id"]
+        if request["attempts"] > 1 and self.store.get_result(rid) is not None:
+            # a previous worker wrote the result and died before marking it FINISHED
+            log.info("%s already has its result; marking it FINISHED", rid)
+            self.store.finish(rid, self.worker_id, result_id=rid)
+            return self.store.get_request(rid)
+        try:
+            record, per_study = self.score(request)
+        except Exception as exc:
+            message = self.failure_message(request, exc)
+            log.error("%s FAILED: %s", rid, message)
+            if not keeper.lost.is_set():
+                self.store.fail(rid, self.worker_id, error=message)
+            return self.store.get_request(rid)
+        if keeper.lost.is_set():
+            log.warning("%s: lease lost while scoring; discarding this worker's result", rid)
+            return self.store.get_request(rid)
+        self.store.add_result(record, per_study=per_study)
+        if not self.store.finish(rid, self.worker_id, result_id=record["id"]):
+            log.warning("%s: lease lost before FINISHED; the holder settles it (same result id)", rid)
+        else:
+            log.info("%s FINISHED", rid)
+        return self.store.get_request(rid)
+
+    # ---- scoring -----------------------------------------------------------------------
+    def score(self, request: dict) -> tuple[dict, bytes | None]:
+        from rexrank.scoring import score_submission
+        from rexrank.testsets.loading import load_test_set
+        from rexrank.testsets.registry import get_spec
+
+        spec = get_spec(request["test_set"])
+        data_dir = self.data_dir_for(request["test_set"])
+        with tempfile.TemporaryDirectory(prefix="rexrank-backend-") as tmp:
+            preds_file = Path(tmp) / "predictions.parquet"
+            preds_file.write_bytes(self.store.read_predictions(request))
+            try:
+                run = score_submission(
+                    request["test_set"], request["track"], preds_file, data_dir=data_dir,
+                    metrics=self.metrics, metric_options=self.metric_options, progress=self.progress,
+                )
+            except SubmissionError as exc:
+                # name the submitter's predictions, not this worker's temporary file
+                raise SubmissionError(str(exc).replace(str(preds_file), "predictions")) from None
+        record = self.result_record(request, run.results, private=spec.private)
+        per_study = None
+        if not spec.private and self.publish_per_study:
+            buf = io.BytesIO()
+            run.per_study.to_parquet(buf, index=False)
+            per_study = buf.getvalue()
+        if spec.private:
+            references = list(load_test_set(request["test_set"], request["track"], data_dir=data_dir)["reference"])
+            leaks = find_leaks([record], references)
+            if leaks:  # a bug upstream put reference text into a summary: refuse to publish
+                raise RuntimeError(f"result record would quote {len(leaks)} private references")
+        return record, per_study
+
+    def result_record(self, request: dict, results: dict, *, private: bool) -> dict:
+        from rexrank.results_schema import leaderboard_values
+
+        summaries = {}
+        for name, summary in results["metrics"].items():
+            if private:
+                summaries[name] = private_view(summary)
+            else:
+                summaries[name] = {k: v for k, v in summary.items() if k != "provenance"}
+        preds = results["predictions"]
+        prediction_info = {"sha256": request["predictions"]["sha256"], "source": request["predictions"]["source"],
+                           "n": preds["n"], "n_empty": preds["n_empty"], "n_not_in_track": preds["n_not_in_track"]}
+        if not private:
+            prediction_info["empty_ids"] = preds["empty_ids"]
+        test_set = {k: v for k, v in results["test_set"].items()}
+        return {
+            "id": request["id"],
+            "request_id": request["id"],
+            "model_name": request["model_name"],
+            "institution": request.get("institution", ""),
+            "model_url": request.get("model_url", ""),
+            "submitter": request["submitter"],
+            "date": request["submitted_time"][:10],
+            "test_set": request["test_set"],
+            "track": request["track"],
+            "source": "rexrank",
+            "trained_on": request.get("trained_on", []),
+            "per_study_available": False,
+            "values": leaderboard_values(results),
+            "summaries": summaries,
+            "provenance": {
+                "rexrank_version": __version__,
+                "scored_time": results["created"],
+                "python": results.get("python"),
+                "worker": self.worker_id,
+                "attempt": request.get("attempts"),
+                "metrics": {name: s["provenance"] for name, s in results["metrics"].items()},
+                "test_set": test_set,
+                "predictions": prediction_info,
+                "statistics": results.get("statistics"),
+            },
+        }
+
+    def failure_message(self, request: dict, exc: BaseException) -> str:
+        """What the submitter sees. Private test sets: only messages that cannot carry
+        reference text (validation of the submitter's own file), after a leak check."""
+        from rexrank.testsets.registry import get_spec
+
+        log.debug("failure of %s:\n%s", request["id"], "".join(traceback.format_exception(exc)))
+        if isinstance(exc, SubmissionError):
+            message = f"the predictions do not match the test set: {exc}"
+        elif isinstance(exc, TestSetError):
+            message = f"the backend cannot load the test set ({exc}); this is not your fault — the maintainers can requeue it"
+        elif isinstance(exc, MetricError):
+            message = f"a metric could not run: {exc}"
+        else:
+            message = f"internal error while scoring ({type(exc).__name__}: {exc})"
+        spec = get_spec(request["test_set"])
+        if not spec.private:
+            return message[:2000]
+        if not isinstance(exc, SubmissionError):
+            return PRIVATE_INTERNAL_ERROR
+        try:
+            from rexrank.testsets.loading import load_test_set
+
+            refs = list(load_test_set(request["test_set"], request["track"], data_dir=self.data_dir_for(request["test_set"]))["reference"])
+        except Exception:
+            return PRIVATE_INTERNAL_ERROR
+        return PRIVATE_INTERNAL_ERROR if find_leaks([message], refs) else message[:2000]
+

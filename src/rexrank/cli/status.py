@@ -1,0 +1,55 @@
+"""`rexrank status`: one request's status and results, or the queue."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "status",
+        help="show a submission's status, or the queue",
+        description="Show one request (status, error, leaderboard values) or list the store's queue.",
+    )
+    p.add_argument("id", nargs="?", help="request id (omit to list the queue)")
+    p.add_argument("--store", default=None, help="store folder or hf://ORG (default: $REXRANK_STORE or ./rexrank-store)")
+    p.add_argument("--json", action="store_true", help='print {"id", "status", "error", "results"} (a list without ID)')
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rexrank.store import open_store
+    from rexrank.store.records import status_view
+
+    store = open_store(args.store, create=False)
+    if args.id:
+        request = store.get_request(args.id)
+        result = store.get_result(request["result_id"]) if request.get("result_id") else None
+        view = status_view(request, result)
+        if args.json:
+            print(json.dumps(view))
+            return 0
+        print(f"{request['id']}: {request['status']} — {request['model_name']} on {request['test_set']}/{request['track']}, "
+              f"submitted {request['submitted_time']} by {request['submitter']}")
+        if view["error"]:
+            print(f"error: {view['error']}")
+        for key, v in (view["results"] or {}).items():
+            ci = f" ± {v['ci95']:.4f}" if v.get("ci95") is not None else ""
+            mean = "n/a" if v.get("mean") is None else f"{v['mean']:.4f}"
+            print(f"  {key:<18} {mean}{ci}  (n={v.get('n')})")
+        return 0
+    requests = store.list_requests()
+    if args.json:
+        print(json.dumps([status_view(r) | {"model_name": r["model_name"], "test_set": r["test_set"], "track": r["track"],
+                                             "submitted_time": r["submitted_time"]} for r in requests]))
+        return 0
+    if not requests:
+        print(f"the queue of {store.name} is empty")
+        return 0
+    header = ("id", "status", "model", "test set/track", "submitted", "submitter")
+    rows = [header] + [(r["id"], r["status"], r["model_name"], f"{r['test_set']}/{r['track']}", r["submitted_time"], r["submitter"])
+                       for r in requests]
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
+    for row in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    return 0

@@ -1,0 +1,87 @@
+"""The about tab: what each leaderboard column measures, and whom to cite.
+
+Definitions are our own summaries of how the official code computes each score (see the
+metric cards in `metrics/<name>/README.md` for details).
+"""
+from __future__ import annotations
+
+from rexrank.results_schema import LEADERBOARD_COLUMNS
+
+DEFINITIONS = {
+    "bleu2": (
+        "Bigram overlap between the generated and the reference report: sentence-level BLEU with "
+        "weights (½, ½), averaged over studies (CXR-Report-Metric's `bleu_score`).",
+        "Papineni et al., BLEU: a method for automatic evaluation of machine translation, ACL 2002.",
+    ),
+    "bertscore": (
+        "Token-embedding similarity F1 from `distilroberta-base` (layer 5), rescaled with the "
+        "published baseline, averaged over studies.",
+        "Zhang et al., BERTScore: Evaluating Text Generation with BERT, ICLR 2020.",
+    ),
+    "sembscore": (
+        "Cosine similarity of the CheXbert [CLS] embeddings of the two reports, averaged over studies.",
+        "Smit et al., CheXbert, EMNLP 2020; Yu et al., Evaluating progress in automatic chest X-ray "
+        "radiology report generation, Patterns 2023.",
+    ),
+    "radgraph": (
+        "Overlap of clinical entities and relations extracted by the RadGraph model "
+        "(`radgraph_combined`: mean of entity and relation F1), averaged over studies.",
+        "Jain et al., RadGraph, NeurIPS Datasets and Benchmarks 2021; Yu et al., Patterns 2023.",
+    ),
+    "radcliq_v1_inv": (
+        "RadCliQ-v1 is a linear combination of standardised BLEU-2, BERTScore, SembScore and RadGraph "
+        "fitted to radiologists' error counts (lower = fewer errors). ReXrank shows 1 / mean RadCliQ-v1, "
+        "so that higher is better; it is the default ranking.",
+        "Yu et al., Evaluating progress in automatic chest X-ray radiology report generation, Patterns 2023.",
+    ),
+    "ratescore": (
+        "Entity-level score: medical entities are extracted from both reports, embedded and matched, "
+        "with weights by entity type; averaged over studies.",
+        "Zhao et al., RaTEScore: A Metric for Radiology Report Generation, EMNLP 2024.",
+    ),
+    "green": (
+        "An LLM fine-tuned to list clinically significant errors and matched findings; score = matched "
+        "findings / (matched findings + significant errors), averaged over studies.",
+        "Ostmeier et al., GREEN: Generative Radiology Report Evaluation and Error Notation, Findings of EMNLP 2024.",
+    ),
+    "fineradscore_inv": (
+        "An LLM grades each line of the generated report for clinical severity of its error (0–4); "
+        "ReXrank uses the worst line per report and shows 1 / mean, so that higher is better. "
+        "The ReXrank Challenge ranks by it.",
+        "Huang et al., FineRadScore: A Radiology Report Line-by-Line Evaluation Technique Generating "
+        "Corresponding Severity Scores, MLHC 2024 (PMLR 252).",
+    ),
+}
+
+REXRANK_CITATION = (
+    "Zhang et al., ReXrank: A Public Leaderboard for AI-Powered Radiology Report Generation, "
+    "arXiv:2411.15122, 2024."
+)
+
+
+def about_markdown() -> str:
+    lines = [
+        "## About ReXrank",
+        "",
+        "ReXrank ranks chest X-ray report generation models on four test sets (ReXGradient, private; "
+        "MIMIC-CXR; IU-Xray; CheXpert Plus) in two tracks: **Findings** (generated findings against "
+        "the reference findings section) and **Findings + Impression** (against the full report).",
+        "",
+        "Values are means over the test set's studies; **bold** marks the best value of each column "
+        "in a table; `± x` is the 95 % confidence interval half-width (1.96 × standard error) where the "
+        "results have per-study data. Published results (from the ReXrank site) have no CI. "
+        "\\* marks a model that used the test set's training split.",
+        "",
+        "| Column | What it measures | Cite |",
+        "|---|---|---|",
+    ]
+    for col in LEADERBOARD_COLUMNS:
+        definition, cite = DEFINITIONS[col.key]
+        lines.append(f"| **{col.display}** ({'higher' if col.higher_is_better else 'lower'} is better) | {definition} | {cite} |")
+    lines += [
+        "",
+        f"**Cite ReXrank:** {REXRANK_CITATION}",
+        "",
+        "Published numbers: rajpurkarlab/ReXrank, branch gh-pages, `results/` (MIT licence).",
+    ]
+    return "\n".join(lines)

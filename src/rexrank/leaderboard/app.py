@@ -1,0 +1,217 @@
+"""The ReXrank leaderboard as a Gradio Blocks app (gradio 6, built-in components only).
+
+Layout: global controls (track, ranking metric, search) above the tabs: Overview, one tab
+per test set, Model, Plots, About, Submit. Every table is computed by
+`rexrank.leaderboard.tables` from the source's frame; this module only wires components.
+
+Named API endpoints (for gradio_client): /views, /leaderboard, /model, /plots, /submit,
+/queue, /reload.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from rexrank.leaderboard import tables
+from rexrank.leaderboard.about import about_markdown
+from rexrank.leaderboard.model_page import PER_STUDY_COLUMN, model_choices, model_header, model_results, neighbour_significance
+from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS, TRACK_LABELS
+from rexrank.leaderboard.source import LeaderboardSource
+from rexrank.leaderboard.submit import describe_error, describe_request, file_request, is_hub_store
+from rexrank.results_schema import DEFAULT_RANK_KEY
+
+TITLE = "ReXrank: chest X-ray report generation leaderboard"
+TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]
+# rank, model, institution, date, eight metrics, source
+TABLE_WIDTHS = ["5%", "16%", "12%", "5%", *(["6.6%"] * 8), "7%"]
+QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status", "submitted_time", "error"]
+
+
+def _status(source: LeaderboardSource) -> str:
+    frame = source.frame()
+    text = f"{len(frame)} results from {source.label}."
+    if source.problems:
+        shown = "\n".join(f"- {p}" for p in source.problems[:20])
+        more = f"\n- … and {len(source.problems) - 20} more" if len(source.problems) > 20 else ""
+        text += f"\n\n⚠️ {len(source.problems)} result record(s) could not be shown:\n{shown}{more}"
+    return text
+
+
+def _plots(source: LeaderboardSource, test_set: str, track: str):
+    """(correlation figure, boxplot figure, note); figures only where their data exist."""
+    try:
+        from rexrank.analysis.figures import fig_metric_boxplots, fig_metric_correlation
+    except ImportError as exc:  # the analysis extra (matplotlib, scipy) is not installed
+        return None, None, f"Plots need the analysis extra (`pip install rexrank[analysis]`): {exc}"
+    frame = source.frame()
+    notes = []
+    corr = None
+    table = tables.system_table(frame, test_set, track).dropna(axis=1, how="all")
+    if len(table) >= 3:
+        corr = fig_metric_correlation(
+            table, title=f"Metric correlation across systems: {TEST_SET_LABELS.get(test_set, test_set)}, {TRACK_LABELS[track]}"
+        )
+    else:
+        notes.append(f"Correlation needs at least 3 systems on {test_set}/{track} ({len(table)} found).")
+    by_test_set = {
+        TEST_SET_LABELS.get(t, t): tables.system_table(frame, t, track) for t in LEADERBOARD_TEST_SETS
+    }
+    by_test_set = {k: v for k, v in by_test_set.items() if len(v)}
+    box = fig_metric_boxplots(by_test_set, title=f"Metrics across systems, per test set ({TRACK_LABELS[track]})") if by_test_set else None
+    if box is None:
+        notes.append(f"No results in the {TRACK_LABELS[track]} track.")
+    return corr, box, "\n".join(notes)
+
+
+def build_app(source: LeaderboardSource):
+    import gradio as gr
+
+    store = source.store
+    hub = is_hub_store(store)
+    tab_test_sets = [t for t in LEADERBOARD_TEST_SETS]
+    # initial values, so the page shows tables before the load event has re-read the store
+    first_overview, first_tables = tables.track_views(source.frame(), "findings", DEFAULT_RANK_KEY, test_sets=tab_test_sets)
+
+    def views(track: str, rank_by: str, query: str):
+        over, per_test_set = tables.track_views(source.frame(), track, rank_by, query, test_sets=tab_test_sets)
+        return (over, *per_test_set.values(), _status(source))
+
+    def leaderboard(test_set: str = "iu_xray", track: str = "findings", rank_by: str = DEFAULT_RANK_KEY, query: str = "") -> dict:
+        """One test set's table as {"headers", "data"}, ranked by a leaderboard column key
+        (e.g. radcliq_v1_inv, fineradscore_inv)."""
+        table = tables.leaderboard_view(source.frame(), test_set, track, rank_by, query)
+        return {"headers": list(table.columns), "data": table.values.tolist()}
+
+    def model(name: str | None, rank_by: str):
+        frame = source.frame()
+        if not name:
+            return "Pick a model.", pd.DataFrame(), pd.DataFrame()
+        significance = neighbour_significance(source, name, rank_by)
+        return model_header(frame, name), model_results(frame, name, rank_by), significance
+
+    def reload():
+        frame = source.frame(force=True)
+        return gr.update(choices=model_choices(frame)), _status(source)
+
+    def queue():
+        if store is None:
+            return pd.DataFrame(columns=QUEUE_COLUMNS)
+        reqs = store.list_requests()
+        return pd.DataFrame([{c: r.get(c) for c in QUEUE_COLUMNS} for r in reqs], columns=QUEUE_COLUMNS)
+
+    def plots(test_set: str, track: str):
+        return _plots(source, test_set, track)
+
+    with gr.Blocks(title="ReXrank leaderboard") as demo:
+        gr.Markdown(
+            f"# {TITLE}\n"
+            "Models ranked on four test sets, in two tracks. Default ranking: 1/RadCliQ-v1 (as ReXrank); "
+            "the ReXrank Challenge ranks by 1/FineRadScore. **Bold** = best in the column; "
+            f"± = 95 % CI where per-study scores exist; {tables.TRAINED_NOTE}"
+        )
+        status = gr.Markdown(_status(source), elem_id="status")
+        with gr.Row():
+            track = gr.Radio(TRACK_CHOICES, value="findings", label="Track", elem_id="track")
+            rank_by = gr.Dropdown(tables.rank_choices(), value=DEFAULT_RANK_KEY, label="Rank by", elem_id="rank-by")
+            query = gr.Textbox(label="Search model or institution", placeholder="e.g. CSIRO", elem_id="search")
+            reload_btn = gr.Button("Reload results", scale=0)
+        with gr.Tabs():
+            with gr.Tab("Overview", id="overview"):
+                gr.Markdown("Top models per test set (ranked by the chosen metric, within the chosen track).")
+                overview_df = gr.Dataframe(
+                    first_overview, datatype="markdown", interactive=False, wrap=True, elem_id="table-overview"
+                )
+            test_set_dfs = []
+            for t in tab_test_sets:
+                with gr.Tab(TEST_SET_LABELS[t], id=t):
+                    test_set_dfs.append(
+                        gr.Dataframe(
+                            first_tables[t], datatype="markdown", interactive=False, wrap=True, pinned_columns=2,
+                            max_height=700, elem_id=f"table-{t}", column_widths=TABLE_WIDTHS,
+                        )
+                    )
+            with gr.Tab("Model", id="model"):
+                model_pick = gr.Dropdown(choices=model_choices(source.frame()), label="Model", elem_id="model-pick")
+                model_md = gr.Markdown()
+                model_df = gr.Dataframe(datatype="markdown", interactive=False, wrap=True, label="All results")
+                gr.Markdown(
+                    "Significance against the neighbours in the ranking (paired bootstrap over studies, "
+                    f"ranking metric's per-study scores: {', '.join(sorted({c for c, _ in PER_STUDY_COLUMN.values()}))}); "
+                    "only where both results have per-study data."
+                )
+                significance_df = gr.Dataframe(interactive=False, wrap=True, label="Significance vs neighbours")
+            with gr.Tab("Plots", id="plots") as plots_tab:
+                plot_test_set = gr.Dropdown(
+                    [(TEST_SET_LABELS[t], t) for t in tab_test_sets], value="iu_xray", label="Test set (correlation plot)"
+                )
+                plot_note = gr.Markdown()
+                corr_plot = gr.Plot(label="Metric correlation")
+                box_plot = gr.Plot(label="Metric distributions")
+            with gr.Tab("About", id="about"):
+                gr.Markdown(about_markdown())
+            with gr.Tab("Submit", id="submit"):
+                if store is None:
+                    gr.Markdown("This leaderboard runs without a store: submissions are off.")
+                else:
+                    gr.Markdown(
+                        f"File predictions for scoring into **{store.name}**. They are validated now; the backend "
+                        "scores them and the result appears on the leaderboard. Formats: ReXrank submission JSON, "
+                        "CSV/JSONL with `id` and `prediction` columns, or parquet."
+                    )
+                    if hub:
+                        gr.LoginButton()
+                        name_box = gr.Textbox(visible=False)
+                    else:
+                        name_box = gr.Textbox(label="Your name or organisation (submitter)")
+                    with gr.Row():
+                        sub_test_set = gr.Dropdown(
+                            [(TEST_SET_LABELS.get(t, t), t) for t in (*tab_test_sets, "example")], value="iu_xray", label="Test set"
+                        )
+                        sub_track = gr.Radio(TRACK_CHOICES, value="findings", label="Track")
+                    with gr.Row():
+                        sub_model = gr.Textbox(label="Model name")
+                        sub_inst = gr.Textbox(label="Institution")
+                        sub_url = gr.Textbox(label="Model URL (https://…)")
+                    sub_trained = gr.CheckboxGroup(
+                        [(TEST_SET_LABELS[t], t) for t in tab_test_sets], label="Trained on the training split of"
+                    )
+                    sub_file = gr.File(label="Predictions file", type="filepath")
+                    sub_btn = gr.Button("Validate and submit", variant="primary")
+                    sub_out = gr.Markdown(elem_id="submit-result")
+                    queue_df = gr.Dataframe(label="Queue", interactive=False, wrap=True)
+
+                    def submit(file, test_set, track_, model_name, institution, url, trained, typed_name,
+                               profile: gr.OAuthProfile | None = None):
+                        try:
+                            request = file_request(
+                                store, predictions=file, test_set=test_set, track=track_, model_name=model_name,
+                                institution=institution, model_url=url, trained_on=trained,
+                                hf_username=profile.username if profile is not None else None, typed_name=typed_name,
+                            )
+                        except Exception as exc:  # every failure becomes a message for the submitter
+                            return describe_error(exc), queue()
+                        return describe_request(request), queue()
+
+                    sub_btn.click(
+                        submit,
+                        [sub_file, sub_test_set, sub_track, sub_model, sub_inst, sub_url, sub_trained, name_box],
+                        [sub_out, queue_df],
+                        api_name="submit",
+                    )
+                    demo.load(queue, None, queue_df, api_name="queue")
+
+        view_outputs = [overview_df, *test_set_dfs, status]
+        gr.on([track.change, rank_by.change, query.change], views, [track, rank_by, query], view_outputs, api_name="views")
+        gr.on([model_pick.change, rank_by.change], model, [model_pick, rank_by], [model_md, model_df, significance_df], api_name="model")
+        # figures are drawn when the Plots tab is opened, not on every page load
+        gr.on([plots_tab.select, plot_test_set.change, track.change], plots, [plot_test_set, track],
+              [corr_plot, box_plot, plot_note], api_name="plots")
+        hidden = {"api_visibility": "undocumented"}  # chained steps: the named endpoints above cover them
+        reload_btn.click(reload, None, [model_pick, status], api_name="reload").then(
+            views, [track, rank_by, query], view_outputs, **hidden
+        )
+        # a page load re-reads the store quietly: the tables already show the build-time data
+        demo.load(reload, None, [model_pick, status], show_progress="hidden", **hidden).then(
+            views, [track, rank_by, query], view_outputs, show_progress="hidden", **hidden
+        )
+        gr.api(leaderboard, api_name="leaderboard")
+    return demo

@@ -1,0 +1,108 @@
+"""Result records -> one flat DataFrame that every leaderboard view is cut from.
+
+A record (format in `rexrank.results_schema`) is one model on one test set and track. The
+frame has one row per record: identity columns, `trained` (the model used this test
+set's training split), and for each leaderboard column key `k` the mean `k` and the 95 %
+CI half-width `k_ci` (NaN when the results have none, as for the published numbers).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from rexrank.errors import RexrankError
+from rexrank.results_schema import COLUMNS_BY_KEY, LEADERBOARD_COLUMNS
+from rexrank.testsets.registry import TEST_SETS, TRACKS
+
+# The order the ReXrank site shows them: private set first, then the public ones.
+LEADERBOARD_TEST_SETS = ("rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus")
+TEST_SET_LABELS = {
+    "rexgradient": "ReXGradient (private)",
+    "mimic_cxr": "MIMIC-CXR",
+    "iu_xray": "IU-Xray",
+    "chexpert_plus": "CheXpert Plus",
+    "example": "Example (synthetic)",
+}
+TRACK_LABELS = {"findings": "Findings", "findings_impression": "Findings + Impression"}
+IDENTITY = ("id", "model_name", "institution", "model_url", "date", "submitter", "test_set", "track", "source")
+METRIC_KEYS = tuple(c.key for c in LEADERBOARD_COLUMNS)
+FRAME_COLUMNS = (*IDENTITY, "trained", "per_study_available", *METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n")
+
+
+def _number(value, *, where: str, allow_none: bool) -> float:
+    if value is None and allow_none:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise RexrankError(f"{where}: {value!r} is not a finite number")
+    return float(value)
+
+
+def check_record(record: dict) -> dict:
+    """One frame row from a record; every problem is an error naming the record."""
+    if not isinstance(record, dict):
+        raise RexrankError(f"result record is a {type(record).__name__}, not an object")
+    rid = record.get("id") or f"<record of {record.get('model_name', '?')}>"
+    for field in ("id", "model_name", "test_set", "track", "values"):
+        if not record.get(field):
+            raise RexrankError(f"result record {rid}: field {field!r} is missing or empty")
+    if record["test_set"] not in TEST_SETS:
+        raise RexrankError(f"result record {rid}: unknown test set {record['test_set']!r} (known: {', '.join(TEST_SETS)})")
+    if record["track"] not in TRACKS:
+        raise RexrankError(f"result record {rid}: unknown track {record['track']!r} (known: {', '.join(TRACKS)})")
+    values = record["values"]
+    if not isinstance(values, dict):
+        raise RexrankError(f"result record {rid}: 'values' must be an object keyed by column")
+    unknown = [k for k in values if k not in COLUMNS_BY_KEY]
+    if unknown:
+        raise RexrankError(f"result record {rid}: unknown leaderboard column(s) {unknown} (known: {list(COLUMNS_BY_KEY)})")
+    row = {f: str(record.get(f) or "") for f in IDENTITY}
+    row["source"] = row["source"] or "rexrank"
+    trained_on = record.get("trained_on") or []
+    if not isinstance(trained_on, (list, tuple)):
+        raise RexrankError(f"result record {rid}: 'trained_on' must be a list of test set names")
+    row["trained"] = record["test_set"] in trained_on
+    row["per_study_available"] = bool(record.get("per_study_available"))
+    ns = []
+    for key in METRIC_KEYS:
+        entry = values.get(key)
+        if entry is None:
+            row[key] = row[f"{key}_ci"] = math.nan
+            continue
+        if not isinstance(entry, dict) or "mean" not in entry:
+            raise RexrankError(f"result record {rid}: values[{key!r}] must be an object with a 'mean'")
+        row[key] = _number(entry["mean"], where=f"result record {rid} values[{key!r}].mean", allow_none=False)
+        row[f"{key}_ci"] = _number(entry.get("ci95"), where=f"result record {rid} values[{key!r}].ci95", allow_none=True)
+        if entry.get("n") is not None:
+            ns.append(int(entry["n"]))
+    row["n"] = max(ns) if ns else math.nan
+    return row
+
+
+def records_frame(records, *, problems: list[str] | None = None) -> pd.DataFrame:
+    """All records as one frame.
+
+    With `problems=None` a bad record raises; with a list, bad records are left out and
+    each is described in `problems` (the app shows them, so nothing disappears silently).
+    """
+    rows = []
+    seen: set[str] = set()
+    for record in records:
+        try:
+            row = check_record(record)
+            if row["id"] in seen:
+                raise RexrankError(f"result record {row['id']}: id appears more than once")
+        except RexrankError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+            continue
+        seen.add(row["id"])
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
+    for key in (*METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n"):
+        frame[key] = frame[key].astype(np.float64)
+    frame["trained"] = frame["trained"].astype(bool)
+    frame["per_study_available"] = frame["per_study_available"].astype(bool)
+    return frame

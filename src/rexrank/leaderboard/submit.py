@@ -1,0 +1,74 @@
+"""The submission tab's one action: validate predictions and file a request into the store.
+
+On a Hub store the submitter is the signed-in Hugging Face user (the quota counts per
+user, so it must not be a free-text field); on a local store it is a typed name.
+"""
+from __future__ import annotations
+
+import os
+
+from rexrank.errors import RexrankError, SubmissionError
+
+
+def is_hub_store(store) -> bool:
+    return store is not None and str(getattr(store, "name", "")).startswith("hf://")
+
+
+def file_request(
+    store,
+    *,
+    predictions: str | None,
+    test_set: str,
+    track: str,
+    model_name: str,
+    institution: str = "",
+    model_url: str = "",
+    trained_on=(),
+    hf_username: str | None = None,
+    typed_name: str = "",
+) -> dict:
+    """Validate and file; returns the request record. Raises RexrankError with a message
+    for the submitter."""
+    if store is None:
+        raise SubmissionError("this leaderboard is not connected to a store: submissions are off")
+    if not predictions:
+        raise SubmissionError("no predictions file uploaded")
+    if is_hub_store(store):
+        if not hf_username:
+            raise SubmissionError("sign in with Hugging Face first (the button above): submissions are counted per user")
+        submitter = hf_username
+    else:
+        submitter = (typed_name or "").strip()
+        if not submitter:
+            raise SubmissionError("enter your name (or your organisation's) as submitter")
+    if model_url and not model_url.strip().startswith(("http://", "https://")):
+        raise SubmissionError(f"model URL must start with http:// or https:// (got {model_url.strip()!r})")
+    return store.submit(
+        test_set=test_set,
+        track=track,
+        predictions=predictions,
+        model_name=model_name,
+        submitter=submitter,
+        institution=institution,
+        model_url=model_url,
+        trained_on=list(trained_on or ()),
+        data_dir=os.environ.get("REXRANK_DATA_DIR") or None,
+    )
+
+
+def describe_request(request: dict) -> str:
+    p = request.get("predictions", {})
+    checked = "ids checked against the test set" if p.get("ids_checked") else (
+        "file structure checked; the study ids are checked by the backend (private test set)"
+    )
+    return (
+        f"✅ Request **{request['id']}** filed: {request['model_name']} on {request['test_set']} / "
+        f"{request['track']}, status {request['status']}.  \n"
+        f"{p.get('n', '?')} predictions ({p.get('n_empty', 0)} empty); {checked}."
+    )
+
+
+def describe_error(exc: Exception) -> str:
+    if isinstance(exc, RexrankError):
+        return f"❌ Not filed: {exc}"
+    return f"❌ Not filed: unexpected error {type(exc).__name__}: {exc}"

@@ -1,0 +1,195 @@
+"""Leaderboard tables: ranking by any metric, search, best-value highlighting, ± CI display,
+"trained on this test set" marker, and the overview of top models per test set.
+
+Numeric work happens on the frame from `records.records_frame`; `display_*` functions
+turn a ranked frame into strings for `gr.Dataframe` (markdown cells).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from rexrank.errors import RexrankError
+from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS
+from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY, LEADERBOARD_COLUMNS
+
+DECIMALS = 3  # the published tables give three decimals
+TRAINED_MARK = "*"
+TRAINED_NOTE = "\\* the model used this test set's training split (as marked on the ReXrank site)."
+MISSING = "–"
+DISPLAY_FIXED = ("Rank", "Model", "Institution", "Date")
+
+
+def rank_choices() -> list[tuple[str, str]]:
+    """(label, key) pairs for a ranking dropdown, default first."""
+    ordered = [COLUMNS_BY_KEY[DEFAULT_RANK_KEY], COLUMNS_BY_KEY["fineradscore_inv"]]
+    ordered += [c for c in LEADERBOARD_COLUMNS if c not in ordered]
+    labels = {
+        DEFAULT_RANK_KEY: "1/RadCliQ-v1 (ReXrank default)",
+        "fineradscore_inv": "1/FineRadScore (ReXrank Challenge)",
+    }
+    return [(labels.get(c.key, c.display), c.key) for c in ordered]
+
+
+def _check_rank_key(rank_by: str) -> None:
+    if rank_by not in COLUMNS_BY_KEY:
+        raise RexrankError(f"cannot rank by {rank_by!r}: known columns are {', '.join(COLUMNS_BY_KEY)}")
+
+
+def ranked(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY) -> pd.DataFrame:
+    """Rows of one test set and track, best first by `rank_by`; `rank` is 1-based with ties
+    sharing the best rank. Models without a value for `rank_by` come last, unranked (NaN)."""
+    _check_rank_key(rank_by)
+    table = frame[(frame["test_set"] == test_set) & (frame["track"] == track)]
+    ascending = not COLUMNS_BY_KEY[rank_by].higher_is_better
+    table = table.sort_values([rank_by, "model_name"], ascending=[ascending, True], na_position="last", kind="mergesort")
+    table = table.assign(rank=table[rank_by].rank(method="min", ascending=ascending))
+    return table.reset_index(drop=True)
+
+
+def search(table: pd.DataFrame, query: str | None) -> pd.DataFrame:
+    """Rows whose model name or institution contains every word of `query` (case-insensitive)."""
+    words = (query or "").lower().split()
+    if not words:
+        return table
+    haystack = (table["model_name"] + " " + table["institution"]).str.lower()
+    mask = np.ones(len(table), dtype=bool)
+    for word in words:
+        mask &= haystack.str.contains(word, regex=False).to_numpy()
+    return table[mask]
+
+
+def best_values(table: pd.DataFrame) -> dict[str, float]:
+    """Best mean per column over the whole table (NaN when no model has the column)."""
+    best = {}
+    for key in METRIC_KEYS:
+        col = table[key]
+        if col.notna().any():
+            best[key] = float(col.max() if COLUMNS_BY_KEY[key].higher_is_better else col.min())
+        else:
+            best[key] = math.nan
+    return best
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()#|<>!~])")
+
+
+def md_escape(text: str) -> str:
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def format_value(mean: float, ci: float, *, best: bool = False) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return MISSING
+    text = f"{mean:.{DECIMALS}f}"
+    if best:
+        text = f"**{text}**"
+    if ci is not None and not (isinstance(ci, float) and math.isnan(ci)):
+        text += f" ± {ci:.{DECIMALS}f}"
+    return text
+
+
+def model_cell(row, *, link: bool = True) -> str:
+    name = md_escape(row["model_name"])
+    url = str(row.get("model_url") or "")
+    # only plain web links: a submitted URL must not become a javascript: or data: link
+    if link and re.match(r"^https?://[^\s()<>]+$", url):
+        name = f"[{name}]({url})"
+    if row["trained"]:
+        name += f" \\{TRAINED_MARK}"
+    return name
+
+
+def column_header(key: str, rank_by: str) -> str:
+    col = COLUMNS_BY_KEY[key]
+    arrow = "↑" if col.higher_is_better else "↓"
+    return f"{col.display} {arrow}" + (" ▼" if key == rank_by else "")
+
+
+def display_headers(rank_by: str = DEFAULT_RANK_KEY) -> list[str]:
+    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in METRIC_KEYS), "Source"]
+
+
+def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DEFAULT_RANK_KEY) -> pd.DataFrame:
+    """Ranked rows -> strings: rank, linked model name (+ trained marker), institution, date,
+    one "mean ± CI" cell per column with the column's best value in bold, source."""
+    rows = []
+    needed = ["rank", "model_name", "model_url", "trained", "institution", "date", "source",
+              *METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS)]
+    for row in table[needed].to_dict("records"):
+        cells = [
+            MISSING if math.isnan(row["rank"]) else str(int(row["rank"])),
+            model_cell(row),
+            md_escape(row["institution"]),
+            md_escape(row["date"]),
+        ]
+        for key in METRIC_KEYS:
+            mean = row[key]
+            is_best = not math.isnan(mean) and not math.isnan(best[key]) and math.isclose(mean, best[key], rel_tol=0, abs_tol=1e-12)
+            cells.append(format_value(mean, row[f"{key}_ci"], best=is_best))
+        cells.append(row["source"])
+        rows.append(cells)
+    return pd.DataFrame(rows, columns=display_headers(rank_by))
+
+
+def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "") -> pd.DataFrame:
+    """The table a test-set tab shows. Best values are taken over the whole table, before
+    the search filter, so a search never makes a weaker model look best."""
+    table = ranked(frame, test_set, track, rank_by)
+    return display_table(search(table, query), best_values(table), rank_by)
+
+
+def overview(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, top: int | None = 10,
+             test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None) -> pd.DataFrame:
+    """Top models per test set side by side (as the ReXrank site's overview): one column per
+    test set, cell = model (institution), trained marker as in the test-set tables.
+    `ranked_tables`: {test_set: ranked(...)} already computed for this track and metric."""
+    columns = {}
+    for test_set in test_sets:
+        table = ranked_tables[test_set] if ranked_tables else ranked(frame, test_set, track, rank_by)
+        table = table[table["rank"].notna()]
+        if top is not None:
+            table = table.head(top)
+        columns[TEST_SET_LABELS.get(test_set, test_set)] = [
+            f"{model_cell(r, link=False)} ({md_escape(r['institution'])})"
+            for r in table[["model_name", "model_url", "trained", "institution"]].to_dict("records")
+        ]
+    depth = max((len(v) for v in columns.values()), default=0)
+    data = {"Rank": [str(i + 1) for i in range(depth)]}
+    for label, cells in columns.items():
+        data[label] = cells + [""] * (depth - len(cells))
+    return pd.DataFrame(data)
+
+
+def all_views(frame: pd.DataFrame, rank_by: str = DEFAULT_RANK_KEY, tracks=("findings", "findings_impression")) -> dict:
+    """Every test-set table and the overview per track (what the app renders at start)."""
+    views = {}
+    for track in tracks:
+        over, per_test_set = track_views(frame, track, rank_by)
+        views[("overview", track)] = over
+        for test_set, table in per_test_set.items():
+            views[(test_set, track)] = table
+    return views
+
+
+def track_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
+                test_sets=LEADERBOARD_TEST_SETS) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The overview and every test-set table of one track, each table ranked once."""
+    ranked_tables = {t: ranked(frame, t, track, rank_by) for t in test_sets}
+    over = overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables)
+    return over, {t: display_table(search(r, query), best_values(r), rank_by) for t, r in ranked_tables.items()}
+
+
+def system_table(frame: pd.DataFrame, test_set: str, track: str) -> pd.DataFrame:
+    """Rows = systems (model name; the source is appended when a model has results from
+    several sources), columns = leaderboard keys: the input of rexrank.analysis.figures."""
+    table = frame[(frame["test_set"] == test_set) & (frame["track"] == track)]
+    names = table["model_name"]
+    dup = names.duplicated(keep=False)
+    index = names.where(~dup, names + " (" + table["source"] + ")")
+    out = table[list(METRIC_KEYS)].copy()
+    out.index = pd.Index(index.tolist(), name="system")
+    return out

@@ -1,0 +1,74 @@
+"""Runs a list of requests through a backend with caching, concurrency and accounting.
+
+The cache key is sha256 over (backend, model, revision, full request: messages or prompt,
+and every generation parameter), so any change that could change an answer misses.
+Only successful answers are cached: a rerun retries what failed and costs nothing else.
+"""
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from rexrank.llm.settings import LLMSettings
+from rexrank.llm.types import LLMRequest, LLMResponse, Usage
+from rexrank.refcache import ReferenceCache, default_cache_dir
+
+
+def build_backend(settings: LLMSettings, **kwargs):
+    """The backend for resolved `settings` (see LLMSettings.resolved)."""
+    if settings.backend == "openai":
+        from rexrank.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(settings)
+    from rexrank.llm.transformers_backend import TransformersBackend
+
+    return TransformersBackend(settings, **kwargs)
+
+
+class LLMRunner:
+    def __init__(self, backend, settings: LLMSettings, *, progress: bool = True):
+        self.backend = backend
+        self.settings = settings
+        self.progress = progress
+        directory = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir().parent / "llm"
+        self.cache = ReferenceCache("llm-response-v1", directory, enabled=settings.cache)
+        self.usage = Usage(price_input_per_mtok=settings.price_input_per_mtok, price_output_per_mtok=settings.price_output_per_mtok)
+
+    def cache_key(self, request: LLMRequest) -> str:
+        return json.dumps({**self.backend.identity(), **request.key_payload()}, sort_keys=True, ensure_ascii=False)
+
+    def run(self, requests: list[LLMRequest], *, desc: str = "LLM") -> list[LLMResponse]:
+        from tqdm.auto import tqdm
+
+        responses: list[LLMResponse | None] = [None] * len(requests)
+        todo: dict[LLMRequest, list[int]] = {}  # identical requests are sent once
+        for i, request in enumerate(requests):
+            hit = self.cache.get(self.cache_key(request))
+            if hit is not None:
+                responses[i] = LLMResponse(**hit, cached=True)
+            else:
+                todo.setdefault(request, []).append(i)
+        unique = list(todo)
+        with tqdm(total=len(unique), desc=desc, unit="call", disable=not self.progress or not unique) as bar:
+            for request, response in self._send(unique, bar):
+                if response.ok:
+                    self.cache.put(self.cache_key(request), response.to_cache())
+                for n, i in enumerate(todo[request]):
+                    # duplicates beyond the first were not paid for: account them as cache hits
+                    responses[i] = response if n == 0 else LLMResponse(**response.to_cache(), cached=True, error=response.error)
+        for response in responses:
+            self.usage.add(response)  # type: ignore[arg-type]
+        return responses  # type: ignore[return-value]
+
+    def _send(self, requests: list[LLMRequest], bar):
+        if not requests:
+            return
+        if self.backend.max_concurrency > 1:
+            with ThreadPoolExecutor(max_workers=min(self.backend.max_concurrency, len(requests))) as pool:
+                for request, response in zip(requests, pool.map(self.backend.call, requests)):
+                    bar.update(1)
+                    yield request, response
+        else:
+            # the backend batches and orders by length itself; it reports progress per batch
+            yield from zip(requests, self.backend.generate(requests, on_progress=bar.update))

@@ -1,0 +1,151 @@
+"""Local `transformers` backend: greedy generation with a causal LM checkpoint.
+
+"completion" requests are tokenised as given (the tokenizer adds BOS; literal special
+tokens such as "</s>" in the text become their ids, as in GREEN's official inference);
+"chat" requests are rendered with the tokenizer's own chat template. Batches are
+left-padded. `max_length` in a request's params caps prompt + completion (GREEN's
+official setting); `max_tokens` caps the completion alone.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+
+from rexrank.llm.settings import LLMSettings
+from rexrank.llm.types import LLMRequest, LLMResponse
+from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
+
+
+class TransformersBackend:
+    name = "transformers"
+    max_concurrency = 1
+
+    def __init__(self, settings: LLMSettings, *, licence: str = "", max_input_tokens: int | None = None):
+        if settings.model and not settings.model_path and Path(settings.model).expanduser().is_dir():
+            settings = replace(settings, model_path=settings.model)  # --llm-model /local/folder
+        self.settings = settings
+        self.checkpoint = Checkpoint(
+            repo_id=settings.model or str(settings.model_path),
+            revision=settings.revision or "main",
+            path=settings.model_path,
+            licence=licence,
+        )
+        self.max_input_tokens = max_input_tokens
+        self._model = None
+        self._tokenizer = None
+        self._path: Path | None = None
+
+    # Loading is lazy: a rerun served entirely from the cache never loads the weights.
+    def _load(self):
+        if self._model is not None:
+            return
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self._path = resolve(self.checkpoint, option="model_path")
+        device = pick_device(self.settings.device)
+        dtype_name = self.settings.dtype or ("float16" if device.startswith("cuda") else "float32")
+        tokenizer = AutoTokenizer.from_pretrained(self._path, padding_side="left")
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        model = AutoModelForCausalLM.from_pretrained(self._path, dtype=getattr(torch, dtype_name))
+        model.to(device).eval()
+        self._tokenizer, self._model, self._device = tokenizer, model, device
+        self.dtype = dtype_name
+
+    @property
+    def tokenizer(self):
+        self._load()
+        return self._tokenizer
+
+    def identity(self) -> dict:
+        revision = self.checkpoint.revision
+        if self.settings.model_path:
+            revision = "local:" + _folder_fingerprint(Path(self.settings.model_path))
+        return {"backend": self.name, "model": self.checkpoint.repo_id, "revision": revision, "dtype": self.settings.dtype}
+
+    def prompt_ids(self, request: LLMRequest) -> list[int]:
+        tok = self.tokenizer
+        if request.kind == "completion":
+            return tok(request.prompt, add_special_tokens=True)["input_ids"]
+        if request.kind == "chat":
+            text = tok.apply_chat_template(request.message_dicts, tokenize=False, add_generation_prompt=True)
+            return tok(text, add_special_tokens=False)["input_ids"]
+        raise ValueError(f"unknown request kind {request.kind!r}")
+
+    def generate(self, requests: list[LLMRequest], on_progress=None) -> list[LLMResponse]:
+        self._load()
+        on_progress = on_progress or (lambda n: None)
+        out: list[LLMResponse | None] = [None] * len(requests)
+        ready: list[tuple[int, list[int]]] = []
+        for i, request in enumerate(requests):
+            try:
+                ids = self.prompt_ids(request)
+            except Exception as exc:  # e.g. no chat template
+                out[i] = LLMResponse(None, error=f"cannot build the prompt: {type(exc).__name__}: {exc}")
+                on_progress(1)
+                continue
+            cap = request.param_dict.get("max_length")
+            limit = self.max_input_tokens or cap
+            if limit is not None and len(ids) >= limit:
+                out[i] = LLMResponse(
+                    None, prompt_tokens=len(ids), error=f"prompt is {len(ids)} tokens, no room under the {limit}-token limit"
+                )
+                on_progress(1)
+                continue
+            ready.append((i, ids))
+        # requests with identical generation params are batched together, shortest first
+        # to keep padding (and thus wasted compute) low
+        groups: dict[tuple, list[tuple[int, list[int]]]] = {}
+        for i, ids in ready:
+            groups.setdefault(requests[i].params, []).append((i, ids))
+        for params, members in groups.items():
+            members.sort(key=lambda m: len(m[1]))
+            for start in range(0, len(members), self.settings.batch_size):
+                batch = members[start : start + self.settings.batch_size]
+                for (i, _), response in zip(batch, self._generate_batch([ids for _, ids in batch], dict(requests[batch[0][0]].param_dict))):
+                    out[i] = response
+                on_progress(len(batch))
+        return out  # type: ignore[return-value]
+
+    def _generate_batch(self, batch: list[list[int]], params: dict) -> list[LLMResponse]:
+        import torch
+
+        tok = self._tokenizer
+        width = max(len(ids) for ids in batch)
+        pad = tok.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in batch], device=self._device)
+        attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=self._device)
+        kwargs = dict(do_sample=False, eos_token_id=tok.eos_token_id, pad_token_id=pad, temperature=None, top_p=None, top_k=None)
+        if params.get("max_tokens") is not None:
+            kwargs["max_new_tokens"] = int(params["max_tokens"])
+        if params.get("max_length") is not None:
+            # official GREEN: total length (padded prompt + completion); with max_tokens too, the tighter wins
+            room = int(params["max_length"]) - width
+            kwargs["max_new_tokens"] = min(room, kwargs.get("max_new_tokens", room))
+        try:
+            with torch.inference_mode():
+                generated = self._model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
+        except Exception as exc:  # OOM and the like: every study of the batch failed, said so
+            return [LLMResponse(None, prompt_tokens=len(ids), error=f"generation failed: {type(exc).__name__}: {exc}") for ids in batch]
+        responses = []
+        for ids, row in zip(batch, generated[:, width:].tolist()):
+            new = row
+            finish = "length"
+            if tok.eos_token_id in row:
+                new = row[: row.index(tok.eos_token_id) + 1]
+                finish = "stop"
+            text = tok.decode(new, skip_special_tokens=True)
+            responses.append(LLMResponse(text, prompt_tokens=len(ids), completion_tokens=len(new), finish_reason=finish))
+        return responses
+
+
+def _folder_fingerprint(folder: Path) -> str:
+    """Names and sizes of the files of a local checkpoint: new weights at the same path
+    must not be served stale cached answers."""
+    digest = hashlib.sha256()
+    files = [folder] if folder.is_file() else sorted(p for p in folder.rglob("*") if p.is_file())
+    for path in files:
+        digest.update(f"{path.relative_to(folder) if path != folder else path.name}:{path.stat().st_size}\n".encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,224 @@
+"""BERTScore as ReXrank computes it (CXR-Report-Metric `add_bertscore_col`, reference
+metrics_nonllm.md §2), re-implemented on transformers 5 with the same checkpoint.
+
+Official call: bert_score 0.3.11 `BERTScorer(model_type="distilroberta-base", lang="en",
+rescale_with_baseline=True, idf=False, idf_sents=refs).score(cands, refs)` after collapsing
+runs of spaces. What that computes, and what we reproduce:
+- model distilroberta-base, output of the first 5 transformer layers (= hidden_states[5]);
+- text: runs of ' ' collapsed, then strip; RoBERTa BPE *with* the leading-space token
+  (add_prefix_space=True, which transformers 5 ignores in `encode`: we set it when loading
+  the tokenizer, decided from config.model_type); special tokens added; truncation at the
+  tokenizer's model_max_length (512);
+- greedy matching on L2-normalised token embeddings; token weights 1, or idf from the
+  references (ln((M+1)/(df+1)), M = number of references); [CLS]/[SEP] (<s>/</s>) weigh 0
+  but still take part in the similarity matrix;
+- a candidate or reference that is empty after strip (only the 2 special tokens): raw P and
+  R are 0, F is 0; F NaN -> 0;
+- baseline rescaling of P, R and F separately: (x - b) / (1 - b), with the published
+  distilroberta-base layer-5 baseline.
+
+One deliberate difference: bert_score pads a batch of pairs and sets padded similarities to 0
+before the max, so a token whose best real cosine is negative scores 0 or its true max
+depending on which pairs share its batch. We take the max over real tokens only. With
+contextual embeddings of real checkpoints the best match is never negative, so this does not
+change ReXrank numbers.
+
+bert_score is MIT (Tianyi Zhang et al.); the baseline numbers below come from its file
+`bert_score/rescale_baseline/en/distilroberta-base.tsv` (identical in 0.3.11 and 0.3.13).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any, Sequence
+
+import numpy as np
+
+from rexrank.errors import MetricError
+from rexrank.metrics.base import Metric, MetricResult
+
+DEFAULT_MODEL = "distilbert/distilroberta-base"  # formerly "distilroberta-base"; Apache-2.0
+# Pinned commit of distilbert/distilroberta-base (the repo has not changed its weights since
+# its 2019 upload; revision as recorded by several public projects pinning it).
+DEFAULT_REVISION = "fb53ab8802853c8e4fbdbcd0529f21fc6f459b2b"
+DEFAULT_NUM_LAYERS = 5  # bert_score model2layers["distilroberta-base"]
+# bert_score rescale_baseline/en/distilroberta-base.tsv, row LAYER=5: (P, R, F)
+DISTILROBERTA_LAYER5_BASELINE = (0.84732, 0.84759504, 0.8473319)
+
+_SPACES = re.compile(r" +")
+
+
+def preprocess(text: str) -> str:
+    """CXR-Report-Metric collapses runs of spaces (only ' ', not newlines); bert_score strips."""
+    return _SPACES.sub(" ", text).strip()
+
+
+def rescale(value: np.ndarray, baseline: float) -> np.ndarray:
+    return (value - baseline) / (1.0 - baseline)
+
+
+class BertScore(Metric):
+    name = "bertscore"
+    version = "1"
+    description = (
+        "BERTScore as in CXR-Report-Metric / ReXrank: distilroberta-base, layer 5, greedy cosine "
+        "matching of token embeddings, F1 rescaled with the published baseline, no idf."
+    )
+    citation = (
+        "@inproceedings{zhang2020bertscore, title={BERTScore: Evaluating Text Generation with BERT},"
+        " author={Zhang, Tianyi and Kishore, Varsha and Wu, Felix and Weinberger, Kilian Q. and Artzi, Yoav},"
+        " booktitle={ICLR}, year={2020}}\n"
+        "@article{yu2023evaluating, title={Evaluating progress in automatic chest X-ray radiology report generation},"
+        " author={Yu, Feiyang and others}, journal={Patterns}, year={2023}}"
+    )
+    higher_is_better = True
+    requires = ("models",)
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        revision: str | None = None,
+        num_layers: int | None = None,
+        idf: bool = False,
+        rescale_with_baseline: bool = True,
+        baseline: Sequence[float] | None = None,
+        batch_size: int = 64,
+        device: str | None = None,
+        cache: bool = True,
+        cache_dir: str | None = None,
+        progress: bool = True,
+    ):
+        from rexrank.models.encoders import checkpoint_for
+
+        if model == "distilroberta-base":  # the id the official code used, before the hub moved it
+            model = DEFAULT_MODEL
+        self.checkpoint = checkpoint_for(
+            model, revision, default_model=DEFAULT_MODEL, default_revision=DEFAULT_REVISION, licence="Apache-2.0"
+        )
+        is_default = model == DEFAULT_MODEL
+        if num_layers is None:
+            if not is_default:
+                raise MetricError(f"bertscore: give num_layers for model {model!r} (the layer is only known for {DEFAULT_MODEL})")
+            num_layers = DEFAULT_NUM_LAYERS
+        if not isinstance(num_layers, int) or num_layers < 0:
+            raise MetricError(f"bertscore: num_layers must be an integer >= 0, got {num_layers!r}")
+        if baseline is not None:
+            baseline = tuple(float(b) for b in baseline)
+            if len(baseline) != 3 or not all(b < 1 for b in baseline):
+                raise MetricError(f"bertscore: baseline must be three numbers (P, R, F) below 1, got {baseline!r}")
+        elif rescale_with_baseline:
+            if not (is_default and num_layers == DEFAULT_NUM_LAYERS):
+                raise MetricError(
+                    f"bertscore: no published baseline known for {model!r} layer {num_layers}; pass "
+                    "baseline=(P, R, F) or rescale_with_baseline=False"
+                )
+            baseline = DISTILROBERTA_LAYER5_BASELINE
+        if batch_size < 1:
+            raise MetricError(f"bertscore: batch_size must be >= 1, got {batch_size}")
+        self.num_layers = num_layers
+        self.idf = bool(idf)
+        self.rescale_with_baseline = bool(rescale_with_baseline)
+        self.baseline = baseline if self.rescale_with_baseline else None
+        self.batch_size = batch_size
+        self.device = device
+        self.cache = cache
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self._embedder = None
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "checkpoint": self.checkpoint.provenance(),
+            "num_layers": self.num_layers,
+            "idf": self.idf,
+            "idf_source": "references" if self.idf else None,
+            "rescale_with_baseline": self.rescale_with_baseline,
+            "baseline": list(self.baseline) if self.baseline else None,
+            "preprocessing": "collapse ' +', strip; prefix space for byte-level BPE",
+        }
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from rexrank.models.token_embeddings import TokenEmbedder
+
+            self._embedder = TokenEmbedder(
+                self.checkpoint,
+                num_layers=self.num_layers,
+                batch_size=self.batch_size,
+                device=self.device,
+                progress=self.progress,
+            )
+        return self._embedder
+
+    def _reference_cache(self):
+        from rexrank.refcache import ReferenceCache
+
+        namespace = f"bertscore-emb/v1/{self.embedder.identity}/layer{self.num_layers}/maxlen{self.embedder.max_length}"
+        return ReferenceCache(namespace, self.cache_dir, enabled=self.cache)
+
+    def embed(self, texts: Sequence[str], *, cached: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(token ids, L2-normalised embeddings) per text, each distinct text embedded once."""
+        texts = [preprocess(t) for t in texts]
+        if cached:
+            return self._reference_cache().get_or_compute(texts, self.embedder.embed)
+        distinct = list(dict.fromkeys(texts))
+        by_text = dict(zip(distinct, self.embedder.embed(distinct)))
+        return [by_text[t] for t in texts]
+
+    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+        refs = self.embed(references, cached=True)
+        hyps = self.embed(predictions)
+        specials = self.embedder.special_ids
+        weight_of = self._weights(refs, specials)
+        n = len(predictions)
+        precision = np.zeros(n)
+        recall = np.zeros(n)
+        n_empty = 0
+        for i, ((hyp_ids, hyp_emb), (ref_ids, ref_emb)) in enumerate(zip(hyps, refs)):
+            if len(hyp_ids) <= 2 or len(ref_ids) <= 2:
+                n_empty += 1  # official: raw P = R = 0 for an empty side
+                continue
+            sim = hyp_emb @ ref_emb.T
+            hyp_w = weight_of(hyp_ids)
+            ref_w = weight_of(ref_ids)
+            precision[i] = _weighted_mean(sim.max(axis=1), hyp_w)
+            recall[i] = _weighted_mean(sim.max(axis=0), ref_w)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f1 = 2 * precision * recall / (precision + recall)
+        f1 = np.nan_to_num(f1, nan=0.0)
+        if self.baseline is not None:
+            bp, br, bf = self.baseline
+            precision, recall, f1 = rescale(precision, bp), rescale(recall, br), rescale(f1, bf)
+        details = {"n_empty_pairs": n_empty} if n_empty else {}
+        return self._result_from_columns(
+            {self.name: f1, f"{self.name}_precision": precision, f"{self.name}_recall": recall}, details=details
+        )
+
+    def _weights(self, refs, specials: set[int]):
+        """Token id -> weight function: 1 (no idf) or idf over the references; specials 0."""
+        if not self.idf:
+            def weight_of(ids: np.ndarray) -> np.ndarray:
+                return np.where(np.isin(ids, list(specials)), 0.0, 1.0)
+            return weight_of
+        n_docs = len(refs)  # every reference counts, duplicates included (bert_score get_idf_dict)
+        df = Counter()
+        for ids, _ in refs:
+            df.update(set(ids.tolist()))
+        unseen = math.log(n_docs + 1)
+        idf = {tok: math.log((n_docs + 1) / (count + 1)) for tok, count in df.items()}
+        for tok in specials:
+            idf[tok] = 0.0
+
+        def weight_of(ids: np.ndarray) -> np.ndarray:
+            return np.array([idf.get(t, unseen) for t in ids.tolist()])
+
+        return weight_of
+
+
+def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> float:
+    total = weights.sum()
+    if total == 0:
+        return 0.0  # idf: every token appears in every reference (official: NaN, F -> 0)
+    return float((values * weights).sum() / total)

@@ -1,0 +1,86 @@
+"""RadCliQ-v1 (and v0) from texts: BLEU-2, BERTScore, SembScore and RadGraph-F1 computed as
+CXR-Report-Metric does, then combined with the official coefficients
+(`rexrank.metrics.radcliq_formula`, reference metrics_nonllm.md §5).
+
+Each component metric embeds/annotates each distinct text once and caches the reference
+side. BERTScore uses the official CXR-Report-Metric setting (idf off, config.USE_IDF=False);
+RadEval's RadCliQ turns idf on: pass bertscore_options={"idf": True} to reproduce RadEval.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rexrank.errors import MetricError
+from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.radcliq_formula import radcliq_from_components
+
+COMPONENTS = ("radgraph", "bertscore", "sembscore", "bleu2")
+
+
+class RadCliQ(Metric):
+    name = "radcliq"
+    version = "1"
+    description = (
+        "RadCliQ-v1 as in CXR-Report-Metric / ReXrank: a linear combination of RadGraph-F1, BERTScore and "
+        "SembScore (and BLEU-2, whose v1 weight is ~0) fitted to radiologists' error counts; lower is better. "
+        "ReXrank ranks by 1 / mean RadCliQ-v1 (`radcliq_v1_inv`). RadCliQ-v0 is reported too."
+    )
+    citation = (
+        "@article{yu2023evaluating, title={Evaluating progress in automatic chest X-ray radiology report generation},"
+        " author={Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others}, journal={Patterns}, year={2023}}"
+    )
+    higher_is_better = False
+    requires = ("models",)
+
+    def __init__(
+        self,
+        bertscore_options: dict | None = None,
+        sembscore_options: dict | None = None,
+        radgraph_options: dict | None = None,
+        device: str | None = None,
+        cache: bool = True,
+        cache_dir: str | None = None,
+    ):
+        from rexrank.metrics.registry import get_metric
+
+        shared = {"cache": cache, "cache_dir": cache_dir}
+        if device is not None:
+            shared["device"] = device
+        options = {
+            "bertscore": {**shared, **(bertscore_options or {})},
+            "sembscore": {**shared, "labels": False, **(sembscore_options or {})},
+            "radgraph": {**shared, **(radgraph_options or {})},
+            "bleu2": {},
+        }
+        self.components = {name: get_metric(name, **options[name]) for name in COMPONENTS}
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "coefficients": "CXR-Report-Metric pickles (normalizer.pkl, composite_metric_model.pkl, radcliq-v1.pkl)",
+            "components": {name: metric.provenance() for name, metric in self.components.items()},
+        }
+
+    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+        values: dict[str, np.ndarray] = {}
+        failures: dict[int, str] = {}
+        for name, metric in self.components.items():
+            result = metric.score(predictions, references)
+            values[name] = result.primary
+            for i, why in result.failures.items():
+                failures.setdefault(i, f"{name}: {why}")
+        parts = dict(radgraph=values["radgraph"], bertscore=values["bertscore"], semb=values["sembscore"], bleu2=values["bleu2"])
+        v1 = radcliq_from_components(**parts, version="v1")
+        v0 = radcliq_from_components(**parts, version="v0")
+        columns = {
+            self.name: v1,  # primary: per-study RadCliQ-v1
+            f"{self.name}_v0": v0,
+            **{f"{self.name}_{name}": values[name] for name in COMPONENTS},
+        }
+        result = self._result_from_columns(columns, failures=failures)
+        mean_v1 = result.corpus[self.name]
+        if mean_v1 == 0:
+            raise MetricError("radcliq: mean RadCliQ-v1 is exactly 0, its inverse is undefined")
+        result.corpus[f"{self.name}_v1_inv"] = 1.0 / mean_v1  # what ReXrank shows
+        return result

@@ -1,0 +1,129 @@
+"""SembScore ("CheXbert vector similarity", s_emb) as ReXrank computes it, plus the CheXbert
+labels and CheXbert F1 of the same run (reference metrics_nonllm.md §3).
+
+CXR-Report-Metric runs CheXbert's `encode.py` without `-l`, so it keeps the last-layer
+[CLS] vector (768-d) of each report, not the label vector, and scores each study with the
+plain cosine of prediction and reference vectors. Preprocessing: strip, newline -> space,
+collapse whitespace, strip; bert-base-uncased WordPiece with [CLS]/[SEP]; over 512 ids ->
+first 511 + [SEP]. Reference-side [CLS] vectors and labels are cached on disk.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rexrank.metrics.base import Metric, MetricResult
+
+
+class SembScore(Metric):
+    name = "sembscore"
+    version = "1"
+    description = (
+        "SembScore as in CXR-Report-Metric / ReXrank: cosine similarity of the CheXbert last-layer "
+        "[CLS] embeddings of generated and reference report; also CheXbert labels and CheXbert F1."
+    )
+    citation = (
+        "@inproceedings{smit2020chexbert, title={Combining Automatic Labelers and Expert Annotations for Accurate"
+        " Radiology Report Labeling Using BERT}, author={Smit, Akshay and Jain, Saahil and Rajpurkar, Pranav and"
+        " Pareek, Anuj and Ng, Andrew Y. and Lungren, Matthew P.}, booktitle={EMNLP}, year={2020}}\n"
+        "@article{yu2023evaluating, title={Evaluating progress in automatic chest X-ray radiology report generation},"
+        " author={Yu, Feiyang and others}, journal={Patterns}, year={2023}}"
+    )
+    higher_is_better = True
+    requires = ("models",)
+
+    def __init__(
+        self,
+        checkpoint_path: str | None = None,
+        revision: str | None = None,
+        tokenizer: str | None = None,
+        num_attention_heads: int | None = None,
+        batch_size: int = 32,
+        device: str | None = None,
+        cache: bool = True,
+        cache_dir: str | None = None,
+        labels: bool = True,
+        progress: bool = True,
+    ):
+        self.options = dict(
+            checkpoint_path=checkpoint_path,
+            revision=revision,
+            tokenizer=tokenizer,
+            num_attention_heads=num_attention_heads,
+            batch_size=batch_size,
+            device=device,
+            progress=progress,
+        )
+        self.cache = cache
+        self.cache_dir = cache_dir
+        self.labels = labels
+        self._model = None
+
+    @property
+    def model(self):
+        if self._model is None:
+            from rexrank.models.chexbert import CheXbert
+
+            self._model = CheXbert(**self.options)
+        return self._model
+
+    def config(self) -> dict[str, Any]:
+        from rexrank.models.chexbert import CHEXBERT_FILE, CHEXBERT_REPO, CHEXBERT_REVISION, TOKENIZER_REPO, TOKENIZER_REVISION
+
+        return {
+            "checkpoint": {
+                "repo_id": CHEXBERT_REPO,
+                "filename": CHEXBERT_FILE,
+                "revision": self.options["revision"] or CHEXBERT_REVISION,
+                "path": self.options["checkpoint_path"],
+            },
+            "tokenizer": self.options["tokenizer"] or f"{TOKENIZER_REPO}@{TOKENIZER_REVISION}",
+            "embedding": "last-layer [CLS]",
+            "label_mode": "rrg",
+        }
+
+    def encode(self, texts: list[str], *, cached: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+        """([CLS] vector, 14 labels) per text; each distinct text runs once."""
+        if cached:
+            from rexrank.refcache import ReferenceCache
+
+            cache = ReferenceCache(f"chexbert/v1/{self.model.identity}", self.cache_dir, enabled=self.cache)
+            return cache.get_or_compute(texts, self.model.encode)
+        distinct = list(dict.fromkeys(texts))
+        by_text = dict(zip(distinct, self.model.encode(distinct)))
+        return [by_text[t] for t in texts]
+
+    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+        refs = self.encode(references, cached=True)
+        hyps = self.encode(predictions)
+        scores = np.empty(len(predictions))
+        failures: dict[int, str] = {}
+        for i, ((hyp, _), (ref, _)) in enumerate(zip(hyps, refs)):
+            norm = float(np.linalg.norm(hyp)) * float(np.linalg.norm(ref))
+            if norm == 0.0:  # official code divides by zero (NaN); say so instead
+                scores[i] = np.nan
+                failures[i] = "zero-norm CheXbert embedding"
+            else:
+                scores[i] = float(np.dot(hyp.astype(np.float64), ref.astype(np.float64))) / norm
+        details: dict[str, Any] = {}
+        if self.labels:
+            from rexrank.metrics.chexbert import chexbert_f1
+            from rexrank.models.chexbert import CLASSES, CONDITIONS
+
+            pred_labels = np.stack([labels for _, labels in hyps]) if hyps else np.zeros((0, 14), dtype=np.int8)
+            ref_labels = np.stack([labels for _, labels in refs]) if refs else np.zeros((0, 14), dtype=np.int8)
+            f1 = chexbert_f1(pred_labels, ref_labels)
+            details = {
+                **f1["summary"],
+                "chexbert_report_all": f1["report_all"],
+                "chexbert_report_5": f1["report_5"],
+                "chexbert_label_mode": f1["mode"],
+                "chexbert_labels": {
+                    "conditions": list(CONDITIONS),
+                    "classes": list(CLASSES),
+                    "predictions": pred_labels.tolist(),
+                    "references": ref_labels.tolist(),
+                },
+            }
+        return self._result_from_columns({self.name: scores}, details=details, failures=failures)

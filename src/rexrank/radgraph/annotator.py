@@ -1,0 +1,261 @@
+"""RadGraph annotation of reports: load a RRG_scorers model and turn texts into entity graphs.
+
+Output per report, in radgraph 0.1.18's format (`utils.get_entity`), so annotations can be
+compared with the official package's JSON:
+
+    {"text": "<words joined by spaces>",
+     "entities": {"1": {"tokens": "pleural effusion", "label": "OBS-DP", "start_ix": 3,
+                        "end_ix": 4, "relations": [["located_at", "2"], ...]}, ...}}
+
+Entities are numbered from 1 in span order; a relation is listed under its source entity
+and names its target by entity number; a relation whose source or target span is not a
+predicted entity is dropped (as officially).
+
+A report with no words (empty or whitespace only) gets no entities without running the
+model: CXR-Report-Metric skips such (NaN) reports, which gives the same empty sets.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+from rexrank.errors import MetricError
+from rexrank.models.checkpoints import Checkpoint, offline, pick_device
+from rexrank.radgraph.preprocess import MODEL_TYPES, reader_word, words_for
+from rexrank.radgraph.tarball import DEFAULT_REVISION, RadGraphArchive, checkpoint_for, load_archive
+
+# Bump when anything that changes annotations for the same weights changes.
+ANNOTATION_VERSION = "1"
+
+logger = logging.getLogger(__name__)
+
+
+def _load_transformer_parts(name: str, *, path: str | None, revision: str):
+    """(config, tokenizer) of the encoder named in config.json: only its architecture and
+    vocabulary are needed; its weights come from weights.th."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    source = path or name
+    how = (
+        f"download the tokenizer and config of {name!r} where the Hub is reachable and pass the folder as "
+        f"transformer_path= (only config.json and the tokenizer files are needed)"
+    )
+    if path or Path(name).is_dir():
+        if not Path(source).is_dir():
+            raise MetricError(f"transformer_path={source!r} is not a folder")
+        try:
+            return AutoConfig.from_pretrained(source), AutoTokenizer.from_pretrained(source)
+        except (OSError, ValueError) as exc:
+            raise MetricError(f"cannot load the encoder config/tokenizer from {source}: {exc}") from None
+    kwargs = dict(revision=revision)
+    try:
+        return (
+            AutoConfig.from_pretrained(name, local_files_only=True, **kwargs),
+            AutoTokenizer.from_pretrained(name, local_files_only=True, **kwargs),
+        )
+    except (OSError, ValueError):
+        pass
+    if offline():
+        raise MetricError(f"encoder {name}@{revision} (named in the RadGraph config.json) is not cached and HF_HUB_OFFLINE is set; {how}")
+    try:
+        return AutoConfig.from_pretrained(name, **kwargs), AutoTokenizer.from_pretrained(name, **kwargs)
+    except (OSError, ValueError) as exc:
+        raise MetricError(f"cannot fetch encoder {name}@{revision}: {exc}; {how}") from None
+
+
+class RadGraphAnnotator:
+    """Loads a RadGraph model (`model_type` in radgraph / radgraph-xl) and annotates texts.
+
+    model_path: a local `<type>.tar.gz` or an extracted folder; default: the Hub file
+        StanfordAIMI/RRG_scorers/<type>.tar.gz at `revision`.
+    transformer_path: a local folder with the encoder's config + tokenizer (config.json
+        names a Hub id such as PubMedBERT); default: that Hub id at `transformer_revision`.
+    batch_size: reports encoded together (the encoder pass is batched; span heads run per
+        report, as officially).
+    """
+
+    def __init__(
+        self,
+        model_type: str = "radgraph",
+        *,
+        model_path: str | None = None,
+        revision: str = DEFAULT_REVISION,
+        transformer_path: str | None = None,
+        transformer_revision: str = "main",
+        batch_size: int = 16,
+        device: str | None = None,
+    ):
+        if model_type not in MODEL_TYPES:
+            raise MetricError(f"radgraph: model_type={model_type!r} is not supported; choose one of {', '.join(MODEL_TYPES)}")
+        if batch_size < 1:
+            raise MetricError(f"radgraph: batch_size must be >= 1, got {batch_size}")
+        import torch
+        from transformers import AutoModel
+
+        self.model_type = model_type
+        self.batch_size = batch_size
+        self.device = pick_device(device)
+        self.checkpoint: Checkpoint = checkpoint_for(model_type, path=model_path, revision=revision)
+        archive: RadGraphArchive = load_archive(self.checkpoint, option="model_path")
+        self.archive = archive
+        source = str(archive.directory)
+
+        from rexrank.radgraph.model import DyGIE, DygieSettings
+
+        settings = DygieSettings.from_archive(archive.model_config(), archive.vocabulary, source)
+        # radgraph 0.1.18 names the label namespaces after the model type ("dataset" field)
+        self.ner_namespace = f"{model_type}__ner_labels"
+        self.relation_namespace = f"{model_type}__relation_labels"
+        for ns in (self.ner_namespace, self.relation_namespace):
+            if ns not in archive.vocabulary:
+                raise MetricError(
+                    f"{source}: vocabulary has no namespace {ns!r} (has {sorted(archive.vocabulary)}); "
+                    f"is model_type={model_type!r} the right type for this model?"
+                )
+        self.ner_labels = archive.vocabulary[self.ner_namespace]
+        self.relation_labels = archive.vocabulary[self.relation_namespace]
+
+        self.transformer_name = archive.transformer_name()
+        self.transformer_revision = transformer_revision
+        config, self.tokenizer = _load_transformer_parts(self.transformer_name, path=transformer_path, revision=transformer_revision)
+        transformer = AutoModel.from_config(config)
+        self.model = DyGIE(transformer, config.hidden_size, settings)
+        state = torch.load(archive.weights_path, map_location="cpu", weights_only=True)
+        self.model.load_weights(state, source)
+        self.model.to(device=self.device, dtype=torch.float32).eval()
+
+        self.max_length = archive.max_length()
+        self._start_ids, self._end_ids = self._special_tokens()
+        max_positions = getattr(config, "max_position_embeddings", None)
+        if self.max_length is None and max_positions is None:
+            raise MetricError(f"{source}: neither max_length in config.json nor max_position_embeddings in the encoder config")
+        self._max_positions = max_positions
+
+    # -- identity (for caches and provenance) ------------------------------------------
+    @property
+    def cache_namespace(self) -> str:
+        return f"radgraph/{self.model_type}/{self.archive.fingerprint}/{self.transformer_name}/v{ANNOTATION_VERSION}"
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "model_type": self.model_type,
+            "checkpoint": self.checkpoint.provenance(),
+            "weights_sha256": self.archive.fingerprint,
+            "transformer": self.transformer_name,
+            "transformer_revision": self.transformer_revision,
+            "max_length": self.max_length,
+            "annotation_version": ANNOTATION_VERSION,
+        }
+
+    # -- encoding ----------------------------------------------------------------------
+    def _special_tokens(self) -> tuple[list[int], list[int]]:
+        """Tokens the encoder puts before and after a single sequence (e.g. [CLS] / [SEP]),
+        found by comparing encodings with and without special tokens."""
+        plain = self.tokenizer("a", add_special_tokens=False)["input_ids"]
+        full = self.tokenizer("a", add_special_tokens=True)["input_ids"]
+        for i in range(len(full) - len(plain) + 1):
+            if full[i : i + len(plain)] == plain:
+                return full[:i], full[i + len(plain) :]
+        raise MetricError(f"cannot locate the special tokens of tokenizer {self.transformer_name}")
+
+    def _segments(self, pieces: list[int]) -> list[list[int]]:
+        n_special = len(self._start_ids) + len(self._end_ids)
+        if self.max_length is None:
+            if len(pieces) + n_special > self._max_positions:
+                raise MetricError(
+                    f"radgraph: a report has {len(pieces)} wordpieces, more than the encoder's {self._max_positions} positions"
+                )
+            chunks = [pieces]
+        else:
+            step = self.max_length - n_special
+            chunks = [pieces[i : i + step] for i in range(0, len(pieces), step)] or [[]]
+        return chunks
+
+    def _word_vectors(self, docs: list[list[str]]):
+        """Mean last-layer wordpiece vector per word, for a batch of word lists."""
+        import torch
+
+        per_doc = []  # (wordpiece ids, word offsets)
+        for words in docs:
+            encoded = self.tokenizer([reader_word(w) for w in words], add_special_tokens=False)["input_ids"]
+            pieces, offsets, cursor = [], [], 0
+            for ids in encoded:
+                offsets.append((cursor, cursor + len(ids)) if ids else None)
+                pieces.extend(ids)
+                cursor += len(ids)
+            per_doc.append((pieces, offsets))
+
+        segments, owner = [], []
+        for d, (pieces, _) in enumerate(per_doc):
+            for chunk in self._segments(pieces):
+                segments.append(self._start_ids + chunk + self._end_ids)
+                owner.append((d, len(chunk)))
+        width = max(len(s) for s in segments)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        ids = torch.full((len(segments), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(segments), width), dtype=torch.long)
+        for i, seg in enumerate(segments):
+            ids[i, : len(seg)] = torch.tensor(seg, dtype=torch.long)
+            mask[i, : len(seg)] = 1
+        transformer = self.model._embedder.transformer
+        hidden = transformer(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
+
+        # stitch each document's content wordpieces back together (segment specials dropped)
+        content: list[list] = [[] for _ in docs]
+        n_start = len(self._start_ids)
+        for i, (d, n) in enumerate(owner):
+            content[d].append(hidden[i, n_start : n_start + n])
+        vectors = []
+        for d, (pieces, offsets) in enumerate(per_doc):
+            doc_hidden = torch.cat(content[d], dim=0) if pieces else hidden.new_zeros(0, hidden.size(-1))
+            words = hidden.new_zeros(len(offsets), hidden.size(-1))
+            for w, span in enumerate(offsets):
+                if span is not None:  # a word the tokenizer maps to nothing keeps a zero vector
+                    words[w] = doc_hidden[span[0] : span[1]].mean(dim=0)
+            vectors.append(words)
+        return vectors
+
+    # -- annotation --------------------------------------------------------------------
+    def words(self, text: str) -> list[str]:
+        return words_for(text, self.model_type)
+
+    def annotate(self, texts: Sequence[str], progress: bool = True) -> list[dict]:
+        """One annotation dict per text (input order); each distinct text is run once."""
+        import torch
+        from tqdm.auto import tqdm
+
+        distinct = list(dict.fromkeys(texts))
+        words = {t: self.words(t) for t in distinct}
+        out: dict[str, dict] = {t: {"text": "", "entities": {}} for t in distinct if not words[t]}
+        todo = sorted((t for t in distinct if words[t]), key=lambda t: len(words[t]))  # similar lengths batch well
+        bar = tqdm(total=len(todo), desc=f"RadGraph ({self.model_type})", unit="report", disable=not progress or not todo)
+        with torch.inference_mode():
+            for start in range(0, len(todo), self.batch_size):
+                batch = todo[start : start + self.batch_size]
+                vectors = self._word_vectors([words[t] for t in batch])
+                for text, vec in zip(batch, vectors):
+                    entities, relations = self.model.decode(vec, self.ner_namespace, self.relation_namespace)
+                    out[text] = self._to_json(words[text], entities, relations)
+                bar.update(len(batch))
+        bar.close()
+        return [out[t] for t in texts]
+
+    def _to_json(self, words: list[str], entities, relations) -> dict:
+        index = {}
+        for n, (s, e, _) in enumerate(entities, start=1):
+            index.setdefault((s, e), n)  # first entity with that span, as list.index
+        result: dict[str, Any] = {}
+        for n, (s, e, label) in enumerate(entities, start=1):
+            rels = []
+            for s1, e1, s2, e2, rel in relations:
+                if (s1, e1) == (s, e) and (s2, e2) in index:
+                    rels.append([self.relation_labels[rel], str(index[(s2, e2)])])
+            result[str(n)] = {
+                "tokens": " ".join(words[s : e + 1]),
+                "label": self.ner_labels[label],
+                "start_ix": s,
+                "end_ix": e,
+                "relations": rels,
+            }
+        return {"text": " ".join(words), "entities": result}

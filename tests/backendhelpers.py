@@ -1,0 +1,78 @@
+"""Test-only metrics for the backend tests (registered by monkeypatching the registry, or
+by `run_cli_with_test_metrics` in worker subprocesses)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+
+from rexrank.metrics.base import Metric
+
+TESTS_DIR = Path(__file__).resolve().parent
+TEST_METRICS = {
+    "counting": ("backendhelpers:Counting", "core"),
+    "leaky": ("backendhelpers:Leaky", "core"),
+    "crashing": ("backendhelpers:Crashing", "core"),
+}
+
+
+def predictions_key(predictions) -> str:
+    return hashlib.sha256("\x00".join(predictions).encode()).hexdigest()[:16]
+
+
+class Counting(Metric):
+    """Logs each scoring call (REXRANK_TEST_LOG) and can be slow (REXRANK_TEST_SLOW
+    seconds, after writing REXRANK_TEST_STARTED): lets tests count how often a submission
+    was scored and kill a worker mid-scoring. Score = prediction length / 100."""
+
+    name = "counting"
+
+    def _score(self, predictions, references):
+        log = os.environ.get("REXRANK_TEST_LOG")
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"{predictions_key(predictions)} {os.getpid()}\n")
+        if os.environ.get("REXRANK_TEST_STARTED"):
+            Path(os.environ["REXRANK_TEST_STARTED"]).write_text("started")
+        time.sleep(float(os.environ.get("REXRANK_TEST_SLOW", "0")))
+        return self._result_from_columns({self.name: [len(p) / 100 for p in predictions]})
+
+
+class Leaky(Metric):
+    """A careless metric: puts reference text into its details and failure reasons."""
+
+    name = "leaky"
+
+    def _score(self, predictions, references):
+        scores = [float(len(set(p.split()) & set(r.split()))) for p, r in zip(predictions, references)]
+        scores[0] = float("nan")
+        return self._result_from_columns(
+            {self.name: scores},
+            details={"examples": list(references[:3]), "worst": {"reference": references[1]}},
+            failures={0: f"could not parse the reference {references[0]!r}"},
+        )
+
+
+class Crashing(Metric):
+    """Raises an exception that quotes a reference."""
+
+    name = "crashing"
+
+    def _score(self, predictions, references):
+        raise ValueError(f"cannot handle reference: {references[2]}")
+
+
+def main(argv: list[str]) -> int:
+    """`python backendhelpers.py ARGS`: the rexrank CLI with the test metrics registered."""
+    import rexrank.metrics.registry as registry
+    from rexrank.cli.main import main as cli
+
+    registry.METRICS.update(TEST_METRICS)
+    return cli(argv)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(TESTS_DIR))
+    sys.exit(main(sys.argv[1:]))

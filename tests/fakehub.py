@@ -1,0 +1,313 @@
+"""A small in-memory fake of the Hugging Face Hub HTTP API, served for real on 127.0.0.1,
+for tests of code that talks to the Hub through `huggingface_hub` (HfApi, hf_hub_download,
+snapshot_download, create_commit with parent_commit).
+
+    from fakehub import FakeHub
+    with FakeHub() as hub:                   # hub.url = "http://127.0.0.1:PORT"
+        HfApi(endpoint=hub.url).create_repo("org/results", repo_type="dataset")
+
+Covers (as huggingface_hub 2.4 calls them): repo create / info, preupload (always
+"regular" uploads), commit (NDJSON; a stale `parentCommit` -> 412), tree listing,
+paths-info, resolve (HEAD/GET) for models, datasets and spaces, whoami. Not covered: LFS /
+xet uploads, auth, branches and PRs, pagination. `hub.commits(repo)` counts commits and
+`hub.fail_next_commits` injects conflicts.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/"}
+
+
+def git_blob_oid(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+@dataclass
+class FakeRepo:
+    repo_type: str
+    repo_id: str
+    private: bool = True
+    history: list[tuple[str, dict[str, bytes]]] = field(default_factory=list)  # (sha, files), oldest first
+
+    @property
+    def head(self) -> str:
+        return self.history[-1][0]
+
+    def files_at(self, rev: str) -> dict[str, bytes] | None:
+        if rev in ("main", self.head):
+            return self.history[-1][1]
+        for sha, files in self.history:
+            if sha == rev:
+                return files
+        return None
+
+
+def _error(status: int, message: str, code: str | None = None) -> JSONResponse:
+    headers = {"X-Error-Message": message}
+    if code:
+        headers["X-Error-Code"] = code
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _tree_entries(files: dict[str, bytes], prefix: str, recursive: bool) -> list[dict]:
+    prefix = prefix.strip("/")
+    base = f"{prefix}/" if prefix else ""
+    entries: dict[str, dict] = {}
+    for path, data in sorted(files.items()):
+        if not path.startswith(base):
+            continue
+        rest = path[len(base):].split("/")
+        # directories on the way (all of them when recursive, only the first level otherwise)
+        for depth in range(1, len(rest)):
+            if not recursive and depth > 1:
+                break
+            d = base + "/".join(rest[:depth])
+            entries.setdefault(d, {"type": "directory", "path": d, "oid": hashlib.sha1(d.encode()).hexdigest(), "size": 0})
+        if recursive or len(rest) == 1:
+            entries[path] = {"type": "file", "path": path, "oid": git_blob_oid(data), "size": len(data)}
+    return list(entries.values())
+
+
+def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, resolve) -> None:
+    """Routes of one repo type (FastAPI needs annotated functions, hence no lambdas)."""
+    api = f"/api/{rt}s/{{ns}}/{{name}}"
+
+    def get_info(ns: str, name: str):
+        return info(rt, ns, name)
+
+    def get_info_rev(ns: str, name: str, rev: str):
+        return info(rt, ns, name, rev)
+
+    def get_tree(ns: str, name: str, rev: str, recursive: bool = False):
+        return tree(rt, ns, name, rev, "", recursive)
+
+    def get_tree_path(ns: str, name: str, rev: str, path: str, recursive: bool = False):
+        return tree(rt, ns, name, rev, path, recursive)
+
+    async def post_preupload(request: Request, ns: str, name: str, rev: str):
+        return await preupload(request, rt, ns, name, rev)
+
+    async def post_commit(request: Request, ns: str, name: str, rev: str):
+        return await commit(request, rt, ns, name, rev)
+
+    async def post_paths_info(request: Request, ns: str, name: str, rev: str):
+        return await paths_info(request, rt, ns, name, rev)
+
+    def get_resolve(request: Request, ns: str, name: str, rev: str, path: str):
+        return resolve(request, rt, ns, name, rev, path)
+
+    app.add_api_route(api, get_info, methods=["GET"])
+    app.add_api_route(api + "/revision/{rev:path}", get_info_rev, methods=["GET"])
+    app.add_api_route(api + "/tree/{rev}", get_tree, methods=["GET"])
+    app.add_api_route(api + "/tree/{rev}/{path:path}", get_tree_path, methods=["GET"])
+    app.add_api_route(api + "/preupload/{rev}", post_preupload, methods=["POST"])
+    app.add_api_route(api + "/commit/{rev}", post_commit, methods=["POST"])
+    app.add_api_route(api + "/paths-info/{rev}", post_paths_info, methods=["POST"])
+    app.add_api_route(f"/{PREFIX[rt]}{{ns}}/{{name}}/resolve/{{rev}}/{{path:path}}", get_resolve, methods=["GET", "HEAD"])
+
+
+class FakeHub:
+    def __init__(self) -> None:
+        self.repos: dict[tuple[str, str], FakeRepo] = {}
+        self.lock = threading.Lock()
+        self.fail_next_commits = 0  # answer the next N commits with 412 (injected conflicts)
+        self.requests: list[str] = []  # "METHOD path" log
+        self.app = self._build_app()
+        self._server = None
+        self._thread = None
+        self.url = ""
+
+    # ---- direct access for tests ----
+    def files(self, repo_id: str, repo_type: str = "dataset") -> dict[str, bytes]:
+        return dict(self.repos[(repo_type, repo_id)].history[-1][1])
+
+    def commits(self, repo_id: str, repo_type: str = "dataset") -> int:
+        return len(self.repos[(repo_type, repo_id)].history)
+
+    def _new_repo(self, repo_type: str, repo_id: str, private: bool) -> FakeRepo:
+        repo = FakeRepo(repo_type, repo_id, private, [(uuid.uuid4().hex + "00000000", {})])
+        self.repos[(repo_type, repo_id)] = repo
+        return repo
+
+    def _repo(self, repo_type: str, repo_id: str) -> FakeRepo | None:
+        return self.repos.get((repo_type, repo_id))
+
+    # ---- the app ----
+    def _build_app(self) -> FastAPI:
+        app = FastAPI()
+        hub = self
+
+        @app.middleware("http")
+        async def log(request: Request, call_next):
+            hub.requests.append(f"{request.method} {request.url.path}")
+            return await call_next(request)
+
+        @app.get("/api/whoami-v2")
+        def whoami():
+            return {"type": "user", "name": "tester", "fullname": "Tester", "orgs": [], "auth": {}}
+
+        @app.get("/api/agent-harnesses")
+        def harnesses():
+            return []
+
+        @app.post("/api/repos/create")
+        async def create(request: Request):
+            body = await request.json()
+            repo_type = body.get("type") or "model"
+            repo_id = f"{body['organization']}/{body['name']}" if body.get("organization") else f"tester/{body['name']}"
+            url = f"{hub.url}/{PREFIX[repo_type]}{repo_id}"
+            with hub.lock:
+                if hub._repo(repo_type, repo_id):
+                    return JSONResponse({"error": "You already created this repo", "url": url}, status_code=409)
+                hub._new_repo(repo_type, repo_id, body.get("private", body.get("visibility") != "public"))
+            return {"url": url, "name": repo_id, "id": repo_id}
+
+        def info(repo_type: str, ns: str, name: str, rev: str = "main"):
+            repo = hub._repo(repo_type, f"{ns}/{name}")
+            if repo is None:
+                return _error(404, "Repository not found", "RepoNotFound")
+            files = repo.files_at(rev)
+            if files is None:
+                return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+            sha = repo.head if rev in ("main", repo.head) else rev
+            return {
+                "id": repo.repo_id, "_id": repo.repo_id, "author": ns, "sha": sha, "private": repo.private,
+                "disabled": False, "gated": False, "downloads": 0, "likes": 0, "tags": [],
+                "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",
+                "siblings": [{"rfilename": p} for p in sorted(files)],
+            }
+
+        def tree(repo_type, ns, name, rev, path, recursive):
+            repo = hub._repo(repo_type, f"{ns}/{name}")
+            if repo is None:
+                return _error(404, "Repository not found", "RepoNotFound")
+            files = repo.files_at(rev)
+            if files is None:
+                return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+            entries = _tree_entries(files, path, recursive)
+            if path and not entries:
+                return _error(404, f"{path} does not exist", "EntryNotFound")
+            return entries
+
+        async def preupload(request: Request, repo_type, ns, name, rev):
+            if hub._repo(repo_type, f"{ns}/{name}") is None:
+                return _error(404, "Repository not found", "RepoNotFound")
+            body = await request.json()
+            return {
+                "files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in body["files"]],
+                "commitOid": hub._repo(repo_type, f"{ns}/{name}").head,
+            }
+
+        async def commit(request: Request, repo_type, ns, name, rev):
+            repo = hub._repo(repo_type, f"{ns}/{name}")
+            if repo is None:
+                return _error(404, "Repository not found", "RepoNotFound")
+            if rev != "main":
+                return _error(400, "the fake Hub only commits to main")
+            lines = [json.loads(line) for line in (await request.body()).splitlines() if line.strip()]
+            with hub.lock:
+                header = next((item["value"] for item in lines if item["key"] == "header"), {})
+                parent = header.get("parentCommit")
+                if hub.fail_next_commits > 0:
+                    hub.fail_next_commits -= 1
+                    return _error(412, "A commit has happened since. Please refresh and try again.")
+                if parent is not None and parent != repo.head:
+                    return _error(412, "A commit has happened since. Please refresh and try again.")
+                files = dict(repo.history[-1][1])
+                for item in lines:
+                    key, value = item["key"], item["value"]
+                    if key == "file":
+                        files[value["path"]] = base64.b64decode(value["content"]) if value.get("encoding") == "base64" else value["content"].encode()
+                    elif key == "deletedFile":
+                        files.pop(value["path"], None)
+                    elif key == "deletedFolder":
+                        folder = value["path"].rstrip("/") + "/"
+                        files = {p: d for p, d in files.items() if not p.startswith(folder)}
+                    elif key == "lfsFile":
+                        return _error(400, "the fake Hub does not support LFS uploads")
+                sha = hashlib.sha1(f"{repo.head}{time.time_ns()}{uuid.uuid4()}".encode()).hexdigest()
+                repo.history.append((sha, files))
+            return {
+                "commitUrl": f"{hub.url}/{PREFIX[repo_type]}{repo.repo_id}/commit/{sha}",
+                "commitOid": sha,
+                "pullRequestUrl": None,
+                "success": True,
+            }
+
+        async def paths_info(request: Request, repo_type, ns, name, rev):
+            repo = hub._repo(repo_type, f"{ns}/{name}")
+            if repo is None:
+                return _error(404, "Repository not found", "RepoNotFound")
+            files = repo.files_at(rev) or {}
+            form = await request.form() if "form" in request.headers.get("content-type", "") else await request.json()
+            paths = form.getlist("paths") if hasattr(form, "getlist") else form.get("paths", [])
+            out = []
+            for p in paths:
+                if p in files:
+                    out.append({"type": "file", "path": p, "oid": git_blob_oid(files[p]), "size": len(files[p])})
+                elif any(f.startswith(p.rstrip("/") + "/") for f in files):
+                    out.append({"type": "directory", "path": p, "oid": hashlib.sha1(p.encode()).hexdigest(), "size": 0})
+            return out
+
+        def resolve(request: Request, repo_type, ns, name, rev, path):
+            repo = hub._repo(repo_type, f"{ns}/{name}")
+            if repo is None:
+                return _error(404, "Repository not found", "RepoNotFound")
+            files = repo.files_at(rev)
+            if files is None:
+                return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+            sha = repo.head if rev in ("main", repo.head) else rev
+            if path not in files:
+                resp = _error(404, f"Entry not found: {path}", "EntryNotFound")
+                resp.headers["X-Repo-Commit"] = sha
+                return resp
+            data = files[path]
+            headers = {"X-Repo-Commit": sha, "ETag": f'"{git_blob_oid(data)}"', "Content-Length": str(len(data))}
+            if request.method == "HEAD":
+                return Response(status_code=200, headers=headers)
+            return Response(content=data, headers=headers, media_type="application/octet-stream")
+
+        for rt in ("model", "dataset", "space"):
+            _bind(app, rt, info, tree, preupload, commit, paths_info, resolve)
+        return app
+
+    # ---- server lifecycle ----
+    def start(self) -> "FakeHub":
+        import uvicorn
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread.start()
+        deadline = time.time() + 10
+        while not self._server.started:
+            if time.time() > deadline:
+                raise RuntimeError("fake Hub did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeHub":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

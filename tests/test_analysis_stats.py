@@ -1,0 +1,162 @@
+"""Statistics of rexrank.analysis against closed forms and scipy on synthetic data."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from rexrank.analysis.io import AnalysisError
+from rexrank.analysis.uncertainty import (
+    bootstrap_means,
+    cohens_dz,
+    holm,
+    normal_ci,
+    paired_bootstrap,
+    percentile_ci,
+    randomisation_test,
+    rank_intervals,
+)
+
+
+def test_normal_ci_is_papers_196_sem():
+    x = np.random.default_rng(0).normal(3.0, 2.0, 57)
+    mean, low, high = normal_ci(x)
+    sem = sps.sem(x)  # ddof=1
+    assert mean == pytest.approx(x.mean())
+    assert high - mean == pytest.approx(1.96 * sem, rel=1e-12)
+    # same as scipy's normal interval up to 1.96 vs 1.95996
+    lo, hi = sps.norm.interval(0.95, loc=x.mean(), scale=sem)
+    assert low == pytest.approx(lo, rel=1e-4) and high == pytest.approx(hi, rel=1e-4)
+
+
+def test_bootstrap_weights_are_resamples_with_replacement():
+    # every resample draws exactly n studies; each study's expected count is 1
+    x = np.eye(40)  # column j = indicator of study j, so its bootstrap mean = count_j / n
+    means = bootstrap_means(x, resamples=3000, seed=1)
+    counts = means * 40
+    assert np.allclose(counts.sum(axis=1), 40)
+    assert np.allclose(counts, np.round(counts))
+    assert counts.mean() == pytest.approx(1.0, abs=0.01)
+    assert counts.var() == pytest.approx(1 - 1 / 40, rel=0.05)  # binomial(n, 1/n) variance
+
+
+def test_bootstrap_is_seeded():
+    x = np.random.default_rng(2).normal(size=(30, 3))
+    assert np.array_equal(bootstrap_means(x, resamples=50, seed=7), bootstrap_means(x, resamples=50, seed=7))
+    assert not np.array_equal(bootstrap_means(x, resamples=50, seed=7), bootstrap_means(x, resamples=50, seed=8))
+
+
+def test_percentile_ci_matches_scipy_bootstrap():
+    x = np.random.default_rng(3).gamma(2.0, 1.0, 200)
+    low, high = percentile_ci(x, resamples=20000, seed=0)
+    ref = sps.bootstrap((x,), np.mean, n_resamples=20000, method="percentile", random_state=0).confidence_interval
+    sd = x.std(ddof=1) / math.sqrt(x.size)
+    assert low[0] == pytest.approx(ref.low, abs=0.05 * sd)
+    assert high[0] == pytest.approx(ref.high, abs=0.05 * sd)
+
+
+def test_ci_coverage_near_95_percent():
+    rng = np.random.default_rng(4)
+    true_mean = 2.0  # exponential(scale 2): skewed, like many per-study scores
+    draws = 400
+    boot_hits = normal_hits = 0
+    for i in range(draws):
+        x = rng.exponential(true_mean, 80)
+        low, high = percentile_ci(x, resamples=300, seed=i)
+        boot_hits += low[0] <= true_mean <= high[0]
+        _, nlow, nhigh = normal_ci(x)
+        normal_hits += nlow <= true_mean <= nhigh
+    # binomial sd of the coverage over 400 draws ~ 1.1 %; skewness costs a little coverage
+    assert 0.89 <= boot_hits / draws <= 0.98
+    assert 0.89 <= normal_hits / draws <= 0.98
+
+
+def _null_pairs(rng, n):
+    study = rng.normal(0, 1, n)  # shared per-study difficulty makes the design paired
+    return study + rng.normal(0, 0.5, n), study + rng.normal(0, 0.5, n)
+
+
+@pytest.mark.parametrize("test", [paired_bootstrap, randomisation_test])
+def test_p_values_roughly_uniform_under_null(test):
+    rng = np.random.default_rng(5)
+    p = np.array([test(*_null_pairs(rng, 60), resamples=199, seed=i).p_value for i in range(300)])
+    assert sps.kstest(p, "uniform").pvalue > 0.001
+    assert 0.02 <= (p < 0.05).mean() <= 0.10
+    assert 0.40 <= (p < 0.5).mean() <= 0.60
+
+
+@pytest.mark.parametrize("test", [paired_bootstrap, randomisation_test])
+def test_paired_test_detects_real_difference(test):
+    rng = np.random.default_rng(6)
+    b, _ = _null_pairs(rng, 200)
+    a = b + 0.15 + rng.normal(0, 0.5, 200)  # true mean difference 0.15, d_z = 0.3
+    t = test(a, b, resamples=2000, seed=0)
+    assert t.p_value < 0.01
+    assert t.ci_low < 0.15 < t.ci_high and t.ci_low > 0
+    assert t.difference == pytest.approx(np.mean(a - b))
+    assert t.effect_size == pytest.approx(np.mean(a - b) / np.std(a - b, ddof=1))
+    assert 0.15 < t.effect_size < 0.45
+
+
+def test_randomisation_matches_exact_permutation_test():
+    rng = np.random.default_rng(7)
+    a = rng.normal(0.5, 1, 11)
+    b = rng.normal(0.0, 1, 11)
+    exact = sps.permutation_test((a, b), lambda x, y: np.mean(x - y), permutation_type="samples",
+                                 n_resamples=np.inf, alternative="two-sided").pvalue
+    ours = randomisation_test(a, b, resamples=40000, seed=0).p_value
+    assert ours == pytest.approx(exact, abs=0.01)
+
+
+def test_paired_bootstrap_ci_matches_scipy():
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(1, 1, 150), rng.normal(0.8, 1, 150)
+    t = paired_bootstrap(a, b, resamples=20000, seed=0)
+    ref = sps.bootstrap((a - b,), np.mean, n_resamples=20000, method="percentile", random_state=1).confidence_interval
+    sem = np.std(a - b, ddof=1) / math.sqrt(150)
+    assert t.ci_low == pytest.approx(ref.low, abs=0.05 * sem)
+    assert t.ci_high == pytest.approx(ref.high, abs=0.05 * sem)
+
+
+def test_cohens_dz_degenerate():
+    assert cohens_dz(np.zeros(5)) == 0.0
+    assert cohens_dz(np.ones(5)) == math.inf
+
+
+def test_paired_inputs_checked():
+    with pytest.raises(AnalysisError, match="equal length"):
+        paired_bootstrap(np.ones(3), np.ones(4))
+    with pytest.raises(AnalysisError, match="NaN"):
+        paired_bootstrap(np.array([1.0, np.nan, 2.0]), np.ones(3))
+
+
+def test_holm_closed_form():
+    # sorted p: 0.005, 0.01, 0.03, 0.04 -> 4*0.005, 3*0.01, 2*0.03, max(1*0.04, 0.06)
+    adjusted = holm([0.01, 0.04, 0.03, 0.005])
+    assert np.allclose(adjusted, [0.03, 0.06, 0.06, 0.02])
+    assert np.allclose(holm([0.5, 0.9]), [1.0, 1.0])
+    assert holm([]).size == 0
+
+
+def test_rank_intervals_separated_systems_are_certain():
+    rng = np.random.default_rng(9)
+    x = pd.DataFrame({f"s{i}": rng.normal(i, 0.1, 100) for i in range(5)})
+    table = rank_intervals(x, resamples=300, seed=0).set_index("system")
+    assert table.loc["s4", "rank"] == 1 and table.loc["s0", "rank"] == 5
+    assert (table["rank_low"] == table["rank"]).all() and (table["rank_high"] == table["rank"]).all()
+    assert table.loc["s4", "rank_interval"] == "rank 1 of 5"
+    lower = rank_intervals(x, higher_is_better=False, resamples=50, seed=0).set_index("system")
+    assert lower.loc["s0", "rank"] == 1
+
+
+def test_rank_intervals_exchangeable_systems_are_wide():
+    rng = np.random.default_rng(10)
+    x = pd.DataFrame({f"s{i}": rng.normal(0, 1, 50) for i in range(6)})
+    table = rank_intervals(x, resamples=500, seed=0)
+    assert (table["rank_low"] <= table["rank"]).all() and (table["rank"] <= table["rank_high"]).all()
+    assert (table["rank_high"] - table["rank_low"]).mean() >= 2
+    assert table["p_rank_1"].sum() == pytest.approx(1.0, abs=0.05)  # ties share rank 1 only rarely
+    assert table["rank_interval"].str.match(r"rank \d(–\d)? of 6").all()

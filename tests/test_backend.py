@@ -1,0 +1,249 @@
+"""The scoring worker: results, failures, leases, crashes, several workers, private sets."""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import backendhelpers
+from rexrank.backend.worker import PRIVATE_INTERNAL_ERROR, Worker
+from rexrank.errors import MetricError
+from rexrank.scoring import score_submission
+from rexrank.store import FAILED, FINISHED, RUNNING, Quota, open_store
+from test_store import EXAMPLE_PREDS, submit, variant, write_jsonl
+
+HELPER = str(Path(backendhelpers.__file__))
+
+
+@pytest.fixture
+def test_metrics(monkeypatch):
+    import rexrank.metrics.registry as registry
+
+    monkeypatch.setattr(registry, "METRICS", {**registry.METRICS, **backendhelpers.TEST_METRICS})
+
+
+def all_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_worker_scores_like_rexrank_score_and_publishes_per_study(tmp_path):
+    store = open_store(tmp_path / "s")
+    req = submit(store, institution="Lab")
+    worker = Worker(store, metrics="bleu2", worker_id="w1")
+    assert worker.run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED and final["result_id"] == req["id"]
+    [record] = store.list_results()
+    direct = score_submission("example", "findings", EXAMPLE_PREDS, metrics="bleu2", progress=False)
+    summary = direct.results["metrics"]["bleu2"]["scores"]["bleu2"]
+    assert record["values"]["bleu2"] == {"mean": summary["mean"], "ci95": summary["ci95"], "n": summary["n"]}
+    assert record["institution"] == "Lab" and record["source"] == "rexrank"
+    prov = record["provenance"]
+    assert prov["metrics"]["bleu2"]["version"] and prov["test_set"]["name"] == "example"
+    assert prov["test_set"]["track"] == "findings" and prov["worker"] == "w1"
+    per_study = pd.read_parquet(io.BytesIO(store.read_per_study(record)))
+    pd.testing.assert_frame_equal(per_study, direct.per_study)
+    assert worker.run(once=True) == 0  # nothing left
+
+
+def test_unknown_metric_stops_the_worker_at_start(tmp_path):
+    with pytest.raises(MetricError, match="unknown metric"):
+        Worker(open_store(tmp_path / "s"), metrics="bleu2,nope")
+
+
+def test_metric_failure_marks_request_failed_with_the_reason(tmp_path, test_metrics):
+    store = open_store(tmp_path / "s")
+    req = submit(store)
+    Worker(store, metrics="crashing", worker_id="w").run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and "ValueError" in final["error"]  # public set: the reason is shown
+    assert store.list_results() == []
+
+
+def test_lease_is_renewed_while_scoring(tmp_path, test_metrics, monkeypatch):
+    store = open_store(tmp_path / "s")
+    req = submit(store)
+    monkeypatch.setenv("REXRANK_TEST_SLOW", "1.2")
+    import threading
+
+    worker = Worker(store, metrics="counting", worker_id="slow", lease_seconds=0.4)
+    t = threading.Thread(target=worker.run, kwargs={"once": True})
+    t.start()
+    while store.get_request(req["id"])["status"] != RUNNING:  # let the worker claim first
+        time.sleep(0.02)
+    steals = []
+    deadline = time.time() + 1.0
+    while time.time() < deadline:  # the lease (0.4 s) would have expired without renewal
+        steals.append(store.claim("thief", lease_seconds=10))
+        time.sleep(0.1)
+    t.join()
+    assert not any(steals)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED and final["attempts"] == 1
+    assert len(store.list_results()) == 1
+
+
+def test_result_written_before_a_crash_is_not_scored_again(tmp_path, test_metrics, monkeypatch):
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("REXRANK_TEST_LOG", str(log))
+    store = open_store(tmp_path / "s")
+    req = submit(store)
+    store.claim("dead", lease_seconds=0.1)
+    store.add_result({"id": req["id"], "model_name": "model-a", "test_set": "example", "track": "findings", "values": {}})
+    time.sleep(0.2)  # the dead worker never marked it FINISHED
+    Worker(store, metrics="counting", worker_id="w2").run(once=True)
+    assert store.get_request(req["id"])["status"] == FINISHED
+    assert not log.exists()  # reused, not recomputed
+    assert len(store.list_results()) == 1
+
+
+def cli(*args, env=None, **kw):
+    return subprocess.Popen([sys.executable, HELPER, *args], env={**os.environ, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_worker_killed_mid_scoring_then_request_finishes_exactly_once(tmp_path, test_metrics, monkeypatch):
+    store = open_store(tmp_path / "s")
+    req = submit(store)
+    started = tmp_path / "started"
+    log = tmp_path / "calls.log"
+    proc = cli("backend", "--store", str(tmp_path / "s"), "--once", "--metrics", "counting", "--worker-id", "doomed",
+               "--lease-seconds", "1.5", env={"REXRANK_TEST_SLOW": "60", "REXRANK_TEST_STARTED": str(started),
+                                              "REXRANK_TEST_LOG": str(log)})
+    try:
+        deadline = time.time() + 60
+        while not started.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.time() < deadline, "worker did not start scoring"
+            time.sleep(0.05)
+    finally:
+        proc.kill()  # SIGKILL: no cleanup, the lease is simply not renewed any more
+        proc.wait()
+    held = store.get_request(req["id"])
+    assert held["status"] == RUNNING and held["worker"] == "doomed"
+    monkeypatch.setenv("REXRANK_TEST_LOG", str(log))
+    assert Worker(store, metrics="counting", worker_id="w2").run(once=True) == 0  # lease still valid
+    time.sleep(max(0.0, held["lease_expires"] - time.time()) + 0.1)
+    assert Worker(store, metrics="counting", worker_id="w2").run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED and final["worker"] == "w2" and final["attempts"] == 2
+    assert len(store.list_results()) == 1
+    assert len(log.read_text().splitlines()) == 2  # interrupted once, completed once
+
+
+def test_two_worker_processes_score_each_submission_exactly_once(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    keys = {}
+    for i in range(6):
+        keys[submit(store, variant(tmp_path, i), model_name=f"m{i}")["id"]] = i
+    log = tmp_path / "calls.log"
+    env = {"REXRANK_TEST_LOG": str(log), "REXRANK_TEST_SLOW": "0.2"}
+    procs = [cli("backend", "--store", str(tmp_path / "s"), "--once", "--metrics", "counting", "--worker-id", f"p{i}", env=env)
+             for i in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    requests = store.list_requests()
+    assert {r["status"] for r in requests} == {FINISHED}
+    assert all(r["attempts"] == 1 for r in requests)
+    calls = [line.split()[0] for line in log.read_text().splitlines()]
+    assert len(calls) == 6 and len(set(calls)) == 6  # six distinct submissions, each scored once
+    results = store.list_results()
+    assert sorted(r["id"] for r in results) == sorted(keys)
+
+
+# ---- private test sets ---------------------------------------------------------------------
+
+PRIVATE_SENTENCES = [
+    f"Private finding number {i}: a {w} opacity projects over the {side} lower zone, confidential."
+    for i, (w, side) in enumerate([("reticular", "left"), ("nodular", "right"), ("patchy", "left"), ("band-like", "right"),
+                                   ("hazy", "left"), ("linear", "right")])
+]
+
+
+@pytest.fixture
+def private_set(tmp_path, monkeypatch, test_metrics):
+    """A tiny stand-in for ReXGradient (same registry entry, private access) in a data dir."""
+    from rexrank.testsets import registry
+
+    spec = registry.TEST_SETS["rexgradient"]
+    monkeypatch.setitem(registry.TEST_SETS, "rexgradient", dataclasses.replace(spec, n_studies=None))
+    data = tmp_path / "private-data" / "rexgradient"
+    data.mkdir(parents=True)
+    studies = {
+        f"RG{i:03d}": {"section_findings": text, "section_impression": "Private impression text, not for release.",
+                       "report": f"Findings: {text} Impression: Private impression text, not for release.",
+                       "image_path": [f"RG{i:03d}/0.png"], "key_image_path": f"RG{i:03d}/0.png", "context": "",
+                       "site": "A", "is_abnormal": True, "frontal_lateral": ["Frontal"]}
+        for i, text in enumerate(PRIVATE_SENTENCES)
+    }
+    (data / spec.filenames[0]).write_text(json.dumps(studies))
+    preds = write_jsonl(tmp_path / "rg.jsonl", {sid: "A patchy opacity in the left lower zone." for sid in studies})
+    return tmp_path / "private-data", preds
+
+
+def leaks_in(root: Path) -> list[str]:
+    from rexrank.backend.privacy import find_leaks
+
+    found = []
+    for path, data in all_bytes(root).items():
+        if find_leaks([data], PRIVATE_SENTENCES, min_chars=10):
+            found.append(path)
+    return found
+
+
+def test_private_set_results_are_aggregate_only(tmp_path, private_set):
+    data_dir, preds = private_set
+    store = open_store(tmp_path / "s")
+    req = submit(store, preds, test_set="rexgradient")
+    assert req["predictions"]["ids_checked"] is False and req["private"] is True
+    Worker(store, data_dir=data_dir, metrics="bleu2,leaky", worker_id="w").run(once=True)
+    assert store.get_request(req["id"])["status"] == FINISHED
+    [record] = store.list_results()
+    assert record["values"]["bleu2"]["n"] == len(PRIVATE_SENTENCES)
+    assert not record["per_study_available"] and "per_study_path" not in record
+    assert not list((tmp_path / "s" / "results").rglob("*.parquet"))
+    leaky = record["summaries"]["leaky"]
+    assert set(leaky) == {"scores", "corpus", "higher_is_better", "n_failed", "seconds"} and leaky["n_failed"] == 1
+    assert "RG000" not in json.dumps(record)  # no per-study ids either
+    assert leaks_in(tmp_path / "s") == []
+
+
+def test_the_same_careless_metric_does_publish_details_on_a_public_set(tmp_path, test_metrics):
+    # the control for the test above: the leak check finds what the private filter removes
+    store = open_store(tmp_path / "s")
+    submit(store)
+    Worker(store, metrics="leaky", worker_id="w").run(once=True)
+    [record] = store.list_results()
+    assert record["summaries"]["leaky"]["details"]["examples"] and record["summaries"]["leaky"]["failures"]
+
+
+def test_private_set_errors_do_not_quote_references(tmp_path, private_set):
+    data_dir, preds = private_set
+    store = open_store(tmp_path / "s")
+    req = submit(store, preds, test_set="rexgradient")
+    Worker(store, data_dir=data_dir, metrics="crashing", worker_id="w").run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["error"] == PRIVATE_INTERNAL_ERROR
+    assert leaks_in(tmp_path / "s") == []
+    assert str(data_dir) not in json.dumps(final)  # nor where the private data lives
+
+
+def test_private_set_id_mismatch_fails_with_the_ids(tmp_path, private_set):
+    data_dir, _ = private_set
+    preds = write_jsonl(tmp_path / "partial.jsonl", {"RG000": "x", "RG001": "y", "RG999": "z"})
+    store = open_store(tmp_path / "s")
+    req = submit(store, preds, test_set="rexgradient")
+    Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED
+    assert "have no prediction" in final["error"] and "'RG002'" in final["error"] and "'RG999'" in final["error"]
+    assert leaks_in(tmp_path / "s") == []

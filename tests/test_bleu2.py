@@ -1,0 +1,76 @@
+"""BLEU-2 against the official numbers (CXR-Report-Metric per-study output) and NLTK."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+from conftest import shared_path
+from rexrank.metrics.bleu2 import Bleu2, tokenize
+
+# Golden values computed with fast_bleu 0.0.90 (the official dependency), from
+# ../shared/reference/metrics_nonllm.md §1.1: (reference, hypothesis, BLEU-2)
+OFFICIAL_GOLDEN = [
+    ("No acute cardiopulmonary process.", "No acute cardiopulmonary process.", 1.0),
+    (
+        "Mild cardiomegaly with small bilateral pleural effusions and basilar atelectasis.",
+        "Mildly enlarged cardiac silhouette with small pleural effusions and dependent bibasilar atelectasis.",
+        0.4236592728681617,
+    ),
+    ("Increased mild pulmonary edema and left basal atelectasis.", "No pleural effusions or pneumothoraces.", 0.03501806396568503),
+    ("No pneumothorax.", "Pneumothorax.", 0.6065306597126334),
+    ("Heart size normal.", "Lungs clear.", 0.09250379442961536),
+    ("There is a small left pleural effusion, unchanged.", "small effusion", 0.006752340207492941),
+    ("No acute process.", "", 0.0),
+    ("Lines and tubes are unchanged.\nNo pneumothorax.", "Lines and tubes unchanged. No pneumothorax.", 0.5669467095138409),
+]
+
+
+@pytest.mark.parametrize("reference,hypothesis,expected", OFFICIAL_GOLDEN)
+def test_official_golden_values(reference, hypothesis, expected):
+    got = Bleu2().score([hypothesis], [reference]).primary[0]
+    assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_tokenisation_keeps_official_quirks():
+    assert tokenize("Effusion.\nHeart  normal, stable.") == ["effusion", ".\nheart", "normal,", "stable", "."]
+    assert tokenize("") == []
+
+
+def test_per_study_parity_with_official_report_scores():
+    """Every one of the 590 per-study scores equals CXR-Report-Metric's output (|Δ| ≤ 1e-9)."""
+    preds = pd.read_csv(shared_path("validation", "moerad_iu", "preds.csv"))
+    gts = pd.read_csv(shared_path("validation", "moerad_iu", "gts.csv"))
+    official = pd.read_csv(shared_path("validation", "moerad_iu", "report_scores.csv"))
+    assert len(preds) == len(gts) == len(official) == 590
+    assert (preds.study_id == gts.study_id).all()
+    # the official code reads NaN reports as the string "nan" (str(elem))
+    result = Bleu2().score(preds.report.fillna("nan").tolist(), gts.report.fillna("nan").tolist())
+    diffs = (result.primary - official.bleu_score.to_numpy())
+    assert abs(diffs).max() <= 1e-9
+    assert result.value == pytest.approx(official.bleu_score.mean(), abs=1e-12)
+
+
+def test_agrees_with_nltk_method1_on_real_report_pairs():
+    """fast_bleu == NLTK sentence_bleu(weights=(.5,.5), method1) on prep_reports tokens."""
+    preds = pd.read_csv(shared_path("validation", "moerad_iu", "preds.csv")).report.fillna("nan").tolist()
+    gts = pd.read_csv(shared_path("validation", "moerad_iu", "gts.csv")).report.fillna("nan").tolist()
+    # cross pairs too, so that low-overlap cases are covered
+    pairs = list(zip(preds, gts)) + list(zip(preds[:100], gts[100:200]))
+    ours = Bleu2().score([p for p, _ in pairs], [g for _, g in pairs]).primary
+    smoothing = SmoothingFunction().method1
+    for (p, g), got in zip(pairs, ours):
+        hyp, ref = tokenize(p), tokenize(g)
+        expected = 0.0 if not hyp else sentence_bleu([ref], hyp, weights=(0.5, 0.5), smoothing_function=smoothing)
+        assert math.isclose(got, expected, rel_tol=1e-12, abs_tol=1e-15), (p, g, got, expected)
+
+
+def test_length_mismatch_and_non_strings_are_errors():
+    from rexrank.errors import MetricError
+
+    with pytest.raises(MetricError, match="2 predictions but 1 references"):
+        Bleu2().score(["a", "b"], ["a"])
+    with pytest.raises(MetricError, match="prediction at position 1 is NoneType"):
+        Bleu2().score(["a", None], ["a", "b"])

@@ -1,0 +1,205 @@
+"""GREEN: golden completions, adversarial parser inputs, the completions-endpoint path
+against a local HTTP server, and the transformers path with a tiny random Llama."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import shared_path
+from llm_fake_server import FakeOpenAIServer, Reply, completion_body
+from rexrank.metrics.green_text import (
+    clean_completion,
+    make_prompt,
+    parse_counts,
+    prompt_template,
+    render_model_input,
+    score_completion,
+)
+from rexrank.metrics.registry import get_metric
+
+
+def golden_cases():
+    return json.loads(shared_path("reference", "green_golden_completions.json").read_text())["cases"]
+
+
+def test_shipped_template_is_the_trained_prompt():
+    assert prompt_template() == shared_path("reference", "prompts", "green_prompt_template.txt").read_text()
+
+
+def test_golden_completions_parse_to_recorded_counts_and_scores():
+    cases = golden_cases()
+    assert len(cases) == 5
+    for case in cases:
+        parsed = score_completion(clean_completion(case["completion"]))
+        assert parsed.matched == case["matched_findings"]
+        assert parsed.significant == case["significant_error_counts_a_to_f"]
+        assert parsed.score == pytest.approx(case["green_score"], abs=1e-12)
+        assert parsed.insignificant == [0] * 6 and parsed.complete
+    assert [round(score_completion(c["completion"]).score, 4) for c in cases] == [0.0, 0.1667, 0.3333, 0.5, 0.25]
+
+
+def test_prompt_truncates_each_report_to_300_words_and_renders_the_official_chat():
+    ref = " ".join(f"r{i}" for i in range(400))
+    cand = "Line one.\n\n   Line   two."
+    prompt = make_prompt(ref, cand)
+    assert "r299" in prompt and "r300" not in prompt
+    assert "3. Candidate Report:\n    Line one. Line two.\n" in prompt  # whitespace normalised
+    assert "{" in make_prompt("a {brace}", "b") and "a {brace}" in make_prompt("a {brace}", "b")
+    # rendering stated in metrics_llm.md §1.3 (chat template + the EOS add_eos_token appends)
+    assert render_model_input("P") == "<|user|>\nP</s>\n<|assistant|>\n</s>\n<|assistant|>\n</s>"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # section ends at the first blank line: later lines are not read
+        ("[Clinically Significant Errors]:\n(a) X: 1. a\n\n(b) Y: 4. b", (1, [1, 0, 0, 0, 0, 0])),
+        # "No ..." section counts zero
+        ("[Clinically Significant Errors]: No errors.\n(a) X: 3. a", (0, [0] * 6)),
+        # missing section counts zero
+        ("nothing here", (0, [0] * 6)),
+        # numbered (1)-(6) fallback, out of order
+        ("[Clinically Significant Errors]:\n(3) Loc: 2. x\n(1) False: 1. y", (3, [1, 0, 2, 0, 0, 0])),
+        # a count must follow ": " and precede "."
+        ("[Clinically Significant Errors]:\n(a) False report: 2 errors\n(b) Missing: 1.", (1, [0, 1, 0, 0, 0, 0])),
+        # lines are sorted, and a later line of the same sub-category overwrites
+        ("[Clinically Significant Errors]:\n(a) X: 5. first\n(a) X: 2. second", (5, [5, 0, 0, 0, 0, 0])),
+    ],
+)
+def test_parser_adversarial_error_sections(text, expected):
+    assert parse_counts(text, "Clinically Significant Errors") == expected
+
+
+def test_parser_matched_findings_quirks():
+    assert parse_counts("[Matched Findings]:\n3. a; b; c", "Matched Findings")[0] == 3
+    # number not at the very start of the section: official (no MULTILINE) reads 0
+    assert parse_counts("[Matched Findings]:\nThere are\n2. a; b", "Matched Findings")[0] == 0
+    assert score_completion("[Matched Findings]:\n0.").score == 0.0  # matched = 0 -> 0
+    assert score_completion("[Clinically Significant Errors]:\n(a) X: 0.\n\n[Matched Findings]:\n2. a; b").score == 1.0
+    assert not score_completion("[Clinically Significant Errors]:\n(a) X: 1. y").complete
+
+
+def test_clean_completion_keeps_text_after_last_explanation():
+    raw = "<|user|>\nprompt [Explanation]:\n<Explanation>\n<|assistant|>\n[Explanation]:\nbody</s><unk>"
+    assert clean_completion(raw) == "\nbody"
+    assert clean_completion("no header</s>") == "no header"
+
+
+def _endpoint_script(answers: dict[str, str], seen: list):
+    def script(path, body):
+        assert path == "/v1/completions"
+        seen.append(body)
+        prompt = body["prompt"]
+        for key, answer in answers.items():
+            if f"3. Candidate Report:\n    {key}\n" in prompt:
+                if answer == "500":
+                    return Reply(500, {"error": {"message": "down"}})
+                return Reply(body=completion_body("[Explanation]:" + answer, prompt_tokens=900, completion_tokens=300))
+        raise AssertionError("unexpected prompt")
+
+    return script
+
+
+def test_endpoint_path_scores_golden_completions_and_reports_failures(tmp_path):
+    cases = golden_cases()
+    answers = {f"candidate {i}": c["completion"] for i, c in enumerate(cases)}
+    answers["candidate garbled"] = "\nI cannot evaluate this."
+    answers["candidate down"] = "500"
+    preds = list(answers)
+    refs = [f"reference {i}" for i in range(len(preds))]
+    seen: list = []
+    with FakeOpenAIServer(_endpoint_script(answers, seen)) as server:
+        opts = dict(base_url=server.base_url, backoff=0.01, max_retries=1, cache_dir=str(tmp_path / "c"), progress=False)
+        metric = get_metric("green", **opts)
+        result = metric.score(preds, refs)
+        sent = next(b for b in seen if "    candidate 0\n" in b["prompt"])
+        assert sent["model"] == "StanfordAIMI/GREEN-radllama2-7b" and sent["temperature"] == 0.0
+        assert sent["prompt"] == render_model_input(make_prompt("reference 0", "candidate 0"))
+        expected = [c["green_score"] for c in cases]
+        np.testing.assert_allclose(result.primary[:5], expected, atol=1e-12)
+        assert math.isnan(result.primary[5]) and math.isnan(result.primary[6])
+        assert set(result.failures) == {5, 6}
+        assert "Matched Findings" in result.failures[5] and "HTTP 500" in result.failures[6]
+        assert result.details["n_failed"] == 2
+        assert result.value == pytest.approx(np.mean(expected))
+        assert result.corpus["green_std"] == pytest.approx(np.std(expected))  # population std
+        sig = np.array([c["significant_error_counts_a_to_f"] for c in cases])
+        for j, key in enumerate("abcdef"):
+            np.testing.assert_array_equal(result.per_study[f"green_sig_{key}"][:5], sig[:, j])
+            assert result.corpus[f"green_zero_error_rate_{key}"] == pytest.approx(np.mean(sig[:, j] == 0))
+        np.testing.assert_array_equal(result.per_study["green_matched_findings"][:5], [c["matched_findings"] for c in cases])
+        usage = result.details["llm_usage"]
+        assert usage["requests"] == 7 and usage["failed_calls"] == 1 and usage["prompt_tokens"] == 6 * 900
+        n_before = server.count()
+        # rerun: everything that succeeded comes from the cache; only the failed call is retried
+        again = get_metric("green", **opts).score(preds, refs)
+        assert server.count() - n_before == 2  # the 500 study, tried twice (max_retries=1)
+        np.testing.assert_allclose(again.primary[:5], expected)
+        # official behaviour on request: an unparseable completion scores 0, still listed
+        zero = get_metric("green", unparseable="zero", **opts).score(preds[:6], refs[:6])
+        assert zero.primary[5] == 0.0 and zero.details["unparseable_positions"] == [5] and not zero.failures
+
+
+def test_bad_options_are_clear_errors():
+    from rexrank.errors import MetricError
+
+    with pytest.raises(MetricError, match="unparseable"):
+        get_metric("green", unparseable="maybe", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(MetricError, match="bad options"):
+        get_metric("green", temperature=0.7)
+
+
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory):
+    from llm_tiny_models import build_tiny_llama
+
+    corpus = [prompt_template()] * 3 + ["No pneumothorax. Mild cardiomegaly. Small left pleural effusion."] * 3
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny_llama"), corpus=corpus)
+
+
+def test_transformers_path_with_tiny_llama_matches_plain_greedy_generate(tiny_llama, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    preds = ["Mild cardiomegaly.", "No pneumothorax."]
+    refs = ["Small left pleural effusion.", "No pneumothorax."]
+    opts = dict(model_path=str(tiny_llama), max_new_tokens=12, cache_dir=str(tmp_path / "c"), progress=False, batch_size=2)
+    metric = get_metric("green", keep_completions=True, **opts)
+    result = metric.score(preds, refs)
+    # a random model writes no [Matched Findings]: NaN + reported, never a silent 0
+    assert np.isnan(result.primary).all() and set(result.failures) == {0, 1}
+    assert "length cap" in result.failures[0]
+    # oracle: plain greedy generate on the official input, one study at a time, no padding
+    tok = AutoTokenizer.from_pretrained(tiny_llama)
+    model = AutoModelForCausalLM.from_pretrained(tiny_llama, dtype=torch.float32).eval()
+    for i, (p, r) in enumerate(zip(preds, refs)):
+        ids = tok(render_model_input(make_prompt(r, p)), return_tensors="pt")["input_ids"]
+        assert ids[0, 0].item() == tok.bos_token_id and ids[0, -1].item() == tok.eos_token_id
+        assert int((ids[0] == tok.eos_token_id).sum()) == 3
+        with torch.inference_mode():
+            out = model.generate(ids, do_sample=False, max_new_tokens=12, eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id)
+        expected = clean_completion(tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+        assert result.details["completions"][i] == expected
+    assert result.details["llm_usage"]["requests"] == 2
+    # rerun from the cache never loads the weights
+    again = get_metric("green", keep_completions=True, **opts)
+    out2 = again.score(preds, refs)
+    assert again.runner.backend._model is None
+    assert out2.details["completions"] == result.details["completions"] and out2.details["llm_usage"]["cache_hits"] == 2
+
+
+def test_transformers_path_prompt_too_long_is_a_reported_failure(tiny_llama, tmp_path):
+    metric = get_metric("green", model_path=str(tiny_llama), max_length=64, cache=False, progress=False)
+    result = metric.score(["x"], ["y"])
+    assert math.isnan(result.primary[0]) and "no room under the 64-token limit" in result.failures[0]
+
+
+def test_missing_checkpoint_fails_fast_offline():
+    from rexrank.errors import MetricError
+
+    metric = get_metric("green", cache=False, progress=False)
+    with pytest.raises(MetricError, match="GREEN-radllama2-7b"):
+        metric.score(["x"], ["y"])

@@ -1,0 +1,161 @@
+"""The leaderboard app's endpoints through gradio_client, and the two CLI commands."""
+from __future__ import annotations
+
+import socket
+from importlib import resources
+
+import pandas as pd
+import pytest
+
+from rexrank.cli.main import main
+from rexrank.leaderboard.source import LeaderboardSource, open_leaderboard_store, seed_if_empty
+from tests.conftest import shared_path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    from gradio_client import Client
+
+    from rexrank.leaderboard.app import build_app
+    from rexrank.store import open_store
+
+    store = open_store(tmp_path_factory.mktemp("lb") / "store")
+    assert seed_if_empty(store) == 128
+    demo = build_app(LeaderboardSource.from_store(store, ttl=0))
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    try:
+        yield Client(url, verbose=False, download_files=False), store
+    finally:
+        demo.close()
+
+
+def _csv(name):
+    return pd.read_csv(shared_path("data", "published", "current", name))
+
+
+def _model(cell: str) -> str:
+    return cell.split("](")[0].lstrip("[").replace(" \\*", "")
+
+
+def test_named_endpoints(served):
+    client, _ = served
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/views", "/leaderboard", "/model", "/plots", "/submit", "/queue", "/reload"} <= names
+
+
+def test_leaderboard_endpoint_ranks_like_the_csv(served):
+    client, _ = served
+    out = client.predict("iu_xray", "findings_impression", "fineradscore_inv", "", api_name="/leaderboard")
+    csv = _csv("result_iu_xray.csv").sort_values("1/FineRadScore", ascending=False, na_position="last")
+    assert [_model(r[1]) for r in out["data"]] == csv["Model Name"].tolist()
+    assert out["headers"][11] == "1/FineRadScore ↑ ▼"
+    assert out["data"][-1][0] == "–"  # UniRG-CXR has no FineRadScore: unranked, last
+
+
+def test_views_endpoint_switches_track_rank_and_search(served):
+    client, _ = served
+    over, rexg, mimic, iu, cxp, status = client.predict("findings", "radcliq_v1_inv", "", api_name="/views")
+    assert over["headers"] == ["Rank", "ReXGradient (private)", "MIMIC-CXR", "IU-Xray", "CheXpert Plus"]
+    csv = _csv("findings_result_mimiccxr.csv").sort_values("1/RadCliQ-v1", ascending=False)
+    assert [_model(r[1]) for r in mimic["data"]] == csv["Model Name"].tolist()
+    assert "128 results" in status
+    over, rexg, mimic, iu, cxp, status = client.predict("findings_impression", "bleu2", "stanford", api_name="/views")
+    csv = _csv("result_chexpertplus.csv")
+    csv = csv[csv["Institution"] == "Stanford"].sort_values("BLEU", ascending=False)
+    assert [_model(r[1]) for r in cxp["data"]] == csv["Model Name"].str.replace("_", "-").tolist()
+
+
+def test_model_endpoint(served):
+    client, _ = served
+    header, results, significance = client.predict("GPT4V", "radcliq_v1_inv", api_name="/model")
+    assert header.startswith("### GPT4V") and "no per-study scores" in header
+    assert len(results["data"]) == 8
+    assert significance["data"] == [] and significance["headers"] == ["Test set", "Track", "Neighbour", "Result"]
+
+
+def test_plots_endpoint_draws_both_figures(served):
+    client, _ = served
+    corr, box, note = client.predict("mimic_cxr", "findings", api_name="/plots")
+    assert corr is not None and box is not None and note == ""
+
+
+def test_submit_files_a_request_and_reports_errors(served, tmp_path):
+    from gradio_client import handle_file
+
+    client, store = served
+    predictions = str(resources.files("rexrank.data").joinpath("example_predictions.json"))
+    args = ["example", "findings", "My model", "My lab", "https://example.org/m", []]
+    msg, queue = client.predict(handle_file(predictions), *args, "", api_name="/submit")
+    assert msg.startswith("❌") and "enter your name" in msg
+    msg, queue = client.predict(handle_file(predictions), *args, "alice", api_name="/submit")
+    assert msg.startswith("✅"), msg
+    (request,) = store.list_requests()
+    assert request["status"] == "PENDING" and request["submitter"] == "alice" and request["model_name"] == "My model"
+    assert queue["data"][0][0] == request["id"]
+    # the same predictions again: refused by the store, with its reason shown
+    msg, _ = client.predict(handle_file(predictions), *args, "alice", api_name="/submit")
+    assert msg.startswith("❌ Not filed:") and "identical resubmission" in msg
+    # a predictions file missing studies: the validator's message names them
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,prediction\nEX001,No acute findings.\n")
+    msg, _ = client.predict(handle_file(str(bad)), "example", "findings", "Other", "", "", [], "bob", api_name="/submit")
+    assert msg.startswith("❌") and "have no prediction" in msg
+    assert len(store.list_requests()) == 1
+
+
+def test_reload_picks_up_new_results(served):
+    client, store = served
+    store.add_result({
+        "id": "rexrank/iu_xray/findings/new-model", "model_name": "New-Model", "institution": "Lab",
+        "test_set": "iu_xray", "track": "findings", "source": "rexrank",
+        "values": {"radcliq_v1_inv": {"mean": 9.0, "ci95": 0.1, "n": 590}},
+    })
+    client.predict(api_name="/reload")
+    out = client.predict("iu_xray", "findings", "radcliq_v1_inv", "", api_name="/leaderboard")
+    assert _model(out["data"][0][1]) == "New-Model"  # no model URL: plain text, no link
+    assert out["data"][0][8] == "**9.000** ± 0.100"
+
+
+def test_cli_import_published(tmp_path, capsys):
+    folder = shared_path("data", "published", "current")
+    assert main(["import-published", str(folder), "--store", str(tmp_path / "s")]) == 0
+    assert "imported 128 published results (8 tables)" in capsys.readouterr().out
+    from rexrank.store import open_store
+
+    results = open_store(tmp_path / "s").list_results()
+    assert len(results) == 128 and all(r["source"] == "published" for r in results)
+    # again: same ids, replaced, not duplicated
+    assert main(["import-published", str(folder), "--store", str(tmp_path / "s")]) == 0
+    assert len(open_store(tmp_path / "s").list_results()) == 128
+    assert main(["import-published", str(tmp_path / "nowhere"), "--store", str(tmp_path / "s")]) == 1
+    assert "not a folder" in capsys.readouterr().err
+
+
+def test_only_the_default_store_is_seeded(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("REXRANK_STORE", raising=False)
+    store, note = open_leaderboard_store()
+    assert "seeded" in note and len(store.list_results()) == 128
+    store, note = open_leaderboard_store()  # not empty any more: left alone
+    assert note == "" and len(store.list_results()) == 128
+    named, note = open_leaderboard_store(str(tmp_path / "named"))
+    assert named.list_results() == [] and "import-published" in note
+
+
+def test_space_app_builds_on_the_seeded_default_store(tmp_path, monkeypatch):
+    import runpy
+
+    from tests.conftest import PROJECT_ROOT
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("REXRANK_STORE", raising=False)
+    namespace = runpy.run_path(str(PROJECT_ROOT / "leaderboard_space" / "app.py"), run_name="space_app")
+    assert namespace["store"].name == "rexrank-store"
+    assert len(namespace["store"].list_results()) == 128
+    assert namespace["demo"].title == "ReXrank leaderboard"

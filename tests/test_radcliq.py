@@ -1,0 +1,121 @@
+"""RadCliQ: the formula against the official per-study columns of report_scores.csv, and the
+`radcliq` metric end to end with tiny models of the real architectures."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import shared_path
+from rexrank.metrics.radcliq_formula import radcliq_from_components
+from tiny_report_models import CORPUS, make_tiny_bert_tokenizer, make_tiny_chexbert, make_tiny_roberta
+
+
+@pytest.fixture(scope="module")
+def official():
+    pd = pytest.importorskip("pandas")
+    return pd.read_csv(shared_path("validation", "moerad_iu", "report_scores.csv"))
+
+
+@pytest.mark.parametrize("version,column", [("v1", "RadCliQ-v1"), ("v0", "RadCliQ-v0")])
+def test_formula_reproduces_official_columns(official, version, column):
+    got = radcliq_from_components(
+        radgraph=official["radgraph_combined"].tolist(),
+        bertscore=official["bertscore"].tolist(),
+        semb=official["semb_score"].tolist(),
+        bleu2=official["bleu_score"].tolist(),
+        version=version,
+    )
+    assert isinstance(got, np.ndarray) and got.shape == (590,)
+    np.testing.assert_allclose(got, official[column].to_numpy(), rtol=0, atol=1e-6)
+
+
+def test_rexrank_figure_is_one_over_mean_v1(official):
+    v1 = radcliq_from_components(radgraph=official["radgraph_combined"], bertscore=official["bertscore"],
+                                 semb=official["semb_score"], bleu2=official["bleu_score"])
+    assert 1 / v1.mean() == pytest.approx(1 / official["RadCliQ-v1"].mean(), abs=1e-7)
+    assert round(1 / v1.mean(), 3) == 2.000  # shared/README: 1/mean(RadCliQ-v1) = 2.000
+
+
+def test_scalars_and_errors():
+    v1 = radcliq_from_components(radgraph=1, bertscore=1, semb=1, bleu2=1)
+    assert isinstance(v1, float) and v1 == pytest.approx(-1.440690, abs=1e-6)  # reference §5 sanity table
+    assert radcliq_from_components(radgraph=0, bertscore=0, semb=0, bleu2=0, version="v0") == pytest.approx(5.516161, abs=1e-6)
+    assert radcliq_from_components(radgraph=0.5, bertscore=0.5, semb=0.9, bleu2=0.3, version="v0") == pytest.approx(1.744877, abs=1e-6)
+    with pytest.raises(ValueError, match="version"):
+        radcliq_from_components(radgraph=1, bertscore=1, semb=1, bleu2=1, version="v2")
+    with pytest.raises(ValueError, match="one length"):
+        radcliq_from_components(radgraph=[1, 2], bertscore=[1], semb=[1, 2], bleu2=[1, 2])
+
+
+def test_lazy_top_level_export():
+    import rexrank
+
+    assert rexrank.radcliq_from_components is radcliq_from_components
+
+
+# ---- the metric, from texts -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory):
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from rexrank.radgraph.fake import write_archive
+
+    root = tmp_path_factory.mktemp("radcliq_models")
+    roberta = make_tiny_roberta(root / "roberta")
+    tok = make_tiny_bert_tokenizer(root / "bert")
+    vocab_size = len((tok / "vocab.txt").read_text().split())
+    torch.manual_seed(1)
+    BertModel(BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=512)).save_pretrained(tok)
+    chexbert = make_tiny_chexbert(root / "chexbert.pth", vocab_size)
+    radgraph = write_archive(root / "radgraph", "radgraph", tok, tarball=False)
+    return {"roberta": roberta, "tokenizer": tok, "chexbert": chexbert, "radgraph": radgraph, "cache": root / "cache"}
+
+
+def _options(m):
+    return dict(
+        bertscore_options={"model": str(m["roberta"]), "num_layers": 2, "baseline": (0.8, 0.81, 0.805)},
+        sembscore_options={"checkpoint_path": str(m["chexbert"]), "tokenizer": str(m["tokenizer"])},
+        radgraph_options={"model_path": str(m["radgraph"]), "progress": False},
+        cache_dir=str(m["cache"]),
+    )
+
+
+def test_metric_equals_formula_on_its_components(tiny_models):
+    from rexrank.metrics.registry import get_metric
+
+    preds = CORPUS[:4] + ["", CORPUS[0]]
+    refs = CORPUS[3:7] + [CORPUS[1], CORPUS[0]]
+    out = get_metric("radcliq", **_options(tiny_models)).score(preds, refs)
+    opts = _options(tiny_models)
+    parts = {
+        "bleu2": get_metric("bleu2").score(preds, refs).primary,
+        "bertscore": get_metric("bertscore", cache_dir=opts["cache_dir"], **opts["bertscore_options"]).score(preds, refs).primary,
+        "semb": get_metric("sembscore", cache_dir=opts["cache_dir"], **opts["sembscore_options"]).score(preds, refs).primary,
+        "radgraph": get_metric("radgraph", cache_dir=opts["cache_dir"], **opts["radgraph_options"]).score(preds, refs).primary,
+    }
+    np.testing.assert_allclose(out.per_study["radcliq"], radcliq_from_components(**parts, version="v1"), atol=1e-9)
+    np.testing.assert_allclose(out.per_study["radcliq_v0"], radcliq_from_components(**parts, version="v0"), atol=1e-9)
+    for column, key in (("radcliq_bleu2", "bleu2"), ("radcliq_bertscore", "bertscore"), ("radcliq_sembscore", "semb"), ("radcliq_radgraph", "radgraph")):
+        np.testing.assert_allclose(out.per_study[column], parts[key], atol=1e-9)
+    assert out.corpus["radcliq"] == pytest.approx(out.per_study["radcliq"].mean())
+    assert out.corpus["radcliq_v1_inv"] == pytest.approx(1 / out.per_study["radcliq"].mean())
+    assert out.per_study["radcliq_bleu2"][5] == 1.0 and out.per_study["radcliq_sembscore"][5] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_leaderboard_shows_one_over_mean_v1(tiny_models, tmp_path):
+    from rexrank.results_schema import leaderboard_values
+    from rexrank.scoring import score_predictions
+    from rexrank.submissions import Predictions
+
+    preds, refs = CORPUS[:3], CORPUS[2:5]
+    predictions = Predictions(ids=["a", "b", "c"], texts=list(preds), source="test", n_empty=0)
+    run = score_predictions(predictions, refs, metrics=["radcliq"], metric_options={"radcliq": _options(tiny_models)}, progress=False)
+    values = leaderboard_values(run.results)
+    mean_v1 = float(np.mean(run.per_study["radcliq"]))
+    assert values["radcliq_v1_inv"]["mean"] == pytest.approx(1 / mean_v1)
+    assert not math.isnan(values["radcliq_v1_inv"]["mean"])

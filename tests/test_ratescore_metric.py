@@ -1,0 +1,304 @@
+"""RaTEScore end to end through the real loading path, with tiny models of the real
+architectures (DeBERTa-v2 token classifier, MPNet encoder) built and saved here."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from rexrank.errors import MetricError  # noqa: E402
+from rexrank.metrics.registry import get_metric  # noqa: E402
+from rexrank.ratescore.affinity import LONG, NEGATION_PAIRS  # noqa: E402
+
+# the official label set (RaTE-NER: O + B-/I- x five entity types)
+LABELS = ["O"] + [f"{p}-{t}" for t in ("ABNORMALITY", "ANATOMY", "DISEASE", "NON-ABNORMALITY", "NON-DISEASE") for p in "BI"]
+
+# word -> label the tiny tagger predicts for it, whatever the context
+WORD_LABELS = {
+    "No": "O",
+    "There": "O",
+    "is": "O",
+    "a": "O",
+    "the": "O",
+    "in": "O",
+    "pleural": "B-NON-DISEASE",
+    "effusion": "I-NON-DISEASE",
+    "pneumothorax": "B-NON-DISEASE",
+    "Heart": "B-ANATOMY",
+    "size": "I-ANATOMY",
+    "normal": "B-NON-ABNORMALITY",
+    "Left": "B-ANATOMY",
+    "lung": "I-ANATOMY",
+    "opacity": "B-ABNORMALITY",
+    "Mild": "B-DISEASE",
+    "cardiomegaly": "I-DISEASE",
+    "Small": "B-DISEASE",
+    "atelectasis": "B-DISEASE",
+}
+CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.,:;0123456789-"
+
+
+def _build_tagger(path):
+    from transformers import DebertaV2Config, DebertaV2ForTokenClassification, DebertaV2Tokenizer
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = [f"\u2581{w}" for w in WORD_LABELS]
+    vocab = [(t, 0.0) for t in specials] + [(w, -1.0) for w in words] + [("\u2581", -8.0)]
+    vocab += [(c, -10.0) for c in CHARS]
+    tokenizer = DebertaV2Tokenizer(vocab=vocab)
+    # deberta-v3-base layout (the RaTE-NER architecture), scaled down
+    config = DebertaV2Config(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=512,
+        relative_attention=True,
+        max_relative_positions=-1,
+        position_buckets=256,
+        pos_att_type=["p2c", "c2p"],
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        position_biased_input=False,
+        type_vocab_size=0,
+        pad_token_id=0,
+        id2label=dict(enumerate(LABELS)),
+        label2id={l: i for i, l in enumerate(LABELS)},
+    )
+    torch.manual_seed(0)
+    model = DebertaV2ForTokenClassification(config).eval()
+    # Make the prediction a function of the token alone: the layer's output projections
+    # are zeroed, so the hidden state is LayerNorm(word embedding), whose largest
+    # coordinate survives LayerNorm; the classifier reads coordinates 0..10.
+    with torch.no_grad():
+        layer = model.deberta.encoder.layer[0]
+        for linear in (layer.attention.output.dense, layer.output.dense):
+            linear.weight.zero_()
+            linear.bias.zero_()
+        for norm in (model.deberta.embeddings.LayerNorm, layer.attention.output.LayerNorm, layer.output.LayerNorm):
+            norm.weight.fill_(1.0)
+            norm.bias.zero_()
+        emb = model.deberta.embeddings.word_embeddings.weight
+        emb.zero_()
+        vocab_ids = tokenizer.get_vocab()
+        for token, index in vocab_ids.items():
+            label = WORD_LABELS.get(token.lstrip("\u2581"), "O") if token.startswith("\u2581") else "O"
+            emb[index, LABELS.index(label)] = 5.0
+        model.classifier.weight.zero_()
+        model.classifier.bias.zero_()
+        for k in range(len(LABELS)):
+            model.classifier.weight[k, k] = 1.0
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def _build_encoder(path):
+    from transformers import MPNetConfig, MPNetModel, MPNetTokenizer
+
+    words = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "[UNK]"] + sorted({w.lower() for w in WORD_LABELS})
+    words += sorted(set(CHARS.lower()))
+    tokenizer = MPNetTokenizer(vocab={w: i for i, w in enumerate(words)})
+    config = MPNetConfig(
+        vocab_size=len(words), hidden_size=24, num_hidden_layers=2, num_attention_heads=2, intermediate_size=48,
+        max_position_embeddings=64, pad_token_id=1, initializer_range=0.6,  # spread the random [CLS] vectors
+    )
+    torch.manual_seed(1)
+    MPNetModel(config).eval().save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ratescore_models")
+    return str(_build_tagger(root / "ner")), str(_build_encoder(root / "encoder"))
+
+
+@pytest.fixture
+def metric_factory(tiny_models, tmp_path):
+    ner, encoder = tiny_models
+
+    def make(**options):
+        options.setdefault("cache_dir", str(tmp_path / "refcache"))
+        return get_metric("ratescore", ner_path=ner, embedding_path=encoder, device="cpu", batch_size=3, **options)
+
+    return make
+
+
+def _oracle_embeddings(encoder_dir, strings):
+    """Each entity string encoded alone (no batching), [CLS] of the last layer."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(encoder_dir)
+    model = AutoModel.from_pretrained(encoder_dir).eval()
+    out = []
+    with torch.no_grad():
+        for s in strings:
+            enc = tokenizer([s], truncation=True, max_length=30, return_tensors="pt")
+            out.append(model(**enc).last_hidden_state[0, 0].double().numpy())
+    return out
+
+
+def _oracle_score(pred_entities, ref_entities, encoder_dir):
+    """RaTEScore written out from the reference description, entity by entity."""
+    if not pred_entities or not ref_entities:
+        return 0.5
+    strings = list(dict.fromkeys(e for e, _ in pred_entities + ref_entities))
+    vectors = dict(zip(strings, _oracle_embeddings(encoder_dir, strings)))
+
+    def cos(u, v):
+        return float(u @ v / (np.linalg.norm(u) * np.linalg.norm(v)))
+
+    def direction(a_side, b_side):
+        num = den = 0.0
+        for a_text, a_type in a_side:
+            sims = [cos(vectors[a_text], vectors[b_text]) for b_text, _ in b_side]
+            j = int(np.argmax(sims))
+            b_type = b_side[j][1]
+            w = LONG.weights[(a_type, b_type)]
+            num += sims[j] * w * (LONG.neg_weight if (a_type, b_type) in NEGATION_PAIRS else 1.0)
+            den += w
+        return num / den if den else 0.0
+
+    p, r = direction(ref_entities, pred_entities), direction(pred_entities, ref_entities)
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def test_entities_are_decoded_from_the_tagger(metric_factory):
+    metric = metric_factory()
+    tagger, _ = metric._models()
+    got = tagger(["No pleural effusion or pneumothorax.", "Mild cardiomegaly. Left lung opacity"])
+    assert got[0] == [("pleural effusion", "NON-DISEASE"), ("pneumothorax", "NON-DISEASE")]
+    # "Left lung opacity" ends the text: ANATOMY span closed by the B that follows it,
+    # "opacity" closed by the [SEP] look-ahead
+    assert got[1] == [("Mild cardiomegaly", "DISEASE"), ("Left lung", "ANATOMY"), ("opacity", "ABNORMALITY")]
+
+
+PAIRS = [
+    ("No pleural effusion. Heart size is normal.", "Heart size normal. No pneumothorax."),
+    ("Mild cardiomegaly. Left lung opacity.", "Small atelectasis in the Left lung. No pleural effusion."),
+    ("There is a pleural effusion.", "No pleural effusion."),
+]
+ENTITIES = {
+    "No pleural effusion. Heart size is normal.": [("pleural effusion", "NON-DISEASE"), ("Heart size", "ANATOMY"), ("normal", "NON-ABNORMALITY")],
+    "Heart size normal. No pneumothorax.": [("Heart size", "ANATOMY"), ("normal", "NON-ABNORMALITY"), ("pneumothorax", "NON-DISEASE")],
+    "Mild cardiomegaly. Left lung opacity.": [("Mild cardiomegaly", "DISEASE"), ("Left lung", "ANATOMY"), ("opacity", "ABNORMALITY")],
+    "Small atelectasis in the Left lung. No pleural effusion.": [("Small", "DISEASE"), ("atelectasis", "DISEASE"), ("Left lung", "ANATOMY"), ("pleural effusion", "NON-DISEASE")],
+    "There is a pleural effusion.": [("pleural effusion", "NON-DISEASE")],
+    "No pleural effusion.": [("pleural effusion", "NON-DISEASE")],
+}
+
+
+def test_scores_equal_an_entity_by_entity_oracle(metric_factory, tiny_models):
+    metric = metric_factory()
+    preds, refs = [p for p, _ in PAIRS], [r for _, r in PAIRS]
+    result = metric.score(preds, refs)
+    expected = [_oracle_score(ENTITIES[p], ENTITIES[r], tiny_models[1]) for p, r in PAIRS]
+    np.testing.assert_allclose(result.primary, expected, rtol=1e-5, atol=1e-6)
+    assert result.value == pytest.approx(float(np.mean(expected)), rel=1e-5)
+    # the case is not degenerate: scores differ and none sits at a boundary
+    assert all(0.05 < v < 0.999 for v in expected[:2]) and abs(expected[0] - expected[1]) > 0.01
+    assert result.details["studies_without_entities"] == 0
+
+
+def test_report_without_kept_sentence_does_not_shift_later_pairs(metric_factory):
+    metric = metric_factory(cache=False)
+    alone = metric.score([p for p, _ in PAIRS], [r for _, r in PAIRS]).primary
+    # "" and "ab" yield no sentence of >= 3 characters: officially they would vanish and
+    # every later pair would be scored against the wrong report
+    result = metric.score(["", PAIRS[0][0], "ab", PAIRS[1][0], PAIRS[2][0]], [PAIRS[0][1], PAIRS[0][1], PAIRS[1][1], PAIRS[1][1], PAIRS[2][1]])
+    assert len(result.primary) == 5
+    assert result.primary[0] == 0.5 and result.primary[2] == 0.5
+    np.testing.assert_allclose(result.primary[[1, 3, 4]], alone, rtol=1e-6)
+    assert result.details["studies_without_entities"] == 2
+
+
+def test_text_without_entities_scores_one_half(metric_factory):
+    result = metric_factory(cache=False).score(["There is a", "No pleural effusion."], ["No pleural effusion.", "There is the"])
+    assert list(result.primary) == [0.5, 0.5]
+
+
+def test_reference_cache_skips_the_reference_side(metric_factory):
+    preds, refs = [p for p, _ in PAIRS], [r for _, r in PAIRS]
+    cold = metric_factory().score(preds, refs)
+    assert cold.details["reference_cache"] == {"hits": 0, "misses": 3}
+    warm_metric = metric_factory()
+    tagger, encoder = warm_metric._models()
+    seen = []
+    warm_metric._tagger = lambda sentences: seen.extend(sentences) or tagger(sentences)
+    warm = warm_metric.score(preds, refs)
+    assert warm.details["reference_cache"] == {"hits": 3, "misses": 0}
+    np.testing.assert_allclose(warm.primary, cold.primary, rtol=1e-6)
+    ref_only = {s for r in refs for s in warm_metric._splitter()(r)} - {s for p in preds for s in warm_metric._splitter()(p)}
+    assert seen and not (set(seen) & ref_only)
+
+
+def test_batched_tagging_equals_one_sentence_at_a_time(tiny_models):
+    """Padding in batches must not change any sentence's labels (official: batch_size=1)."""
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    from rexrank.ratescore.models import EntityTagger
+
+    # random weights: labels now depend on context too
+    ner_dir = tiny_models[0]
+    torch.manual_seed(3)
+    model = AutoModelForTokenClassification.from_pretrained(ner_dir)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.5)
+    random_dir = f"{ner_dir}_random"
+    model.save_pretrained(random_dir)
+    AutoTokenizer.from_pretrained(ner_dir).save_pretrained(random_dir)
+    sentences = [s for p, r in PAIRS for s in (p, r)] + ["No pleural effusion or pneumothorax in the Left lung today."]
+    batched = EntityTagger(random_dir, "cpu", batch_size=4)(sentences)
+    single = EntityTagger(random_dir, "cpu", batch_size=1)
+    assert batched == [single([s])[0] for s in sentences]
+    assert any(batched)
+
+
+def test_missing_weights_offline_fail_fast_naming_the_checkpoint(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    metric = get_metric("ratescore", cache_dir=str(tmp_path))
+    start = time.monotonic()
+    with pytest.raises(MetricError, match="Angelakeke/RaTE-NER-Deberta.*ner_path="):
+        metric.score(["No effusion."], ["No effusion."])
+    assert time.monotonic() - start < 20
+
+
+def test_bad_options_are_clear_errors(tiny_models, tmp_path):
+    with pytest.raises(MetricError, match="batch_size"):
+        get_metric("ratescore", batch_size=0)
+    with pytest.raises(MetricError, match="sentence_splitter"):
+        get_metric("ratescore", sentence_splitter="spacy")
+    with pytest.raises(MetricError, match="does not exist"):
+        get_metric("ratescore", ner_path=str(tmp_path / "nope")).score(["No effusion."], ["No effusion."])
+
+
+def test_evaluate_module_folder(tiny_models, tmp_path):
+    import json
+    from pathlib import Path
+
+    import evaluate
+
+    folder = Path(__file__).resolve().parents[1] / "metrics" / "ratescore"
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    for needed in ("---", "title:", "sdk: gradio", "app_file: app.py", "## Citation", "ihtsdo-and-nlm-licences", "MIT"):
+        assert needed in card
+    assert "models" in (folder / "requirements.txt").read_text()
+    module = evaluate.load(str(folder))
+    out = module.compute(
+        predictions=[PAIRS[0][0], ""], references=[PAIRS[0][1], PAIRS[1][1]], ner_path=tiny_models[0],
+        embedding_path=tiny_models[1], device="cpu", cache_dir=str(tmp_path),
+    )
+    assert set(out) >= {"ratescore", "per_study", "config", "details"}
+    assert len(out["per_study"]) == 2 and out["per_study"][1] == 0.5
+    assert out["ratescore"] == pytest.approx(sum(out["per_study"]) / 2)
+    assert out["config"]["name"] == "ratescore"
+    assert out["config"]["config"]["embedding_model"]["path"] == tiny_models[1]
+    json.dumps(out)

@@ -1,0 +1,208 @@
+"""RaTEScore building blocks without models: span decoding, affinity matrices, the
+matching score, sentence splitting."""
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from conftest import shared_path
+from rexrank.errors import MetricError
+from rexrank.ratescore.affinity import ENTITY_TYPES, LONG, SHORT, load_affinity
+from rexrank.ratescore.match import directional_score, rate_score
+from rexrank.ratescore.sentences import get_splitter, keep, split_builtin
+from rexrank.ratescore.spans import decode_spans
+
+C, S = "[CLS]", "[SEP]"
+
+
+def spans(labels, tokens=None):
+    tokens = tokens or [C] + [f"t{i}" for i in range(1, len(labels) - 1)] + [S]
+    return decode_spans(tokens, labels)
+
+
+# --- span decoder: one test per official rule (reference metrics_nonllm.md §6 step 3) ---
+def test_b_then_i_then_o_is_one_span():
+    assert spans(["O", "B-DISEASE", "I-DISEASE", "I-DISEASE", "O", "O"]) == [(1, 3, "DISEASE")]
+
+
+def test_b_then_o_is_a_single_token_span():
+    assert spans(["O", "O", "B-ANATOMY", "O", "O"]) == [(2, 2, "ANATOMY")]
+
+
+def test_b_then_b_emits_first_and_keeps_going():
+    # B B O: both single-token spans, typed by their own labels
+    assert spans(["O", "B-ANATOMY", "B-DISEASE", "O", "O"]) == [(1, 1, "ANATOMY"), (2, 2, "DISEASE")]
+
+
+def test_i_then_b_closes_span_and_opens_one_at_the_i_token():
+    # B I I B O: span 1..3 closed at the I; the I token opens a span that the B overwrites
+    assert spans(["O", "B-ABNORMALITY", "I-ABNORMALITY", "I-ABNORMALITY", "B-ANATOMY", "O", "O"]) == [
+        (1, 3, "ABNORMALITY"),
+        (4, 4, "ANATOMY"),
+    ]
+
+
+def test_orphan_i_is_ignored():
+    assert spans(["O", "O", "I-DISEASE", "I-DISEASE", "O", "O"]) == []
+
+
+def test_orphan_i_before_b_opens_a_span_typed_by_the_i():
+    # I B I O: no span closed at the I (start unset), the B->I then restarts at the B
+    assert spans(["O", "I-ANATOMY", "B-DISEASE", "I-DISEASE", "O", "O"]) == [(2, 3, "DISEASE")]
+
+
+def test_span_running_into_sep_is_closed_at_the_last_word_token():
+    # the look-ahead of the last word token is the label predicted at [SEP]
+    assert spans(["O", "O", "B-DISEASE", "I-DISEASE", "I-DISEASE"]) == [(2, 3, "DISEASE")]
+
+
+def test_span_open_at_end_is_dropped_when_end_is_stale():
+    # official quirk: after B->B, `end` keeps its value, so the span B(3)->I(4)->[SEP]
+    # is never emitted by the end-of-sentence rule
+    assert spans(["O", "B-ANATOMY", "B-DISEASE", "I-DISEASE", "I-DISEASE"]) == [(1, 1, "ANATOMY")]
+
+
+def test_special_tokens_are_skipped_but_count_as_positions():
+    # a B at [CLS] is ignored; the label at [SEP] is still a look-ahead (B -> B emits)
+    assert spans(["B-DISEASE", "B-ANATOMY", "B-ANATOMY"]) == [(1, 1, "ANATOMY")]
+
+
+def test_last_label_is_never_acted_on():
+    # tokens without special tokens: the final position has no look-ahead
+    assert decode_spans(["a", "b"], ["O", "B-DISEASE"]) == []
+
+
+# --- affinity matrices ---
+def _markdown_matrix(text: str, heading: str):
+    """The 5x5 table and neg_weight that follow `heading` in the reference document."""
+    block = text[text.index(heading) :]
+    rows = re.findall(r"^\| (abnormality|anatomy|disease|non-abnormality|non-disease) \|(.*)\|\s*$", block, re.M)[:5]
+    neg = float(re.search(r"`neg_weight = ([0-9.]+)`", block).group(1))
+    return {name.upper(): [float(x) for x in cells.split("|")] for name, cells in rows}, neg
+
+
+@pytest.mark.parametrize("matrix, heading", [(LONG, 'Default affinity matrix "long"'), (SHORT, 'Matrix "short"')])
+def test_builtin_matrices_equal_the_reference_tables(matrix, heading):
+    text = shared_path("reference", "metrics_nonllm.md").read_text(encoding="utf-8")
+    table, neg = _markdown_matrix(text, heading)
+    assert sorted(table) == sorted(ENTITY_TYPES)
+    for row, values in table.items():
+        for col, value in zip(ENTITY_TYPES, values):
+            assert matrix.weights[(row, col)] == value, (row, col)
+    assert matrix.neg_weight == neg
+
+
+def test_json_matrix_in_the_official_key_format(tmp_path):
+    path = tmp_path / "w.json"
+    data = {f"{a.lower()}_{b.lower()}": 0.25 for a in ENTITY_TYPES for b in ENTITY_TYPES}
+    data["neg_weight"] = 0.5
+    path.write_text(json.dumps(data))
+    matrix = load_affinity(str(path))
+    assert matrix.weight("NON-DISEASE", "ANATOMY") == 0.25 and matrix.neg_weight == 0.5
+    assert load_affinity("LONG") is LONG
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.pop("neg_weight"), "neg_weight"),
+        (lambda d: d.pop("anatomy_disease"), "lacks 1 pair"),
+        (lambda d: d.update({"anatomy-disease": 1.0}), "is not '<row type>_<column type>'"),
+        (lambda d: d.update({"anatomy_disease": "high"}), "finite number"),
+    ],
+)
+def test_bad_json_matrix_is_a_clear_error(tmp_path, mutate, message):
+    data = {f"{a.lower()}_{b.lower()}": 0.25 for a in ENTITY_TYPES for b in ENTITY_TYPES}
+    data["neg_weight"] = 0.5
+    mutate(data)
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(MetricError, match=message):
+        load_affinity(str(path))
+
+
+def test_unknown_matrix_name_is_an_error():
+    with pytest.raises(MetricError, match="neither 'long', 'short'"):
+        load_affinity("medium")
+
+
+# --- the matching score, against hand computations ---
+def test_directional_score_by_hand():
+    # A: a1=(1,0) DISEASE, a2=(0,2) ANATOMY; B: b1=(1,1) ANATOMY, b2=(3,0) NON-DISEASE
+    a = np.array([[1.0, 0.0], [0.0, 2.0]])
+    b = np.array([[1.0, 1.0], [3.0, 0.0]])
+    # a1: cos with b1 = 1/sqrt2, with b2 = 1 -> b2 (NON-DISEASE): negation pair
+    # a2: cos with b1 = 1/sqrt2, with b2 = 0 -> b1 (ANATOMY)
+    w1, w2 = 0.3789136708096537, 0.2856134859160784  # LONG[DISEASE, NON-DISEASE], LONG[ANATOMY, ANATOMY]
+    expected = (1.0 * w1 * 0.8716553966489615 + (1 / math.sqrt(2)) * w2 * 1.0) / (w1 + w2)
+    got = directional_score(a, b, ["DISEASE", "ANATOMY"], ["ANATOMY", "NON-DISEASE"], LONG)
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_rate_score_is_the_harmonic_mean_of_both_directions():
+    pred = np.array([[1.0, 0.0], [0.0, 2.0]])
+    ref = np.array([[1.0, 1.0], [3.0, 0.0]])
+    p_types, r_types = ["DISEASE", "ANATOMY"], ["ANATOMY", "NON-DISEASE"]
+    # ref -> pred: r1=(1,1) ties (cos 1/sqrt2 with both) -> first, p1 DISEASE;
+    #              r2=(3,0) -> p1 (cos 1), NON-DISEASE -> DISEASE is a negation pair
+    w_ad, w_nd = 0.4592143222158069, 0.10073046076318157  # LONG[ANATOMY, DISEASE], LONG[NON-DISEASE, DISEASE]
+    ref_to_pred = ((1 / math.sqrt(2)) * w_ad + 1.0 * w_nd * 0.8716553966489615) / (w_ad + w_nd)
+    pred_to_ref = directional_score(pred, ref, p_types, r_types, LONG)
+    expected = 2 * ref_to_pred * pred_to_ref / (ref_to_pred + pred_to_ref)
+    assert directional_score(ref, pred, r_types, p_types, LONG) == pytest.approx(ref_to_pred, rel=1e-12)
+    assert rate_score(pred, p_types, ref, r_types, LONG) == pytest.approx(expected, rel=1e-12)
+
+
+def test_no_entities_on_either_side_scores_one_half():
+    some = np.ones((1, 3))
+    none = np.zeros((0, 3))
+    assert rate_score(none, [], some, ["DISEASE"], LONG) == 0.5
+    assert rate_score(some, ["DISEASE"], none, [], LONG) == 0.5
+    assert rate_score(none, [], none, [], LONG) == 0.5
+
+
+def test_orthogonal_entities_score_zero():
+    assert rate_score(np.array([[1.0, 0.0]]), ["DISEASE"], np.array([[0.0, 1.0]]), ["DISEASE"], LONG) == 0.0
+
+
+# --- sentence splitting ---
+# Expected outputs below are what medspaCy 1.3.1 / PyRuSH 1.0.13 produced for these
+# (made-up) reports, after the official strip / length filter.
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Heart size is normal. Lungs are clear. No pneumothorax.", ["Heart size is normal.", "Lungs are clear.", "No pneumothorax."]),
+        ("1. Mild cardiomegaly. 2. Small left effusion.", ["Mild cardiomegaly.", "2. Small left effusion."]),
+        ("Impression: 1. Mild cardiomegaly. 2. Small left effusion.", ["Impression: 1.", "Mild cardiomegaly.", "2. Small left effusion."]),
+        ("No effusion. .", ["No effusion."]),
+        ("Nodule measures 3.5 mm. Stable.", ["Nodule measures 3.5 mm.", "Stable."]),
+        ("Is there effusion? No effusion!", ["Is there effusion?", "No effusion!"]),
+        ("Heart normal\nLungs clear.", ["Heart normal", "Lungs clear."]),
+        ("FINDINGS:\nHeart normal. Lungs clear.\n\nIMPRESSION:\nNo acute process.", ["FINDINGS:", "Heart normal.", "Lungs clear.", "IMPRESSION:", "No acute process."]),
+        ("Heart is normal in size and\ncontour. Lungs clear.", ["Heart is normal in size and\ncontour.", "Lungs clear."]),
+        ("No effusion.  Heart normal.", ["No effusion.", "Heart normal."]),
+        ("", []),
+        ("ok", []),
+    ],
+)
+def test_builtin_splitter_matches_pyrush(text, expected):
+    assert get_splitter("builtin")(text) == expected
+
+
+def test_builtin_splitter_keeps_the_original_text():
+    # merged pieces keep their original whitespace
+    assert split_builtin("No effusion..  Heart normal.") == ["No effusion..  Heart normal."]
+    assert split_builtin("A b.  C d.") == ["A b.", "C d."]
+
+
+def test_keep_is_the_official_filter():
+    assert keep(["  ab ", " abc ", "\n\n", "a."]) == ["abc"]
+
+
+def test_unknown_splitter():
+    with pytest.raises(ValueError, match="unknown sentence splitter"):
+        get_splitter("nltk")

@@ -1,0 +1,105 @@
+"""SPEC-CXR: entity set as data, generated schema, duplicate votes, pooled scores, end to end."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from llm_fake_server import FakeOpenAIServer, Reply, chat_body
+from rexrank.errors import MetricError
+from rexrank.metrics.registry import get_metric
+from rexrank.metrics.spec_cxr_text import answer_model, load_entity_set, parse_answer, resolve_duplicates
+
+CHEXPERT14 = [
+    "no finding", "enlarged cardiomediastinum", "cardiomegaly", "lung lesion", "lung opacity", "edema", "consolidation",
+    "pneumonia", "atelectasis", "pneumothorax", "pleural effusion", "pleural other", "fracture", "support devices",
+]
+
+
+def test_default_entity_set_has_the_papers_structure():
+    es = load_entity_set()
+    assert set(CHEXPERT14) <= set(es.entities)
+    assert {"exam quality", "differential diagnoses"} <= set(es.categories)
+    assert len(es.entities) == len(set(es.entities))
+
+
+def test_user_entity_set_and_errors(tmp_path):
+    good = tmp_path / "set.json"
+    good.write_text(json.dumps({"name": "mine", "categories": {"pleura": ["Pleural Effusion", "pneumothorax"]}}))
+    es = load_entity_set(good)
+    assert es.name == "mine" and es.entities == ["pleural effusion", "pneumothorax"]
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("categories:\n  a: [x]\n  b: [x]\n")
+    with pytest.raises(MetricError, match="both 'a' and 'b'"):
+        load_entity_set(dup)
+    with pytest.raises(MetricError, match="does not exist"):
+        load_entity_set(tmp_path / "missing.yaml")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("categories:\n  a: []\n")
+    with pytest.raises(MetricError, match="non-empty list"):
+        load_entity_set(empty)
+
+
+def j(entity, presence, location="not_available", severity="not_available", comparison="other"):
+    return {"entity": entity, "presence": presence, "location": location, "severity": severity, "comparison": comparison}
+
+
+def test_schema_rejects_unknown_entities_and_labels():
+    model = answer_model(load_entity_set())
+    assert parse_answer(json.dumps({"entities": [j("Pleural  Effusion", "TP")]}), model)[0]["entity"] == "pleural effusion"
+    with pytest.raises(ValueError, match="entity"):
+        parse_answer(json.dumps({"entities": [j("unicorn", "TP")]}), model)
+    with pytest.raises(ValueError, match="presence"):
+        parse_answer(json.dumps({"entities": [j("edema", "maybe")]}), model)
+    with pytest.raises(ValueError, match="JSON"):
+        parse_answer("{", model)
+
+
+def test_duplicates_majority_vote_ties_first_occurrence():
+    out = resolve_duplicates(
+        [j("edema", "FP", "aligned"), j("edema", "TP", "not_aligned"), j("edema", "TP", "aligned"), j("cardiomegaly", "TN")]
+    )
+    assert out == [j("edema", "TP", "aligned"), j("cardiomegaly", "TN")]  # TP 2:1; location tie 2 aligned vs 1 -> aligned
+    out = resolve_duplicates([j("edema", "FN"), j("edema", "FP")])
+    assert out[0]["presence"] == "FN"  # 1:1 tie -> first
+
+
+def test_metric_end_to_end(tmp_path):
+    answers = {
+        "cand0": {"entities": [
+            j("pleural effusion", "TP", "aligned", "not_aligned"),
+            j("cardiomegaly", "FP"),
+            j("pneumothorax", "TN"),
+        ]},
+        "cand1": {"entities": [
+            j("pleural effusion", "TP", "not_aligned", "aligned", "missing_mentioned"),
+            j("edema", "FN"),
+        ]},
+        "cand2": "not json",
+    }
+
+    def script(path, body):
+        assert body["response_format"]["type"] == "json_schema"
+        user = body["messages"][1]["content"]
+        key = user.split("CANDIDATE:\n")[1].strip()
+        reply = answers[key]
+        return Reply(body=chat_body(reply if isinstance(reply, str) else json.dumps(reply)))
+
+    with FakeOpenAIServer(script) as server:
+        metric = get_metric("spec_cxr", model="judge", base_url=server.base_url, max_reasks=1, cache_dir=str(tmp_path), progress=False)
+        result = metric.score(["cand0", "cand1", "cand2"], ["r0", "r1", "r2"])
+    # errors: cand0 = severity not aligned + FP = 2; cand1 = location + comparison + FN = 3
+    np.testing.assert_array_equal(result.primary[:2], [2, 3])
+    assert math.isnan(result.primary[2]) and "invalid answer after 2 attempt(s)" in result.failures[2]
+    overall = result.details["overall"]
+    assert (overall["tp"], overall["fp"], overall["fn"], overall["tn"]) == (2, 1, 1, 1)
+    assert result.corpus["spec_cxr_presence_f1"] == pytest.approx(4 / 6)
+    assert result.corpus["spec_cxr_location_accuracy"] == pytest.approx(0.5)
+    assert result.corpus["spec_cxr_severity_accuracy"] == pytest.approx(0.5)
+    assert result.corpus["spec_cxr_comparison_accuracy"] == pytest.approx(0.5)
+    effusion = next(e for e in result.details["per_entity"] if e["entity"] == "pleural effusion")
+    assert effusion["presence_f1"] == 1.0 and effusion["category"] == "pleura"
+    assert result.details["per_category"]["pleura"]["tn"] == 1
+    assert math.isnan(next(e for e in result.details["per_entity"] if e["entity"] == "fracture")["presence_f1"])

@@ -1,0 +1,224 @@
+"""Test sets through the datasets builder: IU-Xray from ../shared, synthetic files for the
+edge cases, the pinned download against a local HTTP server."""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import math
+import threading
+
+import datasets
+import pytest
+
+from conftest import shared_path
+from rexrank.errors import TestSetError
+from rexrank.testsets.loading import load_all_studies, load_test_set
+from rexrank.testsets.registry import TEST_SETS
+from rexrank.testsets.schema import findings_impression_report
+
+
+def _study(findings, impression, report=None, **extra):
+    study = {
+        "image_path": ["a/0.png"],
+        "frontal_lateral": ["Frontal"],
+        "key_image_path": "a/0.png",
+        "context": "Indication: test.",
+        "section_findings": findings,
+        "section_impression": impression,
+    }
+    if report is not None:
+        study["report"] = report
+    study.update(extra)
+    return study
+
+
+def _write(path, doc):
+    # allow_nan: the official files contain bare NaN
+    path.write_text(json.dumps(doc, allow_nan=True))
+    return path
+
+
+def test_iu_xray_findings_track_from_shared_file():
+    raw = json.loads(shared_path("data", "iu_xray", "ReXRank_IUXray_test.json").read_text())
+    ds = load_test_set("iu_xray", "findings", data_dir=shared_path("data", "iu_xray"))
+    assert isinstance(ds, datasets.Dataset)
+    assert len(ds) == 590
+    assert set(ds.column_names) >= {
+        "id", "image_path", "frontal_lateral", "key_image_path", "context",
+        "section_findings", "section_impression", "report", "split", "reference",
+    }
+    row = ds[0]
+    original = raw[row["id"]]
+    assert row["reference"] == original["section_findings"]
+    assert row["image_path"] == original["image_path"]
+    assert row["frontal_lateral"] == original["frontal_lateral"]
+    assert ds["id"] == list(raw)  # file order kept
+
+
+def test_iu_xray_findings_impression_reference_is_the_report_field():
+    raw = json.loads(shared_path("data", "iu_xray", "ReXRank_IUXray_test.json").read_text())
+    ds = load_test_set("iu_xray", "findings_impression", data_dir=shared_path("data", "iu_xray"))
+    assert len(ds) == 590
+    for row in ds.select(range(50)):
+        original = raw[row["id"]]
+        assert row["reference"] == original["report"]
+        # and the report is what the rebuild rule gives (ReXrank's construction)
+        assert row["reference"] == findings_impression_report(original["section_findings"], original["section_impression"])
+
+
+def test_absent_section_spellings_and_findings_track_exclusion(tmp_path):
+    doc = {
+        "s1": _study("Lungs clear.", "Normal."),
+        "s2": _study(float("nan"), "Edema.", report="Findings: None. Impression: Edema."),
+        "s3": _study("nan", "Effusion."),
+        "s4": _study("  ", "Pneumothorax."),
+        "s5": _study(None, "Atelectasis."),
+        "s6": _study("Cardiomegaly.", ""),
+    }
+    path = _write(tmp_path / "ReXRank_ReXGradient_test.json", doc)
+    all_studies = load_all_studies("example", data_dir=path)
+    by_id = {r["id"]: r for r in all_studies}
+    for sid in ("s2", "s3", "s4", "s5"):
+        assert by_id[sid]["section_findings"] is None
+    assert by_id["s6"]["section_impression"] is None
+    # report rebuilt as ReXrank writes it when the file has none
+    assert by_id["s3"]["report"] == "Findings: None. Impression: Effusion."
+    assert by_id["s6"]["report"] == "Findings: Cardiomegaly. Impression: None."
+    assert by_id["s2"]["report"] == "Findings: None. Impression: Edema."
+    findings = load_test_set("example", "findings", data_dir=path)
+    assert findings["id"] == ["s1", "s6"]
+    assert findings["reference"] == ["Lungs clear.", "Cardiomegaly."]
+    full = load_test_set("example", "findings_impression", data_dir=path)
+    assert len(full) == 6
+
+
+def test_chexpert_plus_shape_keeps_62_of_200_in_findings_track(tmp_path):
+    doc = {}
+    for i in range(200):
+        findings = f"Finding number {i}." if i < 62 else math.nan
+        doc[f"patient{i}_study1"] = _study(
+            findings, f"Impression {i}.", age=40.0 + i % 30, sex="Female", race="White", ethnicity="Unknown",
+            ap_pa=["AP"], section_clinical_history=math.nan,
+        )
+    data_dir = tmp_path / "chexpert"
+    data_dir.mkdir()
+    _write(data_dir / "ReXRank_CheXpertPlus.json", doc)
+    ds = load_test_set("chexpert_plus", "findings", data_dir=data_dir)
+    assert len(ds) == 62
+    assert ds[0]["age"] == 40.0 and ds[0]["sex"] == "Female" and ds[0]["ap_pa"] == ["AP"]
+    assert ds[0]["section_clinical_history"] is None
+    assert len(load_test_set("chexpert_plus", "findings_impression", data_dir=data_dir)) == 200
+
+
+def test_wrong_study_count_is_refused(tmp_path):
+    data_dir = tmp_path / "mimic"
+    data_dir.mkdir()
+    _write(data_dir / "ReXRank_MIMICCXR_test.json", {"1": _study("Clear.", "Normal.", subject_id=5)})
+    with pytest.raises(TestSetError, match="2347 studies, this file has 1"):
+        load_test_set("mimic_cxr", data_dir=data_dir)
+
+
+def test_rexgradient_extras_site_and_abnormal_label(tmp_path):
+    spec = TEST_SETS["rexgradient"]
+    doc = {f"g{i}": _study("Clear.", "Normal.", site=f"site{i % 3}", is_abnormal=bool(i % 2)) for i in range(spec.n_studies)}
+    path = _write(tmp_path / "ReXGradient_test.json", doc)
+    ds = load_test_set("rexgradient", data_dir=path)
+    assert ds.features["is_abnormal"] == datasets.Value("bool")
+    assert ds[1]["site"] == "site1" and ds[1]["is_abnormal"] is True
+
+
+def test_dua_sets_without_data_dir_say_how_to_get_them():
+    with pytest.raises(TestSetError, match="PhysioNet credentialed access"):
+        load_test_set("mimic_cxr")
+    with pytest.raises(TestSetError, match="Stanford AIMI"):
+        load_test_set("chexpert_plus")
+    with pytest.raises(TestSetError, match="private"):
+        load_test_set("rexgradient")
+
+
+def test_bad_inputs_name_the_problem(tmp_path):
+    with pytest.raises(TestSetError, match="unknown test set 'padchest'"):
+        load_test_set("padchest")
+    with pytest.raises(TestSetError, match="unknown track 'impression'"):
+        load_test_set("example", "impression")
+    with pytest.raises(TestSetError, match="does not exist"):
+        load_test_set("iu_xray", data_dir=tmp_path / "nowhere")
+    with pytest.raises(TestSetError, match="none of ReXRank_IUXray_test.json found"):
+        load_test_set("iu_xray", data_dir=tmp_path)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(TestSetError, match="not valid JSON"):
+        load_test_set("example", data_dir=broken)
+    nosections = _write(tmp_path / "nosections.json", {"x": _study(None, "nan")})
+    with pytest.raises(TestSetError, match="study 'x': has neither findings nor impression"):
+        load_test_set("example", data_dir=nosections)
+    badlist = _write(tmp_path / "badlist.json", {"x": _study("A.", "B.", image_path=[1, 2])})
+    with pytest.raises(TestSetError, match="field 'image_path': expected a list of strings"):
+        load_test_set("example", data_dir=badlist)
+
+
+def test_edited_file_is_reread_not_served_from_a_stale_cache(tmp_path):
+    path = _write(tmp_path / "sets.json", {"a": _study("Enlarged heart.", "Cardiomegaly.")})
+    assert load_test_set("example", data_dir=path)["reference"] == ["Enlarged heart."]
+    _write(path, {"a": _study("CHANGED.", "Cardiomegaly.")})
+    assert load_test_set("example", data_dir=path)["reference"] == ["CHANGED."]
+
+
+def test_builder_class_directly_with_data_files(tmp_path):
+    from rexrank_datasets import ReXrankTestSet
+
+    path = _write(tmp_path / "x.json", {"a": _study("Clear.", "Normal."), "b": _study("Edema.", "CHF.")})
+    builder = ReXrankTestSet(config_name="example", data_files={"test": str(path)}, cache_dir=str(tmp_path / "cache"))
+    builder.download_and_prepare()
+    ds = builder.as_dataset(split="test")
+    assert ds["id"] == ["a", "b"]
+    assert sorted(c.name for c in ReXrankTestSet.BUILDER_CONFIGS) == sorted(TEST_SETS)
+
+
+def test_embedded_example_loads_without_data_dir():
+    ds = load_test_set("example", "findings")
+    assert len(ds) == 19  # EX013 has no findings
+    assert "EX013" not in ds["id"]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def file_server(tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_iu_xray_download_is_checksum_pinned(file_server, monkeypatch, tmp_path):
+    monkeypatch.setenv("REXRANK_CACHE", str(tmp_path / "own-cache"))
+    root, base = file_server
+    original = shared_path("data", "iu_xray", "ReXRank_IUXray_test.json")
+    (root / "good.json").write_bytes(original.read_bytes())
+    (root / "tampered.json").write_bytes(original.read_bytes().replace(b"pneumothorax", b"pneumothoraX", 1))
+
+    with pytest.raises(TestSetError, match="sha256 .* expected"):
+        load_test_set("iu_xray", download_url=f"{base}/tampered.json")
+    ds = load_test_set("iu_xray", download_url=f"{base}/good.json")
+    assert len(ds) == 590
+    # now cached: works offline with no URL at all
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert len(load_test_set("iu_xray")) == 590
+
+
+def test_iu_xray_download_failures_are_clear(file_server, monkeypatch, tmp_path):
+    monkeypatch.setenv("REXRANK_CACHE", str(tmp_path / "own-cache"))
+    _, base = file_server
+    with pytest.raises(TestSetError, match="could not download ReXRank_IUXray_test.json .*--data-dir"):
+        load_test_set("iu_xray", download_url=f"{base}/missing.json")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(TestSetError, match="not cached and HF_HUB_OFFLINE=1"):
+        load_test_set("iu_xray")

@@ -74,6 +74,16 @@ def test_score_iu_xray_official_mean(tmp_path):
         (["--dataset", "mimic_cxr", "--predictions", EXAMPLE_PREDICTIONS], "PhysioNet credentialed access"),
         (["--dataset", "example", "--predictions", "nope.csv"], "nope.csv: file not found"),
         (["--dataset", "example", "--track", "impression", "--predictions", EXAMPLE_PREDICTIONS], "unknown track"),
+        (["--dataset", "example", "--predictions", EXAMPLE_PREDICTIONS, "--metric-option", "bleu2"], "expected METRIC.KEY=VALUE"),
+        (
+            ["--dataset", "example", "--predictions", EXAMPLE_PREDICTIONS, "--metric-option", "sembscore.batch_size=4"],
+            "metric 'sembscore' is not among --metrics",
+        ),
+        (
+            ["--dataset", "example", "--predictions", EXAMPLE_PREDICTIONS, "--metrics", "sembscore",
+             "--metric-option", "sembscore.checkpoint_path=/nonexistent/chexbert.pth"],
+            "/nonexistent/chexbert.pth",
+        ),
     ],
 )
 def test_errors_exit_non_zero_with_a_message(args, message):
@@ -114,3 +124,14 @@ def test_metric_space_app_serves_compute():
         assert value == f"{payload['bleu2']:.4f}"
     finally:
         app.demo.close()
+
+
+def test_metric_options_are_parsed_as_json_or_text():
+    from rexrank.metrics.options import merge_options, parse_metric_options
+
+    got = parse_metric_options(
+        ["bertscore.idf=true", "bertscore.batch_size=8", "sembscore.checkpoint_path=/data/chexbert.pth"],
+        ["bertscore", "sembscore"],
+    )
+    assert got == {"bertscore": {"idf": True, "batch_size": 8}, "sembscore": {"checkpoint_path": "/data/chexbert.pth"}}
+    assert merge_options({"a": {"x": 1, "y": 2}}, {"a": {"y": 3}}) == {"a": {"x": 1, "y": 3}}

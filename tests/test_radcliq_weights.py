@@ -33,7 +33,7 @@ def _run_or_skip(metric, preds, refs):
     try:
         return metric.score(preds, refs)
     except MetricError as exc:
-        pytest.skip(f"real checkpoint not available: {exc}")
+        pytest.skip(f"real checkpoint not available (or set REXRANK_DISTILROBERTA_DIR, REXRANK_CHEXBERT_PTH, REXRANK_BERT_BASE_UNCASED_DIR): {exc}")
 
 
 def test_bertscore_matches_official_per_study(official, tmp_path):

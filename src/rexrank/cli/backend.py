@@ -23,6 +23,12 @@ def register(subparsers) -> None:
     p.add_argument("--no-per-study", action="store_true", help="do not publish per-study scores of public test sets")
     p.add_argument("--log-file", help="also append the log here")
     p.add_argument("--progress", action="store_true", help="show progress bars")
+    p.add_argument(
+        "--metric-option",
+        action="append",
+        metavar="METRIC.KEY=VALUE",
+        help="an option for one metric, repeatable; e.g. sembscore.checkpoint_path=/data/chexbert.pth",
+    )
     p.set_defaults(run=run)
 
 
@@ -31,16 +37,20 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from rexrank.backend.worker import Worker
+    from rexrank.metrics.options import parse_metric_options
+    from rexrank.metrics.registry import parse_metric_list
     from rexrank.store import open_store
 
     handlers: list[logging.Handler] = [logging.StreamHandler()]
     if args.log_file:
         handlers.append(logging.FileHandler(args.log_file))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", handlers=handlers)
+    metrics = args.metrics or os.environ.get("REXRANK_METRICS") or None
     worker = Worker(
         open_store(args.store),
         data_dir=args.data_dir or os.environ.get("REXRANK_DATA_DIR") or None,
-        metrics=args.metrics or os.environ.get("REXRANK_METRICS") or None,
+        metrics=metrics,
+        metric_options=parse_metric_options(args.metric_option, parse_metric_list(metrics)),
         worker_id=args.worker_id,
         lease_seconds=args.lease_seconds,
         max_attempts=args.max_attempts,

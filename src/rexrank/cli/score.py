@@ -26,6 +26,12 @@ def register(subparsers) -> None:
     p.add_argument("--llm-base-url", help="LLM metrics: OpenAI-compatible server URL (default: REXRANK_LLM_BASE_URL)")
     p.add_argument("--llm-model", help="LLM metrics: model name or checkpoint (default: REXRANK_LLM_MODEL)")
     p.add_argument("--llm-backend", choices=["openai", "transformers"], help="LLM metrics: backend (default: per metric)")
+    p.add_argument(
+        "--metric-option",
+        action="append",
+        metavar="METRIC.KEY=VALUE",
+        help="an option for one metric, repeatable; e.g. sembscore.checkpoint_path=/data/chexbert.pth, bertscore.idf=true",
+    )
     p.set_defaults(run=run)
 
 
@@ -45,13 +51,14 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _llm_options(args: argparse.Namespace) -> dict:
+def _metric_options(args: argparse.Namespace) -> dict:
     from rexrank.metrics.llm_common import cli_llm_options
+    from rexrank.metrics.options import merge_options, parse_metric_options
     from rexrank.metrics.registry import parse_metric_list
 
-    return cli_llm_options(
-        parse_metric_list(args.metrics), base_url=args.llm_base_url, model=args.llm_model, backend=args.llm_backend
-    )
+    names = parse_metric_list(args.metrics)
+    llm = cli_llm_options(names, base_url=args.llm_base_url, model=args.llm_model, backend=args.llm_backend)
+    return merge_options(llm, parse_metric_options(args.metric_option, names))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         bootstrap=args.bootstrap,
         seed=args.seed,
         progress=not args.no_progress,
-        metric_options=_llm_options(args),
+        metric_options=_metric_options(args),
     )
     results = run_.results
     ts = results["test_set"]

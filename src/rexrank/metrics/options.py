@@ -1,0 +1,42 @@
+"""Metric options given on the command line: `METRIC.KEY=VALUE`, e.g.
+`sembscore.checkpoint_path=/data/chexbert.pth` or `bertscore.idf=true`."""
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from rexrank.errors import MetricError
+from rexrank.metrics.registry import METRICS
+
+
+def parse_metric_options(items: Iterable[str] | None, metrics: Iterable[str]) -> dict[str, dict]:
+    """{metric: {key: value}}. Values are read as JSON when they parse (true, 3, 0.5,
+    [1, 2], null), otherwise kept as text (paths)."""
+    chosen = set(metrics)
+    options: dict[str, dict] = {}
+    for item in items or ():
+        spec, sep, raw = item.partition("=")
+        metric, dot, key = spec.partition(".")
+        if not sep or not dot or not metric or not key:
+            raise MetricError(f"--metric-option {item!r}: expected METRIC.KEY=VALUE, e.g. sembscore.checkpoint_path=/data/chexbert.pth")
+        if metric not in METRICS:
+            raise MetricError(f"--metric-option {item!r}: unknown metric {metric!r}")
+        if metric not in chosen:
+            raise MetricError(f"--metric-option {item!r}: metric {metric!r} is not among --metrics ({', '.join(sorted(chosen))})")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        if key in options.setdefault(metric, {}):
+            raise MetricError(f"--metric-option: {metric}.{key} given twice")
+        options[metric][key] = value
+    return options
+
+
+def merge_options(*layers: dict[str, dict]) -> dict[str, dict]:
+    """Later layers win, per metric and key."""
+    merged: dict[str, dict] = {}
+    for layer in layers:
+        for metric, opts in layer.items():
+            merged.setdefault(metric, {}).update(opts)
+    return merged

@@ -138,18 +138,20 @@ class RaTEScore(Metric):
         return ReferenceCache(namespace, self.cache_dir, enabled=self.cache_enabled)
 
     # -- analysis: report -> entities, types, embeddings -----------------------------
-    def _analyse(self, texts: list[str], known_embeddings: dict[str, np.ndarray]) -> list[dict]:
+    def _analyse(self, texts: list[str], known_embeddings: dict[str, np.ndarray], known_sentences: dict) -> list[dict]:
         """Entities of each text, each distinct sentence tagged and each distinct entity
-        string embedded once. `known_embeddings` (entity string -> vector) is reused and
-        extended."""
+        string embedded once. `known_sentences` (sentence -> entities) and
+        `known_embeddings` (entity string -> vector) are reused and extended, so the
+        prediction side does not redo what the reference side did."""
         split = self._splitter()
         sentences_of = [split(text) for text in texts]
-        distinct = list(dict.fromkeys(s for sentences in sentences_of for s in sentences))
-        if not distinct:
+        if not any(sentences_of):
             return [_analysis([], [], np.zeros((0, 0), dtype=np.float32)) for _ in texts]
         tagger, encoder = self._models()
-        entities_of_sentence = dict(zip(distinct, tagger(distinct)))
-        per_text = [[e for s in sentences for e in entities_of_sentence[s]] for sentences in sentences_of]
+        new = list(dict.fromkeys(s for sentences in sentences_of for s in sentences if s not in known_sentences))
+        if new:
+            known_sentences.update(zip(new, tagger(new)))
+        per_text = [[e for s in sentences for e in known_sentences[s]] for sentences in sentences_of]
         new_strings = list(dict.fromkeys(e for entities in per_text for e, _ in entities if e not in known_embeddings))
         if new_strings:
             known_embeddings.update(zip(new_strings, encoder(new_strings)))
@@ -167,13 +169,16 @@ class RaTEScore(Metric):
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         cache = self._cache()
         known: dict[str, np.ndarray] = {}
+        tagged: dict[str, list] = {}
         distinct_refs = list(dict.fromkeys(references))
-        analyses = dict(zip(distinct_refs, cache.get_or_compute(distinct_refs, lambda t: self._analyse(t, known))))
+        analyses = dict(
+            zip(distinct_refs, cache.get_or_compute(distinct_refs, lambda t: self._analyse(t, known, tagged)))
+        )
         # cached reference entities seed the prediction side's embeddings
         for analysis in analyses.values():
             known.update(zip(analysis["entities"], analysis["embeddings"]))
         pending = [t for t in dict.fromkeys(predictions) if t not in analyses]
-        analyses.update(zip(pending, self._analyse(pending, known)))
+        analyses.update(zip(pending, self._analyse(pending, known, tagged)))
 
         scores = []
         empty = 0

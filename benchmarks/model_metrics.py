@@ -20,41 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-from rexrank.data import data_path
 from rexrank.metrics.registry import get_metric
-
-QUALIFIERS = [
-    "in the left lower lobe", "in the right upper lobe", "at the lung bases", "since the prior study",
-    "compared with the prior exam", "on the lateral view", "with mild volume loss", "without change",
-]
-
-
-def synthetic_reports(n: int, seed: int) -> list[str]:
-    """Reports recombined from the sentences of rexrank's synthetic example set."""
-    studies = json.loads(data_path("example_test.json").read_text())
-    base = sorted({
-        s.strip()
-        for study in studies.values()
-        for s in study["report"].replace("Findings:", "").replace("Impression:", "").split(".")
-        if len(s.strip()) > 3
-    })
-    rng = random.Random(seed)
-
-    def sentence() -> str:
-        s = rng.choice(base)
-        if rng.random() < 0.5:
-            s = f"{s} {rng.choice(QUALIFIERS)}, measuring {rng.randint(2, 40)} mm"
-        return s + "."
-
-    return [" ".join(sentence() for _ in range(rng.randint(2, 7))) for _ in range(n)]
-
+from synthetic_reports import synthetic_reports
 
 def build_roberta(root: Path, texts: list[str]) -> Path:
     from tokenizers import ByteLevelBPETokenizer

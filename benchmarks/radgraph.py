@@ -19,8 +19,6 @@ Usage: python benchmarks/radgraph.py [--pairs 1000] [--batch-size 16] [--threads
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import shutil
 import tempfile
 import time
@@ -28,24 +26,8 @@ from pathlib import Path
 
 import torch
 
-from rexrank.data import data_path
 from rexrank.metrics.registry import get_metric
-
-
-def synthetic_reports(n: int, seed: int) -> list[str]:
-    studies = json.loads(data_path("example_test.json").read_text())
-    sentences = sorted({
-        s.strip() for study in studies.values()
-        for s in study["report"].replace("Findings:", "").replace("Impression:", "").split(".") if len(s.strip()) > 3
-    })
-    rng = random.Random(seed)
-    extra = ["in the left lower lobe", "at the right base", "since the prior study", "without change"]
-
-    def sentence() -> str:
-        s = rng.choice(sentences)
-        return (f"{s} {rng.choice(extra)}, {rng.randint(2, 40)} mm" if rng.random() < 0.5 else s) + "."
-
-    return [" ".join(sentence() for _ in range(rng.randint(2, 7))) for _ in range(n)]
+from synthetic_reports import synthetic_reports
 
 
 def build_archive(root: Path) -> Path:

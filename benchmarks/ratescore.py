@@ -14,48 +14,15 @@ Usage: python benchmarks/ratescore.py [--pairs 1000] [--layers 12] [--batch-size
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-from rexrank.data import data_path
 from rexrank.metrics.registry import get_metric
 from rexrank.ratescore.sentences import get_splitter
-
-QUALIFIERS = [
-    "in the left lower lobe", "in the right upper lobe", "at the lung bases", "in the right midlung",
-    "since the prior study", "compared with the prior exam", "on the lateral view", "in the left apex",
-    "with mild volume loss", "without change", "likely atelectasis", "possibly early pneumonia",
-]
-
-
-def synthetic_pairs(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
-    """Report pairs recombined from rexrank's synthetic example set, with qualifiers so
-    that sentences repeat about as often as in real test sets (not all distinct)."""
-    studies = json.loads(data_path("example_test.json").read_text())
-    base = sorted({
-        s.strip()
-        for study in studies.values()
-        for s in study["report"].replace("Findings:", "").replace("Impression:", "").split(".")
-        if len(s.strip()) > 3
-    })
-    rng = random.Random(seed)
-
-    def sentence() -> str:
-        s = rng.choice(base)
-        if rng.random() < 0.5:
-            s = f"{s} {rng.choice(QUALIFIERS)}, measuring {rng.randint(2, 40)} mm"
-        return s + "."
-
-    def report() -> str:
-        return " ".join(sentence() for _ in range(rng.randint(2, 7)))
-
-    return [report() for _ in range(n)], [report() for _ in range(n)]
-
+from synthetic_reports import synthetic_reports
 
 def build_models(root: Path, texts: list[str], layers: int) -> tuple[str, str]:
     from transformers import (DebertaV2Config, DebertaV2ForTokenClassification, DebertaV2Tokenizer, MPNetConfig,
@@ -109,7 +76,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     args = parser.parse_args()
     torch.manual_seed(0)
-    preds, refs = synthetic_pairs(args.pairs)
+    preds, refs = synthetic_reports(args.pairs, seed=2), synthetic_reports(args.pairs, seed=1)
     split = get_splitter("builtin")
     n_sent = len({s for t in preds + refs for s in split(t)})
     print(f"{args.pairs} pairs, {len(set(preds + refs))} distinct reports, {n_sent} distinct sentences; "

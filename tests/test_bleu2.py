@@ -74,3 +74,20 @@ def test_length_mismatch_and_non_strings_are_errors():
         Bleu2().score(["a", "b"], ["a"])
     with pytest.raises(MetricError, match="prediction at position 1 is NoneType"):
         Bleu2().score(["a", None], ["a", "b"])
+
+
+@pytest.mark.parametrize(
+    "hypothesis,reference",
+    [
+        ("Épanchement  pleural droit. Pas de pneumothorax.", "épanchement pleural. pneumothorax absent."),  # non-ASCII path
+        ("Pleural  effusion.  No pneumothorax. ", "  pleural effusion. no pneumothorax."),  # runs of spaces
+        ("Heart\x00size normal. Lungs clear.", "Heart size normal."),  # a NUL inside the text
+    ],
+)
+def test_tokenisation_paths_agree_with_nltk(hypothesis, reference):
+    smoothing = SmoothingFunction().method1
+    pairs = [(hypothesis, reference), (reference, hypothesis), ("Lungs clear.", reference)]
+    ours = Bleu2().score([h for h, _ in pairs], [r for _, r in pairs]).primary
+    for (h, r), got in zip(pairs, ours):
+        expected = sentence_bleu([tokenize(r)], tokenize(h), weights=(0.5, 0.5), smoothing_function=smoothing)
+        assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)

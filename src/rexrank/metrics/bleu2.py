@@ -32,28 +32,31 @@ def tokenize(report: str) -> list[str]:
     return list(filter(None, report.lower().replace(".", " .").split(" ")))
 
 
-def _corpus_tokens(texts: list[str]) -> tuple[list[str], np.ndarray]:
-    """All tokens of all texts in order, and the text index of each token."""
+def _corpus_token_ids(texts: list[str]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Token ids of all texts in order, the text index of each token, and the vocabulary size."""
     joined = f" {_BOUNDARY} ".join(texts)
-    if joined.isascii() and sum(t.count(_BOUNDARY) for t in texts) == 0:
+    if joined.isascii() and _BOUNDARY not in "".join(texts):
         # One C-level pass. Lower-casing ASCII is per character, so joining changes nothing.
         raw = joined.lower().replace(".", " .").split(" ")
-        is_boundary = np.fromiter((t == _BOUNDARY for t in raw), dtype=bool, count=len(raw))
+        row_of = None
+    else:
+        per_text = [tokenize(t) for t in texts]
+        raw = [tok for toks in per_text for tok in toks]
+        row_of = np.repeat(np.arange(len(texts)), [len(t) for t in per_text])
+    index = {tok: i for i, tok in enumerate(dict.fromkeys(raw))}
+    ids = np.fromiter(map(index.__getitem__, raw), dtype=np.int64, count=len(raw))
+    if row_of is None:
+        is_boundary = ids == index.get(_BOUNDARY, -1)  # absent when there is one text
         row_of = np.cumsum(is_boundary)
-        keep = ~is_boundary & np.fromiter(map(bool, raw), dtype=bool, count=len(raw))
-        tokens = [t for t, k in zip(raw, keep) if k]
-        return tokens, row_of[keep]
-    per_text = [tokenize(t) for t in texts]
-    lengths = [len(t) for t in per_text]
-    return [tok for toks in per_text for tok in toks], np.repeat(np.arange(len(texts)), lengths)
+        keep = ~is_boundary & (ids != index.get("", -1))  # "" comes from runs of spaces
+        ids, row_of = ids[keep], row_of[keep]
+    return ids, row_of, max(len(index), 1)
 
 
 def _count_matrices(texts: list[str]) -> tuple[sparse.csr_matrix, sparse.csr_matrix, np.ndarray]:
     """Per text: unigram counts, bigram counts (sparse rows) and token count."""
-    tokens, rows = _corpus_tokens(texts)
-    index = {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
-    ids = np.fromiter(map(index.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-    n, vocab = len(texts), max(len(index), 1)
+    ids, rows, vocab = _corpus_token_ids(texts)
+    n = len(texts)
     ones = np.ones(len(ids), dtype=np.int64)
     unigrams = sparse.csr_matrix((ones, (rows, ids)), shape=(n, vocab))  # duplicates are summed
     same_text = rows[:-1] == rows[1:]

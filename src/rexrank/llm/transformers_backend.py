@@ -8,13 +8,14 @@ official setting); `max_tokens` caps the completion alone.
 """
 from __future__ import annotations
 
-import hashlib
+
 from dataclasses import replace
 from pathlib import Path
 
 from rexrank.llm.settings import LLMSettings
 from rexrank.llm.types import LLMRequest, LLMResponse
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
+from rexrank.models.encoders import folder_fingerprint
 
 
 class TransformersBackend:
@@ -62,7 +63,7 @@ class TransformersBackend:
     def identity(self) -> dict:
         revision = self.checkpoint.revision
         if self.settings.model_path:
-            revision = "local:" + _folder_fingerprint(Path(self.settings.model_path))
+            revision = "local:" + folder_fingerprint(Path(self.settings.model_path))
         return {"backend": self.name, "model": self.checkpoint.repo_id, "revision": revision, "dtype": self.settings.dtype}
 
     def prompt_ids(self, request: LLMRequest) -> list[int]:
@@ -139,13 +140,3 @@ class TransformersBackend:
             text = tok.decode(new, skip_special_tokens=True)
             responses.append(LLMResponse(text, prompt_tokens=len(ids), completion_tokens=len(new), finish_reason=finish))
         return responses
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    """Names and sizes of the files of a local checkpoint: new weights at the same path
-    must not be served stale cached answers."""
-    digest = hashlib.sha256()
-    files = [folder] if folder.is_file() else sorted(p for p in folder.rglob("*") if p.is_file())
-    for path in files:
-        digest.update(f"{path.relative_to(folder) if path != folder else path.name}:{path.stat().st_size}\n".encode())
-    return digest.hexdigest()[:16]

@@ -92,11 +92,15 @@ def fetch_files(checkpoint: Checkpoint, *, option: str, weights: bool = True, to
 
 
 def folder_fingerprint(folder: Path) -> str:
-    """Cheap identity of a local model folder (names, sizes, mtimes) for cache keys."""
+    """Cheap identity of a local model folder or file (names, sizes, mtimes) for cache
+    keys: new weights at the same path must not be served stale cached values."""
+    folder = Path(folder)
     digest = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+    files = [folder] if folder.is_file() else sorted(p for p in folder.rglob("*") if p.is_file())
+    for path in files:
         stat = path.stat()
-        digest.update(f"{path.relative_to(folder)}\x00{stat.st_size}\x00{int(stat.st_mtime)}\n".encode())
+        name = path.name if path == folder else path.relative_to(folder)
+        digest.update(f"{name}\x00{stat.st_size}\x00{int(stat.st_mtime)}\n".encode())
     return digest.hexdigest()[:16]
 
 

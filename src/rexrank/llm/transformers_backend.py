@@ -8,7 +8,6 @@ official setting); `max_tokens` caps the completion alone.
 """
 from __future__ import annotations
 
-
 from dataclasses import replace
 from pathlib import Path
 

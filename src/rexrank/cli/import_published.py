@@ -18,8 +18,6 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from rexrank.leaderboard.published import read_published_dir
     from rexrank.store import open_store
 
@@ -27,8 +25,7 @@ def run(args: argparse.Namespace) -> int:
     for path in others:
         print(f"skipped {path.name}: not one of the published ReXrank tables")
     store = open_store(args.store)
-    for record in tqdm(records, desc="adding results", unit="record"):
-        store.add_result(record)
+    store.add_results(records)  # one commit for all of them (one Hub commit, not one per record)
     tables = len({(r["test_set"], r["track"]) for r in records})
     print(f"imported {len(records)} published results ({tables} tables) into {store.name}")
     return 0

@@ -70,10 +70,7 @@ def seed_if_empty(store) -> int:
 
     if store.list_results():
         return 0
-    records = load_seed_records()
-    for record in records:
-        store.add_result(record)
-    return len(records)
+    return store.add_results(load_seed_records())
 
 
 def open_leaderboard_store(spec: str | None = None):

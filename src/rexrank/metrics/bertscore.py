@@ -141,14 +141,20 @@ class BertScore(Metric):
     @property
     def embedder(self):
         if self._embedder is None:
+            from rexrank.models.shared import local_fingerprint, shared_model
             from rexrank.models.token_embeddings import TokenEmbedder
 
-            self._embedder = TokenEmbedder(
-                self.checkpoint,
-                num_layers=self.num_layers,
-                batch_size=self.batch_size,
-                device=self.device,
-                progress=self.progress,
+            key = ("token-embedder", self.checkpoint, local_fingerprint(self.checkpoint.path), self.num_layers,
+                   self.batch_size, self.device, self.progress)
+            self._embedder = shared_model(
+                key,
+                lambda: TokenEmbedder(
+                    self.checkpoint,
+                    num_layers=self.num_layers,
+                    batch_size=self.batch_size,
+                    device=self.device,
+                    progress=self.progress,
+                ),
             )
         return self._embedder
 

@@ -80,16 +80,23 @@ class RadGraph(Metric):
     @property
     def annotator(self):
         if self._annotator is None:
+            from rexrank.models.shared import local_fingerprint, shared_model
             from rexrank.radgraph.annotator import RadGraphAnnotator
 
-            self._annotator = RadGraphAnnotator(
-                self.model_type,
-                model_path=self.checkpoint.path,
-                revision=self.checkpoint.revision,
-                transformer_path=self.transformer_path,
-                transformer_revision=self.transformer_revision,
-                batch_size=self.batch_size,
-                device=self.device,
+            key = ("radgraph", self.model_type, self.checkpoint, local_fingerprint(self.checkpoint.path),
+                   self.transformer_path, local_fingerprint(self.transformer_path), self.transformer_revision,
+                   self.batch_size, self.device)
+            self._annotator = shared_model(
+                key,
+                lambda: RadGraphAnnotator(
+                    self.model_type,
+                    model_path=self.checkpoint.path,
+                    revision=self.checkpoint.revision,
+                    transformer_path=self.transformer_path,
+                    transformer_revision=self.transformer_revision,
+                    batch_size=self.batch_size,
+                    device=self.device,
+                ),
             )
         return self._annotator
 

@@ -113,19 +113,26 @@ class RaTEScore(Metric):
 
     def _models(self):
         if self._tagger is None:
+            from rexrank.models.shared import local_fingerprint, shared_model
             from rexrank.ratescore.models import EntityEncoder, EntityTagger
 
             device = pick_device(self.device)
             ner_dir = resolve(self.ner, option="ner_path")
             emb_dir = resolve(self.embedding, option="embedding_path")
-            tagger = EntityTagger(ner_dir, device, self.batch_size)
+            tagger = shared_model(
+                ("rate-ner", str(ner_dir), local_fingerprint(ner_dir), device, self.batch_size),
+                lambda: EntityTagger(ner_dir, device, self.batch_size),
+            )
             unknown = tagger.entity_types() - self.affinity.types()
             if unknown:
                 raise MetricError(
                     f"ratescore: NER model {self.ner.describe()} predicts entity types {sorted(unknown)} "
                     f"that the affinity matrix {self.affinity.name!r} does not weigh"
                 )
-            self._encoder = EntityEncoder(emb_dir, device, self.batch_size)
+            self._encoder = shared_model(
+                ("rate-embedding", str(emb_dir), local_fingerprint(emb_dir), device, self.batch_size),
+                lambda: EntityEncoder(emb_dir, device, self.batch_size),
+            )
             self._tagger = tagger
         return self._tagger, self._encoder
 

@@ -64,8 +64,10 @@ class SembScore(Metric):
     def model(self):
         if self._model is None:
             from rexrank.models.chexbert import CheXbert
+            from rexrank.models.shared import local_fingerprint, shared_model
 
-            self._model = CheXbert(**self.options)
+            key = ("chexbert", tuple(sorted(self.options.items())), local_fingerprint(self.options["checkpoint_path"]))
+            self._model = shared_model(key, lambda: CheXbert(**self.options))
         return self._model
 
     def config(self) -> dict[str, Any]:

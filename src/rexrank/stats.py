@@ -11,8 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-Z_95 = 1.959963984540054  # two-sided 95 % normal quantile; the papers round it to 1.96
-PAPER_Z = 1.96
+PAPER_Z = 1.96  # the papers' rounding of the two-sided 95 % normal quantile
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,6 @@ class Metric:
     description: ClassVar[str] = ""
     citation: ClassVar[str] = ""
     higher_is_better: ClassVar[bool] = True
-    # columns whose corpus value is the mean of per-study values (default: every column)
-    requires: ClassVar[tuple[str, ...]] = ()  # extras needed, e.g. ("models",)
 
     def config(self) -> dict[str, Any]:
         """Everything that changes the numbers (checkpoints, revisions, options)."""

@@ -73,7 +73,6 @@ class BertScore(Metric):
         " author={Yu, Feiyang and others}, journal={Patterns}, year={2023}}"
     )
     higher_is_better = True
-    requires = ("models",)
 
     def __init__(
         self,

@@ -93,10 +93,6 @@ def bleu2_scores(predictions: list[str], references: list[str]) -> np.ndarray:
     return np.where(scored, scores, 0.0)
 
 
-def sentence_bleu2(hypothesis: str, reference: str) -> float:
-    return float(bleu2_scores([hypothesis], [reference])[0])
-
-
 class Bleu2(Metric):
     name = "bleu2"
     version = "1"

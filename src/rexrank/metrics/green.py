@@ -47,7 +47,6 @@ class Green(LLMMetric):
         " pages={374--390}, year={2024}}"
     )
     higher_is_better = True
-    requires = ("models", "llm")
     default_backend = "transformers"
     default_model = DEFAULT_MODEL
     backend_kwargs = {"licence": "llama2 (model card of StanfordAIMI/GREEN-RadLlama2-7b)"}

@@ -9,7 +9,6 @@ from rexrank.metrics.base import Metric
 
 
 class LLMMetric(Metric):
-    requires = ("llm",)
     default_backend: ClassVar[str] = "openai"
     default_model: ClassVar[str | None] = None
     backend_kwargs: ClassVar[dict] = {}

@@ -32,7 +32,6 @@ class RadCliQ(Metric):
         " author={Yu, Feiyang and Endo, Mark and Krishnan, Rayan and others}, journal={Patterns}, year={2023}}"
     )
     higher_is_better = False
-    requires = ("models",)
 
     def __init__(
         self,

@@ -37,7 +37,6 @@ class RadGraph(Metric):
         " author={Delbrouck, Jean-Benoit and Chambon, Pierre and Bluethgen, Christian and others}, booktitle={Findings of EMNLP}, year={2022}}"
     )
     higher_is_better = True
-    requires = ("models",)
 
     def __init__(
         self,

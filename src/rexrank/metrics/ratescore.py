@@ -57,7 +57,6 @@ class RaTEScore(Metric):
         " booktitle={EMNLP}, year={2024}}"
     )
     higher_is_better = True
-    requires = ("models",)
 
     def __init__(
         self,

@@ -3,7 +3,6 @@ open the page, switch test set and track, re-rank by a metric, search, and check
 shown against the published CSVs. Screenshots go to test-artifacts/."""
 from __future__ import annotations
 
-import os
 import socket
 import time
 from pathlib import Path

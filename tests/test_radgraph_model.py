@@ -168,6 +168,23 @@ def test_offline_encoder_fails_fast_with_instructions(tiny, tmp_path):
     assert annotator.annotate(GOLDEN["texts"][:1], progress=False) == GOLDEN["models"]["radgraph"]["annotations"][:1]
 
 
+
+@pytest.mark.parametrize("encoder, revision", [
+    ("microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract-fulltext", "e1354b7a3a09615f6aba48dfad4b7a613eef7062"),
+    ("microsoft/BiomedVLP-CXR-BERT-general", "93af83cefc6d3f7d0ef9a0b78b0d579452c6a546"),
+    ("microsoft/some-other-encoder", "main"),
+])
+def test_the_encoder_named_in_the_archive_loads_at_its_pinned_commit(tiny, tmp_path, encoder, revision):
+    import shutil
+
+    folder = tmp_path / "radgraph"
+    shutil.copytree(tiny["root"] / "radgraph", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["model"]["embedder"]["token_embedders"]["bert"]["model_name"] = encoder
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(MetricError, match=f"encoder {encoder}@{revision} .*not cached"):
+        RadGraphAnnotator("radgraph", model_path=str(folder), device="cpu")
+
 # --- real checkpoints ----------------------------------------------------------------
 
 UPSTREAM_REFS = [

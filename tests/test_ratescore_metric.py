@@ -280,6 +280,24 @@ def test_bad_options_are_clear_errors(tiny_models, tmp_path):
         get_metric("ratescore", ner_path=str(tmp_path / "nope")).score(["No effusion."], ["No effusion."])
 
 
+def test_ner_config_with_generic_label_names_is_refused(tiny_models, tmp_path):
+    """RaTE-NER-Deberta's commit 92e85ddf shipped id2label LABEL_0..LABEL_10; the official
+    decoder needs B-/I- names, so such a revision must stop, not tag nothing."""
+    import json
+    import shutil
+
+    ner, encoder = tiny_models
+    generic = tmp_path / "ner_generic"
+    shutil.copytree(ner, generic)
+    config = json.loads((generic / "config.json").read_text())
+    config["id2label"] = {str(i): f"LABEL_{i}" for i in range(len(LABELS))}
+    config["label2id"] = {f"LABEL_{i}": i for i in range(len(LABELS))}
+    (generic / "config.json").write_text(json.dumps(config))
+    metric = get_metric("ratescore", ner_path=str(generic), embedding_path=encoder, cache_dir=str(tmp_path / "c"))
+    with pytest.raises(MetricError, match="not IOB tags.*ner_revision="):
+        metric.score(["No effusion."], ["No effusion."])
+
+
 def test_evaluate_module_folder(tiny_models, tmp_path):
     import json
     from pathlib import Path

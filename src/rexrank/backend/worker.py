@@ -21,7 +21,6 @@ from typing import Sequence
 from rexrank import __version__
 from rexrank.backend.privacy import find_leaks, private_view
 from rexrank.errors import MetricError, RexrankError, SubmissionError, TestSetError
-from rexrank.store import records as R
 from rexrank.store.store import Store
 
 log = logging.getLogger("rexrank.backend")

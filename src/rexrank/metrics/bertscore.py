@@ -37,11 +37,10 @@ import numpy as np
 
 from rexrank.errors import MetricError
 from rexrank.metrics.base import Metric, MetricResult
+from rexrank.models.pins import DISTILROBERTA_REPO, DISTILROBERTA_REVISION
 
-DEFAULT_MODEL = "distilbert/distilroberta-base"  # formerly "distilroberta-base"; Apache-2.0
-# Pinned commit of distilbert/distilroberta-base (the repo has not changed its weights since
-# its 2019 upload; revision as recorded by several public projects pinning it).
-DEFAULT_REVISION = "fb53ab8802853c8e4fbdbcd0529f21fc6f459b2b"
+# Apache-2.0; pins and their sources: models.pins
+DEFAULT_MODEL, DEFAULT_REVISION = DISTILROBERTA_REPO, DISTILROBERTA_REVISION
 DEFAULT_NUM_LAYERS = 5  # bert_score model2layers["distilroberta-base"]
 # bert_score rescale_baseline/en/distilroberta-base.tsv, row LAYER=5: (P, R, F)
 DISTILROBERTA_LAYER5_BASELINE = (0.84732, 0.84759504, 0.8473319)

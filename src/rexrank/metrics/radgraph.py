@@ -44,7 +44,7 @@ class RadGraph(Metric):
         model_path: str | None = None,
         revision: str = DEFAULT_REVISION,
         transformer_path: str | None = None,
-        transformer_revision: str = "main",
+        transformer_revision: str | None = None,
         batch_size: int = 16,
         device: str | None = None,
         cache: bool = True,

@@ -26,16 +26,14 @@ import numpy as np
 from rexrank.errors import MetricError
 from rexrank.metrics.base import Metric, MetricResult
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
+from rexrank.models.pins import BIOLORD_REPO, BIOLORD_REVISION, RATE_NER_REPO, RATE_NER_REVISION
 from rexrank.ratescore.affinity import load_affinity
 from rexrank.ratescore.match import NO_ENTITY_SCORE, rate_score
 from rexrank.ratescore.sentences import SPLITTERS, get_splitter
 
-NER_REPO = "Angelakeke/RaTE-NER-Deberta"
-EMBEDDING_REPO = "FremyCompany/BioLORD-2023-C"
-# No commit hash could be verified for either repository while building this (the Hub is
-# unreachable here); pass ner_revision= / embedding_revision= to pin one.
-NER_REVISION = "main"
-EMBEDDING_REVISION = "main"
+# pins and their sources: models.pins
+NER_REPO, NER_REVISION = RATE_NER_REPO, RATE_NER_REVISION
+EMBEDDING_REPO, EMBEDDING_REVISION = BIOLORD_REPO, BIOLORD_REVISION
 NER_LICENCE = "MIT"
 EMBEDDING_LICENCE = "other: ihtsdo-and-nlm-licences (UMLS / SNOMED CT terms)"
 

@@ -5,6 +5,7 @@ names the checkpoint and how to supply it, instead of the hub client's minute-lo
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ class Checkpoint:
     filename: str | None = None  # a single file inside the repo (e.g. chexbert.pth), else the whole snapshot
     path: str | None = None
     licence: str = ""
+    sha256: str | None = None  # of `filename` as fetched from the hub; local paths are used as given
 
     def describe(self) -> str:
         if self.path:
@@ -29,7 +31,8 @@ class Checkpoint:
         return f"{target}@{self.revision}"
 
     def provenance(self) -> dict:
-        return {"repo_id": self.repo_id, "revision": self.revision, "filename": self.filename, "path": self.path}
+        return {"repo_id": self.repo_id, "revision": self.revision, "filename": self.filename, "path": self.path,
+                "sha256": None if self.path else self.sha256}
 
 
 def offline() -> bool:
@@ -56,21 +59,42 @@ def resolve(checkpoint: Checkpoint, *, option: str = "model_path") -> Path:
         f"and pass the local path as {option}="
     )
     kwargs = dict(repo_id=checkpoint.repo_id, revision=checkpoint.revision)
+    local = None
     try:
         # local_files_only first: a cached checkpoint never touches the network
         if checkpoint.filename:
-            return Path(hf_hub_download(filename=checkpoint.filename, local_files_only=True, **kwargs))
-        return Path(snapshot_download(local_files_only=True, **kwargs))
+            local = Path(hf_hub_download(filename=checkpoint.filename, local_files_only=True, **kwargs))
+        else:
+            local = Path(snapshot_download(local_files_only=True, **kwargs))
     except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
         pass
-    if offline():
+    if local is None and offline():
         raise MetricError(f"checkpoint {checkpoint.describe()} is not in the local cache and HF_HUB_OFFLINE is set; {how}")
-    try:
-        if checkpoint.filename:
-            return Path(hf_hub_download(filename=checkpoint.filename, etag_timeout=10, **kwargs))
-        return Path(snapshot_download(etag_timeout=10, **kwargs))
-    except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as exc:
-        raise MetricError(f"cannot fetch checkpoint {checkpoint.describe()}: {exc}; {how}") from None
+    if local is None:
+        try:
+            if checkpoint.filename:
+                local = Path(hf_hub_download(filename=checkpoint.filename, etag_timeout=10, **kwargs))
+            else:
+                local = Path(snapshot_download(etag_timeout=10, **kwargs))
+        except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as exc:
+            raise MetricError(f"cannot fetch checkpoint {checkpoint.describe()}: {exc}; {how}") from None
+    if checkpoint.sha256 and checkpoint.filename:
+        verify_sha256(local, checkpoint.sha256, checkpoint)
+    return local
+
+
+def verify_sha256(path: Path, expected: str, checkpoint: Checkpoint) -> None:
+    """The pinned file is the official one: same bytes, not merely the same name."""
+    real = path.resolve()
+    if real.name == expected:  # the hub cache stores LFS files under their SHA-256
+        return
+    with open(real, "rb") as handle:
+        actual = hashlib.file_digest(handle, "sha256").hexdigest()
+    if actual != expected:
+        raise MetricError(
+            f"checkpoint {checkpoint.describe()} at {path} has SHA-256 {actual}, not the official {expected}; "
+            f"the cached file is corrupt or not the official one: delete it and download again"
+        )
 
 
 def pick_device(device: str | None = None) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 
 from rexrank.errors import MetricError
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
+from rexrank.models.pins import BERT_BASE_UNCASED_REPO, BERT_BASE_UNCASED_REVISION, RRG_SCORERS_REPO, RRG_SCORERS_REVISION, rrg_scorers_sha256
 
 CONDITIONS = (
     "Enlarged Cardiomediastinum",
@@ -42,15 +43,14 @@ CONDITIONS = (
 )
 CLASSES = ("blank", "positive", "negative", "uncertain")  # head output index -> meaning
 
-# StanfordAIMI/RRG_scorers holds chexbert.pth (uploaded 2022-05-13). Pinned commit as seen in
-# a public deployment's hub-cache path; verify with `huggingface-cli` when the Hub is reachable.
-CHEXBERT_REPO = "StanfordAIMI/RRG_scorers"
-CHEXBERT_REVISION = "6646433b3ad83a10f6e141db76d0ece44312b236"
+# chexbert.pth in StanfordAIMI/RRG_scorers (uploaded 2022-05-13); pins and their sources: models.pins
+CHEXBERT_REPO = RRG_SCORERS_REPO
+CHEXBERT_REVISION = RRG_SCORERS_REVISION
 CHEXBERT_FILE = "chexbert.pth"
 CHEXBERT_LICENCE = "Stanford Academic Software License (non-commercial); see CheXbert LICENSE"
 # The tokenizer CheXbert was trained with (Apache-2.0).
-TOKENIZER_REPO = "google-bert/bert-base-uncased"
-TOKENIZER_REVISION = "86b5e0934494bd15c9632b12f734a8a67f723594"
+TOKENIZER_REPO = BERT_BASE_UNCASED_REPO
+TOKENIZER_REVISION = BERT_BASE_UNCASED_REVISION
 MAX_IDS = 512
 
 _WS = re.compile(r"\s+")
@@ -149,6 +149,7 @@ class CheXbert:
             filename=CHEXBERT_FILE,
             path=checkpoint_path,
             licence=CHEXBERT_LICENCE,
+            sha256=rrg_scorers_sha256(CHEXBERT_FILE, revision or CHEXBERT_REVISION),
         )
         path = resolve(self.checkpoint, option="checkpoint_path")
         if path.is_dir():

@@ -20,7 +20,7 @@ _LAYER_LISTS = ("encoder.layer", "transformer.layer", "encoder.layers", "layers"
 
 def _find_layers(model):
     for path in _LAYER_LISTS:
-        owner, attr = model, None
+        owner = model
         parts = path.split(".")
         try:
             for part in parts[:-1]:

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 from rexrank.errors import MetricError
 from rexrank.models.checkpoints import Checkpoint, offline, pick_device
 from rexrank.radgraph.preprocess import MODEL_TYPES, reader_word, words_for
+from rexrank.models.pins import radgraph_encoder_revision
 from rexrank.radgraph.tarball import DEFAULT_REVISION, RadGraphArchive, checkpoint_for, load_archive
 
 # Bump when anything that changes annotations for the same weights changes.
@@ -70,7 +71,8 @@ class RadGraphAnnotator:
     model_path: a local `<type>.tar.gz` or an extracted folder; default: the Hub file
         StanfordAIMI/RRG_scorers/<type>.tar.gz at `revision`.
     transformer_path: a local folder with the encoder's config + tokenizer (config.json
-        names a Hub id such as PubMedBERT); default: that Hub id at `transformer_revision`.
+        names a Hub id such as PubMedBERT); default: that Hub id at `transformer_revision`
+        (default: the commit pinned for it in models.pins, else main).
     batch_size: reports encoded together (the encoder pass is batched; span heads run per
         report, as officially).
     """
@@ -82,7 +84,7 @@ class RadGraphAnnotator:
         model_path: str | None = None,
         revision: str = DEFAULT_REVISION,
         transformer_path: str | None = None,
-        transformer_revision: str = "main",
+        transformer_revision: str | None = None,
         batch_size: int = 16,
         device: str | None = None,
     ):
@@ -117,6 +119,7 @@ class RadGraphAnnotator:
         self.relation_labels = archive.vocabulary[self.relation_namespace]
 
         self.transformer_name = archive.transformer_name()
+        transformer_revision = transformer_revision or radgraph_encoder_revision(self.transformer_name)
         self.transformer_revision = transformer_revision
         config, self.tokenizer = _load_transformer_parts(self.transformer_name, path=transformer_path, revision=transformer_revision)
         transformer = AutoModel.from_config(config)

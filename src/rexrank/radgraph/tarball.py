@@ -21,11 +21,10 @@ from typing import Any
 
 from rexrank.errors import MetricError
 from rexrank.models.checkpoints import Checkpoint, resolve
+from rexrank.models.pins import RRG_SCORERS_REPO, RRG_SCORERS_REVISION, rrg_scorers_sha256
 
-REPO_ID = "StanfordAIMI/RRG_scorers"
-# The Hub is unreachable from where this was written, so no commit hash could be read;
-# pass revision= to pin one.
-DEFAULT_REVISION = "main"
+REPO_ID = RRG_SCORERS_REPO
+DEFAULT_REVISION = RRG_SCORERS_REVISION  # pins and their sources: models.pins
 LICENCE = (
     "StanfordAIMI/RRG_scorers is tagged MIT; the RadGraph v1 model was first released on PhysioNet "
     "under the PhysioNet Credentialed Health Data License"
@@ -67,7 +66,9 @@ class RadGraphArchive:
 
 
 def checkpoint_for(model_type: str, *, path: str | None = None, revision: str = DEFAULT_REVISION) -> Checkpoint:
-    return Checkpoint(repo_id=REPO_ID, revision=revision, filename=f"{model_type}.tar.gz", path=path, licence=LICENCE)
+    filename = f"{model_type}.tar.gz"
+    return Checkpoint(repo_id=REPO_ID, revision=revision, filename=filename, path=path, licence=LICENCE,
+                      sha256=rrg_scorers_sha256(filename, revision))
 
 
 def load_archive(checkpoint: Checkpoint, *, option: str = "model_path") -> RadGraphArchive:

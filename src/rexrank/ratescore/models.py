@@ -54,7 +54,10 @@ class EntityTagger:
         self.id2label = {int(k): v for k, v in self.model.config.id2label.items()}
         bad = [v for v in self.id2label.values() if v != "O" and not (v.startswith(("B-", "I-")) and len(v) > 2)]
         if bad:
-            raise MetricError(f"ratescore: NER model {model_dir} has labels that are not IOB tags: {bad}")
+            raise MetricError(
+                f"ratescore: NER model {model_dir} has labels that are not IOB tags: {bad}; the official code reads "
+                f"B-/I- labels from config.json: pass ner_revision= a commit whose config.json has them, or ner_path="
+            )
         self.special = tuple(t for t in (self.tokenizer.cls_token, self.tokenizer.sep_token) if t)
 
     def entity_types(self) -> set[str]:

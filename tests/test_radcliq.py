@@ -119,3 +119,19 @@ def test_leaderboard_shows_one_over_mean_v1(tiny_models, tmp_path):
     mean_v1 = float(np.mean(run.per_study["radcliq"]))
     assert values["radcliq_v1_inv"]["mean"] == pytest.approx(1 / mean_v1)
     assert not math.isnan(values["radcliq_v1_inv"]["mean"])
+
+
+def test_no_progress_reaches_the_model_metrics_bars():
+    """`rexrank score --no-progress` hides the per-batch bars of every metric that has them,
+    radcliq's components included; an explicit option still wins."""
+    from rexrank.metrics.registry import get_metric
+    from rexrank.scoring import _with_progress
+
+    assert _with_progress("ratescore", {"batch_size": 4}, False) == {"progress": False, "batch_size": 4}
+    assert _with_progress("ratescore", {"progress": True}, False) == {"progress": True}
+    assert _with_progress("ratescore", {}, True) == {}
+    assert _with_progress("bleu2", {}, False) == {}  # no bars, no such option
+    radcliq = get_metric("radcliq", **_with_progress("radcliq", {}, False))
+    parts = radcliq.components
+    assert (parts["bertscore"].progress, parts["sembscore"].options["progress"], parts["radgraph"].progress) == (False,) * 3
+    assert get_metric("ratescore", progress=False).progress is False

@@ -231,7 +231,7 @@ def test_reference_cache_skips_the_reference_side(metric_factory):
     warm_metric = metric_factory()
     tagger, encoder = warm_metric._models()
     seen = []
-    warm_metric._tagger = lambda sentences: seen.extend(sentences) or tagger(sentences)
+    warm_metric._tagger = lambda sentences, **kw: seen.extend(sentences) or tagger(sentences, **kw)
     warm = warm_metric.score(preds, refs)
     assert warm.details["reference_cache"] == {"hits": 3, "misses": 0}
     np.testing.assert_allclose(warm.primary, cold.primary, rtol=1e-6)

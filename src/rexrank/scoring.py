@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from rexrank import __version__
 from rexrank.metrics.base import MetricResult
-from rexrank.metrics.registry import get_metric, parse_metric_list
+from rexrank.metrics.registry import get_metric, metric_class, parse_metric_list
 from rexrank.stats import aggregate
 from rexrank.submissions import Predictions, load_predictions
 
@@ -30,6 +30,15 @@ def _fingerprint(texts: Sequence[str]) -> str:
         digest.update(text.encode("utf-8"))
         digest.update(b"\x00")
     return digest.hexdigest()
+
+
+def _with_progress(name: str, options: dict, progress: bool) -> dict:
+    """`progress=False` reaches the metric's own (per-batch) bars too, unless set explicitly."""
+    import inspect
+
+    if progress or "progress" not in inspect.signature(metric_class(name)).parameters:
+        return options
+    return {"progress": False, **options}
 
 
 def score_predictions(
@@ -55,7 +64,7 @@ def score_predictions(
     bar = tqdm(names, desc="scoring", unit="metric", disable=not progress)
     for name in bar:
         bar.set_postfix_str(name)
-        metric = get_metric(name, **metric_options.get(name, {}))
+        metric = get_metric(name, **_with_progress(name, metric_options.get(name, {}), progress))
         t0 = time.time()
         result = metric.score(predictions.texts, list(references))
         seconds = time.time() - t0

@@ -41,10 +41,11 @@ class RadCliQ(Metric):
         device: str | None = None,
         cache: bool = True,
         cache_dir: str | None = None,
+        progress: bool = True,
     ):
         from rexrank.metrics.registry import get_metric
 
-        shared = {"cache": cache, "cache_dir": cache_dir}
+        shared = {"cache": cache, "cache_dir": cache_dir, "progress": progress}
         if device is not None:
             shared["device"] = device
         options = {

@@ -70,6 +70,7 @@ class RaTEScore(Metric):
         device: str | None = None,
         cache: bool = True,
         cache_dir: str | None = None,
+        progress: bool = True,
     ):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise MetricError(f"ratescore: batch_size must be a positive integer, got {batch_size!r}")
@@ -83,6 +84,7 @@ class RaTEScore(Metric):
         self.device = device
         self.cache_enabled = cache
         self.cache_dir = cache_dir
+        self.progress = progress
         self._split = None
         self._tagger = None
         self._encoder = None
@@ -154,11 +156,11 @@ class RaTEScore(Metric):
         tagger, encoder = self._models()
         new = list(dict.fromkeys(s for sentences in sentences_of for s in sentences if s not in known_sentences))
         if new:
-            known_sentences.update(zip(new, tagger(new)))
+            known_sentences.update(zip(new, tagger(new, progress=self.progress)))
         per_text = [[e for s in sentences for e in known_sentences[s]] for sentences in sentences_of]
         new_strings = list(dict.fromkeys(e for entities in per_text for e, _ in entities if e not in known_embeddings))
         if new_strings:
-            known_embeddings.update(zip(new_strings, encoder(new_strings)))
+            known_embeddings.update(zip(new_strings, encoder(new_strings, progress=self.progress)))
         out = []
         for entities in per_text:
             strings = [e for e, _ in entities]

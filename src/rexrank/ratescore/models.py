@@ -31,11 +31,11 @@ def _batches(order: list[int], size: int):
         yield order[start : start + size]
 
 
-def _progress(total: int, desc: str):
+def _progress(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
     # only worth a bar for long runs; tqdm also hides itself when stderr is not a terminal
-    return tqdm(total=total, desc=desc, unit="text", disable=None if total > 256 else True, leave=False)
+    return tqdm(total=total, desc=desc, unit="text", disable=None if enabled and total > 256 else True, leave=False)
 
 
 class EntityTagger:
@@ -63,14 +63,14 @@ class EntityTagger:
     def entity_types(self) -> set[str]:
         return {label[2:] for label in self.id2label.values() if label != "O"}
 
-    def __call__(self, sentences: Sequence[str]) -> list[list[Entity]]:
+    def __call__(self, sentences: Sequence[str], *, progress: bool = True) -> list[list[Entity]]:
         if not sentences:
             return []
         encoded = self.tokenizer(list(sentences), max_length=NER_MAX_LENGTH, truncation=True)
         ids = encoded["input_ids"]
         labels: list[list[str]] = [[] for _ in sentences]
         order = sorted(range(len(sentences)), key=lambda i: len(ids[i]))
-        with _progress(len(sentences), "ratescore NER") as bar, self.torch.inference_mode():
+        with _progress(len(sentences), "ratescore NER", progress) as bar, self.torch.inference_mode():
             for batch in _batches(order, self.batch_size):
                 features = [{k: encoded[k][i] for k in encoded.keys()} for i in batch]
                 inputs = self.tokenizer.pad(features, padding=True, return_tensors="pt").to(self.device)
@@ -108,12 +108,12 @@ class EntityEncoder:
     def dim(self) -> int:
         return int(self.model.config.hidden_size)
 
-    def __call__(self, strings: Sequence[str]) -> np.ndarray:
+    def __call__(self, strings: Sequence[str], *, progress: bool = True) -> np.ndarray:
         out = np.zeros((len(strings), self.dim), dtype=np.float32)
         if not strings:
             return out
         order = sorted(range(len(strings)), key=lambda i: len(strings[i]))
-        with _progress(len(strings), "ratescore entity embeddings") as bar, self.torch.inference_mode():
+        with _progress(len(strings), "ratescore entity embeddings", progress) as bar, self.torch.inference_mode():
             for batch in _batches(order, self.batch_size):
                 inputs = self.tokenizer(
                     [strings[i] for i in batch],

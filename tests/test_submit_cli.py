@@ -62,5 +62,14 @@ def test_backend_with_unknown_metric_exits_with_message(tmp_path, capsys):
 
 
 def test_status_of_unknown_request(tmp_path, capsys):
+    from rexrank.store import open_store
+
+    open_store(tmp_path / "s")
     code, _, err = run(capsys, "status", "--store", str(tmp_path / "s"), "20990101T000000-abc")
     assert code == 1 and "no request '20990101T000000-abc'" in err
+
+
+def test_status_of_a_store_that_does_not_exist_creates_nothing(tmp_path, capsys):
+    code, _, err = run(capsys, "status", "--store", str(tmp_path / "typo"))
+    assert code == 1 and f"store folder {tmp_path / 'typo' / 'requests'} does not exist" in err
+    assert not (tmp_path / "typo").exists()

@@ -56,4 +56,5 @@ def open_store(
     root = Path(spec)
     if root.exists() and not root.is_dir():
         raise StoreError(f"store {spec!r} is a file; expected a folder or hf://ORG")
-    return Store(LocalRepo(root / "requests"), LocalRepo(root / "results"), name=str(root), quota=quota)
+    return Store(LocalRepo(root / "requests", create=create), LocalRepo(root / "results", create=create),
+                 name=str(root), quota=quota)

@@ -18,9 +18,11 @@ _LOCK_FILE = ".rexrank-lock"
 
 
 class LocalRepo:
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, *, create: bool = True):
         self.root = Path(root)
         self.name = str(self.root)
+        if not create and not self.root.is_dir():
+            raise StoreError(f"store folder {self.root} does not exist (nothing was ever submitted there)")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

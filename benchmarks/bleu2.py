@@ -12,6 +12,7 @@ Usage: python benchmarks/bleu2.py [--pairs 10000] [--repeats 3]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
 
 import numpy as np
@@ -73,11 +74,9 @@ def main() -> None:
     metric = Bleu2()
     ours_wall, ours_cpu, ours = best_of(lambda: metric.score(predictions, references).primary, args.repeats)
     official_wall, official_cpu, official = best_of(lambda: official_style(predictions, references), 1)
-    try:
-        import fast_bleu  # noqa: F401
-
+    if importlib.util.find_spec("fast_bleu"):
         engine = "fast_bleu 0.0.90 (the official dependency)"
-    except ImportError:
+    else:
         engine = "NLTK sentence_bleu method1 (fast_bleu not installed; identical scores)"
     max_diff = float(np.abs(ours - official).max())
     print(f"pairs: {args.pairs}")

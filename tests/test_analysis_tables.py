@@ -139,7 +139,7 @@ def test_default_labeller_reads_chexbert_no_finding_head(monkeypatch):
         def __init__(self, **options):
             made.update(options)
 
-        def encode(self, texts):
+        def encode(self, texts, *, progress=False):
             nf = chexbert_model.CONDITIONS.index("No Finding")
             out = []
             for t in texts:

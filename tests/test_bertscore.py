@@ -144,7 +144,7 @@ def test_reference_cache_is_used_and_gives_identical_numbers(tiny_roberta, tmp_p
     second = BertScore(model=str(tiny_roberta), num_layers=2, rescale_with_baseline=False, cache_dir=str(tmp_path / "c"))
     calls = []
     embed = second.embedder.embed
-    second.embedder.embed = lambda texts: calls.append(list(texts)) or embed(texts)
+    second.embedder.embed = lambda texts, **kw: calls.append(list(texts)) or embed(texts, **kw)
     b = second.score(PREDS, REFS)
     np.testing.assert_array_equal(a.per_study["bertscore"], b.per_study["bertscore"])
     # only the distinct predictions were embedded; the references came from the cache

@@ -84,7 +84,7 @@ def test_reference_side_cache(tiny, tmp_path):
     metric = _metric(tiny, tmp_path)
     seen = []
     encode = metric.model.encode
-    metric.model.encode = lambda texts: seen.append(list(texts)) or encode(texts)
+    metric.model.encode = lambda texts, **kw: seen.append(list(texts)) or encode(texts, **kw)
     b = metric.score(PREDS, REFS)
     np.testing.assert_array_equal(a.per_study["sembscore"], b.per_study["sembscore"])
     assert seen == [list(dict.fromkeys(PREDS))]  # predictions only, each distinct text once

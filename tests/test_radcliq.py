@@ -133,5 +133,5 @@ def test_no_progress_reaches_the_model_metrics_bars():
     assert _with_progress("bleu2", {}, False) == {}  # no bars, no such option
     radcliq = get_metric("radcliq", **_with_progress("radcliq", {}, False))
     parts = radcliq.components
-    assert (parts["bertscore"].progress, parts["sembscore"].options["progress"], parts["radgraph"].progress) == (False,) * 3
+    assert (parts["bertscore"].progress, parts["sembscore"].progress, parts["radgraph"].progress) == (False,) * 3
     assert get_metric("ratescore", progress=False).progress is False

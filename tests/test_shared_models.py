@@ -29,6 +29,15 @@ def test_same_checkpoint_and_layers_load_once(tmp_path):
     assert a.score(["No effusion."], ["No pleural effusion."]).value == b.score(["No effusion."], ["No pleural effusion."]).value
 
 
+
+def test_progress_bars_are_not_part_of_the_model():
+    """A display option must not load the model a second time (radcliq under --no-progress
+    beside a standalone bertscore)."""
+    model = str(gt.get_model_path())
+    quiet = BertScore(model=model, num_layers=4, rescale_with_baseline=False, cache=False, progress=False)
+    loud = BertScore(model=model, num_layers=4, rescale_with_baseline=False, cache=False, progress=True)
+    assert quiet.embedder is loud.embedder
+
 def test_changed_local_weights_are_reloaded(tmp_path):
     copy = tmp_path / "minilm"
     shutil.copytree(gt.get_model_path(), copy)

@@ -40,9 +40,9 @@ def chexbert_no_finding_labeller(**options) -> NoFindingLabeller:
                 f"is not available ({exc}); install rexrank[models] or give an attributes CSV with an "
                 "`is_abnormal` column"
             ) from exc
-        model = CheXbert(progress=True, **options)
+        model = CheXbert(**options)
         column, positive = CONDITIONS.index("No Finding"), CLASSES.index("positive")
-        return [int(labels[column]) == positive for _, labels in model.encode(list(texts))]
+        return [int(labels[column]) == positive for _, labels in model.encode(list(texts), progress=True)]
 
     return labeller
 

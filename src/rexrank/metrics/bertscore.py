@@ -143,7 +143,7 @@ class BertScore(Metric):
             from rexrank.models.token_embeddings import TokenEmbedder
 
             key = ("token-embedder", self.checkpoint, local_fingerprint(self.checkpoint.path), self.num_layers,
-                   self.batch_size, self.device, self.progress)
+                   self.batch_size, self.device)
             self._embedder = shared_model(
                 key,
                 lambda: TokenEmbedder(
@@ -151,7 +151,6 @@ class BertScore(Metric):
                     num_layers=self.num_layers,
                     batch_size=self.batch_size,
                     device=self.device,
-                    progress=self.progress,
                 ),
             )
         return self._embedder
@@ -166,9 +165,9 @@ class BertScore(Metric):
         """(token ids, L2-normalised embeddings) per text, each distinct text embedded once."""
         texts = [preprocess(t) for t in texts]
         if cached:
-            return self._reference_cache().get_or_compute(texts, self.embedder.embed)
+            return self._reference_cache().get_or_compute(texts, lambda todo: self.embedder.embed(todo, progress=self.progress))
         distinct = list(dict.fromkeys(texts))
-        by_text = dict(zip(distinct, self.embedder.embed(distinct)))
+        by_text = dict(zip(distinct, self.embedder.embed(distinct, progress=self.progress)))
         return [by_text[t] for t in texts]
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:

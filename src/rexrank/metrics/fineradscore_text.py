@@ -8,11 +8,12 @@ used. Line splitting follows its ReXVal runner (`run_rexval_experiments.py` at c
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rexrank.metrics.json_answers import AnswerError, load_json, validate
 
 # severity label -> score, as the ReFiSco-v0 README's 0-4 scale (0 = no error)
 SEVERITY_SCORES = {"no error": 0, "not actionable": 1, "actionable nonurgent": 2, "urgent": 3, "emergent": 4}
@@ -108,25 +109,8 @@ class Answer(BaseModel):
     corrections: list[Correction]
 
 
-class AnswerError(ValueError):
-    """The model's answer is not usable; the message is sent back when re-asking."""
-
-
 def parse_answer(text: str, n_lines: int) -> Answer:
-    body = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL)
-    if fenced:
-        body = fenced.group(1)
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise AnswerError(f"it is not valid JSON ({exc.msg} at character {exc.pos})") from None
-    try:
-        answer = Answer.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise AnswerError(f"field {where}: {first['msg']}") from None
+    answer = validate(load_json(text), Answer)
     for k, c in enumerate(answer.corrections):
         if c.action == "insert":
             continue

@@ -52,8 +52,8 @@ class SembScore(Metric):
             num_attention_heads=num_attention_heads,
             batch_size=batch_size,
             device=device,
-            progress=progress,
         )
+        self.progress = progress
         self.cache = cache
         self.cache_dir = cache_dir
         self.labels = labels
@@ -90,9 +90,9 @@ class SembScore(Metric):
             from rexrank.refcache import ReferenceCache
 
             cache = ReferenceCache(f"chexbert/v1/{self.model.identity}", self.cache_dir, enabled=self.cache)
-            return cache.get_or_compute(texts, self.model.encode)
+            return cache.get_or_compute(texts, lambda todo: self.model.encode(todo, progress=self.progress))
         distinct = list(dict.fromkeys(texts))
-        by_text = dict(zip(distinct, self.model.encode(distinct)))
+        by_text = dict(zip(distinct, self.model.encode(distinct, progress=self.progress)))
         return [by_text[t] for t in texts]
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:

@@ -8,7 +8,6 @@ missing-mentioned / other. Entity set, prompt and schema are rexrank's own.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
@@ -16,9 +15,10 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 
 from rexrank.errors import MetricError
+from rexrank.metrics.json_answers import load_json, validate
 
 PRESENCE = ("TP", "FP", "TN", "FN")
 ALIGNMENT = ("aligned", "not_aligned", "not_available")
@@ -117,23 +117,12 @@ def system_prompt(entity_set: EntitySet) -> str:
 
 
 def parse_answer(text: str, model: type[BaseModel]) -> list[dict]:
-    body = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL)
-    if fenced:
-        body = fenced.group(1)
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"it is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    data = load_json(text)
     if isinstance(data, dict) and isinstance(data.get("entities"), list):
         for item in data["entities"]:
             if isinstance(item, dict) and isinstance(item.get("entity"), str):
                 item["entity"] = " ".join(item["entity"].lower().split())
-    try:
-        answer = model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(f"field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    answer = validate(data, model)
     return resolve_duplicates([j.model_dump() for j in answer.entities])
 
 

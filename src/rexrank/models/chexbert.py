@@ -137,7 +137,6 @@ class CheXbert:
         num_attention_heads: int | None = None,
         batch_size: int = 32,
         device: str | None = None,
-        progress: bool = False,
     ):
         from transformers import AutoTokenizer
 
@@ -174,7 +173,6 @@ class CheXbert:
         self.device = pick_device(device)
         self.model = model.eval().to(self.device)
         self.batch_size = batch_size
-        self.progress = progress
         if self.checkpoint.path:
             stat = path.stat()
             self.identity = f"local:{path.resolve()}:{stat.st_size}:{int(stat.st_mtime)}|tok:{self.tokenizer_identity}"
@@ -186,7 +184,7 @@ class CheXbert:
         encoded = self.tokenizer(cleaned, add_special_tokens=True, verbose=False)["input_ids"]
         return [truncate(list(ids), self.tokenizer.sep_token_id) for ids in encoded]
 
-    def encode(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def encode(self, texts: Sequence[str], *, progress: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per text: (last-layer [CLS] float32 [hidden], labels int8 [14] in CLASSES indices)."""
         import torch
         from tqdm.auto import tqdm
@@ -195,7 +193,7 @@ class CheXbert:
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         out: list = [None] * len(ids)
         starts = range(0, len(order), self.batch_size)
-        for start in tqdm(starts, desc="chexbert", unit="batch", disable=not self.progress):
+        for start in tqdm(starts, desc="chexbert", unit="batch", disable=not progress):
             batch = order[start : start + self.batch_size]
             width = max(len(ids[i]) for i in batch)
             input_ids = torch.zeros((len(batch), width), dtype=torch.long)  # official pad id 0

@@ -36,12 +36,11 @@ def _find_layers(model):
 
 
 class TokenEmbedder:
-    def __init__(self, checkpoint: Checkpoint, *, num_layers: int, batch_size: int = 64, device: str | None = None, progress: bool = False):
+    def __init__(self, checkpoint: Checkpoint, *, num_layers: int, batch_size: int = 64, device: str | None = None):
         from rexrank.models.encoders import load_encoder
 
         self.encoder = load_encoder(checkpoint, option="model", device=pick_device(device))
         self.batch_size = batch_size
-        self.progress = progress
         self.num_layers = num_layers
         found = _find_layers(self.encoder.model)
         self._use_hidden_states = found is None
@@ -77,7 +76,7 @@ class TokenEmbedder:
         )
         return [list(next(encoded)) if t else list(empty) for t in texts]
 
-    def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def embed(self, texts: Sequence[str], *, progress: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
         """(ids int64 [L], L2-normalised float32 embeddings [L, d]) per text, input order."""
         import torch
         from tqdm.auto import tqdm
@@ -87,7 +86,7 @@ class TokenEmbedder:
         out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(ids)
         model = self.encoder.model
         starts = range(0, len(order), self.batch_size)
-        for start in tqdm(starts, desc="embedding", unit="batch", disable=not self.progress):
+        for start in tqdm(starts, desc="embedding", unit="batch", disable=not progress):
             batch = order[start : start + self.batch_size]
             width = max(len(ids[i]) for i in batch)
             input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)

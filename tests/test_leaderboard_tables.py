@@ -191,3 +191,78 @@ def test_significance_against_neighbours_from_a_store(tmp_path):
     assert table_c.iloc[-1]["Result"] == "no per-study data for both"
     # the published result itself gets no tests
     assert neighbour_significance(source, "P").empty
+
+
+def test_rank_key_for_every_displayed_header():
+    from rexrank.results_schema import LEADERBOARD_COLUMNS
+
+    for rank_by in ("radcliq_v1_inv", "bleu2"):
+        headers = tables.display_headers(rank_by)
+        keys = [tables.rank_key_for_header(h) for h in headers]
+        # the fixed columns and Source rank nothing; each metric header maps to its own key
+        assert keys == [None] * 4 + [c.key for c in LEADERBOARD_COLUMNS] + [None]
+    assert tables.rank_key_for_header("1/RadCliQ-v1") == "radcliq_v1_inv"  # the model page's headers
+    assert tables.rank_key_for_header("1/RadCliQ") is None and tables.rank_key_for_header("") is None
+
+
+def test_table_notes_count_with_correct_plurals():
+    assert tables.table_note(1, 1, "", "findings") == "1 result in the Findings track."
+    assert tables.table_note(25, 25, "  ", "findings_impression") == "25 results in the Findings + Impression track."
+    assert tables.table_note(1, 25, "csiro", "findings") == "1 of 25 results matches “csiro”."
+    assert tables.table_note(3, 25, "csiro  lab", "findings") == "3 of 25 results match “csiro lab”."
+    empty = tables.table_note(0, 1, "x_y", "findings")
+    assert empty.startswith("No model or institution matches “x\\_y”") and "all 1 result." in empty
+    assert tables.table_note(0, 0, "", "findings").startswith("No results in the Findings track")
+
+
+def test_page_views_csv_holds_the_rows_the_grid_shows(frame):
+    views = tables.page_views(frame, "findings", "fineradscore_inv", "csiro")
+    iu = views.tables["iu_xray"]
+    assert iu.note == "4 of 25 results match “csiro”."
+    display, plain = iu.display, iu.plain
+    # same rows, same order; names without markdown; ranks as numbers, unranked empty
+    assert plain["Model"].tolist() == [_model(c) for c in display["Model"]]
+    assert [("–" if pd.isna(r) else str(r)) for r in plain["Rank"]] == display["Rank"].tolist()
+    assert set(plain["Test set"]) == {"IU-Xray"} and set(plain["Track"]) == {"Findings"}
+    # full-precision means that the grid rounds; no CI for published results
+    csv = pd.read_csv(shared_path("data", "published", "current", "findings_result_iu_xray.csv"))
+    csv = csv.set_index(csv["Model Name"].str.replace("_", "-"))
+    for header in ["BLEU", "1/FineRadScore", "GREEN"]:
+        shown = next(c for c in display.columns if c.startswith(header + " "))
+        for model, value, cell in zip(plain["Model"], plain[header], display[shown]):
+            assert value == pytest.approx(csv.loc[model, header])
+            assert cell.strip("*") == f"{value:.3f}"
+        assert plain[f"{header} 95% CI ±"].isna().all()
+    assert all(u.startswith("https://") for u in plain["Model URL"])
+    # the CSV text round-trips to the same table
+    back = pd.read_csv(io.StringIO(plain.to_csv(index=False)), keep_default_na=False, na_values=[""])
+    assert back["Model"].tolist() == plain["Model"].tolist()
+    assert back["BLEU"].tolist() == pytest.approx(plain["BLEU"].tolist())
+    # a search that matches nothing: an empty table, and a note that says so
+    none = tables.page_views(frame, "findings", query="no such model").tables["mimic_cxr"]
+    assert none.display.empty and none.plain.empty and none.note.startswith("No model or institution matches")
+
+
+def test_csv_carries_ci_and_trained_marker():
+    frame = records_frame([
+        record("A", trained_on=["iu_xray"], bleu2=(0.5, 0.02), radcliq_v1_inv=(1.2, 0.05)),
+        record("B_x", bleu2=0.3),
+    ])
+    plain = tables.page_views(frame, "findings", test_sets=("iu_xray",)).tables["iu_xray"].plain
+    assert plain["Model"].tolist() == ["A", "B_x"]  # no markdown escapes in the CSV
+    assert plain["Trained on this test set"].tolist() == ["yes", ""]
+    assert plain["BLEU 95% CI ±"].tolist()[0] == pytest.approx(0.02) and math.isnan(plain["BLEU 95% CI ±"][1])
+    assert plain["Rank"].tolist()[0] == 1 and pd.isna(plain["Rank"][1])  # B has no 1/RadCliQ-v1: unranked
+    over = tables.page_views(frame, "findings", test_sets=("iu_xray",)).overview_plain
+    assert over["IU-Xray"].tolist() == ["A * (Inst)"]
+
+
+def test_model_page_header_link_and_named_empty_tables(frame):
+    from rexrank.leaderboard.model_page import RESULT_COLUMNS, model_header, model_link
+
+    header = model_header(frame, "MedVersa")
+    assert "8 results;" in header and f"]({model_link('MedVersa')})" in header
+    assert model_link("A b/(c)") == "?model=A+b%2F%28c%29"  # safe inside a markdown link
+    one = records_frame([record("Solo", bleu2=0.1)])
+    assert "1 result;" in model_header(one, "Solo")
+    assert list(model_results(frame, "no such model").columns) == RESULT_COLUMNS

@@ -3,12 +3,13 @@ exist, paired significance tests against its neighbours in each ranking."""
 from __future__ import annotations
 
 import math
+from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
 
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS, TRACK_LABELS
-from rexrank.leaderboard.tables import MISSING, best_values, format_value, md_escape, ranked
+from rexrank.leaderboard.tables import MISSING, best_values, format_value, md_escape, plural, ranked, web_url
 from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY
 
 # leaderboard key -> (per-study column written by rexrank.scoring, shown as 1/mean?)
@@ -24,6 +25,15 @@ PER_STUDY_COLUMN = {
 }
 SIGNIFICANCE_RESAMPLES = 1000
 ALPHA = 0.05
+RESULT_COLUMNS = ["Test set", "Track", "Rank", "Trained on it",
+                  *(COLUMNS_BY_KEY[k].display for k in METRIC_KEYS), "Source", "Per-study data"]
+SIGNIFICANCE_COLUMNS = ["Test set", "Track", "Neighbour", "Result"]
+MODEL_QUERY_PARAMETER = "model"
+
+
+def model_link(model: str) -> str:
+    """The page-relative link that opens the leaderboard on this model's page (?model=NAME)."""
+    return "?" + urlencode({MODEL_QUERY_PARAMETER: model})
 
 
 def model_choices(frame: pd.DataFrame) -> list[str]:
@@ -61,7 +71,7 @@ def model_results(frame: pd.DataFrame, model: str, rank_by: str = DEFAULT_RANK_K
             cells["Source"] = row["source"]
             cells["Per-study data"] = "yes" if row["per_study_available"] else "no"
             rows.append(cells)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
 def model_header(frame: pd.DataFrame, model: str) -> str:
@@ -72,11 +82,12 @@ def model_header(frame: pd.DataFrame, model: str) -> str:
     lines = [f"### {md_escape(model)}"]
     if first["institution"]:
         lines.append(f"Institution: {md_escape(first['institution'])}")
-    url = str(first["model_url"])
-    if url.startswith(("http://", "https://")):
-        lines.append(f"Link: <{url}>")
+    url = web_url(first["model_url"])
+    if url:
+        lines.append(f"Model: <{url}>")
     sources = sorted(set(rows["source"]))
-    lines.append(f"{len(rows)} result(s); source: {', '.join(sources)}.")
+    lines.append(f"{plural(len(rows), 'result')}; source: {', '.join(sources)}.")
+    lines.append(f"[Link to this page]({model_link(model)}) (opens the leaderboard on this model).")
     if not rows["per_study_available"].any():
         lines.append(
             "These results have no per-study scores (published numbers are system-level means), "
@@ -134,5 +145,5 @@ def neighbour_significance(source, model: str, rank_by: str = DEFAULT_RANK_KEY, 
                     "Result": ("better" if better else "worse") + (" (significant)" if significant else " (not significant)"),
                 })
     if not rows:  # keep named headers for an empty table
-        return pd.DataFrame(columns=["Test set", "Track", "Neighbour", "Result"])
+        return pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
     return pd.DataFrame(rows)

@@ -2,18 +2,20 @@
 "trained on this test set" marker, and the overview of top models per test set.
 
 Numeric work happens on the frame from `records.records_frame`; `display_*` functions
-turn a ranked frame into strings for `gr.Dataframe` (markdown cells).
+turn a ranked frame into strings for `gr.Dataframe` (markdown cells), `csv_*` functions
+into the plain table a user downloads.
 """
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from rexrank.errors import RexrankError
-from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS
+from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS, TRACK_LABELS
 from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY, LEADERBOARD_COLUMNS
 
 DECIMALS = 3  # the published tables give three decimals
@@ -21,6 +23,11 @@ TRAINED_MARK = "*"
 TRAINED_NOTE = "\\* the model used this test set's training split (as marked on the ReXrank site)."
 MISSING = "–"
 DISPLAY_FIXED = ("Rank", "Model", "Institution", "Date")
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """"1 model", "3 models"."""
+    return f"{n} {noun if n == 1 else (nouns or noun + 's')}"
 
 
 def rank_choices() -> list[tuple[str, str]]:
@@ -92,11 +99,17 @@ def format_value(mean: float, ci: float, *, best: bool = False) -> str:
     return text
 
 
+def web_url(url) -> str | None:
+    """The URL if it is a plain web link, else None: a submitted URL must not become a
+    javascript: or data: link, nor break out of the markdown around it."""
+    url = str(url or "")
+    return url if re.match(r"^https?://[^\s()<>]+$", url) else None
+
+
 def model_cell(row, *, link: bool = True) -> str:
     name = md_escape(row["model_name"])
-    url = str(row.get("model_url") or "")
-    # only plain web links: a submitted URL must not become a javascript: or data: link
-    if link and re.match(r"^https?://[^\s()<>]+$", url):
+    url = web_url(row.get("model_url"))
+    if link and url:
         name = f"[{name}]({url})"
     if row["trained"]:
         name += f" \\{TRAINED_MARK}"
@@ -111,6 +124,13 @@ def column_header(key: str, rank_by: str) -> str:
 
 def display_headers(rank_by: str = DEFAULT_RANK_KEY) -> list[str]:
     return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in METRIC_KEYS), "Source"]
+
+
+def rank_key_for_header(header: str) -> str | None:
+    """The column key behind a displayed header ("BLEU ↑", "1/RadCliQ-v1 ↑ ▼", "GREEN"), or
+    None for a header that is not a metric (Model, Rank, ...): what a header click ranks by."""
+    name = re.sub(r"(\s+[↑↓▼])+$", "", str(header or "").strip())
+    return next((c.key for c in LEADERBOARD_COLUMNS if c.display == name), None)
 
 
 def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DEFAULT_RANK_KEY) -> pd.DataFrame:
@@ -143,20 +163,23 @@ def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: st
 
 
 def overview(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, top: int | None = 10,
-             test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None) -> pd.DataFrame:
+             test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None, markdown: bool = True) -> pd.DataFrame:
     """Top models per test set side by side (as the ReXrank site's overview): one column per
     test set, cell = model (institution), trained marker as in the test-set tables.
-    `ranked_tables`: {test_set: ranked(...)} already computed for this track and metric."""
+    `ranked_tables`: {test_set: ranked(...)} already computed for this track and metric.
+    `markdown=False`: plain text cells (the CSV download)."""
     columns = {}
     for test_set in test_sets:
         table = ranked_tables[test_set] if ranked_tables else ranked(frame, test_set, track, rank_by)
         table = table[table["rank"].notna()]
         if top is not None:
             table = table.head(top)
-        columns[TEST_SET_LABELS.get(test_set, test_set)] = [
-            f"{model_cell(r, link=False)} ({md_escape(r['institution'])})"
-            for r in table[["model_name", "model_url", "trained", "institution"]].to_dict("records")
-        ]
+        rows = table[["model_name", "model_url", "trained", "institution"]].to_dict("records")
+        if markdown:
+            cells = [f"{model_cell(r, link=False)} ({md_escape(r['institution'])})" for r in rows]
+        else:
+            cells = [f"{r['model_name']}{' ' + TRAINED_MARK if r['trained'] else ''} ({r['institution']})" for r in rows]
+        columns[TEST_SET_LABELS.get(test_set, test_set)] = cells
     depth = max((len(v) for v in columns.values()), default=0)
     data = {"Rank": [str(i + 1) for i in range(depth)]}
     for label, cells in columns.items():
@@ -178,9 +201,86 @@ def all_views(frame: pd.DataFrame, rank_by: str = DEFAULT_RANK_KEY, tracks=("fin
 def track_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
                 test_sets=LEADERBOARD_TEST_SETS) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The overview and every test-set table of one track, each table ranked once."""
+    views = page_views(frame, track, rank_by, query, test_sets)
+    return views.overview, {t: v.display for t, v in views.tables.items()}
+
+
+CSV_FIXED = ("Test set", "Track", "Rank", "Model", "Institution", "Date", "Trained on this test set")
+
+
+def csv_table(table: pd.DataFrame, test_set: str, track: str) -> pd.DataFrame:
+    """Ranked rows as the plain table a user downloads: the rows the grid shows, in its order,
+    without markdown, means at full precision and each CI half-width in its own column
+    (empty where the result has none)."""
+    columns = [*CSV_FIXED]
+    for key in METRIC_KEYS:
+        columns += [COLUMNS_BY_KEY[key].display, f"{COLUMNS_BY_KEY[key].display} 95% CI ±"]
+    columns += ["Source", "Model URL"]
+    out = pd.DataFrame({
+        "Test set": TEST_SET_LABELS.get(test_set, test_set),
+        "Track": TRACK_LABELS.get(track, track),
+        "Rank": pd.array([None if math.isnan(r) else int(r) for r in table["rank"]], dtype="Int64"),
+        "Model": table["model_name"],
+        "Institution": table["institution"],
+        "Date": table["date"],
+        "Trained on this test set": ["yes" if t else "" for t in table["trained"]],
+        **{COLUMNS_BY_KEY[k].display: table[k] for k in METRIC_KEYS},
+        **{f"{COLUMNS_BY_KEY[k].display} 95% CI ±": table[f"{k}_ci"] for k in METRIC_KEYS},
+        "Source": table["source"],
+        "Model URL": table["model_url"],
+    }, index=table.index)
+    return out[columns].reset_index(drop=True)
+
+
+def table_note(n_shown: int, n_total: int, query: str | None, track: str) -> str:
+    """The line above a test-set table: how many results, and what a search matched."""
+    words = (query or "").split()
+    if n_total == 0:
+        return f"No results in the {TRACK_LABELS.get(track, track)} track on this test set yet."
+    if not words:
+        return f"{plural(n_total, 'result')} in the {TRACK_LABELS.get(track, track)} track."
+    quoted = f"“{md_escape(' '.join(words))}”"
+    if n_shown == 0:
+        return (f"No model or institution matches {quoted}: the table is empty. "
+                f"Clear the search to see all {plural(n_total, 'result')}.")
+    return f"{n_shown} of {plural(n_total, 'result')} {'matches' if n_shown == 1 else 'match'} {quoted}."
+
+
+@dataclass(frozen=True)
+class TableView:
+    """One test set's table as the page shows it: grid cells (markdown), the same rows as a
+    plain table (the CSV download), and the note above it."""
+
+    display: pd.DataFrame
+    plain: pd.DataFrame
+    note: str
+
+
+@dataclass(frozen=True)
+class PageViews:
+    overview: pd.DataFrame
+    overview_plain: pd.DataFrame
+    tables: dict[str, TableView]
+
+
+def page_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
+               test_sets=LEADERBOARD_TEST_SETS) -> PageViews:
+    """Everything the leaderboard's tabs show for one track, ranking and search; each table
+    is ranked once. Best values come from the whole table, before the search."""
     ranked_tables = {t: ranked(frame, t, track, rank_by) for t in test_sets}
-    over = overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables)
-    return over, {t: display_table(search(r, query), best_values(r), rank_by) for t, r in ranked_tables.items()}
+    views = {}
+    for test_set, table in ranked_tables.items():
+        shown = search(table, query)
+        views[test_set] = TableView(
+            display=display_table(shown, best_values(table), rank_by),
+            plain=csv_table(shown, test_set, track),
+            note=table_note(len(shown), len(table), query, track),
+        )
+    return PageViews(
+        overview=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables),
+        overview_plain=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables, markdown=False),
+        tables=views,
+    )
 
 
 def system_table(frame: pd.DataFrame, test_set: str, track: str) -> pd.DataFrame:

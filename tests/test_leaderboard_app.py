@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import socket
+import tempfile
 from importlib import resources
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -58,25 +60,56 @@ def test_leaderboard_endpoint_ranks_like_the_csv(served):
     assert out["data"][-1][0] == "–"  # UniRG-CXR has no FineRadScore: unranked, last
 
 
+def _views(client, *args):
+    """/views outputs: overview grid and CSV, then per test set (note, grid, CSV), then status."""
+    out = client.predict(*args, api_name="/views")
+    over, over_csv, *per_test_set, status = out
+    tabs = {t: per_test_set[3 * i: 3 * i + 3] for i, t in enumerate(("rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus"))}
+    return over, over_csv, tabs, status
+
+
 def test_views_endpoint_switches_track_rank_and_search(served):
     client, _ = served
-    over, rexg, mimic, iu, cxp, status = client.predict("findings", "radcliq_v1_inv", "", api_name="/views")
+    over, _, tabs, status = _views(client, "findings", "radcliq_v1_inv", "")
     assert over["headers"] == ["Rank", "ReXGradient (private)", "MIMIC-CXR", "IU-Xray", "CheXpert Plus"]
+    note, mimic, _ = tabs["mimic_cxr"]
     csv = _csv("findings_result_mimiccxr.csv").sort_values("1/RadCliQ-v1", ascending=False)
     assert [_model(r[1]) for r in mimic["data"]] == csv["Model Name"].tolist()
+    assert note == f"{len(csv)} results in the Findings track."
     assert "128 results" in status
-    over, rexg, mimic, iu, cxp, status = client.predict("findings_impression", "bleu2", "stanford", api_name="/views")
+    over, _, tabs, status = _views(client, "findings_impression", "bleu2", "stanford")
+    note, cxp, _ = tabs["chexpert_plus"]
     csv = _csv("result_chexpertplus.csv")
-    csv = csv[csv["Institution"] == "Stanford"].sort_values("BLEU", ascending=False)
-    assert [_model(r[1]) for r in cxp["data"]] == csv["Model Name"].str.replace("_", "-").tolist()
+    stanford = csv[csv["Institution"] == "Stanford"].sort_values("BLEU", ascending=False)
+    assert [_model(r[1]) for r in cxp["data"]] == stanford["Model Name"].str.replace("_", "-").tolist()
+    assert note == f"{len(stanford)} of {len(csv)} results match “stanford”."
+
+
+def test_views_endpoint_csv_files_hold_the_shown_tables(served):
+    client, _ = served
+    over, over_csv, tabs, _ = _views(client, "findings", "green", "csiro")
+    note, iu, iu_csv = tabs["iu_xray"]
+    assert Path(iu_csv["path"]).name == "rexrank_iu_xray_findings_by-green_search.csv"
+    table = pd.read_csv(iu_csv["path"], keep_default_na=False, na_values=[""])
+    assert table["Model"].tolist() == [_model(r[1]) for r in iu["data"]]
+    green = iu["headers"].index("GREEN ↑ ▼")
+    assert [f"{v:.3f}" for v in table["GREEN"]] == [r[green].strip("*") for r in iu["data"]]
+    overview = pd.read_csv(over_csv["path"], keep_default_na=False)
+    assert overview.columns.tolist() == over["headers"]
+    assert overview.astype(str).values.tolist() == [[c.replace("\\", "") for c in r] for r in over["data"]]
 
 
 def test_model_endpoint(served):
     client, _ = served
     header, results, significance = client.predict("GPT4V", "radcliq_v1_inv", api_name="/model")
     assert header.startswith("### GPT4V") and "no per-study scores" in header
+    assert "8 results;" in header and "[Link to this page](?model=GPT4V)" in header
     assert len(results["data"]) == 8
     assert significance["data"] == [] and significance["headers"] == ["Test set", "Track", "Neighbour", "Result"]
+    # a name without results: named (empty) tables, not gradio's "1 2 3" placeholder headers
+    header, results, significance = client.predict("No-Such-Model", "radcliq_v1_inv", api_name="/model")
+    assert header == "No results for model **No-Such-Model**."
+    assert results["headers"][:3] == ["Test set", "Track", "Rank"] and results["data"] == []
 
 
 def test_plots_endpoint_draws_both_figures(served):
@@ -107,6 +140,9 @@ def test_submit_files_a_request_and_reports_errors(served, tmp_path):
     msg, _ = client.predict(handle_file(str(bad)), "example", "findings", "Other", "", "", [], "bob", api_name="/submit")
     assert msg.startswith("❌") and "have no prediction" in msg
     assert len(store.list_requests()) == 1
+    # the message names the file as uploaded, never the server's temp copy of it
+    assert "bad.csv: " in msg
+    assert "/" not in msg.split("bad.csv")[0] and tempfile.gettempdir() not in msg and str(tmp_path) not in msg
 
 
 def test_reload_picks_up_new_results(served):
@@ -159,3 +195,44 @@ def test_space_app_builds_on_the_seeded_default_store(tmp_path, monkeypatch):
     assert namespace["store"].name == "rexrank-store"
     assert len(namespace["store"].list_results()) == 128
     assert namespace["demo"].title == "ReXrank leaderboard"
+
+
+def test_submit_help_lists_the_readme_formats(tmp_path):
+    """The Submit tab names every predictions format and column the README lists."""
+    import re
+
+    from rexrank.leaderboard.app import build_app
+    from rexrank.store import open_store
+    from tests.conftest import PROJECT_ROOT
+
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    listed = re.search(r"^Predictions: (.*?)\. Missing", readme, re.S | re.M).group(1)
+    wanted = re.findall(r"`([^`]+)`", listed) + re.findall(r"\b(JSON|CSV|JSONL|parquet)\b", listed)
+    assert {"id", "study_id", "prediction", "report", "model_prediction", "datasets", "parquet"} <= set(wanted)
+    demo = build_app(LeaderboardSource.from_store(open_store(tmp_path / "store")))
+    help_text = next(b.value for b in demo.blocks.values() if type(b).__name__ == "Markdown" and "Formats:" in str(b.value))
+    missing = [w for w in wanted if w not in help_text]
+    assert not missing, f"the submit help lacks {missing}: {help_text}"
+
+
+def test_gradio_fills_in_the_special_parameters(tmp_path):
+    """gr.Request, gr.EventData and gr.OAuthProfile parameters are filled in by gradio only if
+    it can resolve their type hints: else `?model=`, header clicks and Hub sign-in break."""
+    import inspect
+
+    from gradio.utils import get_type_hints, is_special_typed_parameter
+
+    from rexrank.leaderboard.app import build_app
+    from rexrank.store import open_store
+
+    demo = build_app(LeaderboardSource.from_store(open_store(tmp_path / "store")))
+    special = {}
+    for block_fn in demo.fns.values():
+        fn = block_fn.fn
+        if fn is None or not inspect.isfunction(fn):
+            continue
+        hints = get_type_hints(fn)
+        for name, param in inspect.signature(fn).parameters.items():
+            if "gr." in str(param.annotation):
+                special[f"{fn.__name__}.{name}"] = is_special_typed_parameter(name, hints)
+    assert special == {"on_load.request": True, "rank_from_header.evt": True, "submit.profile": True}

@@ -1,6 +1,8 @@
 """The leaderboard in a real headless Chromium (Debian `chromium`, driven by Playwright):
-open the page, switch test set and track, re-rank by a metric, search, and check the rows
-shown against the published CSVs. Screenshots go to test-artifacts/."""
+open the page, switch test set and track, re-rank by a metric (menu and header click),
+search, download a table, open a model's page by its link, and check what is on screen
+against the published CSVs, at 1,400 px and at a phone's 390 px. Screenshots go to
+test-artifacts/."""
 from __future__ import annotations
 
 import socket
@@ -18,6 +20,8 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
+DESKTOP = {"width": 1400, "height": 1000}
+PHONE = {"width": 390, "height": 844}
 
 pytestmark = [
     pytest.mark.browser,
@@ -34,6 +38,33 @@ READ_ROWS = """(sel) => {
   });
   return Object.keys(rows).map(Number).sort((a, b) => a - b).map(r => rows[r]);
 }"""
+READ_HEADERS = """(sel) => Array.from(document.querySelectorAll(sel + ' th[role=columnheader]')).map(th => th.innerText.trim())"""
+# what a reader sees of a grid: header words split over two lines (a Range over a word
+# has client rects on more than one line), cells whose text is cut off, sideways scrolling
+LAYOUT = """(sel) => {
+  const root = document.querySelector(sel);
+  const broken = [];
+  root.querySelectorAll('th[role=columnheader]').forEach(th => {
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.textContent.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const lines = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (lines.size > 1) broken.push(m[0]);
+      }
+    }
+  });
+  const clipped = [];
+  root.querySelectorAll('[role=gridcell] .cell-wrap').forEach(c => {
+    if (c.scrollWidth > c.clientWidth + 1) clipped.push(c.innerText.trim());
+  });
+  const viewport = root.querySelector('.virtual-table-viewport');
+  return {broken, clipped, overflow: viewport.scrollWidth - viewport.clientWidth,
+          font: getComputedStyle(root.querySelector('th')).fontFamily,
+          page_overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth};
+}"""
 
 
 def free_port() -> int:
@@ -42,9 +73,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def expected_models(csv_name: str, column: str, institution: str | None = None) -> list[str]:
+def published(csv_name: str) -> pd.DataFrame:
     csv = pd.read_csv(shared_path("data", "published", "current", csv_name))
     csv["Model Name"] = csv["Model Name"].str.replace("_", "-")
+    return csv
+
+
+def expected_models(csv_name: str, column: str, institution: str | None = None) -> list[str]:
+    csv = published(csv_name)
     if institution:
         csv = csv[csv["Institution"] == institution]
     return csv.sort_values([column, "Model Name"], ascending=[False, True], na_position="last")["Model Name"].tolist()
@@ -86,6 +122,25 @@ def wait_rows(page, elem_id: str, expected: list[str], *, full: bool, timeout: f
     return wait_until(page, elem_id, done, timeout)
 
 
+def wait_text(page, selector: str, done, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        loc = page.locator(selector)
+        text = loc.first.inner_text() if loc.count() else ""
+        if done(text) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.25)
+
+
+def open_tab(page, name: str) -> None:
+    """Click a tab; on a narrow screen gradio moves the tabs that do not fit into a ⋯ menu."""
+    tab = page.get_by_role("tab", name=name)
+    if not tab.is_visible():
+        page.locator(".overflow-menu button").first.click()
+        tab = page.get_by_role("tab", name=name).or_(page.get_by_role("button", name=name)).first
+    tab.click()
+
+
 @pytest.fixture(scope="module")
 def page_url():
     from rexrank.leaderboard.app import build_app
@@ -100,73 +155,175 @@ def page_url():
         demo.close()
 
 
-def test_browse_switch_rerank_search(page_url):
+@pytest.fixture(scope="module")
+def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package (test extra)")
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            page.goto(page_url)
-
-            # overview: top model per test set by 1/RadCliQ-v1, findings track
-            rows = wait_until(page, "table-overview", lambda rows: len(rows) >= 10 and all(rows[0]))
-            top = {
-                1: expected_models("findings_result_gradienthealth.csv", "1/RadCliQ-v1")[0],
-                2: expected_models("findings_result_mimiccxr.csv", "1/RadCliQ-v1")[0],
-                3: expected_models("findings_result_iu_xray.csv", "1/RadCliQ-v1")[0],
-                4: expected_models("findings_result_chexpertplus.csv", "1/RadCliQ-v1")[0],
-            }
-            assert rows, "the overview table shows no rows"
-            for col, model in top.items():
-                assert rows[0][col].replace(" *", "").startswith(model + " ("), (col, rows[0])
-            settle(page)
-            page.screenshot(path=str(ARTIFACTS / "leaderboard_1_overview.png"))
-
-            # IU-Xray tab, findings track, default ranking
-            page.get_by_role("tab", name="IU-Xray").click()
-            expected = expected_models("findings_result_iu_xray.csv", "1/RadCliQ-v1")
-            rows = wait_rows(page, "table-iu_xray", expected, full=False)
-            shown = models_shown(rows)
-            assert len(shown) >= 5 and shown == expected[: len(shown)]
-            assert [r[0] for r in rows] == [str(i + 1) for i in range(len(rows))]
-            # MoERad-IU used IU-Xray's training split: starred here
-            assert any(r[1] == "MoERad-IU *" for r in rows)
-            settle(page)
-            page.screenshot(path=str(ARTIFACTS / "leaderboard_2_iu_findings.png"))
-
-            # switch the track: findings + impression (7 models)
-            page.locator("#track label", has_text="Findings + Impression").click()
-            expected = expected_models("result_iu_xray.csv", "1/RadCliQ-v1")
-            rows = wait_rows(page, "table-iu_xray", expected, full=True)
-            assert models_shown(rows) == expected
-
-            # re-rank by 1/FineRadScore (the Challenge ranking)
-            page.locator("#rank-by input").click()
-            page.locator("ul[role=listbox] li", has_text="1/FineRadScore").click()
-            expected = expected_models("result_iu_xray.csv", "1/FineRadScore")
-            rows = wait_rows(page, "table-iu_xray", expected, full=True)
-            assert models_shown(rows) == expected
-            assert rows[-1][0] == "–" and rows[-1][11] == "–"  # UniRG-CXR: no FineRadScore, unranked
-            best = pd.read_csv(shared_path("data", "published", "current", "result_iu_xray.csv"))["1/FineRadScore"].max()
-            assert rows[0][11] == f"{best:.3f}"
-            bold = page.locator("#table-iu_xray [role=gridcell][data-row='0'][data-col='11'] strong")
-            assert bold.inner_text() == f"{best:.3f}"  # best value highlighted
-            settle(page)
-            page.screenshot(path=str(ARTIFACTS / "leaderboard_3_iu_fi_fineradscore.png"))
-
-            # search by institution
-            page.locator("#search textarea, #search input").first.fill("Stanford")
-            expected = expected_models("result_iu_xray.csv", "1/FineRadScore", institution="Stanford")
-            rows = wait_rows(page, "table-iu_xray", expected, full=True)
-            assert models_shown(rows) == expected
-            settle(page)
-            page.screenshot(path=str(ARTIFACTS / "leaderboard_4_search.png"))
-
-            # another test set keeps the chosen track and ranking
-            page.get_by_role("tab", name="MIMIC-CXR").click()
-            expected = expected_models("result_mimiccxr.csv", "1/FineRadScore", institution="Stanford")
-            rows = wait_rows(page, "table-mimic_cxr", expected, full=True)
-            assert models_shown(rows) == expected
+            yield browser
         finally:
             browser.close()
+
+
+def test_browse_switch_rerank_search(page_url, browser):
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(page_url)
+
+    # overview: top model per test set by 1/RadCliQ-v1, findings track
+    rows = wait_until(page, "table-overview", lambda rows: len(rows) >= 10 and all(rows[0]))
+    top = {
+        1: expected_models("findings_result_gradienthealth.csv", "1/RadCliQ-v1")[0],
+        2: expected_models("findings_result_mimiccxr.csv", "1/RadCliQ-v1")[0],
+        3: expected_models("findings_result_iu_xray.csv", "1/RadCliQ-v1")[0],
+        4: expected_models("findings_result_chexpertplus.csv", "1/RadCliQ-v1")[0],
+    }
+    assert rows, "the overview table shows no rows"
+    for col, model in top.items():
+        assert rows[0][col].replace(" *", "").startswith(model + " ("), (col, rows[0])
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard_1_overview.png"))
+
+    # IU-Xray tab, findings track, default ranking
+    page.get_by_role("tab", name="IU-Xray").click()
+    expected = expected_models("findings_result_iu_xray.csv", "1/RadCliQ-v1")
+    rows = wait_rows(page, "table-iu_xray", expected, full=False)
+    shown = models_shown(rows)
+    assert len(shown) >= 5 and shown == expected[: len(shown)]
+    assert [r[0] for r in rows] == [str(i + 1) for i in range(len(rows))]
+    # MoERad-IU used IU-Xray's training split: starred here
+    assert any(r[1] == "MoERad-IU *" for r in rows)
+    assert page.locator("#note-iu_xray").inner_text() == f"{len(expected)} results in the Findings track."
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard_2_iu_findings.png"))
+
+    # switch the track: findings + impression (7 models)
+    page.locator("#track label", has_text="Findings + Impression").click()
+    expected = expected_models("result_iu_xray.csv", "1/RadCliQ-v1")
+    rows = wait_rows(page, "table-iu_xray", expected, full=True)
+    assert models_shown(rows) == expected
+
+    # re-rank by 1/FineRadScore (the Challenge ranking)
+    page.locator("#rank-by input").click()
+    page.locator("ul[role=listbox] li", has_text="1/FineRadScore").click()
+    expected = expected_models("result_iu_xray.csv", "1/FineRadScore")
+    rows = wait_rows(page, "table-iu_xray", expected, full=True)
+    assert models_shown(rows) == expected
+    assert rows[-1][0] == "–" and rows[-1][11] == "–"  # UniRG-CXR: no FineRadScore, unranked
+    best = published("result_iu_xray.csv")["1/FineRadScore"].max()
+    assert rows[0][11] == f"{best:.3f}"
+    bold = page.locator("#table-iu_xray [role=gridcell][data-row='0'][data-col='11'] strong")
+    assert bold.inner_text() == f"{best:.3f}"  # best value highlighted
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard_3_iu_fi_fineradscore.png"))
+
+    # search by institution: the rows, and a note that counts them
+    page.locator("#search textarea, #search input").first.fill("Stanford")
+    expected = expected_models("result_iu_xray.csv", "1/FineRadScore", institution="Stanford")
+    rows = wait_rows(page, "table-iu_xray", expected, full=True)
+    assert models_shown(rows) == expected
+    note = wait_text(page, "#note-iu_xray", lambda t: "Stanford" in t)
+    assert note == f"{len(expected)} of 7 results match “Stanford”."
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard_4_search.png"))
+
+    # another test set keeps the chosen track and ranking
+    page.get_by_role("tab", name="MIMIC-CXR").click()
+    expected = expected_models("result_mimiccxr.csv", "1/FineRadScore", institution="Stanford")
+    rows = wait_rows(page, "table-mimic_cxr", expected, full=True)
+    assert models_shown(rows) == expected
+
+    # one match: singular; no match: an empty table that says why
+    page.locator("#search textarea, #search input").first.fill("RadFM")
+    note = wait_text(page, "#note-mimic_cxr", lambda t: "RadFM" in t)
+    assert note == "1 of 7 results matches “RadFM”."
+    page.locator("#search textarea, #search input").first.fill("no such model")
+    note = wait_text(page, "#note-mimic_cxr", lambda t: "no such model" in t)
+    assert note == "No model or institution matches “no such model”: the table is empty. Clear the search to see all 7 results."
+    assert wait_until(page, "table-mimic_cxr", lambda rows: rows == []) == []
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard_5_no_match.png"))
+    page.close()
+
+
+def test_header_click_ranks_and_csv_download_is_the_table(page_url, browser):
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(page_url)
+    page.get_by_role("tab", name="IU-Xray").click()
+    wait_rows(page, "table-iu_xray", expected_models("findings_result_iu_xray.csv", "1/RadCliQ-v1"), full=False)
+
+    # a click on a metric's header ranks by it: rows, rank, marker and the menu follow
+    page.locator("#table-iu_xray th[role=columnheader]", has_text="BLEU").click()
+    expected = expected_models("findings_result_iu_xray.csv", "BLEU")
+    rows = wait_rows(page, "table-iu_xray", expected, full=False)
+    shown = models_shown(rows)
+    assert len(shown) >= 5 and shown == expected[: len(shown)]
+    assert rows[0][0] == "1"
+    assert page.evaluate(READ_HEADERS, "#table-iu_xray")[4] == "BLEU ↑ ▼"
+    assert page.locator("#rank-by input").input_value() == "BLEU"
+    # a header that is no metric changes nothing
+    page.locator("#table-iu_xray th[role=columnheader]", has_text="Institution").click()
+    time.sleep(1.0)
+    assert page.locator("#rank-by input").input_value() == "BLEU"
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard_6_header_click_bleu.png"))
+
+    # the CSV download: the table on screen, as plain values
+    with page.expect_download() as download:
+        page.locator("#csv-iu_xray").click()
+    assert download.value.suggested_filename == "rexrank_iu_xray_findings_by-bleu2.csv"
+    table = pd.read_csv(download.value.path(), keep_default_na=False, na_values=[""])
+    csv = published("findings_result_iu_xray.csv")
+    assert len(table) == len(csv)
+    rows = page.evaluate(READ_ROWS, "#table-iu_xray")
+    assert table["Model"].tolist()[: len(rows)] == models_shown(rows)
+    assert [str(r) for r in table["Rank"].tolist()[: len(rows)]] == [r[0] for r in rows]
+    assert [f"{v:.3f}" for v in table["BLEU"].tolist()[: len(rows)]] == [r[4] for r in rows]
+    assert table["BLEU"].tolist() == sorted(csv["BLEU"], reverse=True)
+    page.close()
+
+
+def test_model_tab_is_filled_on_load_and_has_a_link(page_url, browser):
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(page_url)
+    page.get_by_role("tab", name="Model").click()
+    rows = wait_until(page, "model-results", lambda rows: len(rows) > 0)
+    assert rows, "the Model tab shows an empty grid before a model is picked"
+    headers = page.evaluate(READ_HEADERS, "#model-results")
+    assert headers[:3] == ["Test set", "Track", "Rank"]
+    assert page.evaluate(READ_HEADERS, "#model-significance")[:3] == ["Test set", "Track", "Neighbour"]
+
+    # the link on a model's page opens the leaderboard on that model's page
+    page.goto(page_url + "?model=MedVersa")
+    assert wait_text(page, "#model-header", lambda t: t.startswith("MedVersa")).startswith("MedVersa")
+    assert page.get_by_role("tab", name="Model").get_attribute("aria-selected") == "true"
+    rows = wait_until(page, "model-results", lambda rows: len(rows) == 8)
+    assert len(rows) == 8 and {r[0] for r in rows} == {"ReXGradient (private)", "MIMIC-CXR", "IU-Xray", "CheXpert Plus"}
+    link = page.locator("#model-header a", has_text="Link to this page")
+    assert link.get_attribute("href") == "?model=MedVersa"
+    assert page.locator("#model-pick input").input_value() == "MedVersa"
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard_7_model_link.png"), full_page=True)
+    page.close()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
+def test_layout_fits_and_headers_break_between_words(page_url, browser, viewport):
+    page = browser.new_page(viewport=viewport)
+    page.goto(page_url)
+    wait_until(page, "table-overview", lambda rows: len(rows) >= 10 and all(rows[0]))
+    width = viewport["width"]
+    for tab, elem_id in [("Overview", "table-overview"), ("CheXpert Plus", "table-chexpert_plus"), ("Model", "model-results")]:
+        open_tab(page, tab)
+        wait_until(page, elem_id, lambda rows: len(rows) > 0)
+        settle(page)
+        layout = page.evaluate(LAYOUT, f"#{elem_id}")
+        page.screenshot(path=str(ARTIFACTS / f"leaderboard_layout_{width}_{elem_id}.png"), full_page=True)
+        assert layout["broken"] == [], f"{tab} at {width} px: header words broken over two lines"
+        assert "mono" not in layout["font"].lower()
+        assert layout["page_overflow"] <= 0, f"{tab} at {width} px: the page scrolls sideways"
+        if width >= 1400:
+            assert layout["overflow"] <= 0, f"{tab} at {width} px: the grid scrolls sideways by {layout['overflow']} px"
+            assert layout["clipped"] == [], f"{tab} at {width} px: cells cut off"
+    page.close()

@@ -72,6 +72,11 @@ def about_markdown() -> str:
         "results have per-study data. Published results (from the ReXrank site) have no CI. "
         "\\* marks a model that used the test set's training split.",
         "",
+        "Click a metric's header to rank by it. **Download CSV** above each table gives that table as shown "
+        "(same rows and order), with full-precision means and CI half-widths in their own columns. Each "
+        "model has a page that a link can open: add `?model=NAME` to this page's address (the Model tab "
+        "shows the link).",
+        "",
         "| Column | What it measures | Cite |",
         "|---|---|---|",
     ]

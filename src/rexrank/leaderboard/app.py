@@ -3,37 +3,88 @@
 Layout: global controls (track, ranking metric, search) above the tabs: Overview, one tab
 per test set, Model, Plots, About, Submit. Every table is computed by
 `rexrank.leaderboard.tables` from the source's frame; this module only wires components.
+`?model=NAME` in the page's address opens the Model tab on that model.
 
 Named API endpoints (for gradio_client): /views, /leaderboard, /model, /plots, /submit,
 /queue, /reload.
 """
 from __future__ import annotations
 
+import os
+import re
+import tempfile
+from pathlib import Path
+
+# at module level, not in build_app: gradio reads the event functions' type hints (gr.Request,
+# gr.EventData, gr.OAuthProfile) through this module's globals to know what to fill in
+import gradio as gr
 import pandas as pd
 
 from rexrank.leaderboard import tables
 from rexrank.leaderboard.about import about_markdown
-from rexrank.leaderboard.model_page import PER_STUDY_COLUMN, model_choices, model_header, model_results, neighbour_significance
+from rexrank.leaderboard.downloads import CsvFiles
+from rexrank.leaderboard.model_page import (
+    MODEL_QUERY_PARAMETER,
+    PER_STUDY_COLUMN,
+    RESULT_COLUMNS,
+    SIGNIFICANCE_COLUMNS,
+    model_choices,
+    model_header,
+    model_results,
+    neighbour_significance,
+)
+from rexrank.leaderboard.page_style import (
+    HEADER_CLICK_JS,
+    MODEL_GRID,
+    OVERVIEW_GRID,
+    PAGE_CSS,
+    RESULTS_GRID,
+    TABLE_CLASS,
+    GridLayout,
+)
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS, TRACK_LABELS
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.leaderboard.submit import describe_error, describe_request, file_request, is_hub_store
 from rexrank.results_schema import DEFAULT_RANK_KEY
+from rexrank.submissions import ID_COLUMNS, SUBMISSION_JSON_FIELD, TEXT_COLUMNS
 
 TITLE = "ReXrank: chest X-ray report generation leaderboard"
 TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]
-# rank, model, institution, date, eight metrics, source
-TABLE_WIDTHS = ["5%", "16%", "12%", "5%", *(["6.6%"] * 8), "7%"]
 QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status", "submitted_time", "error"]
 
 
 def _status(source: LeaderboardSource) -> str:
     frame = source.frame()
-    text = f"{len(frame)} results from {source.label}."
+    text = f"{tables.plural(len(frame), 'result')} from {source.label}."
     if source.problems:
         shown = "\n".join(f"- {p}" for p in source.problems[:20])
         more = f"\n- … and {len(source.problems) - 20} more" if len(source.problems) > 20 else ""
         text += f"\n\n⚠️ {len(source.problems)} result record(s) could not be shown:\n{shown}{more}"
     return text
+
+
+def _formats_help() -> str:
+    """The upload formats, from the validator's own column names (as the README lists them)."""
+    ids = "/".join(f"`{c}`" for c in ID_COLUMNS)
+    texts = "/".join(f"`{c}`" for c in TEXT_COLUMNS)
+    return (
+        f"Formats: ReXrank submission JSON (the test JSON plus `{SUBMISSION_JSON_FIELD}`), CSV/JSONL (or a JSON "
+        f"list) with {ids} and {texts} columns, or parquet with the same columns. A `datasets` folder can be "
+        "submitted with `rexrank submit --predictions FOLDER`."
+    )
+
+
+def _without_server_paths(message: str, upload: str | None) -> str:
+    """A submit message as the submitter may see it: the uploaded file by its own name,
+    never the server's temp path (nor any other path under the server's temp folder)."""
+    if upload:
+        name = Path(upload).name
+        for form in sorted({str(upload), os.path.realpath(upload)}, key=len, reverse=True):
+            message = message.replace(form, name)
+    roots = {tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir()), os.environ.get("GRADIO_TEMP_DIR") or ""}
+    for root in sorted((r for r in roots if r), key=len, reverse=True):
+        message = re.sub(re.escape(root.rstrip("/")) + r"/[^\s'\":,;]*", lambda m: Path(m.group(0)).name, message)
+    return message
 
 
 def _plots(source: LeaderboardSource, test_set: str, track: str):
@@ -63,17 +114,22 @@ def _plots(source: LeaderboardSource, test_set: str, track: str):
 
 
 def build_app(source: LeaderboardSource):
-    import gradio as gr
-
     store = source.store
     hub = is_hub_store(store)
     tab_test_sets = [t for t in LEADERBOARD_TEST_SETS]
-    # initial values, so the page shows tables before the load event has re-read the store
-    first_overview, first_tables = tables.track_views(source.frame(), "findings", DEFAULT_RANK_KEY, test_sets=tab_test_sets)
+    csv_files = CsvFiles()
+
+    def page(track: str, rank_by: str, query: str) -> list:
+        """Overview grid and CSV, then per test set: note, grid, CSV (the `views` outputs but status)."""
+        views = tables.page_views(source.frame(), track, rank_by, query, test_sets=tab_test_sets)
+        suffix = f"{track}_by-{rank_by}" + ("_search" if (query or "").strip() else "")
+        out = [views.overview, csv_files.write(views.overview_plain, f"rexrank_overview_{suffix}")]
+        for test_set, view in views.tables.items():
+            out += [view.note, view.display, csv_files.write(view.plain, f"rexrank_{test_set}_{suffix}")]
+        return out
 
     def views(track: str, rank_by: str, query: str):
-        over, per_test_set = tables.track_views(source.frame(), track, rank_by, query, test_sets=tab_test_sets)
-        return (over, *per_test_set.values(), _status(source))
+        return (*page(track, rank_by, query), _status(source))
 
     def leaderboard(test_set: str = "iu_xray", track: str = "findings", rank_by: str = DEFAULT_RANK_KEY, query: str = "") -> dict:
         """One test set's table as {"headers", "data"}, ranked by a leaderboard column key
@@ -84,13 +140,27 @@ def build_app(source: LeaderboardSource):
     def model(name: str | None, rank_by: str):
         frame = source.frame()
         if not name:
-            return "Pick a model.", pd.DataFrame(), pd.DataFrame()
+            return "Pick a model.", pd.DataFrame(columns=RESULT_COLUMNS), pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
         significance = neighbour_significance(source, name, rank_by)
         return model_header(frame, name), model_results(frame, name, rank_by), significance
 
     def reload():
         frame = source.frame(force=True)
         return gr.update(choices=model_choices(frame)), _status(source)
+
+    def on_load(request: gr.Request):
+        """A page load re-reads the store; `?model=NAME` opens the Model tab on that model."""
+        frame = source.frame(force=True)
+        choices = model_choices(frame)
+        wanted = (request.query_params.get(MODEL_QUERY_PARAMETER) or "").strip() if request else ""
+        picked = wanted or (choices[0] if choices else None)
+        tab = gr.Tabs(selected="model") if wanted else gr.Tabs()
+        return gr.update(choices=choices, value=picked), _status(source), tab
+
+    def rank_from_header(evt: gr.EventData):
+        """A click on a metric's header ranks by that metric; other headers change nothing."""
+        key = tables.rank_key_for_header(evt._data.get("header", "") if isinstance(evt._data, dict) else "")
+        return key if key else gr.update()
 
     def queue():
         if store is None:
@@ -101,44 +171,70 @@ def build_app(source: LeaderboardSource):
     def plots(test_set: str, track: str):
         return _plots(source, test_set, track)
 
-    with gr.Blocks(title="ReXrank leaderboard") as demo:
+    # initial values, so the page shows filled tables before the load event has re-read the store
+    first = page("findings", DEFAULT_RANK_KEY, "")
+    first_choices = model_choices(source.frame())
+    first_model = model(first_choices[0] if first_choices else None, DEFAULT_RANK_KEY)
+
+    def grid(value, elem_id: str, layout: GridLayout, **kwargs):
+        return gr.Dataframe(
+            value, datatype="markdown", interactive=False, wrap=True, elem_id=elem_id,
+            elem_classes=[TABLE_CLASS, layout.css_class], column_widths=layout.widths, **kwargs,
+        )
+
+    def download(value, elem_id: str):
+        return gr.DownloadButton("Download CSV", value=value, size="sm", variant="secondary", scale=0,
+                                 min_width=150, elem_id=elem_id)
+
+    # fill_width: thirteen columns need the whole width of a 1,400 px screen
+    with gr.Blocks(title="ReXrank leaderboard", fill_width=True) as demo:
+        # page-wide style and the header-click bridge: in the Blocks, so every launch has them
+        header_clicks = gr.HTML(visible="hidden", head=f"<style>{PAGE_CSS}</style>", js_on_load=HEADER_CLICK_JS,
+                                elem_id="header-clicks")
         gr.Markdown(
             f"# {TITLE}\n"
             "Models ranked on four test sets, in two tracks. Default ranking: 1/RadCliQ-v1 (as ReXrank); "
-            "the ReXrank Challenge ranks by 1/FineRadScore. **Bold** = best in the column; "
+            "the ReXrank Challenge ranks by 1/FineRadScore. Click a metric's header to rank by it. "
+            "**Bold** = best in the column; "
             f"± = 95 % CI where per-study scores exist; {tables.TRAINED_NOTE}"
         )
         status = gr.Markdown(_status(source), elem_id="status")
         with gr.Row():
-            track = gr.Radio(TRACK_CHOICES, value="findings", label="Track", elem_id="track")
-            rank_by = gr.Dropdown(tables.rank_choices(), value=DEFAULT_RANK_KEY, label="Rank by", elem_id="rank-by")
-            query = gr.Textbox(label="Search model or institution", placeholder="e.g. CSIRO", elem_id="search")
+            # min_width: on a phone each control takes its own line instead of a sliver
+            track = gr.Radio(TRACK_CHOICES, value="findings", label="Track", elem_id="track", min_width=280)
+            rank_by = gr.Dropdown(tables.rank_choices(), value=DEFAULT_RANK_KEY, label="Rank by", elem_id="rank-by",
+                                  min_width=280)
+            query = gr.Textbox(label="Search model or institution", placeholder="e.g. CSIRO", elem_id="search", min_width=280)
             reload_btn = gr.Button("Reload results", scale=0)
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Overview", id="overview"):
-                gr.Markdown("Top models per test set (ranked by the chosen metric, within the chosen track).")
-                overview_df = gr.Dataframe(
-                    first_overview, datatype="markdown", interactive=False, wrap=True, elem_id="table-overview"
-                )
-            test_set_dfs = []
-            for t in tab_test_sets:
+                with gr.Row():
+                    gr.Markdown("Top models per test set (ranked by the chosen metric, within the chosen track).")
+                    overview_csv = download(first[1], "csv-overview")
+                overview_df = grid(first[0], "table-overview", OVERVIEW_GRID, pinned_columns=1)
+            view_outputs = [overview_df, overview_csv]
+            for i, t in enumerate(tab_test_sets):
+                note, table, csv = first[2 + 3 * i: 5 + 3 * i]
                 with gr.Tab(TEST_SET_LABELS[t], id=t):
-                    test_set_dfs.append(
-                        gr.Dataframe(
-                            first_tables[t], datatype="markdown", interactive=False, wrap=True, pinned_columns=2,
-                            max_height=700, elem_id=f"table-{t}", column_widths=TABLE_WIDTHS,
-                        )
-                    )
+                    with gr.Row():
+                        note_md = gr.Markdown(note, elem_id=f"note-{t}")
+                        csv_btn = download(csv, f"csv-{t}")
+                    df = grid(table, f"table-{t}", RESULTS_GRID, pinned_columns=2, max_height=700)
+                view_outputs += [note_md, df, csv_btn]
             with gr.Tab("Model", id="model"):
-                model_pick = gr.Dropdown(choices=model_choices(source.frame()), label="Model", elem_id="model-pick")
-                model_md = gr.Markdown()
-                model_df = gr.Dataframe(datatype="markdown", interactive=False, wrap=True, label="All results")
+                model_pick = gr.Dropdown(
+                    choices=first_choices, value=first_choices[0] if first_choices else None, label="Model",
+                    elem_id="model-pick", allow_custom_value=True,
+                )
+                model_md = gr.Markdown(first_model[0], elem_id="model-header")
+                model_df = grid(first_model[1], "model-results", MODEL_GRID, label="All results", pinned_columns=1)
                 gr.Markdown(
                     "Significance against the neighbours in the ranking (paired bootstrap over studies, "
                     f"ranking metric's per-study scores: {', '.join(sorted({c for c, _ in PER_STUDY_COLUMN.values()}))}); "
                     "only where both results have per-study data."
                 )
-                significance_df = gr.Dataframe(interactive=False, wrap=True, label="Significance vs neighbours")
+                significance_df = gr.Dataframe(first_model[2], interactive=False, wrap=True, label="Significance vs neighbours",
+                                               elem_id="model-significance", elem_classes=[TABLE_CLASS])
             with gr.Tab("Plots", id="plots") as plots_tab:
                 plot_test_set = gr.Dropdown(
                     [(TEST_SET_LABELS[t], t) for t in tab_test_sets], value="iu_xray", label="Test set (correlation plot)"
@@ -154,8 +250,7 @@ def build_app(source: LeaderboardSource):
                 else:
                     gr.Markdown(
                         f"File predictions for scoring into **{store.name}**. They are validated now; the backend "
-                        "scores them and the result appears on the leaderboard. Formats: ReXrank submission JSON, "
-                        "CSV/JSONL with `id` and `prediction` columns, or parquet."
+                        f"scores them and the result appears on the leaderboard. {_formats_help()}"
                     )
                     if hub:
                         gr.LoginButton()
@@ -177,7 +272,7 @@ def build_app(source: LeaderboardSource):
                     sub_file = gr.File(label="Predictions file", type="filepath")
                     sub_btn = gr.Button("Validate and submit", variant="primary")
                     sub_out = gr.Markdown(elem_id="submit-result")
-                    queue_df = gr.Dataframe(label="Queue", interactive=False, wrap=True)
+                    queue_df = gr.Dataframe(label="Queue", interactive=False, wrap=True, elem_classes=[TABLE_CLASS])
 
                     def submit(file, test_set, track_, model_name, institution, url, trained, typed_name,
                                profile: gr.OAuthProfile | None = None):
@@ -188,8 +283,8 @@ def build_app(source: LeaderboardSource):
                                 hf_username=profile.username if profile is not None else None, typed_name=typed_name,
                             )
                         except Exception as exc:  # every failure becomes a message for the submitter
-                            return describe_error(exc), queue()
-                        return describe_request(request), queue()
+                            return _without_server_paths(describe_error(exc), file), queue()
+                        return _without_server_paths(describe_request(request), file), queue()
 
                     sub_btn.click(
                         submit,
@@ -199,19 +294,20 @@ def build_app(source: LeaderboardSource):
                     )
                     demo.load(queue, None, queue_df, api_name="queue")
 
-        view_outputs = [overview_df, *test_set_dfs, status]
+        view_outputs.append(status)
+        hidden = {"api_visibility": "undocumented"}  # chained steps: the named endpoints above cover them
         gr.on([track.change, rank_by.change, query.change], views, [track, rank_by, query], view_outputs, api_name="views")
         gr.on([model_pick.change, rank_by.change], model, [model_pick, rank_by], [model_md, model_df, significance_df], api_name="model")
+        header_clicks.click(rank_from_header, None, rank_by, **hidden)
         # figures are drawn when the Plots tab is opened, not on every page load
         gr.on([plots_tab.select, plot_test_set.change, track.change], plots, [plot_test_set, track],
               [corr_plot, box_plot, plot_note], api_name="plots")
-        hidden = {"api_visibility": "undocumented"}  # chained steps: the named endpoints above cover them
         reload_btn.click(reload, None, [model_pick, status], api_name="reload").then(
             views, [track, rank_by, query], view_outputs, **hidden
         )
         # a page load re-reads the store quietly: the tables already show the build-time data
-        demo.load(reload, None, [model_pick, status], show_progress="hidden", **hidden).then(
+        demo.load(on_load, None, [model_pick, status, tabs], show_progress="hidden", **hidden).then(
             views, [track, rank_by, query], view_outputs, show_progress="hidden", **hidden
-        )
+        ).then(model, [model_pick, rank_by], [model_md, model_df, significance_df], show_progress="hidden", **hidden)
         gr.api(leaderboard, api_name="leaderboard")
     return demo

@@ -1,0 +1,64 @@
+"""How the leaderboard's grids look and what a header click does: the page's CSS, column
+widths, and the few lines of browser script gradio has no setting for.
+
+gradio 6's grid draws in a monospace font and breaks header words anywhere; its header
+click only selects the header, and its ⋮ menu would sort the formatted text ("0.5 ± 0.1",
+"**0.6**"). Here: the page's own font, headers that wrap between words only, no ⋮ menu,
+and a click on a metric's header ranks the leaderboard by that metric (on the server, so
+rank, bold, CSV and every tab follow).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TABLE_CLASS = "rexrank-table"
+
+
+@dataclass(frozen=True)
+class GridLayout:
+    """Column widths of one kind of grid, in px: gradio applies a percentage width to the
+    headers only, so on a phone the cells would be squashed under wide headers; in px a
+    phone scrolls the grid sideways (rank and model pinned)."""
+
+    css_class: str
+    columns: tuple[int, ...]
+
+    @property
+    def widths(self) -> list[str]:
+        return [f"{px}px" for px in self.columns]
+
+
+# each column at least its longest header word in the bold 14 px header font plus 16 px
+# padding (more for names); each grid within the ~1,320 px a 1,400 px screen leaves it
+RESULTS_GRID = GridLayout("rexrank-results", (
+    56, 188, 116, 56,  # rank, model, institution, date
+    64, 96, 110, 98, 124, 104, 76, 144,  # eight metrics
+    82,  # source
+))
+OVERVIEW_GRID = GridLayout("rexrank-overview", (56, 260, 260, 260, 260))
+MODEL_GRID = GridLayout("rexrank-model", (
+    104, 92, 64, 78,  # test set, track, rank, trained on it
+    64, 94, 108, 96, 122, 102, 72, 142,  # eight metrics
+    76, 96,  # source, per-study data
+))
+
+PAGE_CSS = "\n".join([
+    # gradio's SemiBold font file holds a few glyphs only (the others fall back to another
+    # font, visibly): semibold and bold text use the complete Bold file gradio also ships
+    *(f'@font-face {{ font-family: "Source Sans Pro"; font-weight: {weight}; font-style: normal; '
+      'src: url("static/fonts/SourceSansPro/SourceSansPro-Bold.woff2") format("woff2"); }' for weight in (600, 700)),
+    f".{TABLE_CLASS} table.header-table, .{TABLE_CLASS} div.virtual-row {{ font-family: var(--font); }}",
+    f".{TABLE_CLASS} th span.header {{ word-break: normal; overflow-wrap: normal; hyphens: none; }}",
+    f".{TABLE_CLASS} button.cell-menu-button {{ display: none !important; }}",  # gradio shows it on hover and focus
+    f'.{TABLE_CLASS} th[title*="↑"], .{TABLE_CLASS} th[title*="↓"] {{ cursor: pointer; }}',
+])
+
+# gradio's grid stops header clicks from bubbling: listen in the capture phase. `trigger`
+# sends the header's text to the server (gr.HTML's event bridge).
+HEADER_CLICK_JS = f"""
+document.addEventListener('click', (event) => {{
+  const th = event.target.closest('.{TABLE_CLASS} th[role=columnheader]');
+  if (!th || event.target.closest('a')) return;
+  trigger('click', {{header: th.getAttribute('title') || th.innerText}});
+}}, true);
+"""

@@ -14,10 +14,11 @@ import pandas as pd
 from rexrank.leaderboard import tables
 from rexrank.leaderboard.about import about_markdown
 from rexrank.leaderboard.model_page import PER_STUDY_COLUMN, model_choices, model_header, model_results, neighbour_significance
-from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS, TRACK_LABELS
+from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS, TRACK_LABELS, coverage_notes
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.leaderboard.submit import describe_error, describe_request, file_request, is_hub_store
 from rexrank.results_schema import DEFAULT_RANK_KEY
+from rexrank.store.names import display
 
 TITLE = "ReXrank: chest X-ray report generation leaderboard"
 TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]
@@ -29,8 +30,12 @@ QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status",
 def _status(source: LeaderboardSource) -> str:
     frame = source.frame()
     text = f"{len(frame)} results from {source.label}."
+    notes = coverage_notes(frame)  # values computed on fewer studies than the test set has
+    if notes:
+        text += "\n\nComputed on fewer studies than the test set has (n shown):\n" + "\n".join(
+            f"- {tables.md_escape(n)}" for n in notes[:20])
     if source.problems:
-        shown = "\n".join(f"- {p}" for p in source.problems[:20])
+        shown = "\n".join(f"- {tables.md_escape(p)}" for p in source.problems[:20])
         more = f"\n- … and {len(source.problems) - 20} more" if len(source.problems) > 20 else ""
         text += f"\n\n⚠️ {len(source.problems)} result record(s) could not be shown:\n{shown}{more}"
     return text
@@ -96,7 +101,7 @@ def build_app(source: LeaderboardSource):
         if store is None:
             return pd.DataFrame(columns=QUEUE_COLUMNS)
         reqs = store.list_requests()
-        return pd.DataFrame([{c: r.get(c) for c in QUEUE_COLUMNS} for r in reqs], columns=QUEUE_COLUMNS)
+        return pd.DataFrame([{c: display(r.get(c) or "") for c in QUEUE_COLUMNS} for r in reqs], columns=QUEUE_COLUMNS)
 
     def plots(test_set: str, track: str):
         return _plots(source, test_set, track)

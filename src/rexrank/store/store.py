@@ -69,6 +69,10 @@ class Store:
         self._records("results", self.results.snapshot(), R.RECORDS_DIR, R.parse_result)
         return [*self._problems["requests"].values(), *self._problems["results"].values()]
 
+    def quarantined(self, repo: str) -> list[Problem]:
+        """Problems found by the last listing of `repo` ("requests" or "results"), not re-read."""
+        return list(self._problems[repo].values())
+
     def list_requests(self, status: str | Iterable[str] | None = None) -> list[dict]:
         """Request records, oldest first; optionally only those with `status`."""
         reqs = self._requests_in(self.requests.snapshot())

@@ -64,9 +64,11 @@ def parse_iso(text: str) -> float:
 
 
 def new_request_id(ts: float, *parts: str) -> str:
-    """Sortable by submission time; the hash keeps simultaneous submissions apart."""
+    """Sortable by submission time to the microsecond (the queue's order, and so who used a
+    model name first, must not depend on a hash within one second); the hash keeps
+    simultaneous submissions apart."""
     digest = hashlib.sha256("\x00".join([repr(ts), *parts]).encode()).hexdigest()[:10]
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{digest}"
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y%m%dT%H%M%S.%f") + f"-{digest}"
 
 
 def dumps(record: dict) -> bytes:

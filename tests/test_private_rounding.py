@@ -13,6 +13,7 @@ from rexrank.backend.worker import Worker
 from rexrank.errors import SubmissionError
 from rexrank.metrics.registry import get_metric
 from rexrank.store import FAILED, Quota, open_store
+from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
 from test_store import submit, write_jsonl
 
 N = 1000  # big enough for rounding to matter; ReXGradient has 10,000
@@ -132,3 +133,22 @@ def test_a_server_holding_the_private_set_validates_in_counts(tmp_path, big_priv
     message = str(caught.value)
     assert f"{N - 2} of {N} studies have no prediction" in message and "1 submitted study ids are not in" in message
     assert "RG0" not in message and "GUESS" not in message
+
+
+def test_a_coverage_failure_on_a_private_set_names_no_study(tmp_path, private_set):
+    from rexrank.backend.worker import _reason_kind
+    from test_backend import PRIVATE_SENTENCES
+
+    data_dir, preds = private_set
+    store = open_store(tmp_path / "s")
+    req = submit(store, preds, test_set="rexgradient")
+    # `leaky` fails one study with a reason that quotes its reference
+    Worker(store, data_dir=data_dir, metrics="leaky", worker_id="w").run(once=True)
+    failed = store.get_request(req["id"])
+    assert failed["status"] == FAILED and failed["failure_kind"] == "coverage"
+    assert "leaky scored 5 of 6 studies (83.3%); cause: 1 × other reasons" in failed["error"]
+    assert not any(s[:20] in failed["error"] for s in PRIVATE_SENTENCES) and "RG0" not in failed["error"]
+    assert store.list_results() == []
+    assert _reason_kind("LLM call failed: HTTP 500 after 2 attempts") == "LLM call failed"
+    assert _reason_kind("invalid answer after 3 attempt(s): not valid JSON") == "invalid answer after 3 attempt(s)"
+    assert _reason_kind("could not parse the reference 'Private finding number 0: ...'") == "other reasons"

@@ -14,6 +14,7 @@ from rexrank.cli.main import main
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.store import FINISHED, PENDING, Quota, open_store
 from test_store import submit, variant
+from test_store_hub import fake_hub, hub  # noqa: F401 (fixtures)
 
 
 def run(capsys, *args):
@@ -138,3 +139,18 @@ def test_a_queue_file_under_another_name_is_quarantined(tmp_path):
     assert "belongs in" in problem.reason
     assert store.claim("w", lease_seconds=30)["id"] == req["id"]
     assert store.claim("w", lease_seconds=30) is None and store.get_request(req["id"])["status"] != PENDING
+
+
+def test_a_bad_file_in_a_hub_store_is_quarantined_too(hub, tmp_path):
+    from huggingface_hub import HfApi
+
+    store = open_store("hf://orgq", quota=Quota(0))
+    good = submit(store)
+    HfApi(endpoint=hub.url, token="hf_fake").upload_file(
+        path_or_fileobj=b'{"id": "x", "status": ', path_in_repo="queue/20000101T000000.000000-x.json",
+        repo_id="orgq/requests", repo_type="dataset")
+    assert [r["id"] for r in store.list_requests()] == [good["id"]]
+    assert Worker(store, metrics="bleu2", worker_id="hub-w").run(once=True) == 1
+    assert store.get_request(good["id"])["status"] == FINISHED
+    [problem] = store.problems()
+    assert problem.path == "queue/20000101T000000.000000-x.json" and "not valid JSON" in problem.reason

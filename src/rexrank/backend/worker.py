@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import socket
 import tempfile
 import threading
@@ -55,7 +56,12 @@ class BackendStop(RexrankError):
 
 
 class CoverageError(RexrankError):
-    """A metric scored fewer studies than the coverage rule asks: nothing is published."""
+    """A metric scored fewer studies than the coverage rule asks: nothing is published.
+    `without_causes`: the same message without the failure reasons."""
+
+    def __init__(self, message: str, *, without_causes: str):
+        super().__init__(message)
+        self.without_causes = without_causes
 
 
 def default_worker_id() -> str:
@@ -207,7 +213,8 @@ class Worker:
             # the worker's problem, not the submitter's: give the request back and stop
             self.store.release(rid, self.worker_id, reason="the backend could not load the test set")
             raise BackendStop(f"cannot load test set {request['test_set']!r} ({exc}); request {rid} is PENDING "
-                              "again — fix the worker's data (--data-dir) and start it again") from None
+                              "again — fix the worker's data (--data-dir) and start it again, or withdraw the request "
+                              f"with `rexrank cancel {rid}`") from None
         except Exception as exc:
             message, kind = self.failure_message(request, exc)
             log.error("%s FAILED: %s", rid, display(message))
@@ -271,22 +278,21 @@ class Worker:
     def check_coverage(self, results: dict, *, private: bool) -> None:
         """Raise CoverageError when any metric scored less than `min_coverage` of the
         studies: a mean over the studies an LLM happened to answer is not the model's score."""
-        short = []
+        short, causes = [], []
         for name, summary in results["metrics"].items():
             n = summary.get("n_studies") or results["predictions"]["n"]
             scored = summary.get("n_scored")
             if scored is None:  # a metric that produced no summary counts, not a silent pass
                 scored = n - summary.get("n_failed", n)
             if n and scored / n < self.min_coverage:
-                short.append(f"{name} scored {scored} of {n} studies ({scored / n:.1%}); cause: "
-                             + _causes(summary.get("failures") or {}, private=private))
+                short.append(f"{name} scored {scored} of {n} studies ({scored / n:.1%})")
+                causes.append(_causes(summary.get("failures") or {}, private=private))
         if short:
-            raise CoverageError(
-                f"below the coverage rule (each metric must score at least {self.min_coverage:.0%} of the studies): "
-                + "; ".join(short) + ". Nothing was published. The answers already received are kept in the cache: "
-                "the maintainers can requeue this request once the cause is fixed, and only the missing studies "
-                "are scored again."
-            )
+            head = f"below the coverage rule (each metric must score at least {self.min_coverage:.0%} of the studies): "
+            tail = (". Nothing was published. The answers already received are kept in the cache: the maintainers "
+                    "can requeue this request once the cause is fixed, and only the missing studies are scored again.")
+            raise CoverageError(head + "; ".join(f"{s}; cause: {c}" for s, c in zip(short, causes)) + tail,
+                                without_causes=head + "; ".join(short) + tail)
 
     def result_record(self, request: dict, results: dict, *, private: bool) -> dict:
         from rexrank.results_schema import leaderboard_values
@@ -356,28 +362,40 @@ class Worker:
         else:
             kind, message = R.INTERNAL, f"internal error while scoring ({type(exc).__name__}: {exc})"
         message = public_message(message, known_paths=self._server_paths())
-        if not private or kind in (R.VALIDATION, R.COVERAGE):
-            return message, kind  # private: counts only, by construction
+        if not private or kind == R.VALIDATION:
+            return message, kind  # private validation: counts only, by construction
+        # anything else said about a private set is published only if it quotes no reference
+        fallback = exc.without_causes if isinstance(exc, CoverageError) else PRIVATE_INTERNAL_ERROR
         try:
             from rexrank.testsets.loading import load_test_set
 
             refs = list(load_test_set(request["test_set"], request["track"], data_dir=self.data_dir_for(request["test_set"]))["reference"])
         except Exception:
-            return PRIVATE_INTERNAL_ERROR, kind
-        return (PRIVATE_INTERNAL_ERROR if find_leaks([message], refs) else message), kind
+            return fallback, kind
+        return (fallback if find_leaks([message], refs) else message), kind
 
     def _server_paths(self) -> list[str]:
         paths = [str(self.data_dir) if self.data_dir else "", tempfile.gettempdir(), str(Path.home()), os.getcwd()]
         return [p for p in paths if p and p != "/"]
 
 
+_REASON_KIND = re.compile(r"[A-Za-z][A-Za-z0-9 ()_-]{0,59}")
+
+
+def _reason_kind(why: str) -> str:
+    """The kind of a failure reason ("LLM call failed", "invalid answer after 3 attempt(s)"):
+    the text before the first ':' if it is a short phrase of plain words, else "other"
+    (a reason that quotes a study's text must not be shown for a private test set)."""
+    head = str(why).split(":", 1)[0].strip()
+    return head if _REASON_KIND.fullmatch(head) else "other reasons"
+
+
 def _causes(failures: dict, *, private: bool, shown: int = 3) -> str:
-    """The most common failure reasons with counts. A private test set's reasons are cut
-    to their kind (the text before the first ':'), which holds no study text."""
+    """The most common failure reasons with counts; for a private test set, their kinds only."""
     if not failures:
         return "no per-study reasons were recorded"
     reasons = Counter(
-        (str(why).split(":", 1)[0] if private else " ".join(str(why).split())[:200]) for why in failures.values()
+        (_reason_kind(why) if private else " ".join(str(why).split())[:200]) for why in failures.values()
     )
     return ", ".join(f"{n} × {why}" for why, n in reasons.most_common(shown)) + (
         f" and {len(reasons) - shown} other reason(s)" if len(reasons) > shown else ""

@@ -288,3 +288,17 @@ def test_temporary_files_of_a_killed_worker_are_removed_at_the_next_start(tmp_pa
     assert not left[0].parent.exists() and alive.path.exists()
     alive.cleanup()
     assert not alive.path.exists()
+
+
+def test_dating_a_request_back_escapes_neither_quota_nor_name_ownership(tmp_path, rogue):
+    store = open_store(tmp_path / "s", quota=Quota(1, 7))
+    now = time.time()
+    first = submit(store, model_name="Owned", submitter="alice", now=now)
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
+    assert store.get_request(first["id"])["status"] == FINISHED
+    quota_dodge = rogue(store, variant(tmp_path, 1), model_name="Other", submitter="alice", now=now - 3600)
+    name_grab = rogue(store, variant(tmp_path, 2), model_name="owned", submitter="mallory", now=now - 7200)
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
+    assert "already has 1 submission" in store.get_request(quota_dodge["id"])["error"]
+    assert "belongs to another submitter" in store.get_request(name_grab["id"])["error"]
+    assert [r["id"] for r in store.list_results()] == [first["id"]]

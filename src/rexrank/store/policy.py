@@ -54,10 +54,11 @@ def counts_for_quota(request: dict) -> bool:
 
 
 def check_quota(requests: list[dict], *, submitter: str, test_set: str, track: str, now: float, quota: Quota) -> None:
-    """`requests`: those filed before the one being checked (at `now`)."""
+    """`requests`: those that count before the one being checked (dated `now`); the
+    window reaches both ways, so dating a request back does not escape it."""
     if quota.limit <= 0:
         return
-    since = now - quota.days * 86400
+    window = quota.days * 86400
     recent = sorted(
         r["submitted_time"]
         for r in requests
@@ -65,7 +66,7 @@ def check_quota(requests: list[dict], *, submitter: str, test_set: str, track: s
         and r["test_set"] == test_set
         and r["track"] == track
         and counts_for_quota(r)
-        and since < parse_iso(r["submitted_time"]) <= now
+        and abs(parse_iso(r["submitted_time"]) - now) < window
     )
     if len(recent) >= quota.limit:
         next_ok = iso(parse_iso(recent[-quota.limit]) + quota.days * 86400)

@@ -368,10 +368,12 @@ class Store:
 
     def policy_problem(self, request: dict) -> str | None:
         """The backend's own check of the submission rules (rexrank.store.policy) for a
-        request, against the requests filed before it: a message, or None if it passes."""
+        request, against the requests filed before it and those already scored (a request
+        dated back by a rogue client still meets them): a message, or None if it passes."""
         snap = self.requests.snapshot()
         key = (request["submitted_time"], request["id"])
-        earlier = [r for r in self._requests_in(snap) if (r["submitted_time"], r["id"]) < key]
+        earlier = [r for r in self._requests_in(snap) if r["id"] != request["id"]
+                   and ((r["submitted_time"], r["id"]) < key or r["status"] == R.FINISHED)]
         try:
             check_policy(earlier, self.list_results(), request, now=R.parse_iso(request["submitted_time"]), quota=self.quota)
         except SubmissionError as exc:

@@ -302,3 +302,16 @@ def test_dating_a_request_back_escapes_neither_quota_nor_name_ownership(tmp_path
     assert "already has 1 submission" in store.get_request(quota_dodge["id"])["error"]
     assert "belongs to another submitter" in store.get_request(name_grab["id"])["error"]
     assert [r["id"] for r in store.list_results()] == [first["id"]]
+
+
+def test_a_forged_request_for_an_unknown_test_set_is_refused_and_the_worker_goes_on(tmp_path):
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    forged = submit(store, model_name="forged")
+    good = submit(store, variant(tmp_path, 1), model_name="good")
+    path = root / "requests" / "queue" / f"{forged['id']}.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "test_set": "secret_set"}))
+    assert Worker(store, metrics="bleu2", worker_id="w").run(once=True) == 2
+    refused = store.get_request(forged["id"])
+    assert refused["status"] == FAILED and "unknown test set 'secret_set'" in refused["error"]
+    assert store.get_request(good["id"])["status"] == FINISHED

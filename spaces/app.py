@@ -12,6 +12,8 @@ Configuration (Space secrets / variables):
   OPENAI_BASE_URL / OPENAI_API_KEY  LLM endpoint for the LLM-judged metrics (secret)
   REXRANK_POLL_SECONDS   seconds between polls of an empty queue (default 60)
   REXRANK_LEASE_SECONDS  request lease, renewed while scoring (default 600)
+  REXRANK_MIN_COVERAGE   percent of studies each metric must score to be published (default 99)
+  REXRANK_QUOTA          N/DAYS submissions per submitter, test set and track, enforced here (default 1/7)
 """
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ class RingHandler(logging.Handler):
         self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
+        from rexrank.store.names import display
+
+        self.lines.append(display(self.format(record), keep_newlines=True))
 
 
 def fetch_private_data(data_dir: str | None) -> str | None:
@@ -50,7 +54,7 @@ def fetch_private_data(data_dir: str | None) -> str | None:
 
 
 def make_worker(store=None):
-    from rexrank.backend.worker import Worker
+    from rexrank.backend.worker import Worker, min_coverage_from
     from rexrank.store import open_store
 
     options = json.loads(os.environ.get("REXRANK_METRIC_OPTIONS") or "{}")
@@ -60,14 +64,19 @@ def make_worker(store=None):
         metrics=os.environ.get("REXRANK_METRICS") or None,
         metric_options=options,
         lease_seconds=float(os.environ.get("REXRANK_LEASE_SECONDS", "600")),
+        min_coverage=min_coverage_from(None),
     )
 
 
 def queue_table(store) -> list[list[str]]:
+    from rexrank.store.names import display
+
     rows = []
     for r in reversed(store.list_requests()):  # newest first
-        rows.append([r["id"], r["status"], r["model_name"], f"{r['test_set']}/{r['track']}", r["submitted_time"],
-                     r.get("worker") or "", r.get("error") or ""])
+        rows.append([display(c) for c in (r["id"], r["status"], r["model_name"], f"{r['test_set']}/{r['track']}",
+                                          r["submitted_time"], r.get("worker") or "", r.get("error") or "")])
+    for problem in store.quarantined("requests"):  # unreadable queue files: named, never blocking
+        rows.append(["", "UNREADABLE", "", "", "", "", display(problem)])
     return rows
 
 
@@ -91,7 +100,14 @@ def build(worker, handler: RingHandler) -> gr.Blocks:
 
 def start(worker, poll: float) -> threading.Event:
     stop = threading.Event()
-    threading.Thread(target=worker.run, kwargs={"poll": poll, "stop": stop}, daemon=True, name="rexrank-worker").start()
+
+    def work() -> None:
+        try:
+            worker.run(poll=poll, stop=stop)
+        except Exception as exc:  # e.g. a test set it cannot load: the request stays PENDING
+            logging.getLogger("rexrank.backend").error("the worker stopped: %s", exc)
+
+    threading.Thread(target=work, daemon=True, name="rexrank-worker").start()
     return stop
 
 

@@ -146,7 +146,8 @@ def test_two_worker_processes_score_each_submission_exactly_once(tmp_path):
         keys[submit(store, variant(tmp_path, i), model_name=f"m{i}")["id"]] = i
     log = tmp_path / "calls.log"
     env = {"REXRANK_TEST_LOG": str(log), "REXRANK_TEST_SLOW": "0.2"}
-    procs = [cli("backend", "--store", str(tmp_path / "s"), "--once", "--metrics", "counting", "--worker-id", f"p{i}", env=env)
+    procs = [cli("backend", "--store", str(tmp_path / "s"), "--once", "--metrics", "counting", "--worker-id", f"p{i}",
+                 "--quota", "0", env=env)
              for i in range(2)]
     for p in procs:
         out, err = p.communicate(timeout=120)
@@ -205,14 +206,15 @@ def test_private_set_results_are_aggregate_only(tmp_path, private_set):
     store = open_store(tmp_path / "s")
     req = submit(store, preds, test_set="rexgradient")
     assert req["predictions"]["ids_checked"] is False and req["private"] is True
-    Worker(store, data_dir=data_dir, metrics="bleu2,leaky", worker_id="w").run(once=True)
+    Worker(store, data_dir=data_dir, metrics="bleu2,leaky", worker_id="w", min_coverage=0.5).run(once=True)
     assert store.get_request(req["id"])["status"] == FINISHED
     [record] = store.list_results()
     assert record["values"]["bleu2"]["n"] == len(PRIVATE_SENTENCES)
     assert not record["per_study_available"] and "per_study_path" not in record
     assert not list((tmp_path / "s" / "results").rglob("*.parquet"))
     leaky = record["summaries"]["leaky"]
-    assert set(leaky) == {"scores", "corpus", "higher_is_better", "n_failed", "seconds"} and leaky["n_failed"] == 1
+    assert set(leaky) <= {"scores", "rounding_decimals", "higher_is_better", "n_studies", "n_scored", "n_failed", "seconds"}
+    assert leaky["n_failed"] == 1 and leaky["n_scored"] == len(PRIVATE_SENTENCES) - 1
     assert "RG000" not in json.dumps(record)  # no per-study ids either
     assert leaks_in(tmp_path / "s") == []
 
@@ -221,7 +223,7 @@ def test_the_same_careless_metric_does_publish_details_on_a_public_set(tmp_path,
     # the control for the test above: the leak check finds what the private filter removes
     store = open_store(tmp_path / "s")
     submit(store)
-    Worker(store, metrics="leaky", worker_id="w").run(once=True)
+    Worker(store, metrics="leaky", worker_id="w", min_coverage=0.5).run(once=True)
     [record] = store.list_results()
     assert record["summaries"]["leaky"]["details"]["examples"] and record["summaries"]["leaky"]["failures"]
 
@@ -237,7 +239,7 @@ def test_private_set_errors_do_not_quote_references(tmp_path, private_set):
     assert str(data_dir) not in json.dumps(final)  # nor where the private data lives
 
 
-def test_private_set_id_mismatch_fails_with_the_ids(tmp_path, private_set):
+def test_private_set_id_mismatch_fails_with_counts_not_ids(tmp_path, private_set):
     data_dir, _ = private_set
     preds = write_jsonl(tmp_path / "partial.jsonl", {"RG000": "x", "RG001": "y", "RG999": "z"})
     store = open_store(tmp_path / "s")
@@ -245,5 +247,7 @@ def test_private_set_id_mismatch_fails_with_the_ids(tmp_path, private_set):
     Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
     final = store.get_request(req["id"])
     assert final["status"] == FAILED
-    assert "have no prediction" in final["error"] and "'RG002'" in final["error"] and "'RG999'" in final["error"]
+    assert "4 of 6 studies have no prediction" in final["error"] and "1 submitted study ids are not in" in final["error"]
+    assert "RG0" not in final["error"] and "RG999" not in final["error"]  # a prober learns counts, never ids
+    assert final["failure_kind"] == "validation"
     assert leaks_in(tmp_path / "s") == []

@@ -130,6 +130,8 @@ def test_submit_files_a_request_and_reports_errors(served, tmp_path):
     assert msg.startswith("✅"), msg
     (request,) = store.list_requests()
     assert request["status"] == "PENDING" and request["submitter"] == "alice" and request["model_name"] == "My model"
+    # the request records the uploaded file's own name, not the server's temporary copy
+    assert request["predictions"]["source"] == "example_predictions.json"
     assert queue["data"][0][0] == request["id"]
     # the same predictions again: refused by the store, with its reason shown
     msg, _ = client.predict(handle_file(predictions), *args, "alice", api_name="/submit")

@@ -146,7 +146,7 @@ def test_quota_per_submitter_test_set_and_track(tmp_path):
     first = submit(store, now=t0)
     with pytest.raises(SubmissionError, match=r"already has 1 submission\(s\) on example/findings.*limit 1"):
         submit(store, variant(tmp_path, 1), model_name="other", submitter=" ALICE ", now=t0 + 3600)
-    submit(store, variant(tmp_path, 2), submitter="bob", now=t0 + 3600)  # another submitter
+    submit(store, variant(tmp_path, 2), submitter="bob", model_name="model-b", now=t0 + 3600)  # another submitter
     submit(store, variant(tmp_path, 3), track="findings_impression", now=t0 + 3600)  # another track
     submit(store, variant(tmp_path, 4), model_name="later", now=t0 + 8 * 86400)  # after 7 days
     assert len(store.list_requests()) == 4

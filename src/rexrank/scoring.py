@@ -32,6 +32,16 @@ def _fingerprint(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
+def _n_scored(result: MetricResult, n: int) -> int:
+    """Studies with a primary score (the published one); NaN marks a failure."""
+    import numpy as np
+
+    primary = result.per_study.get(result.name)
+    if primary is None:
+        return n - len(result.failures)
+    return int(np.count_nonzero(~np.isnan(np.asarray(primary, dtype=np.float64))))
+
+
 def _with_progress(name: str, options: dict, progress: bool) -> dict:
     """`progress=False` reaches the metric's own (per-batch) bars too, unless set explicitly."""
     import inspect
@@ -69,6 +79,7 @@ def score_predictions(
         result = metric.score(predictions.texts, list(references))
         seconds = time.time() - t0
         metric_results[name] = result
+        n_scored = _n_scored(result, len(predictions))
         scores = {}
         for column, values in result.per_study.items():
             per_study[column] = values
@@ -81,7 +92,10 @@ def score_predictions(
             "corpus": result.corpus,
             "scores": scores,
             "details": result.details,
-            "n_failed": len(result.failures),
+            # coverage (the backend publishes a metric only above a share of scored studies)
+            "n_studies": len(predictions),
+            "n_scored": n_scored,
+            "n_failed": len(predictions) - n_scored,
             "failures": {predictions.ids[i]: why for i, why in result.failures.items()},
             "seconds": round(seconds, 3),
         }

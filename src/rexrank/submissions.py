@@ -13,8 +13,8 @@ are allowed but counted.
 """
 from __future__ import annotations
 
-import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -130,15 +130,21 @@ def _read_raw_predictions(path: Path) -> RawPredictions:
     if suffix == ".parquet":
         import pandas as pd
 
-        return _read_table(pd.read_parquet(path), source=source, location="row")
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
+            raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {_first_line(exc)})", source=source) from None
+        return _read_table(frame, source=source, location="row")
     if suffix == ".csv":
         import pandas as pd
 
         # keep_default_na=False: an empty cell is an empty prediction, not NaN; ids stay text
         try:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            raise SubmissionError("empty CSV file: expected a header line (id,prediction) and one line per study", source=source) from None
         except pd.errors.ParserError as exc:
-            raise SubmissionError(f"not a readable CSV: {exc}", source=source) from None
+            raise SubmissionError(f"not a readable CSV: {_first_line(exc)}", source=source) from None
         # CSV row numbers count the header as line 1
         raw = _read_table(frame, source=source, location="line")
         raw.rows = [(i, t, f"line {n + 2}") for n, (i, t, _) in enumerate(raw.rows)]
@@ -149,16 +155,10 @@ def _read_raw_predictions(path: Path) -> RawPredictions:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise SubmissionError(f"line {lineno} is not valid JSON: {exc.msg}", source=source) from None
+                records.append(_strict_json(line, source=source, where=f"line {lineno}"))
         return _rows_from_records(records, source=source, location="line")
     if suffix == ".json":
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise SubmissionError(f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}", source=source) from None
+        doc = _strict_json(path.read_text(encoding="utf-8"), source=source, where="")
         if isinstance(doc, dict):
             return _read_submission_json(doc, source=source)
         if isinstance(doc, list):
@@ -171,6 +171,36 @@ def _read_raw_predictions(path: Path) -> RawPredictions:
     )
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300]
+
+
+def _strict_json(text: str, *, source: str, where: str):
+    """JSON with repeated keys refused (json.loads would keep the last one silently)."""
+    from rexrank.strict_json import JSONProblem, describe_duplicates, duplicate_keys, loads
+
+    try:
+        doc = loads(text)
+    except JSONProblem as exc:
+        raise SubmissionError(f"{where} is {exc}" if where else str(exc), source=source) from None
+    found = duplicate_keys(doc)
+    if found:
+        top = "study ids" if not where and isinstance(doc, dict) else "keys"
+        listed = describe_duplicates(found, top_level=top)
+        raise SubmissionError(f"{where}: {listed}" if where else listed, source=source,
+                              details={"duplicates": [k for w, keys in found if not w for k in keys]})
+    return doc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate_at(text: str) -> int | None:
+    """Position of a lone surrogate (\\udXXX in JSON: not a character, cannot be encoded)."""
+    found = _SURROGATE.search(text)
+    return found.start() if found else None
+
+
 def _normalise_id(value: Any, location: str, source: str) -> str:
     if isinstance(value, bool) or value is None or (isinstance(value, float) and math.isnan(value)):
         raise SubmissionError(f"{location}: missing study id", source=source)
@@ -179,6 +209,8 @@ def _normalise_id(value: Any, location: str, source: str) -> str:
     text = str(value).strip()
     if not text:
         raise SubmissionError(f"{location}: empty study id", source=source)
+    if _surrogate_at(text) is not None:
+        raise SubmissionError(f"{location}: study id {text!r} holds a lone surrogate, not valid Unicode text", source=source)
     return text
 
 
@@ -203,10 +235,13 @@ def validate_predictions(
     by_id: dict[str, tuple[str, str]] = {}
     duplicates: dict[str, list[str]] = {}
     bad_types: list[str] = []
+    bad_text: list[str] = []
     for value, text, location in raw.rows:
         sid = _normalise_id(value, location, source)
         if not isinstance(text, str):
             bad_types.append(f"{location} (id {sid!r}): {type(text).__name__} {text!r}")
+        elif (pos := _surrogate_at(text)) is not None:
+            bad_text.append(f"{location} (id {sid!r}): lone surrogate U+{ord(text[pos]):04X} at character {pos + 1}")
         if sid in by_id:
             duplicates.setdefault(sid, [by_id[sid][1]]).append(location)
         else:
@@ -217,6 +252,12 @@ def validate_predictions(
             + (" …" if len(bad_types) > SHOWN else ""),
             source=source,
             details={"non_string": bad_types},
+        )
+    if bad_text:
+        raise SubmissionError(
+            f"{len(bad_text)} predictions are not valid Unicode text: " + "; ".join(bad_text[:SHOWN])
+            + (" …" if len(bad_text) > SHOWN else "") + "; write real characters (UTF-8), not lone \\udXXX escapes",
+            source=source,
         )
     if duplicates:
         listed = "; ".join(f"{sid!r} at {', '.join(locs)}" for sid, locs in list(duplicates.items())[:SHOWN])
@@ -234,7 +275,7 @@ def validate_predictions(
             f"none of the {len(by_id)} study ids belongs to {test_set} (e.g. {_listing(unknown[:3])}); "
             "are these predictions for another test set?",
             source=source,
-            details={"unknown": unknown},
+            details={"unknown": unknown, "n_expected": len(expected)},
         )
     problems = []
     if missing:
@@ -242,7 +283,8 @@ def validate_predictions(
     if unknown:
         problems.append(f"{len(unknown)} study ids are not in {test_set}: {_listing(unknown)}")
     if problems:
-        raise SubmissionError("; ".join(problems), source=source, details={"missing": missing, "unknown": unknown})
+        raise SubmissionError("; ".join(problems), source=source,
+                              details={"missing": missing, "unknown": unknown, "n_expected": len(expected)})
     texts = [by_id[sid][0] for sid in expected]
     empty_ids = [sid for sid, text in zip(expected, texts) if not text.strip()]
     return Predictions(

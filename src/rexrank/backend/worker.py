@@ -10,26 +10,58 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import socket
 import tempfile
 import threading
 import traceback
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
 from rexrank import __version__
-from rexrank.backend.privacy import find_leaks, private_view
+from rexrank.backend.privacy import find_leaks, private_results, private_view, public_message, validation_message
 from rexrank.errors import MetricError, RexrankError, SubmissionError, TestSetError
+from rexrank.store import records as R
+from rexrank.store.names import display
+from rexrank.store.scratch import ScratchDir, remove_stale
 from rexrank.store.store import Store
 
 log = logging.getLogger("rexrank.backend")
 
 DEFAULT_LEASE_SECONDS = 600.0
+DEFAULT_MIN_COVERAGE = 0.99
 PRIVATE_INTERNAL_ERROR = (
     "scoring failed with an internal error on the private test set; details are kept out of the "
     "public queue — contact the maintainers with this request id"
 )
+
+
+def min_coverage_from(percent: float | None) -> float:
+    """--min-coverage PERCENT, else $REXRANK_MIN_COVERAGE (percent), else 99 %, as a share."""
+    if percent is None:
+        text = os.environ.get("REXRANK_MIN_COVERAGE", "").strip().rstrip("%")
+        try:
+            percent = float(text) if text else DEFAULT_MIN_COVERAGE * 100
+        except ValueError:
+            raise RexrankError(f"REXRANK_MIN_COVERAGE={text!r}: expected a percentage, e.g. 99") from None
+    if not 0 < percent <= 100:
+        raise RexrankError(f"minimum coverage {percent:g} %: expected a percentage in (0, 100]")
+    return percent / 100
+
+
+class BackendStop(RexrankError):
+    """The worker cannot go on (it cannot load a test set); the request it held is PENDING again."""
+
+
+class CoverageError(RexrankError):
+    """A metric scored fewer studies than the coverage rule asks: nothing is published.
+    `without_causes`: the same message without the failure reasons."""
+
+    def __init__(self, message: str, *, without_causes: str):
+        super().__init__(message)
+        self.without_causes = without_causes
 
 
 def default_worker_id() -> str:
@@ -78,6 +110,7 @@ class Worker:
         max_attempts: int = 3,
         publish_per_study: bool = True,
         progress: bool = False,
+        min_coverage: float = DEFAULT_MIN_COVERAGE,
     ):
         from rexrank.metrics.registry import parse_metric_list
 
@@ -92,6 +125,10 @@ class Worker:
         self.max_attempts = max_attempts
         self.publish_per_study = publish_per_study
         self.progress = progress
+        if not 0 < min_coverage <= 1:
+            raise RexrankError(f"minimum coverage must be a share in (0, 1], got {min_coverage!r}")
+        self.min_coverage = min_coverage
+        remove_stale()  # temporary files of workers that were killed
 
     # ---- where the test sets are -------------------------------------------------------
     def data_dir_for(self, test_set: str) -> Path | None:
@@ -111,16 +148,24 @@ class Worker:
     # ---- the loop ----------------------------------------------------------------------
     def run(self, *, once: bool = False, poll: float = 60.0, stop: threading.Event | None = None) -> int:
         """Process requests until the queue is empty (`once`) or forever, polling every
-        `poll` seconds; returns how many requests were processed."""
+        `poll` seconds; returns how many requests were processed. Raises BackendStop when
+        this worker cannot score what it claimed (the request stays PENDING)."""
         stop = stop or threading.Event()
         done = 0
         while not stop.is_set():
             try:
                 request = self.process_next()
+            except BackendStop:
+                raise
             except RexrankError as exc:  # the store is unreachable: log, wait, retry
                 if once:
                     raise
-                log.error("%s", exc)
+                log.error("%s", display(exc, keep_newlines=True))
+                request = None
+            except Exception:  # a bug must not end a long-running worker: log it and go on
+                if once:
+                    raise
+                log.exception("unexpected error in the worker loop; going on")
                 request = None
             if request is not None:
                 done += 1
@@ -135,26 +180,46 @@ class Worker:
         request = self.store.claim(self.worker_id, lease_seconds=self.lease_seconds, max_attempts=self.max_attempts)
         if request is None:
             return None
-        log.info("claimed %s (%s on %s/%s, attempt %d)", request["id"], request["model_name"],
-                 request["test_set"], request["track"], request["attempts"])
-        with LeaseKeeper(self.store, request["id"], self.worker_id, self.lease_seconds) as keeper:
-            outcome = self._process(request, keeper)
-        return outcome
+        rid = request["id"]
+        log.info("claimed %s (%s on %s/%s, attempt %d)", rid, display(request["model_name"]),
+                 display(request["test_set"]), display(request["track"]), request.get("attempts", 1))
+        with LeaseKeeper(self.store, rid, self.worker_id, self.lease_seconds) as keeper:
+            try:
+                return self._process(request, keeper)
+            except BackendStop:
+                raise
+            except Exception as exc:  # whatever one request does, the worker settles it and goes on
+                log.exception("%s: unexpected error", rid)
+                if not keeper.lost.is_set():
+                    message, kind = self.failure_message(request, exc)
+                    self.store.fail(rid, self.worker_id, error=message, kind=kind)
+                return self.store.get_request(rid)
 
     def _process(self, request: dict, keeper: LeaseKeeper) -> dict:
         rid = request["id"]
-        if request["attempts"] > 1 and self.store.get_result(rid) is not None:
+        if request.get("attempts", 1) > 1 and self.store.get_result(rid) is not None:
             # a previous worker wrote the result and died before marking it FINISHED
             log.info("%s already has its result; marking it FINISHED", rid)
             self.store.finish(rid, self.worker_id, result_id=rid)
             return self.store.get_request(rid)
+        refusal = self.policy_problem(request)
+        if refusal is not None:
+            log.warning("%s refused: %s", rid, display(refusal))
+            self.store.fail(rid, self.worker_id, error=f"refused: {refusal}", kind=R.REFUSED)
+            return self.store.get_request(rid)
         try:
             record, per_study = self.score(request)
+        except TestSetError as exc:
+            # the worker's problem, not the submitter's: give the request back and stop
+            self.store.release(rid, self.worker_id, reason="the backend could not load the test set")
+            raise BackendStop(f"cannot load test set {request['test_set']!r} ({exc}); request {rid} is PENDING "
+                              "again — fix the worker's data (--data-dir) and start it again, or withdraw the request "
+                              f"with `rexrank cancel {rid}`") from None
         except Exception as exc:
-            message = self.failure_message(request, exc)
-            log.error("%s FAILED: %s", rid, message)
+            message, kind = self.failure_message(request, exc)
+            log.error("%s FAILED: %s", rid, display(message))
             if not keeper.lost.is_set():
-                self.store.fail(rid, self.worker_id, error=message)
+                self.store.fail(rid, self.worker_id, error=message, kind=kind)
             return self.store.get_request(rid)
         if keeper.lost.is_set():
             log.warning("%s: lease lost while scoring; discarding this worker's result", rid)
@@ -166,6 +231,17 @@ class Worker:
             log.info("%s FINISHED", rid)
         return self.store.get_request(rid)
 
+    def policy_problem(self, request: dict) -> str | None:
+        """The submission rules, checked here whatever the submitting client did."""
+        from rexrank.testsets.registry import check_track, get_spec
+
+        try:
+            get_spec(request["test_set"])
+            check_track(request["track"])
+        except RexrankError as exc:
+            return str(exc)
+        return self.store.policy_problem(request)
+
     # ---- scoring -----------------------------------------------------------------------
     def score(self, request: dict) -> tuple[dict, bytes | None]:
         from rexrank.scoring import score_submission
@@ -174,8 +250,8 @@ class Worker:
 
         spec = get_spec(request["test_set"])
         data_dir = self.data_dir_for(request["test_set"])
-        with tempfile.TemporaryDirectory(prefix="rexrank-backend-") as tmp:
-            preds_file = Path(tmp) / "predictions.parquet"
+        with ScratchDir("backend") as tmp:
+            preds_file = tmp / "predictions.parquet"
             preds_file.write_bytes(self.store.read_predictions(request))
             try:
                 run = score_submission(
@@ -184,7 +260,8 @@ class Worker:
                 )
             except SubmissionError as exc:
                 # name the submitter's predictions, not this worker's temporary file
-                raise SubmissionError(str(exc).replace(str(preds_file), "predictions")) from None
+                raise SubmissionError(str(exc).replace(str(preds_file), "predictions"), details=exc.details) from None
+        self.check_coverage(run.results, private=spec.private)
         record = self.result_record(request, run.results, private=spec.private)
         per_study = None
         if not spec.private and self.publish_per_study:
@@ -198,9 +275,31 @@ class Worker:
                 raise RuntimeError(f"result record would quote {len(leaks)} private references")
         return record, per_study
 
+    def check_coverage(self, results: dict, *, private: bool) -> None:
+        """Raise CoverageError when any metric scored less than `min_coverage` of the
+        studies: a mean over the studies an LLM happened to answer is not the model's score."""
+        short, causes = [], []
+        for name, summary in results["metrics"].items():
+            n = summary.get("n_studies") or results["predictions"]["n"]
+            scored = summary.get("n_scored")
+            if scored is None:  # a metric that produced no summary counts, not a silent pass
+                scored = n - summary.get("n_failed", n)
+            if n and scored / n < self.min_coverage:
+                short.append(f"{name} scored {scored} of {n} studies ({scored / n:.1%})")
+                causes.append(_causes(summary.get("failures") or {}, private=private))
+        if short:
+            head = f"below the coverage rule (each metric must score at least {self.min_coverage:.0%} of the studies): "
+            tail = (". Nothing was published. The answers already received are kept in the cache: the maintainers "
+                    "can requeue this request once the cause is fixed, and only the missing studies are scored again.")
+            raise CoverageError(head + "; ".join(f"{s}; cause: {c}" for s, c in zip(short, causes)) + tail,
+                                without_causes=head + "; ".join(short) + tail)
+
     def result_record(self, request: dict, results: dict, *, private: bool) -> dict:
         from rexrank.results_schema import leaderboard_values
 
+        provenance = {name: s["provenance"] for name, s in results["metrics"].items()}
+        if private:  # rounded before anything is derived from it (rexrank.backend.privacy)
+            results = private_results(results)
         summaries = {}
         for name, summary in results["metrics"].items():
             if private:
@@ -234,37 +333,70 @@ class Worker:
                 "python": results.get("python"),
                 "worker": self.worker_id,
                 "attempt": request.get("attempts"),
-                "metrics": {name: s["provenance"] for name, s in results["metrics"].items()},
+                "metrics": provenance,
                 "test_set": test_set,
                 "predictions": prediction_info,
                 "statistics": results.get("statistics"),
             },
         }
 
-    def failure_message(self, request: dict, exc: BaseException) -> str:
-        """What the submitter sees. Private test sets: only messages that cannot carry
-        reference text (validation of the submitter's own file), after a leak check."""
+    def failure_message(self, request: dict, exc: BaseException) -> tuple[str, str]:
+        """(what the submitter sees, failure kind). Never a server path; on a private test
+        set never an id or a text of the test set: validation in counts, anything else
+        only after a leak check or not at all."""
         from rexrank.testsets.registry import get_spec
 
         log.debug("failure of %s:\n%s", request["id"], "".join(traceback.format_exception(exc)))
+        try:
+            private = get_spec(request["test_set"]).private
+        except RexrankError:
+            private = False
         if isinstance(exc, SubmissionError):
-            message = f"the predictions do not match the test set: {exc}"
-        elif isinstance(exc, TestSetError):
-            message = f"the backend cannot load the test set ({exc}); this is not your fault — the maintainers can requeue it"
+            kind = R.VALIDATION
+            message = (validation_message(exc, exc.details.get("n_expected")) if private
+                       else f"the predictions do not match the test set: {exc}")
+        elif isinstance(exc, CoverageError):
+            kind, message = R.COVERAGE, str(exc)
         elif isinstance(exc, MetricError):
-            message = f"a metric could not run: {exc}"
+            kind, message = R.INTERNAL, f"a metric could not run: {exc}"
         else:
-            message = f"internal error while scoring ({type(exc).__name__}: {exc})"
-        spec = get_spec(request["test_set"])
-        if not spec.private:
-            return message[:2000]
-        if not isinstance(exc, SubmissionError):
-            return PRIVATE_INTERNAL_ERROR
+            kind, message = R.INTERNAL, f"internal error while scoring ({type(exc).__name__}: {exc})"
+        message = public_message(message, known_paths=self._server_paths())
+        if not private or kind == R.VALIDATION:
+            return message, kind  # private validation: counts only, by construction
+        # anything else said about a private set is published only if it quotes no reference
+        fallback = exc.without_causes if isinstance(exc, CoverageError) else PRIVATE_INTERNAL_ERROR
         try:
             from rexrank.testsets.loading import load_test_set
 
             refs = list(load_test_set(request["test_set"], request["track"], data_dir=self.data_dir_for(request["test_set"]))["reference"])
         except Exception:
-            return PRIVATE_INTERNAL_ERROR
-        return PRIVATE_INTERNAL_ERROR if find_leaks([message], refs) else message[:2000]
+            return fallback, kind
+        return (fallback if find_leaks([message], refs) else message), kind
 
+    def _server_paths(self) -> list[str]:
+        paths = [str(self.data_dir) if self.data_dir else "", tempfile.gettempdir(), str(Path.home()), os.getcwd()]
+        return [p for p in paths if p and p != "/"]
+
+
+_REASON_KIND = re.compile(r"[A-Za-z][A-Za-z0-9 ()_-]{0,59}")
+
+
+def _reason_kind(why: str) -> str:
+    """The kind of a failure reason ("LLM call failed", "invalid answer after 3 attempt(s)"):
+    the text before the first ':' if it is a short phrase of plain words, else "other"
+    (a reason that quotes a study's text must not be shown for a private test set)."""
+    head = str(why).split(":", 1)[0].strip()
+    return head if _REASON_KIND.fullmatch(head) else "other reasons"
+
+
+def _causes(failures: dict, *, private: bool, shown: int = 3) -> str:
+    """The most common failure reasons with counts; for a private test set, their kinds only."""
+    if not failures:
+        return "no per-study reasons were recorded"
+    reasons = Counter(
+        (_reason_kind(why) if private else " ".join(str(why).split())[:200]) for why in failures.values()
+    )
+    return ", ".join(f"{n} × {why}" for why, n in reasons.most_common(shown)) + (
+        f" and {len(reasons) - shown} other reason(s)" if len(reasons) > shown else ""
+    )

@@ -21,6 +21,11 @@ def register(subparsers) -> None:
     p.add_argument("--lease-seconds", type=float, default=600.0, help="lease length; renewed every third of it (default 600)")
     p.add_argument("--max-attempts", type=int, default=3, help="FAIL a request interrupted this many times (default 3)")
     p.add_argument("--no-per-study", action="store_true", help="do not publish per-study scores of public test sets")
+    p.add_argument("--min-coverage", type=float, default=None, metavar="PERCENT",
+                   help="publish a metric only if it scored at least this share of the studies; below it the request "
+                   "FAILS and nothing is published (default $REXRANK_MIN_COVERAGE or 99)")
+    p.add_argument("--quota", help="N/DAYS submissions per submitter, test set and track, enforced here whatever the "
+                   "submitting client did (default $REXRANK_QUOTA or 1/7; 0 = none)")
     p.add_argument("--log-file", help="also append the log here")
     p.add_argument("--progress", action="store_true", help="show progress bars")
     p.add_argument(
@@ -36,18 +41,22 @@ def run(args: argparse.Namespace) -> int:
     import logging
     import os
 
-    from rexrank.backend.worker import Worker
+    from rexrank.backend.worker import Worker, min_coverage_from
     from rexrank.metrics.options import parse_metric_options
     from rexrank.metrics.registry import parse_metric_list
-    from rexrank.store import open_store
+    from rexrank.store import Quota, open_store
+    from rexrank.store.names import display
 
     handlers: list[logging.Handler] = [logging.StreamHandler()]
     if args.log_file:
         handlers.append(logging.FileHandler(args.log_file))
+    for handler in handlers:  # names in the log cannot recolour or rewrite the terminal
+        handler.addFilter(_visible_only(display))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", handlers=handlers)
+    quota = Quota.parse(args.quota) if args.quota is not None else Quota.from_env()
     metrics = args.metrics or os.environ.get("REXRANK_METRICS") or None
     worker = Worker(
-        open_store(args.store),
+        open_store(args.store, quota=quota),
         data_dir=args.data_dir or os.environ.get("REXRANK_DATA_DIR") or None,
         metrics=metrics,
         metric_options=parse_metric_options(args.metric_option, parse_metric_list(metrics)),
@@ -56,7 +65,20 @@ def run(args: argparse.Namespace) -> int:
         max_attempts=args.max_attempts,
         publish_per_study=not args.no_per_study,
         progress=args.progress,
+        min_coverage=min_coverage_from(args.min_coverage),
     )
     done = worker.run(once=args.once, poll=args.poll)
     logging.getLogger("rexrank.backend").info("worker %s processed %d request(s)", worker.worker_id, done)
     return 0
+
+
+def _visible_only(display):
+    import logging
+
+    class VisibleOnly(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            record.msg = display(record.getMessage(), keep_newlines=True)
+            record.args = ()
+            return True
+
+    return VisibleOnly()

@@ -15,6 +15,8 @@ COMMAND_MODULES = [
     "rexrank.cli.submit",
     "rexrank.cli.backend",
     "rexrank.cli.status",
+    "rexrank.cli.requeue",
+    "rexrank.cli.cancel",
     "rexrank.cli.analyze",
     "rexrank.cli.import_published",
     "rexrank.cli.leaderboard",
@@ -44,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args) or 0
     except RexrankError as exc:
-        print(f"rexrank {args.command}: error: {exc}", file=sys.stderr)
+        from rexrank.store.names import display  # a name quoted in a message cannot drive the terminal
+
+        print(f"rexrank {args.command}: error: {display(exc, keep_newlines=True)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -36,11 +36,11 @@ def register(subparsers) -> None:
 
 
 def format_table(results: dict) -> str:
-    rows = [("metric", "mean", "± 95% CI", "n")]
+    rows = [("metric", "mean", "± 95% CI", "n scored / failed")]
     for summary in results["metrics"].values():
         for column, s in summary["scores"].items():
             ci = s.get("ci95", math.nan)
-            n = f"{s['n']}" + (f" ({s['n_missing']} failed)" if s.get("n_missing") else "")
+            n = f"{s['n']} / {s.get('n_missing', 0)}"
             rows.append((column, f"{s['mean']:.4f}", "n/a" if math.isnan(ci) else f"{ci:.4f}", n))
         for key, value in summary["corpus"].items():
             if key not in summary["scores"]:
@@ -85,6 +85,13 @@ def run(args: argparse.Namespace) -> int:
             f"(e.g. no findings section); they were not scored"
         )
     print(format_table(results))
+    from rexrank.backend.worker import DEFAULT_MIN_COVERAGE as LEADERBOARD_MIN_COVERAGE
+
+    for name, summary in results["metrics"].items():  # what the leaderboard's coverage rule would refuse
+        n, scored = summary.get("n_studies") or pred["n"], summary.get("n_scored")
+        if scored is not None and n and scored / n < LEADERBOARD_MIN_COVERAGE:
+            print(f"warning: {name} scored {scored} of {n} studies ({scored / n:.1%}), {n - scored} failed: below the "
+                  f"{LEADERBOARD_MIN_COVERAGE:.0%} the leaderboard requires; its mean covers only the scored studies")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(results, indent=2, allow_nan=True))

@@ -19,6 +19,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rexrank.store import open_store
+    from rexrank.store.names import display
     from rexrank.store.records import status_view
 
     store = open_store(args.store, create=False)
@@ -29,27 +30,32 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(view))
             return 0
-        print(f"{request['id']}: {request['status']} — {request['model_name']} on {request['test_set']}/{request['track']}, "
-              f"submitted {request['submitted_time']} by {request['submitter']}")
+        print(display(f"{request['id']}: {request['status']} — {request['model_name']} on {request['test_set']}/{request['track']}, "
+                      f"submitted {request['submitted_time']} by {request['submitter']}"))
         if view["error"]:
-            print(f"error: {view['error']}")
+            print(f"error: {display(view['error'])}")
         for key, v in (view["results"] or {}).items():
             ci = f" ± {v['ci95']:.4f}" if v.get("ci95") is not None else ""
             mean = "n/a" if v.get("mean") is None else f"{v['mean']:.4f}"
-            print(f"  {key:<18} {mean}{ci}  (n={v.get('n')})")
+            print(f"  {display(key):<18} {mean}{ci}  (n={v.get('n')})")
         return 0
     requests = store.list_requests()
+    problems = store.problems()
     if args.json:
         print(json.dumps([status_view(r) | {"model_name": r["model_name"], "test_set": r["test_set"], "track": r["track"],
                                              "submitted_time": r["submitted_time"]} for r in requests]))
         return 0
     if not requests:
         print(f"the queue of {store.name} is empty")
-        return 0
-    header = ("id", "status", "model", "test set/track", "submitted", "submitter")
-    rows = [header] + [(r["id"], r["status"], r["model_name"], f"{r['test_set']}/{r['track']}", r["submitted_time"], r["submitter"])
-                       for r in requests]
-    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
-    for row in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    else:
+        header = ("id", "status", "model", "test set/track", "submitted", "submitter")
+        rows = [header] + [tuple(display(c) for c in (r["id"], r["status"], r["model_name"], f"{r['test_set']}/{r['track']}",
+                                                      r["submitted_time"], r["submitter"])) for r in requests]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        for row in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    if problems:  # never blocks the listing: each bad file is named once, with why
+        print(f"\n{len(problems)} unreadable record(s) skipped:")
+        for problem in problems:
+            print(f"  {display(problem)}")
     return 0

@@ -23,13 +23,15 @@ def register(subparsers) -> None:
     p.add_argument("--model-url", default="")
     p.add_argument("--trained-on", default="", help="comma-separated test sets the model was trained on")
     p.add_argument("--data-dir", help="folder holding the test set JSON (MIMIC-CXR, CheXpert Plus)")
-    p.add_argument("--quota", help="N/DAYS submissions per submitter, test set and track (default $REXRANK_QUOTA or 1/7; 0 = none)")
+    p.add_argument("--quota", help="N/DAYS submissions per submitter, test set and track, checked here as a courtesy "
+                   "(the backend enforces its own; default $REXRANK_QUOTA or 1/7; 0 = none)")
     p.add_argument("--json", action="store_true", help='print {"id": ..., "status": ...} as JSON')
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from rexrank.store import Quota, open_store
+    from rexrank.store.names import display
 
     quota = Quota.parse(args.quota) if args.quota is not None else Quota.from_env()
     store = open_store(args.store, quota=quota)
@@ -48,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"id": request["id"], "status": request["status"]}))
     else:
         preds = request["predictions"]
-        print(f"submitted {request['id']}: {request['model_name']} on {request['test_set']}/{request['track']} "
-              f"({preds['n']} predictions, {preds['n_empty']} empty) — {request['status']}")
+        print(display(f"submitted {request['id']}: {request['model_name']} on {request['test_set']}/{request['track']} "
+                      f"({preds['n']} predictions, {preds['n_empty']} empty) — {request['status']}"))
         if not preds["ids_checked"]:
             print("note: the study ids of this private test set are checked by the backend when it scores")
         print(f"follow it with: rexrank status --store {store.name} {request['id']}")

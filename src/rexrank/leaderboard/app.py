@@ -10,11 +10,6 @@ Named API endpoints (for gradio_client): /views, /leaderboard, /model, /plots, /
 """
 from __future__ import annotations
 
-import os
-import re
-import tempfile
-from pathlib import Path
-
 # at module level, not in build_app: gradio reads the event functions' type hints (gr.Request,
 # gr.EventData, gr.OAuthProfile) through this module's globals to know what to fill in
 import gradio as gr
@@ -42,10 +37,11 @@ from rexrank.leaderboard.page_style import (
     TABLE_CLASS,
     GridLayout,
 )
-from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS, TRACK_LABELS
+from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS, TRACK_LABELS, coverage_notes
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.leaderboard.submit import describe_error, describe_request, file_request, is_hub_store
 from rexrank.results_schema import DEFAULT_RANK_KEY
+from rexrank.store.names import display
 from rexrank.submissions import ID_COLUMNS, SUBMISSION_JSON_FIELD, TEXT_COLUMNS
 
 TITLE = "ReXrank: chest X-ray report generation leaderboard"
@@ -56,8 +52,12 @@ QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status",
 def _status(source: LeaderboardSource) -> str:
     frame = source.frame()
     text = f"{tables.plural(len(frame), 'result')} from {source.label}."
+    notes = coverage_notes(frame)  # values computed on fewer studies than the test set has
+    if notes:
+        text += "\n\nComputed on fewer studies than the test set has (n shown):\n" + "\n".join(
+            f"- {tables.md_escape(n)}" for n in notes[:20])
     if source.problems:
-        shown = "\n".join(f"- {p}" for p in source.problems[:20])
+        shown = "\n".join(f"- {tables.md_escape(p)}" for p in source.problems[:20])
         more = f"\n- … and {len(source.problems) - 20} more" if len(source.problems) > 20 else ""
         text += f"\n\n⚠️ {len(source.problems)} result record(s) could not be shown:\n{shown}{more}"
     return text
@@ -72,19 +72,6 @@ def _formats_help() -> str:
         f"list) with {ids} and {texts} columns, or parquet with the same columns. A `datasets` folder can be "
         "submitted with `rexrank submit --predictions FOLDER`."
     )
-
-
-def _without_server_paths(message: str, upload: str | None) -> str:
-    """A submit message as the submitter may see it: the uploaded file by its own name,
-    never the server's temp path (nor any other path under the server's temp folder)."""
-    if upload:
-        name = Path(upload).name
-        for form in sorted({str(upload), os.path.realpath(upload)}, key=len, reverse=True):
-            message = message.replace(form, name)
-    roots = {tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir()), os.environ.get("GRADIO_TEMP_DIR") or ""}
-    for root in sorted((r for r in roots if r), key=len, reverse=True):
-        message = re.sub(re.escape(root.rstrip("/")) + r"/[^\s'\":,;]*", lambda m: Path(m.group(0)).name, message)
-    return message
 
 
 def _plots(source: LeaderboardSource, test_set: str, track: str):
@@ -166,7 +153,7 @@ def build_app(source: LeaderboardSource):
         if store is None:
             return pd.DataFrame(columns=QUEUE_COLUMNS)
         reqs = store.list_requests()
-        return pd.DataFrame([{c: r.get(c) for c in QUEUE_COLUMNS} for r in reqs], columns=QUEUE_COLUMNS)
+        return pd.DataFrame([{c: display(r.get(c) or "") for c in QUEUE_COLUMNS} for r in reqs], columns=QUEUE_COLUMNS)
 
     def plots(test_set: str, track: str):
         return _plots(source, test_set, track)
@@ -283,8 +270,8 @@ def build_app(source: LeaderboardSource):
                                 hf_username=profile.username if profile is not None else None, typed_name=typed_name,
                             )
                         except Exception as exc:  # every failure becomes a message for the submitter
-                            return _without_server_paths(describe_error(exc), file), queue()
-                        return _without_server_paths(describe_request(request), file), queue()
+                            return describe_error(exc, upload=file), queue()
+                        return describe_request(request), queue()
 
                     sub_btn.click(
                         submit,

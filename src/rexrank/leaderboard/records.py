@@ -1,9 +1,13 @@
 """Result records -> one flat DataFrame that every leaderboard view is cut from.
 
 A record (format in `rexrank.results_schema`) is one model on one test set and track. The
-frame has one row per record: identity columns, `trained` (the model used this test
-set's training split), and for each leaderboard column key `k` the mean `k` and the 95 %
-CI half-width `k_ci` (NaN when the results have none, as for the published numbers).
+frame has one row per record: identity columns (names with control and invisible
+characters removed: a name cannot reverse itself or hide text on the page), `trained`
+(the model used this test set's training split), and for each leaderboard column key `k`
+the mean `k`, the 95 % CI half-width `k_ci` (NaN when the results have none, as for the
+published numbers) and `k_n`, the number of studies it was computed on; `n_studies` is
+the test set's size for the track when the record says it (`coverage_notes` lists the
+values computed on fewer studies).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import pandas as pd
 
 from rexrank.errors import RexrankError
 from rexrank.results_schema import COLUMNS_BY_KEY, LEADERBOARD_COLUMNS
+from rexrank.store.names import display
 from rexrank.testsets.registry import TEST_SETS, TRACKS
 
 # The order the ReXrank site shows them: private set first, then the public ones.
@@ -28,7 +33,8 @@ TEST_SET_LABELS = {
 TRACK_LABELS = {"findings": "Findings", "findings_impression": "Findings + Impression"}
 IDENTITY = ("id", "model_name", "institution", "model_url", "date", "submitter", "test_set", "track", "source")
 METRIC_KEYS = tuple(c.key for c in LEADERBOARD_COLUMNS)
-FRAME_COLUMNS = (*IDENTITY, "trained", "per_study_available", *METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n")
+FRAME_COLUMNS = (*IDENTITY, "trained", "per_study_available", *METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n",
+                 *(f"{k}_n" for k in METRIC_KEYS), "n_studies")
 
 
 def _number(value, *, where: str, allow_none: bool) -> float:
@@ -57,7 +63,7 @@ def check_record(record: dict) -> dict:
     unknown = [k for k in values if k not in COLUMNS_BY_KEY]
     if unknown:
         raise RexrankError(f"result record {rid}: unknown leaderboard column(s) {unknown} (known: {list(COLUMNS_BY_KEY)})")
-    row = {f: str(record.get(f) or "") for f in IDENTITY}
+    row = {f: display(record.get(f) or "") for f in IDENTITY}
     row["source"] = row["source"] or "rexrank"
     trained_on = record.get("trained_on") or []
     if not isinstance(trained_on, (list, tuple)):
@@ -67,6 +73,7 @@ def check_record(record: dict) -> dict:
     ns = []
     for key in METRIC_KEYS:
         entry = values.get(key)
+        row[f"{key}_n"] = math.nan
         if entry is None:
             row[key] = row[f"{key}_ci"] = math.nan
             continue
@@ -75,9 +82,29 @@ def check_record(record: dict) -> dict:
         row[key] = _number(entry["mean"], where=f"result record {rid} values[{key!r}].mean", allow_none=False)
         row[f"{key}_ci"] = _number(entry.get("ci95"), where=f"result record {rid} values[{key!r}].ci95", allow_none=True)
         if entry.get("n") is not None:
+            row[f"{key}_n"] = _number(entry["n"], where=f"result record {rid} values[{key!r}].n", allow_none=False)
             ns.append(int(entry["n"]))
     row["n"] = max(ns) if ns else math.nan
+    test_set_info = (record.get("provenance") or {}).get("test_set") if isinstance(record.get("provenance"), dict) else None
+    n_studies = test_set_info.get("n_studies") if isinstance(test_set_info, dict) else None
+    row["n_studies"] = _number(n_studies, where=f"result record {rid} provenance.test_set.n_studies", allow_none=True)
     return row
+
+
+def coverage_notes(frame: pd.DataFrame) -> list[str]:
+    """One line per result with a value computed on fewer studies than its test set has
+    (the backend publishes such values only above its coverage rule, e.g. 99 %)."""
+    notes = []
+    for row in frame.to_dict("records"):
+        total = row["n_studies"]
+        if math.isnan(total):
+            continue
+        short = [f"{COLUMNS_BY_KEY[k].display} n = {int(row[f'{k}_n'])}" for k in METRIC_KEYS
+                 if not math.isnan(row[f"{k}_n"]) and row[f"{k}_n"] < total]
+        if short:
+            where = f"{TEST_SET_LABELS.get(row['test_set'], row['test_set'])} / {TRACK_LABELS.get(row['track'], row['track'])}"
+            notes.append(f"{row['model_name']} on {where}: {', '.join(short)} of {int(total)} studies")
+    return notes
 
 
 def records_frame(records, *, problems: list[str] | None = None) -> pd.DataFrame:
@@ -101,7 +128,7 @@ def records_frame(records, *, problems: list[str] | None = None) -> pd.DataFrame
         seen.add(row["id"])
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
-    for key in (*METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n"):
+    for key in (*METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n", *(f"{k}_n" for k in METRIC_KEYS), "n_studies"):
         frame[key] = frame[key].astype(np.float64)
     frame["trained"] = frame["trained"].astype(bool)
     frame["per_study_available"] = frame["per_study_available"].astype(bool)

@@ -14,11 +14,14 @@ from typing import Callable
 import pandas as pd
 
 from rexrank.leaderboard.records import records_frame
+from rexrank.store.names import display
 
 
 class LeaderboardSource:
-    def __init__(self, load: Callable[[], list[dict]], *, label: str, store=None, ttl: float = 60.0):
+    def __init__(self, load: Callable[[], list[dict]], *, label: str, store=None, ttl: float = 60.0,
+                 load_problems: Callable[[], list] | None = None):
         self._load = load
+        self._load_problems = load_problems or (lambda: [])
         self.label = label
         self.store = store
         self.ttl = ttl
@@ -35,15 +38,19 @@ class LeaderboardSource:
 
     @classmethod
     def from_store(cls, store, *, ttl: float = 60.0) -> "LeaderboardSource":
-        return cls(store.list_results, label=f"store {store.name}", store=store, ttl=ttl)
+        # the store quarantines result files it cannot read (rexrank.store.Store.problems)
+        # (as of the listing just made: nothing is read twice)
+        return cls(store.list_results, label=f"store {store.name}", store=store, ttl=ttl,
+                   load_problems=lambda: store.quarantined("results"))
 
     def frame(self, *, force: bool = False) -> pd.DataFrame:
         with self._lock:
             stale = time.monotonic() - self._loaded_at > self.ttl
             if self._frame is None or force or stale:
                 records = self._load()
-                problems: list[str] = []
+                problems: list[str] = [str(p) for p in self._load_problems()]
                 self._frame = records_frame(records, problems=problems)
+                problems = [display(p) for p in problems]
                 self._records = {r.get("id"): r for r in records if isinstance(r, dict)}
                 self.problems = problems
                 self._loaded_at = time.monotonic()

@@ -1,13 +1,17 @@
 """The submission tab's one action: validate predictions and file a request into the store.
 
 On a Hub store the submitter is the signed-in Hugging Face user (the quota counts per
-user, so it must not be a free-text field); on a local store it is a typed name.
+user, so it must not be a free-text field); on a local store it is a typed name. The
+store applies the submission rules (rexrank.store.policy) here, with this server's quota,
+and the backend applies them again before scoring.
 """
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from rexrank.errors import RexrankError, SubmissionError
+from rexrank.store.names import display
 
 
 def is_hub_store(store) -> bool:
@@ -53,6 +57,7 @@ def file_request(
         model_url=model_url,
         trained_on=list(trained_on or ()),
         data_dir=os.environ.get("REXRANK_DATA_DIR") or None,
+        source_label=Path(predictions).name,
     )
 
 
@@ -61,14 +66,23 @@ def describe_request(request: dict) -> str:
     checked = "ids checked against the test set" if p.get("ids_checked") else (
         "file structure checked; the study ids are checked by the backend (private test set)"
     )
+    from rexrank.leaderboard.tables import md_escape
+
     return (
-        f"✅ Request **{request['id']}** filed: {request['model_name']} on {request['test_set']} / "
+        f"✅ Request **{request['id']}** filed: {md_escape(display(request['model_name']))} on {request['test_set']} / "
         f"{request['track']}, status {request['status']}.  \n"
         f"{p.get('n', '?')} predictions ({p.get('n_empty', 0)} empty); {checked}."
     )
 
 
-def describe_error(exc: Exception) -> str:
-    if isinstance(exc, RexrankError):
-        return f"❌ Not filed: {exc}"
-    return f"❌ Not filed: unexpected error {type(exc).__name__}: {exc}"
+def describe_error(exc: Exception, *, upload: str | None = None) -> str:
+    """What the submitter reads: no server paths; the uploaded file (`upload`, a temporary
+    path on the server) is named by its own file name."""
+    from rexrank.backend.privacy import public_message
+    from rexrank.leaderboard.tables import md_escape
+
+    text = str(exc) if isinstance(exc, RexrankError) else f"unexpected error {type(exc).__name__}: {exc}"
+    if upload:
+        for form in sorted({str(upload), os.path.realpath(upload)}, key=len, reverse=True):
+            text = text.replace(form, Path(upload).name)
+    return f"❌ Not filed: {md_escape(display(public_message(text)))}"

@@ -31,10 +31,13 @@ class OpenAIBackend:
     def identity(self) -> dict:
         return {"backend": self.name, "model": self.settings.model, "revision": self.settings.revision}
 
-    def generate(self, requests: list[LLMRequest], on_progress=None) -> list[LLMResponse]:
+    def generate(self, requests: list[LLMRequest], on_progress=None, on_result=None) -> list[LLMResponse]:
+        """One call after another; `on_result(i, response)` as each answer arrives."""
         out = []
-        for request in requests:
+        for i, request in enumerate(requests):
             out.append(self.call(request))
+            if on_result:
+                on_result(i, out[-1])
             if on_progress:
                 on_progress(1)
         return out

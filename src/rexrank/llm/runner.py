@@ -3,11 +3,13 @@
 The cache key is sha256 over (backend, model, revision, full request: messages or prompt,
 and every generation parameter), so any change that could change an answer misses.
 Only successful answers are cached: a rerun retries what failed and costs nothing else.
+Each answer is cached as it arrives, so a run killed midway re-sends only what was in
+flight.
 """
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from rexrank.llm.settings import LLMSettings
@@ -50,25 +52,40 @@ class LLMRunner:
             else:
                 todo.setdefault(request, []).append(i)
         unique = list(todo)
+
+        def arrived(request: LLMRequest, response: LLMResponse) -> None:
+            # cached the moment it arrives: a run killed later re-sends only what was in flight
+            if response.ok:
+                self.cache.put(self.cache_key(request), response.to_cache())
+            for n, i in enumerate(todo[request]):
+                # duplicates beyond the first were not paid for: account them as cache hits
+                responses[i] = response if n == 0 else LLMResponse(**response.to_cache(), cached=True, error=response.error)
+
         with tqdm(total=len(unique), desc=desc, unit="call", disable=not self.progress or not unique) as bar:
-            for request, response in self._send(unique, bar):
-                if response.ok:
-                    self.cache.put(self.cache_key(request), response.to_cache())
-                for n, i in enumerate(todo[request]):
-                    # duplicates beyond the first were not paid for: account them as cache hits
-                    responses[i] = response if n == 0 else LLMResponse(**response.to_cache(), cached=True, error=response.error)
+            self._send(unique, bar, arrived)
         for response in responses:
             self.usage.add(response)  # type: ignore[arg-type]
         return responses  # type: ignore[return-value]
 
-    def _send(self, requests: list[LLMRequest], bar):
+    def _send(self, requests: list[LLMRequest], bar, arrived) -> None:
         if not requests:
             return
         if self.backend.max_concurrency > 1:
             with ThreadPoolExecutor(max_workers=min(self.backend.max_concurrency, len(requests))) as pool:
-                for request, response in zip(requests, pool.map(self.backend.call, requests)):
+                futures = {pool.submit(self.backend.call, request): request for request in requests}
+                for future in as_completed(futures):  # in arrival order, not submission order
                     bar.update(1)
-                    yield request, response
+                    arrived(futures[future], future.result())
         else:
             # the backend batches and orders by length itself; it reports progress per batch
-            yield from zip(requests, self.backend.generate(requests, on_progress=bar.update))
+            # and hands over each answer through `on_result` as soon as it has it
+            handed: set[int] = set()
+
+            def on_result(index: int, response: LLMResponse) -> None:
+                handed.add(index)
+                arrived(requests[index], response)
+
+            results = self.backend.generate(requests, on_progress=bar.update, on_result=on_result)
+            for index, response in enumerate(results):
+                if index not in handed:
+                    arrived(requests[index], response)

@@ -74,9 +74,11 @@ class TransformersBackend:
             return tok(text, add_special_tokens=False)["input_ids"]
         raise ValueError(f"unknown request kind {request.kind!r}")
 
-    def generate(self, requests: list[LLMRequest], on_progress=None) -> list[LLMResponse]:
+    def generate(self, requests: list[LLMRequest], on_progress=None, on_result=None) -> list[LLMResponse]:
+        """Answers in request order; `on_result(i, response)` for each as its batch ends."""
         self._load()
         on_progress = on_progress or (lambda n: None)
+        on_result = on_result or (lambda i, response: None)
         out: list[LLMResponse | None] = [None] * len(requests)
         ready: list[tuple[int, list[int]]] = []
         for i, request in enumerate(requests):
@@ -84,6 +86,7 @@ class TransformersBackend:
                 ids = self.prompt_ids(request)
             except Exception as exc:  # e.g. no chat template
                 out[i] = LLMResponse(None, error=f"cannot build the prompt: {type(exc).__name__}: {exc}")
+                on_result(i, out[i])
                 on_progress(1)
                 continue
             cap = request.param_dict.get("max_length")
@@ -92,6 +95,7 @@ class TransformersBackend:
                 out[i] = LLMResponse(
                     None, prompt_tokens=len(ids), error=f"prompt is {len(ids)} tokens, no room under the {limit}-token limit"
                 )
+                on_result(i, out[i])
                 on_progress(1)
                 continue
             ready.append((i, ids))
@@ -106,6 +110,7 @@ class TransformersBackend:
                 batch = members[start : start + self.settings.batch_size]
                 for (i, _), response in zip(batch, self._generate_batch([ids for _, ids in batch], dict(requests[batch[0][0]].param_dict))):
                     out[i] = response
+                    on_result(i, response)
                 on_progress(len(batch))
         return out  # type: ignore[return-value]
 

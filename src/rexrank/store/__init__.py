@@ -17,12 +17,12 @@ from pathlib import Path
 from rexrank.store.policy import Quota
 from rexrank.store.records import FAILED, FINISHED, PENDING, RUNNING, STATUSES
 from rexrank.store.repo import ConflictError, StoreError
-from rexrank.store.store import Store
+from rexrank.store.store import Problem, Store
 
 DEFAULT_STORE = "./rexrank-store"
 
 __all__ = [
-    "open_store", "Store", "Quota", "StoreError", "ConflictError", "DEFAULT_STORE",
+    "open_store", "Store", "Problem", "Quota", "StoreError", "ConflictError", "DEFAULT_STORE",
     "PENDING", "RUNNING", "FINISHED", "FAILED", "STATUSES",
 ]
 

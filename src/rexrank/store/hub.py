@@ -5,11 +5,11 @@ so re-reading the queue only downloads files that changed."""
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from pathlib import Path
 
 from rexrank.store.repo import ConflictError, Snapshot, StoreError
+from rexrank.store.scratch import ScratchDir
 
 
 def _hub_errors():
@@ -29,7 +29,9 @@ class HubRepo:
         self.token = token or os.environ.get("HF_TOKEN") or None
         self.name = f"hf://datasets/{repo_id}"
         self.api = HfApi(endpoint=self.endpoint, token=self.token)
-        self._cache_dir = Path(tempfile.mkdtemp(prefix="rexrank-hubrepo-"))
+        # removed at exit, or by the next worker start if this process is killed
+        self._scratch = ScratchDir("hubrepo")
+        self._cache_dir = self._scratch.path
         self._blobs: dict[str, bytes] = {}
         self._lock = threading.Lock()
         HfHubHTTPError, Offline = _hub_errors()

@@ -6,14 +6,19 @@ the store."""
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from rexrank.store.repo import ConflictError, Snapshot, StoreError
 
+log = logging.getLogger("rexrank.store")
+
 _VERSION_FILE = ".rexrank-version"
+_TEMP_PREFIX = ".tmp-"
 _LOCK_FILE = ".rexrank-lock"
 
 
@@ -27,10 +32,10 @@ class LocalRepo:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create store folder {self.root}: {exc}") from None
-        if not (self.root / _VERSION_FILE).exists():
-            with self._locked(fcntl.LOCK_EX):
-                if not (self.root / _VERSION_FILE).exists():
-                    _atomic_write(self.root / _VERSION_FILE, b"0")
+        with self._locked(fcntl.LOCK_EX):
+            if not (self.root / _VERSION_FILE).exists():
+                _atomic_write(self.root / _VERSION_FILE, b"0")
+            _remove_stale_temp_files(self.root)
 
     @contextmanager
     def _locked(self, mode: int):
@@ -42,7 +47,10 @@ class LocalRepo:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def _version(self) -> str:
-        return (self.root / _VERSION_FILE).read_text().strip()
+        try:
+            return (self.root / _VERSION_FILE).read_text(encoding="utf-8", errors="replace").strip()
+        except FileNotFoundError:
+            return ""
 
     def snapshot(self) -> Snapshot:
         with self._locked(fcntl.LOCK_SH):  # no commit half-applied while we list
@@ -78,13 +86,17 @@ class LocalRepo:
                 else:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     _atomic_write(target, data)
-            new = str(int(current) + 1)
+            if current.isdigit():
+                new = str(int(current) + 1)
+            else:  # the counter file was damaged or deleted by hand: start a fresh, unique count
+                new = str(time.time_ns())
+                log.warning("%s: version file held %r, not a number; reset it to %s", self.name, current[:40], new)
             _atomic_write(self.root / _VERSION_FILE, new.encode())
             return new
 
 
 def _atomic_write(target: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_TEMP_PREFIX, suffix=target.suffix)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -94,3 +106,12 @@ def _atomic_write(target: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _remove_stale_temp_files(root: Path) -> None:
+    """Temporary files are only written under the exclusive lock, which the caller holds:
+    any found now belong to a writer that was killed mid-write."""
+    for dirpath, _, filenames in os.walk(root):
+        for fname in filenames:
+            if fname.startswith(_TEMP_PREFIX):
+                Path(dirpath, fname).unlink(missing_ok=True)

@@ -1,11 +1,15 @@
-"""Submission rules checked against the queue: quota and identical resubmissions."""
+"""Submission rules checked against the queue and the published results: quota, identical
+resubmissions, model-name ownership and visible names. The submitting client checks them
+as a courtesy; the backend checks them again before scoring (`check_policy`), so a client
+that skips them (`--quota 0`, REXRANK_QUOTA, an edited queue file) gains nothing."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
 from rexrank.errors import SubmissionError
-from rexrank.store.records import FAILED, iso, parse_iso
+from rexrank.store.names import check_submitter, check_visible, display, name_key, same_name
+from rexrank.store.records import CANCELLED, FAILED, REFUSED, VALIDATION, iso, parse_iso
 
 # a report is ~1 kB; anything this long is not a report and would only stress the metrics
 MAX_PREDICTION_CHARS = 20_000
@@ -14,7 +18,8 @@ MAX_PREDICTION_CHARS = 20_000
 @dataclass(frozen=True)
 class Quota:
     """At most `limit` submissions per submitter, test set and track in `days` days
-    (FAILED requests do not count). `limit <= 0` disables the quota."""
+    (FAILED requests do not count, except failed validation on a private test set).
+    `limit <= 0` disables the quota."""
 
     limit: int = 1
     days: float = 7.0
@@ -37,26 +42,36 @@ class Quota:
 
 
 def same_submitter(a: str, b: str) -> bool:
-    return a.strip().casefold() == b.strip().casefold()
+    return name_key(a) == name_key(b)
+
+
+def counts_for_quota(request: dict) -> bool:
+    """FAILED requests do not use up the quota, except a private test set's failed
+    validation: otherwise each failed probe would be a free question about its studies."""
+    if request["status"] != FAILED:
+        return True
+    return bool(request.get("private")) and request.get("failure_kind") == VALIDATION
 
 
 def check_quota(requests: list[dict], *, submitter: str, test_set: str, track: str, now: float, quota: Quota) -> None:
+    """`requests`: those that count before the one being checked (dated `now`); the
+    window reaches both ways, so dating a request back does not escape it."""
     if quota.limit <= 0:
         return
-    since = now - quota.days * 86400
+    window = quota.days * 86400
     recent = sorted(
         r["submitted_time"]
         for r in requests
         if same_submitter(r["submitter"], submitter)
         and r["test_set"] == test_set
         and r["track"] == track
-        and r["status"] != FAILED
-        and parse_iso(r["submitted_time"]) > since
+        and counts_for_quota(r)
+        and abs(parse_iso(r["submitted_time"]) - now) < window
     )
     if len(recent) >= quota.limit:
         next_ok = iso(parse_iso(recent[-quota.limit]) + quota.days * 86400)
         raise SubmissionError(
-            f"submitter {submitter!r} already has {len(recent)} submission(s) on {test_set}/{track} in the last "
+            f"submitter {display(submitter)!r} already has {len(recent)} submission(s) on {test_set}/{track} in the last "
             f"{quota.days:g} days (limit {quota.limit}); next submission possible after {next_ok}"
         )
 
@@ -65,15 +80,75 @@ def check_duplicate(requests: list[dict], *, model_name: str, sha256: str, test_
     for r in requests:
         if (
             r["predictions"]["sha256"] == sha256
-            and r["model_name"].strip().casefold() == model_name.strip().casefold()
+            and same_name(r["model_name"], model_name)
             and r["test_set"] == test_set
             and r["track"] == track
             and r["status"] != FAILED
         ):
             raise SubmissionError(
                 f"identical resubmission: request {r['id']} ({r['status']}) already has these predictions "
-                f"for model {r['model_name']!r} on {test_set}/{track}"
+                f"for model {display(r['model_name'])!r} on {test_set}/{track}"
             )
+
+
+def name_owner(requests: list[dict], results: list[dict], model_name: str) -> tuple[str, str] | None:
+    """Who a model name belongs to: ("published", label) when a published ReXrank entry
+    has it, else ("submitter", name) of the first request that used it (a refused or
+    cancelled request claims nothing); None when the name is free."""
+    key = name_key(model_name)
+    for r in results:
+        if r.get("source") == "published" and name_key(str(r.get("model_name", ""))) == key:
+            return "published", str(r["model_name"])
+    earliest = None
+    for r in requests:
+        if r.get("failure_kind") in (REFUSED, CANCELLED) or name_key(r["model_name"]) != key:
+            continue
+        if earliest is None or (r["submitted_time"], r["id"]) < (earliest["submitted_time"], earliest["id"]):
+            earliest = r
+    for r in results:  # results outlive a cleaned queue
+        if r.get("source") == "rexrank" and r.get("submitter") and name_key(str(r.get("model_name", ""))) == key:
+            if earliest is None:
+                earliest = {"submitter": r["submitter"]}
+    return ("submitter", earliest["submitter"]) if earliest else None
+
+
+def check_owner(requests: list[dict], results: list[dict], *, model_name: str, submitter: str) -> None:
+    owner = name_owner(requests, results, model_name)
+    if owner is None:
+        return
+    kind, who = owner
+    if kind == "published":
+        raise SubmissionError(
+            f"model name {display(model_name)!r} is the published ReXrank entry {display(who)!r}; choose a name of your own "
+            "(names are compared ignoring case, width, invisible characters and lookalike letters)"
+        )
+    if not same_submitter(who, submitter):
+        raise SubmissionError(
+            f"model name {display(model_name)!r} belongs to another submitter, who used it first; choose a name of your own "
+            "(names are compared ignoring case, width, invisible characters and lookalike letters)"
+        )
+
+
+def check_names(*, model_name: str, submitter: str, institution: str = "", model_url: str = "") -> None:
+    """Names as the leaderboard can show them: visible characters only; a submitter is a
+    Hub user or organisation name."""
+    check_submitter(submitter)
+    for label, value in (("model name", model_name), ("institution", institution), ("model URL", model_url)):
+        check_visible(label, value or "")
+
+
+def check_policy(
+    earlier: list[dict], results: list[dict], request: dict, *, now: float, quota: Quota
+) -> None:
+    """Every rule a request must pass against the requests filed before it and the
+    published results (the client checks it when filing, the backend again before scoring)."""
+    check_names(model_name=request["model_name"], submitter=request["submitter"],
+                institution=request.get("institution", ""), model_url=request.get("model_url", ""))
+    check_owner(earlier, results, model_name=request["model_name"], submitter=request["submitter"])
+    check_duplicate(earlier, model_name=request["model_name"], sha256=request["predictions"]["sha256"],
+                    test_set=request["test_set"], track=request["track"])
+    check_quota(earlier, submitter=request["submitter"], test_set=request["test_set"], track=request["track"],
+                now=now, quota=quota)
 
 
 def check_lengths(ids: list[str], texts: list[str], *, source: str, max_chars: int = MAX_PREDICTION_CHARS) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import io
-import tempfile
 from pathlib import Path
 
 from rexrank.errors import SubmissionError
+from rexrank.store.scratch import ScratchDir
 from rexrank.submissions import Predictions, RawPredictions, read_raw_predictions, validate_predictions
 
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl", ".csv")
@@ -34,8 +34,7 @@ def to_parquet_bytes(predictions: Predictions) -> bytes:
 def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | None = None) -> tuple[RawPredictions, str]:
     """hf://user/repo[@revision] (a Hub dataset repo holding one predictions file, or
     parquet shards) -> raw rows, and the pinned source `hf://user/repo@<commit>`."""
-    from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+    from huggingface_hub import HfApi
 
     repo_id, _, revision = spec.removeprefix("hf://").removeprefix("datasets/").partition("@")
     if repo_id.count("/") != 1:
@@ -45,11 +44,18 @@ def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | No
     endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
     token = token or os.environ.get("HF_TOKEN") or None
     api = HfApi(endpoint=endpoint, token=token)
+    with ScratchDir("preds") as scratch:  # gone after reading, or after a kill at the next worker start
+        return _read_downloaded(api, spec, repo_id, revision, endpoint, token, scratch)
+
+
+def _read_downloaded(api, spec, repo_id, revision, endpoint, token, scratch: Path) -> tuple[RawPredictions, str]:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
     try:
         sha = api.repo_info(repo_id, repo_type="dataset", revision=revision or None).sha
         local = snapshot_download(
-            repo_id, repo_type="dataset", revision=sha, endpoint=endpoint, token=token,
-            local_dir=tempfile.mkdtemp(prefix="rexrank-preds-"),
+            repo_id, repo_type="dataset", revision=sha, endpoint=endpoint, token=token, local_dir=str(scratch),
         )
     except OfflineModeIsEnabled:
         raise SubmissionError("cannot download: HF_HUB_OFFLINE is set", source=spec) from None
@@ -64,16 +70,16 @@ def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | No
     pinned = f"hf://{repo_id}@{sha}"
     if not files:
         raise SubmissionError(f"no data file ({', '.join(DATA_SUFFIXES)}) in the repo", source=pinned)
-    if len(files) == 1:
-        raw = read_raw_predictions(files[0])
-    elif all(p.suffix.lower() == ".parquet" for p in files):
-        rows = []
-        for shard in files:  # shards of one split, in file-name order
-            rows.extend(read_raw_predictions(shard).rows)
-        raw = RawPredictions(rows, pinned)
-    else:
+    if len(files) > 1 and not all(p.suffix.lower() == ".parquet" for p in files):
         names = ", ".join(str(p.relative_to(local)) for p in files)
         raise SubmissionError(f"several data files ({names}); keep one predictions file or parquet shards", source=pinned)
+    try:
+        rows = []
+        for shard in files:  # one file, or parquet shards of one split in file-name order
+            rows.extend(read_raw_predictions(shard).rows)
+    except SubmissionError as exc:  # name the repo, not the download folder
+        raise SubmissionError(str(exc).replace(str(local), pinned), details=exc.details) from None
+    raw = RawPredictions(rows, pinned)
     raw.source = pinned
     return raw, pinned
 
@@ -84,8 +90,8 @@ def validate_for(
     """Validate against the test set's ids; returns (predictions, ids_checked).
 
     A private test set's studies are only known to the backend: without its data the ids
-    cannot be checked here (the backend checks them, and fails the request with the list
-    of missing/unknown ids), so only the file's structure is validated.
+    cannot be checked here (the backend checks them, and fails the request with counts of
+    missing/unknown ids, never the ids), so only the file's structure is validated.
     """
     from rexrank.testsets.loading import apply_track, load_all_studies
     from rexrank.testsets.registry import check_track, get_spec
@@ -99,5 +105,13 @@ def validate_for(
     studies = load_all_studies(test_set, data_dir=data_dir)
     test = apply_track(studies, track)
     outside = set(studies["id"]) - set(test["id"])
-    preds = validate_predictions(raw, list(test["id"]), test_set=f"{spec.title}, {track} track", outside_track_ids=outside)
+    try:
+        preds = validate_predictions(raw, list(test["id"]), test_set=f"{spec.title}, {track} track", outside_track_ids=outside)
+    except SubmissionError as exc:
+        if not spec.private:
+            raise
+        from rexrank.backend.privacy import validation_message
+
+        # a server holding the private set answers in counts: ids would tell a prober its studies
+        raise SubmissionError(validation_message(exc, len(test)), details={}) from None
     return preds, True

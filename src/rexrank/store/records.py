@@ -18,6 +18,13 @@ from datetime import datetime, timezone
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 STATUSES = (PENDING, RUNNING, FINISHED, FAILED)
 
+# why a request is FAILED (its "failure_kind"): the quota treats them differently
+VALIDATION = "validation"  # the predictions do not match the test set (counts against a private set's quota)
+REFUSED = "refused"  # the backend's policy refused it (quota, duplicate, name) before scoring
+COVERAGE = "coverage"  # a metric scored too few studies: nothing published; can be requeued
+CANCELLED = "cancelled"  # by the maintainers
+INTERNAL = "internal"  # a metric or the worker failed
+
 QUEUE_DIR = "queue/"
 PREDICTIONS_DIR = "predictions/"
 RECORDS_DIR = "records/"
@@ -57,9 +64,11 @@ def parse_iso(text: str) -> float:
 
 
 def new_request_id(ts: float, *parts: str) -> str:
-    """Sortable by submission time; the hash keeps simultaneous submissions apart."""
+    """Sortable by submission time to the microsecond (the queue's order, and so who used a
+    model name first, must not depend on a hash within one second); the hash keeps
+    simultaneous submissions apart."""
     digest = hashlib.sha256("\x00".join([repr(ts), *parts]).encode()).hexdigest()[:10]
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{digest}"
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y%m%dT%H%M%S.%f") + f"-{digest}"
 
 
 def dumps(record: dict) -> bytes:
@@ -74,6 +83,67 @@ def status_view(request: dict, result: dict | None = None) -> dict:
         "error": request.get("error"),
         "results": result.get("values") if result else None,
     }
+
+
+class BadRecord(ValueError):
+    """A queue or result file that cannot be used; str() says why (one line)."""
+
+
+REQUEST_FIELDS = {"id": str, "status": str, "test_set": str, "track": str, "model_name": str, "submitter": str,
+                  "submitted_time": str, "predictions": dict}
+RESULT_FIELDS = {"id": str, "model_name": str, "test_set": str, "track": str, "values": dict}
+
+
+def _check_fields(record, fields: dict) -> None:
+    if not isinstance(record, dict):
+        raise BadRecord(f"a JSON {type(record).__name__}, not an object")
+    missing = [k for k in fields if k not in record]
+    if missing:
+        raise BadRecord(f"lacks {', '.join(missing)}")
+    wrong = [f"{k} is {type(record[k]).__name__}, not {t.__name__}" for k, t in fields.items() if not isinstance(record[k], t)]
+    if wrong:
+        raise BadRecord("; ".join(wrong))
+
+
+def _load(data: bytes) -> dict:
+    from rexrank.strict_json import JSONProblem, duplicate_keys, loads
+
+    try:
+        record = loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BadRecord(f"not UTF-8 (byte {exc.start})") from None
+    except JSONProblem as exc:
+        raise BadRecord(str(exc)) from None
+    if duplicate_keys(record):
+        raise BadRecord(f"repeated keys {duplicate_keys(record)[0][1]}")
+    return record
+
+
+def parse_request(data: bytes, path: str) -> dict:
+    """A queue file's record, checked enough that every queue operation can rely on it."""
+    record = _load(data)
+    _check_fields(record, REQUEST_FIELDS)
+    if request_path(record["id"]) != path:
+        raise BadRecord(f"holds request id {record['id']!r}, which belongs in {request_path(record['id'])}")
+    if record["status"] not in STATUSES:
+        raise BadRecord(f"unknown status {record['status']!r}")
+    try:
+        parse_iso(record["submitted_time"])
+    except ValueError:
+        raise BadRecord(f"submitted_time {record['submitted_time']!r} is not YYYY-MM-DDTHH:MM:SSZ") from None
+    preds = record["predictions"]
+    if not isinstance(preds.get("path"), str) or not isinstance(preds.get("sha256"), str):
+        raise BadRecord("predictions lacks its path or sha256")
+    for key, types in (("attempts", (int,)), ("lease_expires", (int, float, type(None)))):
+        if key in record and (isinstance(record[key], bool) or not isinstance(record[key], types)):
+            raise BadRecord(f"{key} is {type(record[key]).__name__}")
+    return record
+
+
+def parse_result(data: bytes, path: str) -> dict:
+    record = _load(data)
+    _check_fields(record, RESULT_FIELDS)
+    return record
 
 
 def jsonable(obj):

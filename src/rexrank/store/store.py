@@ -1,16 +1,31 @@
 """`Store`: the requests queue and the results, over two repos (local or Hub)."""
 from __future__ import annotations
 
-import json
+import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
-from rexrank.store.policy import Quota, check_duplicate, check_lengths, check_quota
+from rexrank.store.policy import Quota, check_lengths, check_names, check_policy
 from rexrank.store.repo import Repo, Snapshot, StoreError, transact
 
+log = logging.getLogger("rexrank.store")
+
 REQUIRED_RESULT_KEYS = ("id", "model_name", "test_set", "track", "values")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A quarantined record: which repo ("requests" or "results"), its path there, why."""
+
+    repo: str
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.repo}/{self.path}: {self.reason}"
 
 
 class Store:
@@ -19,20 +34,44 @@ class Store:
         self.results = results
         self.name = name
         self.quota = quota if quota is not None else Quota.from_env()
+        self._problems: dict[str, dict[str, Problem]] = {"requests": {}, "results": {}}
+        self._reported: set[tuple[str, str, str]] = set()
 
     def __repr__(self) -> str:
         return f"Store({self.name!r})"
 
-    # ---- reading -------------------------------------------------------------------
-    def _read_json(self, repo: Repo, snap: Snapshot, path: str) -> dict:
-        try:
-            return json.loads(repo.read(snap, path))
-        except json.JSONDecodeError as exc:
-            raise StoreError(f"{repo.name}/{path}: not valid JSON: {exc}") from None
+    # ---- reading ----------------------------------------------------------------------
+    # A file that cannot be used (not JSON, a field missing, ...) is quarantined: left out
+    # of every listing, kept in `problems()`, logged once per version of the file. It never
+    # stops the other requests or results.
+    def _records(self, which: str, snap: Snapshot, prefix: str, parse) -> list[dict]:
+        repo = self.requests if which == "requests" else self.results
+        good, bad = [], {}
+        for path in snap.paths(prefix, ".json"):
+            try:
+                good.append(parse(repo.read(snap, path), path))
+            except R.BadRecord as exc:
+                problem = Problem(which, path, str(exc))
+                bad[path] = problem
+                if (which, path, snap.files[path]) not in self._reported:
+                    self._reported.add((which, path, snap.files[path]))
+                    log.warning("%s: skipped an unreadable record: %s", self.name, problem)
+        self._problems[which] = bad
+        return good
 
     def _requests_in(self, snap: Snapshot) -> list[dict]:
-        reqs = [self._read_json(self.requests, snap, p) for p in snap.paths(R.QUEUE_DIR, ".json")]
+        reqs = self._records("requests", snap, R.QUEUE_DIR, R.parse_request)
         return sorted(reqs, key=lambda r: (r["submitted_time"], r["id"]))
+
+    def problems(self) -> list[Problem]:
+        """Queue and result files skipped because they cannot be used (re-read now)."""
+        self._requests_in(self.requests.snapshot())
+        self._records("results", self.results.snapshot(), R.RECORDS_DIR, R.parse_result)
+        return [*self._problems["requests"].values(), *self._problems["results"].values()]
+
+    def quarantined(self, repo: str) -> list[Problem]:
+        """Problems found by the last listing of `repo` ("requests" or "results"), not re-read."""
+        return list(self._problems[repo].values())
 
     def list_requests(self, status: str | Iterable[str] | None = None) -> list[dict]:
         """Request records, oldest first; optionally only those with `status`."""
@@ -42,12 +81,17 @@ class Store:
         wanted = {status} if isinstance(status, str) else set(status)
         return [r for r in reqs if r["status"] in wanted]
 
-    def get_request(self, request_id: str) -> dict:
-        snap = self.requests.snapshot()
+    def _read_request(self, snap: Snapshot, request_id: str) -> dict:
         path = R.request_path(request_id)
         if path not in snap.files:
             raise StoreError(f"no request {request_id!r} in {self.name}")
-        return self._read_json(self.requests, snap, path)
+        try:
+            return R.parse_request(self.requests.read(snap, path), path)
+        except R.BadRecord as exc:
+            raise StoreError(f"request {request_id!r} in {self.name} cannot be read: {exc}") from None
+
+    def get_request(self, request_id: str) -> dict:
+        return self._read_request(self.requests.snapshot(), request_id)
 
     def read_predictions(self, request: dict) -> bytes:
         """The stored predictions parquet of a request."""
@@ -56,9 +100,8 @@ class Store:
 
     def list_results(self) -> list[dict]:
         """Result records (format: rexrank.results_schema), sorted by test set, track, id."""
-        snap = self.results.snapshot()
-        out = [self._read_json(self.results, snap, p) for p in snap.paths(R.RECORDS_DIR, ".json")]
-        return sorted(out, key=lambda r: (r["test_set"], r["track"], r["id"]))
+        out = self._records("results", self.results.snapshot(), R.RECORDS_DIR, R.parse_result)
+        return sorted(out, key=lambda r: (str(r["test_set"]), str(r["track"]), str(r["id"])))
 
     def get_result(self, result_id: str) -> dict | None:
         return next((r for r in self.list_results() if r["id"] == result_id), None)
@@ -114,6 +157,7 @@ class Store:
         data_dir: str | Path | None = None,
         hub_endpoint: str | None = None,
         hub_token: str | None = None,
+        source_label: str | None = None,
         now: float | None = None,
     ) -> dict:
         """File a PENDING request; returns the request record (`id`, `status`, ...).
@@ -126,6 +170,8 @@ class Store:
         institution, model_url, trained_on (test set names the model was trained on).
         data_dir: where the test set's JSON is (needed for MIMIC-CXR / CheXpert Plus; for
             a private test set, ids are checked by the backend instead).
+        source_label: how the request names a local predictions file (the leaderboard passes
+            the uploaded file's own name, never the server's temporary path).
 
         The predictions are validated with rexrank.submissions (the `rexrank score`
         validator) before anything is written. Raises SubmissionError (a RexrankError)
@@ -143,6 +189,7 @@ class Store:
         for label, value in (("model name", model_name), ("submitter", submitter), ("institution", institution), ("model URL", model_url)):
             if len(value or "") > 300:
                 raise SubmissionError(f"{label} is longer than 300 characters")
+        check_names(model_name=model_name, submitter=submitter, institution=institution, model_url=model_url)
         spec = get_spec(test_set)
         check_track(track)
         trained_on = [t.strip() for t in trained_on if t and t.strip()]
@@ -155,16 +202,19 @@ class Store:
             raw, source = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token)
         else:
             raw = _read_raw_local(predictions)
+            source = source_label or source
         preds, ids_checked = validate_for(raw, test_set, track, data_dir=data_dir)
         check_lengths(preds.ids, preds.texts, source=source)
         sha = content_sha256(preds)
         parquet = to_parquet_bytes(preds)
 
+        results = self.list_results()  # published entries own their model names
+
         def decide(snap: Snapshot):
             ts = R.now() if now is None else now
             existing = self._requests_in(snap)
-            check_duplicate(existing, model_name=model_name, sha256=sha, test_set=test_set, track=track)
-            check_quota(existing, submitter=submitter, test_set=test_set, track=track, now=ts, quota=self.quota)
+            check_policy(existing, results, {"model_name": model_name, "submitter": submitter, "test_set": test_set,
+                                             "track": track, "predictions": {"sha256": sha}}, now=ts, quota=self.quota)
             rid = R.new_request_id(ts, submitter, model_name, sha)
             request = {
                 "id": rid,
@@ -207,7 +257,7 @@ class Store:
         def decide(snap: Snapshot):
             if path not in snap.files:
                 raise StoreError(f"no request {request_id!r} in {self.name}")
-            new = change(self._read_json(self.requests, snap, path))
+            new = change(self._read_request(snap, request_id))
             if new is None:
                 return None
             return {path: R.dumps(new)}, f"{message} {request_id}", new
@@ -228,8 +278,8 @@ class Store:
                     continue
                 if expired and req.get("attempts", 0) >= max_attempts:
                     changes[R.request_path(req["id"])] = R.dumps(_transition(
-                        req, R.FAILED, ts,
-                        error=f"scoring was interrupted {req['attempts']} times (worker stopped or timed out); "
+                        req, R.FAILED, ts, failure_kind=R.INTERNAL,
+                        error=f"scoring was interrupted {req.get('attempts', 0)} times (worker stopped or timed out); "
                         "this usually means it needs more memory or time than the worker has — contact the maintainers",
                     ))
                     continue
@@ -266,24 +316,73 @@ class Store:
         )
         return new is not None
 
-    def fail(self, request_id: str, worker_id: str, *, error: str) -> bool:
+    def fail(self, request_id: str, worker_id: str, *, error: str, kind: str = R.INTERNAL) -> bool:
+        """Settle as FAILED with a message for the submitter; `kind` (rexrank.store.records)
+        says why, which decides whether it counts against the quota."""
         ts = R.now()
         new = self._update(
             request_id,
-            self._holder_guard(worker_id, lambda r: _transition(r, R.FAILED, ts, error=error, lease_expires=None)),
+            self._holder_guard(worker_id, lambda r: _transition(r, R.FAILED, ts, error=error, failure_kind=kind, lease_expires=None)),
             "fail",
         )
         return new is not None
 
-    def requeue(self, request_id: str) -> dict:
-        """Put a FAILED (or stuck RUNNING) request back to PENDING (maintainers)."""
+    def release(self, request_id: str, worker_id: str, *, reason: str) -> bool:
+        """Give a claimed request back: PENDING again, the attempt not counted (the worker,
+        not the request, had a problem: e.g. it cannot load the test set)."""
         ts = R.now()
+
+        def back(r):
+            new = _transition(r, R.PENDING, ts, worker=None, lease_expires=None, attempts=max(0, r.get("attempts", 1) - 1))
+            new["history"][-1]["note"] = reason
+            return new
+
+        return self._update(request_id, self._holder_guard(worker_id, back), "release") is not None
+
+    def requeue(self, request_id: str) -> dict:
+        """Put a FAILED (or stuck RUNNING) request back to PENDING (maintainers): e.g. after
+        an LLM outage made a metric miss the coverage rule. LLM answers already received
+        are cached, so only the missing ones are asked again."""
+        ts = R.now()
+        current = self.get_request(request_id)
+        if current["status"] in (R.FINISHED, R.PENDING):
+            raise StoreError(f"request {request_id} is {current['status']}; only FAILED or RUNNING requests can be requeued")
         return self._update(
             request_id,
-            lambda r: _transition(r, R.PENDING, ts, worker=None, lease_expires=None, error=None, attempts=0)
-            if r["status"] != R.FINISHED else None,
+            lambda r: _transition(r, R.PENDING, ts, worker=None, lease_expires=None, error=None, failure_kind=None,
+                                  attempts=0) if r["status"] in (R.FAILED, R.RUNNING) else None,
             "requeue",
-        )
+        ) or self.get_request(request_id)
+
+    def cancel(self, request_id: str, *, reason: str = "") -> dict:
+        """Withdraw a PENDING or RUNNING request (maintainers): FAILED, kind "cancelled"
+        (no quota used, its model name stays free). A worker scoring it loses its lease and
+        writes nothing."""
+        ts = R.now()
+        current = self.get_request(request_id)
+        if current["status"] not in (R.PENDING, R.RUNNING):
+            raise StoreError(f"request {request_id} is {current['status']}; only PENDING or RUNNING requests can be cancelled")
+        message = "cancelled by the maintainers" + (f": {reason}" if reason else "")
+        return self._update(
+            request_id,
+            lambda r: _transition(r, R.FAILED, ts, error=message, failure_kind=R.CANCELLED, worker=None, lease_expires=None)
+            if r["status"] in (R.PENDING, R.RUNNING) else None,
+            "cancel",
+        ) or self.get_request(request_id)
+
+    def policy_problem(self, request: dict) -> str | None:
+        """The backend's own check of the submission rules (rexrank.store.policy) for a
+        request, against the requests filed before it and those already scored (a request
+        dated back by a rogue client still meets them): a message, or None if it passes."""
+        snap = self.requests.snapshot()
+        key = (request["submitted_time"], request["id"])
+        earlier = [r for r in self._requests_in(snap) if r["id"] != request["id"]
+                   and ((r["submitted_time"], r["id"]) < key or r["status"] == R.FINISHED)]
+        try:
+            check_policy(earlier, self.list_results(), request, now=R.parse_iso(request["submitted_time"]), quota=self.quota)
+        except SubmissionError as exc:
+            return str(exc)
+        return None
 
 
 def _transition(req: dict, status: str, ts: float, **fields) -> dict:

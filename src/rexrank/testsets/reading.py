@@ -1,7 +1,6 @@
 """Reading a ReXrank test-set JSON file into (study id, raw fields) pairs."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterator
 
@@ -11,14 +10,20 @@ from rexrank.errors import TestSetError
 def iter_raw_studies(path: str | Path) -> Iterator[tuple[str, dict]]:
     """ReXrank format: a JSON object keyed by study id. A JSON list of objects with an
     `id` (or `study_id`) field is accepted too. Duplicate ids are an error."""
+    from rexrank.strict_json import JSONProblem, describe_duplicates, duplicate_keys, loads
+
     path = Path(path)
     try:
-        with path.open(encoding="utf-8") as fh:
-            doc = json.load(fh)  # the official files contain bare NaN, which json accepts
+        doc = loads(path.read_text(encoding="utf-8"))  # the official files contain bare NaN, which is accepted
     except FileNotFoundError:
         raise TestSetError(f"{path}: file not found") from None
-    except json.JSONDecodeError as exc:
-        raise TestSetError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise TestSetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except JSONProblem as exc:
+        raise TestSetError(f"{path}: {exc}") from None
+    found = duplicate_keys(doc)
+    if found:  # json would keep the last of two studies with one id, silently
+        raise TestSetError(f"{path}: {describe_duplicates(found, top_level='study ids' if isinstance(doc, dict) else 'keys')}")
     if isinstance(doc, dict):
         yield from ((str(k), v) for k, v in doc.items())
         return

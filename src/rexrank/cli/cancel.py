@@ -1,0 +1,25 @@
+"""`rexrank cancel ID`: withdraw a PENDING or RUNNING request (maintainers)."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "cancel",
+        help="withdraw a PENDING or RUNNING request (maintainers)",
+        description="Mark a PENDING or RUNNING request FAILED (cancelled): it uses no quota and claims no model "
+        "name. A worker scoring it notices at its next lease renewal and publishes nothing.",
+    )
+    p.add_argument("id", help="request id")
+    p.add_argument("--reason", default="", help="shown to the submitter")
+    p.add_argument("--store", default=None, help="store folder or hf://ORG (default: $REXRANK_STORE or ./rexrank-store)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rexrank.store import open_store
+
+    request = open_store(args.store, create=False).cancel(args.id, reason=args.reason)
+    print(f"{request['id']}: {request['status']} ({request['error']})")
+    return 0

@@ -1,0 +1,135 @@
+"""The coverage rule (issue 13): a metric that scored too few studies is never published as
+complete. With the LLM judge failing ~90 % of calls, FineRadScore used to end FINISHED on
+the few studies it scored and take rank 1."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from llm_fake_server import FakeOpenAIServer, Reply, chat_body
+from rexrank.backend.worker import Worker
+from rexrank.cli.main import main
+from rexrank.leaderboard.records import records_frame
+from rexrank.store import FAILED, FINISHED, Quota, open_store
+from test_store import EXAMPLE_PREDS, submit
+
+HEALTHY_SHARE = 0.3  # of the 19 example studies, a few are answered
+
+
+def judge(state: dict):
+    """FineRadScore's judge: one non-actionable error per report; while `state["broken"]`, HTTP 500 for
+    most studies (chosen by a hash of the candidate report, so retries fail too)."""
+
+    def script(path, body):
+        user = body["messages"][1]["content"]
+        state["calls"] = state.get("calls", 0) + 1
+        lucky = int(hashlib.sha256(user.encode()).hexdigest(), 16) % 100 < HEALTHY_SHARE * 100
+        if state.get("broken") and not lucky:
+            return Reply(500, {"error": {"message": "overloaded"}})
+        corrections = [{"line": 0, "action": "edit", "corrected_text": "x", "severity": "not actionable",
+                        "error_categories": ["false finding"], "comment": ""}] if "[0] " in user else []
+        return Reply(body=chat_body(json.dumps({"corrections": corrections})))
+
+    return script
+
+
+def llm_options(server, tmp_path) -> dict:
+    return {"fineradscore": dict(model="judge", base_url=server.base_url, backoff=0.01, max_retries=1,
+                                 cache_dir=str(tmp_path / "llm-cache"), progress=False)}
+
+
+def test_partial_llm_scores_fail_the_request_and_publish_nothing(tmp_path):
+    state = {"broken": True}
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    n = req["predictions"]["n"]
+    with FakeOpenAIServer(judge(state)) as server:
+        worker = Worker(store, metrics="fineradscore", metric_options=llm_options(server, tmp_path), worker_id="w")
+        worker.run(once=True)
+        failed = store.get_request(req["id"])
+        assert failed["status"] == FAILED and failed["failure_kind"] == "coverage"
+        scored = int(failed["error"].split("fineradscore scored ")[1].split(" of ")[0])
+        assert 0 < scored < 0.5 * n  # the outage really left most studies unscored
+        assert f"fineradscore scored {scored} of {n} studies ({scored / n:.1%})" in failed["error"]
+        assert f"{n - scored} × LLM call failed: HTTP 500" in failed["error"]
+        assert "at least 99%" in failed["error"] and "Nothing was published" in failed["error"]
+        assert store.list_results() == []  # nothing partial reaches the results repo (nor the leaderboard)
+
+        # the outage ends; the maintainers requeue: the answers already paid for come from the cache
+        state["broken"] = False
+        before = state["calls"]
+        store.requeue(req["id"])
+        worker.run(once=True)
+        assert store.get_request(req["id"])["status"] == FINISHED
+        assert state["calls"] - before == n - scored
+    [record] = store.list_results()
+    assert record["values"]["fineradscore_inv"]["n"] == n
+    assert record["summaries"]["fineradscore"]["n_scored"] == n and record["summaries"]["fineradscore"]["n_failed"] == 0
+
+
+def test_the_coverage_share_is_configurable(tmp_path, capsys):
+    state = {"broken": True}
+    store = open_store(tmp_path / "s")
+    req = submit(store)
+    with FakeOpenAIServer(judge(state)) as server:
+        Worker(store, metrics="fineradscore", metric_options=llm_options(server, tmp_path), worker_id="w",
+               min_coverage=0.01).run(once=True)
+    assert store.get_request(req["id"])["status"] == FINISHED  # a maintainer's explicit, low bar
+    code = main(["backend", "--store", str(tmp_path / "s"), "--once", "--min-coverage", "0"])
+    _, err = capsys.readouterr()
+    assert code == 1 and "expected a percentage in (0, 100]" in err
+
+
+def test_score_prints_n_scored_and_failed_for_every_metric(tmp_path, capsys):
+    state = {"broken": True}
+    with FakeOpenAIServer(judge(state)) as server:
+        code = main(["score", "--dataset", "example", "--predictions", str(EXAMPLE_PREDS), "--metrics", "bleu2,fineradscore",
+                     "--llm-base-url", server.base_url, "--llm-model", "judge", "--no-progress",
+                     "--metric-option", "fineradscore.max_retries=0", "--metric-option",
+                     f"fineradscore.cache_dir={tmp_path / 'c'}", "--out", str(tmp_path / "r.json")])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    results = json.loads((tmp_path / "r.json").read_text())
+    frs, n = results["metrics"]["fineradscore"], results["test_set"]["n_studies"]
+    assert frs["n_studies"] == n and frs["n_scored"] + frs["n_failed"] == n and frs["n_failed"] > n / 2
+    lines = out.splitlines()
+    assert "n scored / failed" in lines[2]
+    bleu_row = next(line for line in lines if line.startswith("bleu2 "))
+    frs_row = next(line for line in lines if line.startswith("fineradscore "))
+    assert bleu_row.endswith(f"{n} / 0") and frs_row.endswith(f"{frs['n_scored']} / {frs['n_failed']}")
+    assert (f"warning: fineradscore scored {frs['n_scored']} of {n} studies" in out
+            and "below the 99% the leaderboard requires" in out)
+
+
+def test_the_leaderboard_shows_n_where_it_is_below_the_test_set_size():
+    from rexrank.leaderboard.records import coverage_notes
+
+    def record(rid, n):
+        return {"id": rid, "model_name": rid, "test_set": "iu_xray", "track": "findings", "source": "rexrank",
+                "values": {"bleu2": {"mean": 0.2, "ci95": 0.01, "n": 590}, "green": {"mean": 0.3, "ci95": 0.01, "n": n}},
+                "provenance": {"test_set": {"n_studies": 590}}}
+
+    frame = records_frame([record("Complete", 590), record("Short", 586)])
+    assert list(frame["green_n"]) == [590, 586] and list(frame["n_studies"]) == [590, 590]
+    assert coverage_notes(frame) == ["Short on IU-Xray / Findings: GREEN n = 586 of 590 studies"]
+
+
+def test_the_leaderboard_page_lists_results_below_the_test_set_size(tmp_path):
+    from rexrank.leaderboard.app import _status
+    from rexrank.leaderboard.source import LeaderboardSource
+
+    rec = {"id": "r", "model_name": "Short", "test_set": "iu_xray", "track": "findings", "source": "rexrank",
+           "values": {"green": {"mean": 0.3, "ci95": 0.01, "n": 586}}, "provenance": {"test_set": {"n_studies": 590}}}
+    status = _status(LeaderboardSource.from_records([rec]))
+    assert "GREEN n = 586 of 590 studies" in status
+
+
+@pytest.mark.parametrize("value, share", [("99", 0.99), ("95.5", 0.955), ("100%", 1.0)])
+def test_min_coverage_from_the_environment(monkeypatch, value, share):
+    from rexrank.backend.worker import min_coverage_from
+
+    monkeypatch.setenv("REXRANK_MIN_COVERAGE", value)
+    assert min_coverage_from(None) == pytest.approx(share)
+    assert min_coverage_from(90) == pytest.approx(0.9)

@@ -1,0 +1,154 @@
+"""A private test set reveals nothing per study (issue 13): no ids in messages, aggregates
+rounded so that one study cannot be read off a mean, and failed validation uses quota."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+import rexrank.store.store as store_module
+from rexrank.backend.worker import Worker
+from rexrank.errors import SubmissionError
+from rexrank.metrics.registry import get_metric
+from rexrank.store import FAILED, Quota, open_store
+from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
+from test_store import submit, write_jsonl
+
+N = 1000  # big enough for rounding to matter; ReXGradient has 10,000
+ADJECTIVES = ["reticular", "nodular", "patchy", "band-like", "hazy", "linear", "streaky", "ill-defined"]
+ZONES = ["left lower", "right lower", "left upper", "right upper", "left mid", "right mid"]
+
+
+@pytest.fixture
+def big_private_set(tmp_path, monkeypatch):
+    """A stand-in for ReXGradient (same registry entry, private access) with N studies."""
+    from rexrank.testsets import registry
+
+    spec = registry.TEST_SETS["rexgradient"]
+    monkeypatch.setitem(registry.TEST_SETS, "rexgradient", dataclasses.replace(spec, n_studies=None))
+    data = tmp_path / "private-data" / "rexgradient"
+    data.mkdir(parents=True)
+    studies = {}
+    for i in range(N):
+        text = (f"Confidential finding {i}: a {ADJECTIVES[i % 8]} opacity in the {ZONES[i % 6]} zone, "
+                f"measuring {i % 17 + 2} mm, unchanged since study {i * 7 % 1000}.")
+        studies[f"RG{i:04d}"] = {"section_findings": text, "section_impression": "Private impression.",
+                                 "report": text, "image_path": [f"RG{i:04d}/0.png"], "key_image_path": "",
+                                 "context": "", "site": "A", "is_abnormal": True, "frontal_lateral": ["Frontal"]}
+    (data / spec.filenames[0]).write_text(json.dumps(studies))
+    return tmp_path / "private-data", studies
+
+
+def numbers(obj):
+    if isinstance(obj, bool):
+        return
+    if isinstance(obj, (int, float)):
+        yield float(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from numbers(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from numbers(v)
+
+
+def without_timing(record: dict) -> dict:
+    return {name: {k: v for k, v in s.items() if k != "seconds"} for name, s in record["summaries"].items()}
+
+
+def test_one_study_cannot_be_read_off_a_private_mean(tmp_path, big_private_set):
+    data_dir, studies = big_private_set
+    target = "RG0042"
+    reference = studies[target]["section_findings"]
+    guesses = {"close": reference.replace("unchanged", "new"), "far": "An opacity in the lower zone, unchanged."}
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    records = {}
+    for label, guess in guesses.items():
+        # the probe: every prediction empty except the one study
+        preds = write_jsonl(tmp_path / f"{label}.jsonl", {sid: (guess if sid == target else "") for sid in studies})
+        req = submit(store, preds, test_set="rexgradient", model_name=f"probe-{label}")
+        Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
+        records[label] = store.get_result(req["id"])
+    for label, guess in guesses.items():
+        secret = get_metric("bleu2").score([guess], [reference]).value  # what the prober wants
+        assert secret > 0.005
+        record = records[label]
+        published = record["values"]["bleu2"]
+        assert published["n"] == N
+        assert published["mean"] * N != pytest.approx(secret, abs=1e-6)  # used to be equal, exactly
+        assert all(not math.isclose(x, secret, abs_tol=1e-9) for x in numbers(record))  # no max/min/std holds it
+    # the two probes publish exactly the same numbers: nothing tells the studies' scores apart
+    assert [r["values"] for r in records.values()] == [records["far"]["values"]] * 2
+    assert without_timing(records["close"]) == without_timing(records["far"])
+    summary = records["far"]["summaries"]["bleu2"]
+    assert summary["rounding_decimals"] == {"bleu2": {"mean": 2, "ci95": 2}}  # step >= 5 x (1 / N)
+    assert set(summary["scores"]["bleu2"]) == {"n", "n_missing", "mean", "ci95"}
+
+
+def test_the_published_precision_hides_one_study_for_any_size():
+    from rexrank.backend.privacy import PER_STUDY_RANGE, PRIVACY_FACTOR, rounding_for
+
+    for n in (590, 2347, 10_000, 123_456):
+        for column, (low, high) in PER_STUDY_RANGE.items():
+            rule = rounding_for(column, n)
+            width = high - low
+            # one study moves the mean by <= width / n and the CI by <= ~1.96 width / n
+            assert 10 ** -rule["mean"] >= PRIVACY_FACTOR * width / n * (1 - 1e-12)
+            assert 10 ** -rule["ci95"] >= PRIVACY_FACTOR * 1.96 * width / n * (1 - 1e-12)
+            # and no coarser than needed (the next finer step would be too fine)
+            assert 10 ** -(rule["mean"] + 1) < PRIVACY_FACTOR * width / n
+    assert rounding_for("bleu2", 10_000) == {"mean": 3, "ci95": 3}  # ReXGradient: the ReXrank site's 3 decimals
+    assert rounding_for("radcliq", 10_000)["mean"] == 2 and rounding_for("fineradscore", 10_000)["mean"] == 2
+    assert rounding_for("bertscore_precision", 10_000) is None  # no declared range: not published
+
+
+def test_failed_validation_on_a_private_set_uses_the_quota(tmp_path, big_private_set, monkeypatch):
+    data_dir, studies = big_private_set
+    store = open_store(tmp_path / "s", quota=Quota(1, 7))
+    probe = write_jsonl(tmp_path / "probe.jsonl", {"RG0001": "x", "NOT-AN-ID": "y"})
+    first = submit(store, probe, test_set="rexgradient")
+    Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
+    failed = store.get_request(first["id"])
+    assert failed["status"] == FAILED and failed["failure_kind"] == "validation"
+    assert f"{N - 1} of {N} studies have no prediction" in failed["error"] and "RG0" not in failed["error"]
+    next_probe = write_jsonl(tmp_path / "probe2.jsonl", {"RG0002": "x"})
+    with pytest.raises(SubmissionError, match="already has 1 submission"):  # the next probe waits a week
+        submit(store, next_probe, test_set="rexgradient", model_name="model-b")
+    with monkeypatch.context() as m:  # and a client that skips the check gains nothing
+        m.setattr(store_module, "check_policy", lambda *a, **k: None)
+        sneaked = submit(store, next_probe, test_set="rexgradient", model_name="model-b")
+    Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
+    refused = store.get_request(sneaked["id"])
+    assert refused["status"] == FAILED and "already has 1 submission" in refused["error"]
+
+
+def test_a_server_holding_the_private_set_validates_in_counts(tmp_path, big_private_set):
+    data_dir, _ = big_private_set
+    store = open_store(tmp_path / "s")
+    probe = write_jsonl(tmp_path / "probe.jsonl", {"RG0001": "x", "RG0002": "y", "GUESS-1": "z"})
+    with pytest.raises(SubmissionError) as caught:
+        submit(store, probe, test_set="rexgradient", data_dir=data_dir / "rexgradient")
+    message = str(caught.value)
+    assert f"{N - 2} of {N} studies have no prediction" in message and "1 submitted study ids are not in" in message
+    assert "RG0" not in message and "GUESS" not in message
+
+
+def test_a_coverage_failure_on_a_private_set_names_no_study(tmp_path, private_set):
+    from rexrank.backend.worker import _reason_kind
+    from test_backend import PRIVATE_SENTENCES
+
+    data_dir, preds = private_set
+    store = open_store(tmp_path / "s")
+    req = submit(store, preds, test_set="rexgradient")
+    # `leaky` fails one study with a reason that quotes its reference
+    Worker(store, data_dir=data_dir, metrics="leaky", worker_id="w").run(once=True)
+    failed = store.get_request(req["id"])
+    assert failed["status"] == FAILED and failed["failure_kind"] == "coverage"
+    assert "leaky scored 5 of 6 studies (83.3%); cause: 1 × other reasons" in failed["error"]
+    assert not any(s[:20] in failed["error"] for s in PRIVATE_SENTENCES) and "RG0" not in failed["error"]
+    assert store.list_results() == []
+    assert _reason_kind("LLM call failed: HTTP 500 after 2 attempts") == "LLM call failed"
+    assert _reason_kind("invalid answer after 3 attempt(s): not valid JSON") == "invalid answer after 3 attempt(s)"
+    assert _reason_kind("could not parse the reference 'Private finding number 0: ...'") == "other reasons"

@@ -31,7 +31,8 @@ def to_parquet_bytes(predictions: Predictions) -> bytes:
     return buf.getvalue()
 
 
-def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | None = None) -> tuple[RawPredictions, str]:
+def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | None = None,
+                      **columns) -> tuple[RawPredictions, str]:
     """hf://user/repo[@revision] (a Hub dataset repo holding one predictions file, or
     parquet shards) -> raw rows, and the pinned source `hf://user/repo@<commit>`."""
     from huggingface_hub import HfApi, snapshot_download
@@ -65,11 +66,11 @@ def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | No
     if not files:
         raise SubmissionError(f"no data file ({', '.join(DATA_SUFFIXES)}) in the repo", source=pinned)
     if len(files) == 1:
-        raw = read_raw_predictions(files[0])
+        raw = read_raw_predictions(files[0], **columns)
     elif all(p.suffix.lower() == ".parquet" for p in files):
         rows = []
         for shard in files:  # shards of one split, in file-name order
-            rows.extend(read_raw_predictions(shard).rows)
+            rows.extend(read_raw_predictions(shard, **columns).rows)
         raw = RawPredictions(rows, pinned)
     else:
         names = ", ".join(str(p.relative_to(local)) for p in files)

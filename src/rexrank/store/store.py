@@ -115,6 +115,8 @@ class Store:
         hub_endpoint: str | None = None,
         hub_token: str | None = None,
         now: float | None = None,
+        id_column: str | None = None,
+        prediction_column: str | None = None,
     ) -> dict:
         """File a PENDING request; returns the request record (`id`, `status`, ...).
 
@@ -126,6 +128,7 @@ class Store:
         institution, model_url, trained_on (test set names the model was trained on).
         data_dir: where the test set's JSON is (needed for MIMIC-CXR / CheXpert Plus; for
             a private test set, ids are checked by the backend instead).
+        id_column, prediction_column: the file's column names when they are not the usual ones.
 
         The predictions are validated with rexrank.submissions (the `rexrank score`
         validator) before anything is written. Raises SubmissionError (a RexrankError)
@@ -152,9 +155,10 @@ class Store:
 
         source = str(predictions)
         if source.startswith("hf://"):
-            raw, source = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token)
+            raw, source = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token,
+                                            id_column=id_column, prediction_column=prediction_column)
         else:
-            raw = _read_raw_local(predictions)
+            raw = _read_raw_local(predictions, id_column=id_column, prediction_column=prediction_column)
         preds, ids_checked = validate_for(raw, test_set, track, data_dir=data_dir)
         check_lengths(preds.ids, preds.texts, source=source)
         sha = content_sha256(preds)
@@ -297,12 +301,12 @@ def _transition(req: dict, status: str, ts: float, **fields) -> dict:
     return new
 
 
-def _read_raw_local(path: str | Path):
+def _read_raw_local(path: str | Path, **columns):
     """read_raw_predictions, with undecodable bytes reported instead of a traceback."""
     from rexrank.submissions import read_raw_predictions
 
     try:
-        return read_raw_predictions(path)
+        return read_raw_predictions(path, **columns)
     except UnicodeDecodeError as exc:
         raise SubmissionError(
             f"not UTF-8 text: byte {exc.object[exc.start:exc.start + 1]!r} at position {exc.start}; "

@@ -234,6 +234,30 @@ def test_status_without_network_and_radcliq_lists_its_components(capsys):
     assert "rexrank weights download radcliq" in out
 
 
+def test_radgraph_encoder_is_read_from_the_cached_archive(hub_cache, tmp_path):
+    """The encoder RadGraph needs is named inside its archive: once the archive is cached,
+    status names it at its pinned commit (read by streaming the tarball, not extracting it)."""
+    import io
+    import tarfile
+
+    from rexrank.models.pins import RRG_SCORERS_REPO, RRG_SCORERS_REVISION, radgraph_encoder_revision
+
+    encoder = "microsoft/BiomedVLP-CXR-BERT-general"
+    config = json.dumps({"model": {"embedder": {"token_embedders": {"bert": {"model_name": encoder}}}}}).encode()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in (("weights.th", b"w" * 4096), ("config.json", config)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    put_file(hub_cache, RRG_SCORERS_REPO, RRG_SCORERS_REVISION, "radgraph.tar.gz", buf.getvalue())
+    archive, encoder_status = weights.status(["radgraph"])
+    assert archive.state == weights.WRONG_HASH  # these bytes are not the pinned archive
+    assert encoder_status.need.checkpoint.describe() == f"{encoder}@{radgraph_encoder_revision(encoder)}"
+    assert encoder_status.state == weights.MISSING
+    assert encoder_status.local_option(terms="cli") == "--metric-option radgraph.transformer_path=DIR"
+
+
 def test_default_needs_are_what_the_metrics_load():
     """The list cannot drift from the metrics: each default metric resolves these checkpoints."""
     from rexrank.metrics.bertscore import BertScore

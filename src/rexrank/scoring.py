@@ -3,9 +3,9 @@ the backend and the leaderboard."""
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 import platform
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path

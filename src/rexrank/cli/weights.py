@@ -56,6 +56,8 @@ def format_status(statuses) -> str:
         lines.append(f"{metric}: {'ready' if ready else 'NOT ready'}")
         for s in items:
             lines.append(f"  {s.state:<10} {s.need.label()}  [{s.need.role}]")
+            if s.state == UNKNOWN:
+                continue
             info = [f"size {_size(s.size)}"]
             if s.need.checkpoint is not None:
                 info.append(f"licence: {s.need.checkpoint.licence or 'see the model card'}")
@@ -64,7 +66,7 @@ def format_status(statuses) -> str:
             lines.append("             " + "; ".join(info))
             if s.state == CACHED:
                 lines.append(f"             local copy: {s.local_option(terms='cli')}")
-            elif s.state != UNKNOWN:
+            else:
                 lines.append(f"             or fetch elsewhere: {s.download_command(terms='cli')}")
                 lines.append(f"             then: {s.local_option(terms='cli')}")
     return "\n".join(lines)

@@ -107,7 +107,7 @@ class WeightsUnavailable(AdvisedError):
         if terms == "cli":
             if ours:
                 return (f"Fetch it where the Hub is reachable with `rexrank weights download {outer}`, or download it "
-                        f"elsewhere (`{fetch}`) and pass `{setting}`")
+                        f"elsewhere (`{fetch}`) and pass `{setting}`; `rexrank weights status {outer}` lists all it needs")
             return f"Download it where the Hub is reachable (`{fetch}`) and pass `{setting}`"
         if ours:
             return (f"Fetch it where the Hub is reachable with rexrank.models.weights.download([{outer!r}]) (command "

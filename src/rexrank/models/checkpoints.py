@@ -78,17 +78,20 @@ def hub_unavailable() -> str | None:
 
 
 def cached_path(checkpoint: Checkpoint) -> Path | None:
-    """The checkpoint's file (or snapshot folder) in the local hub cache, without network."""
-    from huggingface_hub import hf_hub_download, snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
+    """The checkpoint's file (or snapshot folder) in the local hub cache, read from the cache's
+    layout alone: huggingface_hub's own lookups (even with local_files_only) may first fetch
+    an agent registry from the Hub, up to 3 s on a network that does not answer."""
+    from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub.file_download import repo_folder_name
 
-    kwargs = dict(repo_id=checkpoint.repo_id, revision=checkpoint.revision, local_files_only=True)
-    try:
-        if checkpoint.filename:
-            return Path(hf_hub_download(filename=checkpoint.filename, **kwargs))
-        return Path(snapshot_download(**kwargs))
-    except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
-        return None
+    if checkpoint.filename:
+        hit = try_to_load_from_cache(checkpoint.repo_id, checkpoint.filename, revision=checkpoint.revision)
+        return Path(hit) if isinstance(hit, str) else None
+    repo = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=checkpoint.repo_id, repo_type="model")
+    ref = repo / "refs" / checkpoint.revision  # a branch or tag name, resolved to its commit
+    commit = ref.read_text().strip() if ref.is_file() else checkpoint.revision
+    snapshot = repo / "snapshots" / commit
+    return snapshot if snapshot.is_dir() else None
 
 
 def resolve(checkpoint: Checkpoint, *, option: str = "model_path", files: tuple[str, ...] = ()) -> Path:

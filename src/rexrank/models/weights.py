@@ -171,7 +171,7 @@ def status(metrics: Iterable[str] | None = None, *, verify: bool = False) -> lis
 
 def _status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
     if need.checkpoint is None:
-        return NeedStatus(metric, need, UNKNOWN, detail=need.pending)
+        return NeedStatus(metric, need, UNKNOWN)  # its label says why
     if need.kind == "file":
         return _file_status(metric, need, verify=verify)
     if need.kind == "snapshot":
@@ -211,9 +211,10 @@ def _folder_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
         lacking.append(" or ".join(WEIGHT_FILES))
     size = sum(p.stat().st_size for p in found.values()) if found else None
     folder = found[CONFIG_FILE].parent if CONFIG_FILE in found else None
+    if not found:
+        return NeedStatus(metric, need, MISSING, detail="not in the local cache")
     if lacking:
-        have = f"; cached: {', '.join(sorted(found))}" if found else ""
-        return NeedStatus(metric, need, MISSING, folder, size, f"no {', '.join(lacking)}{have}")
+        return NeedStatus(metric, need, MISSING, folder, size, f"no {', '.join(lacking)}; cached: {', '.join(sorted(found))}")
     for path in found.values() if verify else ():
         problem = _hash_problem(path, None, verify=True)
         if problem:
@@ -288,7 +289,7 @@ def download(metrics: Iterable[str] | None = None, *, on_done=None) -> list[Need
                 if known:
                     queue.insert(0, known[0])
                     continue
-                result = NeedStatus(metric, need, UNKNOWN, detail=need.pending)
+                result = NeedStatus(metric, need, UNKNOWN)
             elif key in fetched:
                 previous = fetched[key]
                 result = NeedStatus(metric, need, previous.state, previous.path, previous.size, previous.detail)

@@ -22,7 +22,8 @@ def register(subparsers) -> None:
         description="Fetch every checkpoint the metrics need into the Hugging Face cache at its pinned revision, then "
         "check each by its bytes (a cached copy with wrong bytes is fetched again).",
     )
-    download.add_argument("metrics", nargs="*", metavar="METRIC", help="metrics to fetch for (default: all)")
+    download.add_argument("metrics", nargs="*", metavar="METRIC",
+                          help="metrics to fetch for (default: all, GREEN's 7B model included)")
     download.set_defaults(run=run_download)
 
 

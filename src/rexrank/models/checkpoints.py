@@ -18,8 +18,9 @@ from rexrank.errors import MetricError
 from rexrank.models.advice import WeightsUnavailable
 
 PROBE_TIMEOUT = 2.0  # seconds: a Hub that does not answer within this is treated as unreachable
+DOWNLOAD_PROBE_TIMEOUT = 10.0  # an explicit download waits longer: a slow link must not be refused
 PROBE_TTL = 60.0  # seconds a probe's answer is reused (a metric resolves several files)
-_probes: dict[str, tuple[float, str | None]] = {}
+_probes: dict[tuple[str, float], tuple[float, str | None]] = {}
 _probe_lock = threading.Lock()
 
 
@@ -52,7 +53,7 @@ def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
 
 
-def hub_unavailable() -> str | None:
+def hub_unavailable(timeout: float = PROBE_TIMEOUT) -> str | None:
     """Why the Hub cannot be used now (offline mode, or no answer to a short probe), or None.
 
     One HEAD request to the endpoint through huggingface_hub's own HTTP session (its proxy
@@ -65,15 +66,15 @@ def hub_unavailable() -> str | None:
 
     endpoint = constants.ENDPOINT
     with _probe_lock:
-        seen = _probes.get(endpoint)
+        seen = _probes.get((endpoint, timeout))
         if seen and time.monotonic() - seen[0] < PROBE_TTL:
             return seen[1]
         try:
-            get_session().head(endpoint, timeout=PROBE_TIMEOUT, follow_redirects=False)
+            get_session().head(endpoint, timeout=timeout, follow_redirects=False)
             reason = None
         except Exception as exc:  # the client's transport errors (DNS, refused, timeout): no answer at all
             reason = f"the Hub ({endpoint}) cannot be reached ({type(exc).__name__}: {exc})"
-        _probes[endpoint] = (time.monotonic(), reason)
+        _probes[(endpoint, timeout)] = (time.monotonic(), reason)
         return reason
 
 

@@ -16,7 +16,7 @@ from typing import Iterable
 
 from rexrank.errors import MetricError
 from rexrank.models.advice import PLACEHOLDER, WeightsUnavailable, download_command, option_setting
-from rexrank.models.checkpoints import Checkpoint, cached_path, fetch, hub_unavailable
+from rexrank.models.checkpoints import DOWNLOAD_PROBE_TIMEOUT, Checkpoint, cached_path, fetch, hub_unavailable
 
 CACHED, MISSING, WRONG_HASH, UNKNOWN = "cached", "missing", "wrong hash", "unknown"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -273,7 +273,7 @@ def download(metrics: Iterable[str] | None = None, *, on_done=None) -> list[Need
     Raises WeightsUnavailable at once when the Hub cannot be reached."""
     from rexrank.metrics.registry import available_metrics
 
-    why = hub_unavailable()
+    why = hub_unavailable(DOWNLOAD_PROBE_TIMEOUT)
     if why:
         raise MetricError(f"cannot download weights: {why}")
     out: list[NeedStatus] = []

@@ -38,8 +38,43 @@ def rendered(fig: Figure) -> Figure:
     assert visible
     for ax in visible:
         assert ax.get_xlabel() or ax.get_xticklabels(), "x axis unlabelled"
-    assert any(ax.get_ylabel() for ax in fig.axes), "no y label"
+    assert any(ax.get_ylabel() for ax in fig.axes) or fig.get_supylabel(), "no y label"
     return fig
+
+
+def text_boxes(fig: Figure) -> dict[str, object]:
+    """Window extents of the titles, axis labels and legends, once drawn."""
+    from matplotlib.legend import Legend
+    from matplotlib.text import Text
+
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    boxes = {}
+    for artist in fig.findobj(lambda a: isinstance(a, (Text, Legend)) and a.get_visible()):
+        if isinstance(artist, Text) and not artist.get_text():
+            continue
+        name = artist.get_text() if isinstance(artist, Text) else f"legend {id(artist)}"
+        boxes[name] = artist.get_window_extent(renderer)
+    return boxes
+
+
+def test_rank_interval_legend_does_not_cover_the_axis_label(runs):
+    ranks = rank_intervals(runs.matrix("bleu2"), higher_is_better=True, resamples=50, seed=0)
+    fig = F.fig_rank_intervals(ranks, metric="bleu2")
+    boxes = text_boxes(fig)
+    label = boxes[fig.axes[0].get_xlabel()]
+    legends = [box for name, box in boxes.items() if name.startswith("legend")]
+    assert legends and not any(box.overlaps(label) for box in legends)
+
+
+@pytest.mark.parametrize("metrics", [["bleu2"], ["bleu2", "bertscore"], ["bleu2", "bertscore", "fineradscore"]])
+def test_boxplot_text_stays_inside_the_figure(runs, metrics):
+    """The report's box plot: title, labels and legend are drawn inside the figure, not cut at its edge."""
+    fig = F.fig_metric_boxplots({"Embedded example (synthetic, written for rexrank), findings track": runs},
+                                metrics=metrics)
+    area = fig.bbox
+    for name, box in text_boxes(fig).items():
+        assert area.x0 - 1 <= box.x0 and box.x1 <= area.x1 + 1 and area.y0 - 1 <= box.y0 and box.y1 <= area.y1 + 1, name
 
 
 def test_correlation_figure_from_runs_and_system_table(runs):

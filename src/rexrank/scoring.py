@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import platform
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from rexrank import __version__
+from rexrank.errors import MetricError
 from rexrank.metrics.base import MetricResult
 from rexrank.metrics.registry import get_metric, metric_class, parse_metric_list
 from rexrank.stats import aggregate
@@ -19,9 +21,38 @@ from rexrank.submissions import Predictions, load_predictions
 
 @dataclass
 class ScoreRun:
-    results: dict[str, Any]  # JSON-ready: provenance, per-metric summaries
+    results: dict[str, Any]  # JSON-ready: provenance, per-metric summaries, failed and pending metrics
     per_study: "Any"  # pandas.DataFrame: id + one column per per-study score
     metric_results: dict[str, MetricResult]
+    errors: dict[str, BaseException] = field(default_factory=dict)  # metric -> what stopped it (keep_going)
+
+    @property
+    def failed(self) -> dict[str, dict]:
+        return self.results["failed"]
+
+    @property
+    def complete(self) -> bool:
+        """Every metric asked for has its scores."""
+        return not self.results["failed"] and not self.results["pending"]
+
+    def provenance(self) -> dict[str, Any]:
+        """What the per-study scores are: the per-study file's metadata."""
+        r = self.results
+        return {
+            "rexrank_version": r["rexrank_version"],
+            "created": r["created"],
+            "test_set": r["test_set"],
+            "predictions": {"source": r["predictions"]["source"], "sha256": r["predictions"]["sha256"]},
+            "metrics": {name: summary["provenance"] for name, summary in r["metrics"].items()},
+            "failed": sorted(r["failed"]),
+            "pending": list(r["pending"]),
+            "complete": self.complete,
+        }
+
+    def write_per_study(self, path: str | Path) -> None:
+        from rexrank.per_study_file import write_per_study
+
+        write_per_study(self.per_study, path, self.provenance())
 
 
 def _fingerprint(texts: Sequence[str]) -> str:
@@ -51,6 +82,53 @@ def _with_progress(name: str, options: dict, progress: bool) -> dict:
     return {"progress": False, **options}
 
 
+def _score_metric(name: str, predictions: Predictions, references: list[str], *, options: dict, bootstrap: int,
+                  seed: int, progress: bool) -> tuple[dict[str, Any], MetricResult]:
+    """One metric: its summary (the unit of `results["metrics"]`) and its result."""
+    metric = get_metric(name, **_with_progress(name, options, progress))
+    t0 = time.time()
+    result = metric.score(predictions.texts, references)
+    seconds = time.time() - t0
+    n_scored = _n_scored(result, len(predictions))
+    if result.failures and len(result.failures) >= len(predictions):
+        # nothing scored is a failed metric, not a row of NaN that reads like a result
+        reasons = sorted(Counter(result.failures.values()).items(), key=lambda kv: -kv[1])
+        listed = "; ".join(f"{why} ({k}x)" for why, k in reasons[:3])
+        raise MetricError(f"none of the {len(predictions)} studies could be scored: {listed}")
+    scores = {
+        column: aggregate(values, bootstrap=bootstrap, seed=seed, allow_missing=bool(result.failures), name=column).to_dict()
+        for column, values in result.per_study.items()
+    }
+    summary = {
+        "provenance": metric.provenance(),
+        "higher_is_better": metric.higher_is_better,
+        "corpus": result.corpus,
+        "scores": scores,
+        "details": result.details,
+        # coverage (the backend publishes a metric only above a share of scored studies)
+        "n_studies": len(predictions),
+        "n_scored": n_scored,
+        "n_failed": len(predictions) - n_scored,
+        "failures": {predictions.ids[i]: why for i, why in result.failures.items()},
+        "seconds": round(seconds, 3),
+    }
+    return summary, result
+
+
+def failure_record(exc: BaseException, seconds: float) -> dict[str, Any]:
+    """Why a metric produced nothing, and what the user can do (advice in the terms in force)."""
+    from rexrank.errors import RexrankError
+    from rexrank.models.advice import AdvisedError
+
+    if isinstance(exc, AdvisedError):
+        reason, advice = f"{exc.subject} {exc.reason}", exc.advice()
+    elif isinstance(exc, RexrankError):
+        reason, advice = str(exc), ""
+    else:  # a bug or a resource problem (out of memory): the type helps whoever reads it
+        reason, advice = f"{type(exc).__name__}: {exc}", ""
+    return {"reason": reason, "advice": advice, "error_type": type(exc).__name__, "seconds": round(seconds, 3)}
+
+
 def score_predictions(
     predictions: Predictions,
     references: Sequence[str],
@@ -61,49 +139,57 @@ def score_predictions(
     seed: int = 0,
     progress: bool = True,
     test_set_info: dict | None = None,
+    keep_going: bool = False,
+    on_update: Callable[[ScoreRun, str], None] | None = None,
 ) -> ScoreRun:
+    """Run the metrics one after the other.
+
+    keep_going: a metric that raises is recorded in `results["failed"]` (reason, advice)
+        and the others still run; otherwise its exception propagates.
+    on_update(run, name): called after each metric, finished or failed, with the run so far
+        (to write results as they come).
+    """
     import pandas as pd
     from tqdm.auto import tqdm
 
     names = parse_metric_list(metrics)
     metric_options = metric_options or {}
+    references = list(references)
     started = time.time()
-    per_study = pd.DataFrame({"id": predictions.ids})
-    summaries: dict[str, Any] = {}
-    metric_results: dict[str, MetricResult] = {}
+    run = ScoreRun(_results_header(predictions, references, names, bootstrap, seed, test_set_info),
+                   pd.DataFrame({"id": predictions.ids}), {})
     bar = tqdm(names, desc="scoring", unit="metric", disable=not progress)
     for name in bar:
         bar.set_postfix_str(name)
-        metric = get_metric(name, **_with_progress(name, metric_options.get(name, {}), progress))
         t0 = time.time()
-        result = metric.score(predictions.texts, list(references))
-        seconds = time.time() - t0
-        metric_results[name] = result
-        n_scored = _n_scored(result, len(predictions))
-        scores = {}
-        for column, values in result.per_study.items():
-            per_study[column] = values
-            scores[column] = aggregate(
-                values, bootstrap=bootstrap, seed=seed, allow_missing=bool(result.failures), name=column
-            ).to_dict()
-        summaries[name] = {
-            "provenance": metric.provenance(),
-            "higher_is_better": metric.higher_is_better,
-            "corpus": result.corpus,
-            "scores": scores,
-            "details": result.details,
-            # coverage (the backend publishes a metric only above a share of scored studies)
-            "n_studies": len(predictions),
-            "n_scored": n_scored,
-            "n_failed": len(predictions) - n_scored,
-            "failures": {predictions.ids[i]: why for i, why in result.failures.items()},
-            "seconds": round(seconds, 3),
-        }
-    results = {
+        try:
+            summary, result = _score_metric(name, predictions, references, options=metric_options.get(name, {}),
+                                            bootstrap=bootstrap, seed=seed, progress=progress)
+        except Exception as exc:
+            if not keep_going:
+                raise
+            run.errors[name] = exc
+            run.results["failed"][name] = failure_record(exc, time.time() - t0)
+        else:
+            run.metric_results[name] = result
+            for column, values in result.per_study.items():
+                run.per_study[column] = values
+            run.results["metrics"][name] = summary
+        run.results["pending"].remove(name)
+        run.results["complete"] = run.complete
+        run.results["seconds"] = round(time.time() - started, 3)
+        if on_update:
+            on_update(run, name)
+    return run
+
+
+def _results_header(predictions: Predictions, references: list[str], names: list[str], bootstrap: int, seed: int,
+                    test_set_info: dict | None) -> dict[str, Any]:
+    return {
         "rexrank_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
-        "test_set": test_set_info or {},
+        "test_set": {**(test_set_info or {}), "references_sha256": _fingerprint(references)},
         "predictions": {
             "source": predictions.source,
             "n": len(predictions),
@@ -117,10 +203,12 @@ def score_predictions(
             "ci": "normal approximation: mean ± 1.96 × SEM (sample std, ddof=1), as the ReXrank papers",
             "bootstrap": {"resamples": bootstrap, "seed": seed, "method": "percentile"} if bootstrap else None,
         },
-        "metrics": summaries,
-        "seconds": round(time.time() - started, 3),
+        "metrics": {},
+        "failed": {},  # metric -> reason, advice (keep_going)
+        "pending": list(names),  # not run yet: non-empty only in results written during a run
+        "complete": False,
+        "seconds": 0.0,
     }
-    return ScoreRun(results, per_study, metric_results)
 
 
 def score_submission(
@@ -134,8 +222,14 @@ def score_submission(
     bootstrap: int = 0,
     seed: int = 0,
     progress: bool = True,
+    keep_going: bool = False,
+    on_update: Callable[[ScoreRun, str], None] | None = None,
+    id_column: str | None = None,
+    prediction_column: str | None = None,
 ) -> ScoreRun:
-    """Load the test set, validate the predictions file against it, run the metrics."""
+    """Load the test set, validate the predictions file against it, run the metrics
+    (`keep_going`, `on_update`: see score_predictions; `id_column`, `prediction_column`:
+    the predictions file's column names when they are not the usual ones)."""
     from rexrank.testsets.loading import REFERENCE_COLUMN, apply_track, load_all_studies
     from rexrank.testsets.registry import check_track, get_spec
 
@@ -146,7 +240,8 @@ def score_submission(
     test = apply_track(studies, track)
     outside = set(studies["id"]) - set(test["id"])
     predictions = load_predictions(
-        predictions_path, test["id"], test_set=f"{spec.title}, {track} track", outside_track_ids=outside
+        predictions_path, test["id"], test_set=f"{spec.title}, {track} track", outside_track_ids=outside,
+        id_column=id_column, prediction_column=prediction_column,
     )
     info = {
         "name": dataset,
@@ -156,7 +251,6 @@ def score_submission(
         "n_studies": len(test),
         "n_studies_outside_track": len(outside),
         "access": spec.access,
-        "references_sha256": _fingerprint(test[REFERENCE_COLUMN]),
     }
     return score_predictions(
         predictions,
@@ -167,4 +261,6 @@ def score_submission(
         seed=seed,
         progress=progress,
         test_set_info=info,
+        keep_going=keep_going,
+        on_update=on_update,
     )

@@ -63,14 +63,14 @@ def _first_present(columns: Iterable[str], wanted: Sequence[str], *, what: str, 
     )
 
 
-def _rows_from_records(records: list[dict], *, source: str, location: str) -> RawPredictions:
+def _rows_from_records(records: list[dict], *, source: str, location: str, ids=ID_COLUMNS, texts=TEXT_COLUMNS) -> RawPredictions:
     columns: dict[str, None] = {}
     for rec in records:
         if not isinstance(rec, dict):
             raise SubmissionError(f"expected objects with id and prediction fields, found {type(rec).__name__}", source=source)
         columns.update(dict.fromkeys(rec))
-    id_col = _first_present(columns, ID_COLUMNS, what="id", source=source)
-    text_col = _first_present(columns, TEXT_COLUMNS, what="prediction text", source=source)
+    id_col = _first_present(columns, ids, what="id", source=source)
+    text_col = _first_present(columns, texts, what="prediction text", source=source)
     rows = []
     for i, rec in enumerate(records):
         if text_col not in rec:
@@ -79,30 +79,32 @@ def _rows_from_records(records: list[dict], *, source: str, location: str) -> Ra
     return RawPredictions(rows, source)
 
 
-def _read_submission_json(doc: dict, *, source: str) -> RawPredictions:
+def _read_submission_json(doc: dict, *, source: str, field: str = SUBMISSION_JSON_FIELD) -> RawPredictions:
     rows = []
     for study_id, study in doc.items():
-        if not isinstance(study, dict) or SUBMISSION_JSON_FIELD not in study:
+        if not isinstance(study, dict) or field not in study:
             raise SubmissionError(
-                f"study {study_id!r} has no {SUBMISSION_JSON_FIELD!r} field (ReXrank submission JSON: the test "
-                f"JSON with {SUBMISSION_JSON_FIELD!r} added to every study)",
+                f"study {study_id!r} has no {field!r} field (ReXrank submission JSON: the test "
+                f"JSON with {field!r} added to every study)",
                 source=source,
             )
-        rows.append((study_id, study[SUBMISSION_JSON_FIELD], f"study {study_id!r}"))
+        rows.append((study_id, study[field], f"study {study_id!r}"))
     return RawPredictions(rows, source)
 
 
-def _read_table(frame, *, source: str, location: str) -> RawPredictions:
-    id_col = _first_present(frame.columns, ID_COLUMNS, what="id", source=source)
-    text_col = _first_present(frame.columns, TEXT_COLUMNS, what="prediction text", source=source)
+def _read_table(frame, *, source: str, location: str, ids=ID_COLUMNS, texts=TEXT_COLUMNS) -> RawPredictions:
+    id_col = _first_present(frame.columns, ids, what="id", source=source)
+    text_col = _first_present(frame.columns, texts, what="prediction text", source=source)
     ids = frame[id_col].tolist()
     texts = frame[text_col].tolist()
     return RawPredictions([(i, t, f"{location} {n + 1}") for n, (i, t) in enumerate(zip(ids, texts))], source)
 
 
-def read_raw_predictions(path: str | Path) -> RawPredictions:
+def read_raw_predictions(path: str | Path, *, id_column: str | None = None, prediction_column: str | None = None) -> RawPredictions:
+    """Rows of a predictions file; `id_column` / `prediction_column` name its columns when
+    they are not the usual ones (for a ReXrank submission JSON: the prediction field)."""
     try:
-        return _read_raw_predictions(Path(path))
+        return _read_raw_predictions(Path(path), id_column, prediction_column)
     except UnicodeDecodeError as exc:
         raise SubmissionError(
             f"not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r}); save the file as UTF-8",
@@ -110,10 +112,11 @@ def read_raw_predictions(path: str | Path) -> RawPredictions:
         ) from None
 
 
-def _read_raw_predictions(path: Path) -> RawPredictions:
+def _read_raw_predictions(path: Path, id_column: str | None = None, prediction_column: str | None = None) -> RawPredictions:
     source = str(path)
     if not path.exists():
         raise SubmissionError("file not found", source=source)
+    columns = dict(ids=(id_column,) if id_column else ID_COLUMNS, texts=(prediction_column,) if prediction_column else TEXT_COLUMNS)
     if path.is_dir():
         import datasets
 
@@ -125,7 +128,7 @@ def _read_raw_predictions(path: Path) -> RawPredictions:
             if len(table) != 1:
                 raise SubmissionError(f"saved DatasetDict has splits {list(table)}; save a single split", source=source)
             table = next(iter(table.values()))
-        return _read_table(table.to_pandas(), source=source, location="row")
+        return _read_table(table.to_pandas(), source=source, location="row", **columns)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         import pandas as pd
@@ -134,7 +137,7 @@ def _read_raw_predictions(path: Path) -> RawPredictions:
             frame = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
             raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {_first_line(exc)})", source=source) from None
-        return _read_table(frame, source=source, location="row")
+        return _read_table(frame, source=source, location="row", **columns)
     if suffix == ".csv":
         import pandas as pd
 
@@ -146,7 +149,7 @@ def _read_raw_predictions(path: Path) -> RawPredictions:
         except pd.errors.ParserError as exc:
             raise SubmissionError(f"not a readable CSV: {_first_line(exc)}", source=source) from None
         # CSV row numbers count the header as line 1
-        raw = _read_table(frame, source=source, location="line")
+        raw = _read_table(frame, source=source, location="line", **columns)
         raw.rows = [(i, t, f"line {n + 2}") for n, (i, t, _) in enumerate(raw.rows)]
         return raw
     if suffix == ".jsonl":
@@ -156,13 +159,15 @@ def _read_raw_predictions(path: Path) -> RawPredictions:
                 if not line.strip():
                     continue
                 records.append(_strict_json(line, source=source, where=f"line {lineno}"))
-        return _rows_from_records(records, source=source, location="line")
+        return _rows_from_records(records, source=source, location="line", **columns)
     if suffix == ".json":
         doc = _strict_json(path.read_text(encoding="utf-8"), source=source, where="")
         if isinstance(doc, dict):
-            return _read_submission_json(doc, source=source)
+            if id_column:
+                raise SubmissionError("a ReXrank submission JSON is keyed by study id: it has no id column to name", source=source)
+            return _read_submission_json(doc, source=source, field=prediction_column or SUBMISSION_JSON_FIELD)
         if isinstance(doc, list):
-            return _rows_from_records(doc, source=source, location="item")
+            return _rows_from_records(doc, source=source, location="item", **columns)
         raise SubmissionError(f"expected a JSON object or list, got {type(doc).__name__}", source=source)
     raise SubmissionError(
         f"unsupported file type {suffix or '(none)'}; use .json (ReXrank submission), .csv, .jsonl, .parquet "
@@ -298,9 +303,11 @@ def validate_predictions(
 
 
 def load_predictions(
-    path: str | Path, test_ids: Sequence[str], *, test_set: str = "the test set", outside_track_ids: Iterable[str] = ()
+    path: str | Path, test_ids: Sequence[str], *, test_set: str = "the test set", outside_track_ids: Iterable[str] = (),
+    id_column: str | None = None, prediction_column: str | None = None,
 ) -> Predictions:
     """Read a predictions file in any accepted format and validate it against `test_ids`."""
     return validate_predictions(
-        read_raw_predictions(path), test_ids, test_set=test_set, outside_track_ids=outside_track_ids
+        read_raw_predictions(path, id_column=id_column, prediction_column=prediction_column), test_ids,
+        test_set=test_set, outside_track_ids=outside_track_ids,
     )

@@ -67,9 +67,10 @@ def fig_metric_boxplots(tables_by_test_set: Mapping[str, "pd.DataFrame | RunSet"
         raise AnalysisError("no metric columns to plot")
     cols = min(4, len(metrics))
     rows = int(np.ceil(len(metrics) / cols))
-    fig = _figure(3.2 * cols, 3.0 * rows)
-    axes = fig.subplots(rows, cols, squeeze=False)
     names = list(tables)
+    # wide enough for the title even with one panel; panels tall enough for their tick labels
+    fig = _figure(max(3.2 * cols, 6.0), 3.2 * rows + 0.6)
+    axes = fig.subplots(rows, cols, squeeze=False)
     rng = np.random.default_rng(0)  # jitter only
     for ax, metric in zip(axes.flat, metrics):
         data = [tables[n][metric].dropna().to_numpy() if metric in tables[n] else np.array([]) for n in names]
@@ -78,14 +79,20 @@ def fig_metric_boxplots(tables_by_test_set: Mapping[str, "pd.DataFrame | RunSet"
         for pos, d in zip(positions, [d for d in data if d.size]):
             ax.scatter(pos + rng.uniform(-0.15, 0.15, d.size), d, s=10, alpha=0.6, color="tab:blue",
                        label="one system" if pos == positions[0] else None)
-        ax.set_xticks(range(1, len(names) + 1), names, rotation=30, ha="right")
+        if len(names) > 1:
+            ax.set_xticks(range(1, len(names) + 1), names, rotation=30, ha="right")
+        else:
+            ax.set_xticks([1], [f"{len(data[0])} systems"])
         ax.set_title(label(metric))
-        ax.set_ylabel("system mean score (unitless)")
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(metrics):]:
         ax.set_visible(False)
-    axes.flat[0].legend(loc="best", fontsize=7)
-    fig.suptitle(title or "Metric distributions across systems, per test set")
+    # one axis label and one legend for the figure, outside the panels: nothing overlaps a panel's labels
+    fig.supylabel("system mean score (unitless)")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", fontsize=8, frameon=False)
+    default = "Metric distributions across systems" + (", per test set" if len(names) > 1 else f" — {names[0]}")
+    fig.suptitle(title or default, wrap=True)
     return fig
 
 
@@ -145,7 +152,7 @@ def fig_rank_intervals(ranks: pd.DataFrame, *, metric: str | None = None, title:
     Input: `uncertainty.rank_intervals`."""
     table = ranks.sort_values(["rank", "system"]).reset_index(drop=True)
     k = len(table)
-    fig = _figure(6.0, 1.0 + 0.32 * k)
+    fig = _figure(6.0, 1.4 + 0.32 * k)
     ax = fig.add_subplot()
     y = np.arange(k)
     xerr = np.vstack([table["rank"] - table["rank_low"], table["rank_high"] - table["rank"]])
@@ -158,7 +165,8 @@ def fig_rank_intervals(ranks: pd.DataFrame, *, metric: str | None = None, title:
     ax.set_xlabel("rank (1 = best)")
     ax.set_ylabel("system")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+    # below the axis label, not over it: constrained layout makes room for an "outside" legend
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, loc="outside lower center", frameon=False)
     ax.set_title(title or (f"Rank uncertainty on {label(metric)}" if metric else "Rank uncertainty"))
     return fig
 

@@ -1,8 +1,10 @@
 """Per-study score tables of several systems on one test set, joined on study id.
 
 Input tables are what `rexrank score --per-study FILE` writes: a column `id` plus one
-numeric column per per-study score (`bleu2`, `bertscore`, `radcliq_v1`, ...). The study
-sets must be identical across systems — a paired analysis on different studies would
+numeric column per per-study score (`bleu2`, `bertscore`, `radcliq_v1`, ...), and in the
+parquet metadata the run's provenance (test set, track, references' SHA-256). The study
+sets must be identical across systems, and so must the test set, track and references
+where the files say them — a paired analysis on different studies or references would
 compare different things — so a mismatch is an error naming the difference.
 """
 from __future__ import annotations
@@ -51,6 +53,7 @@ class RunSet:
     sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     lower_is_better: tuple[str, ...] = ()
+    test_set: dict | None = None  # what the files say they were scored on (name, title, track, references_sha256)
 
     @property
     def metrics(self) -> list[str]:
@@ -170,15 +173,63 @@ def join_runs(
 
 
 def load_runs(specs: Sequence[str] | Mapping[str, str | Path], *, lower_is_better: Sequence[str] = ()) -> RunSet:
-    """Read per-study tables: a list of `name=path` / `path` specs, or a name -> path mapping."""
+    """Read per-study tables: a list of `name=path` / `path` specs, or a name -> path mapping.
+    Runs whose files carry provenance must share test set, track and references."""
+    from rexrank.per_study_file import read_provenance
+
     pairs = list(specs.items()) if isinstance(specs, Mapping) else [parse_run_spec(s) for s in specs]
-    tables, sources = {}, {}
+    tables, sources, provenance = {}, {}, {}
     for name, path in pairs:
         if name in tables:
             raise AnalysisError(f"system name {name!r} given twice ({sources[name]} and {path}); name them with name=path")
         tables[name] = read_per_study(path)
         sources[name] = str(path)
-    return join_runs(tables, sources=sources, lower_is_better=lower_is_better)
+        try:
+            provenance[name] = read_provenance(path)
+        except Exception as exc:  # pyarrow errors: say which file
+            raise AnalysisError(f"{path}: cannot read its metadata: {exc}") from exc
+    test_set, notes = check_same_origin(provenance, sources)
+    runs = join_runs(tables, sources=sources, lower_is_better=lower_is_better)
+    runs.test_set = test_set
+    runs.notes[:0] = notes
+    return runs
+
+
+ORIGIN_FIELDS = ("name", "track", "references_sha256")
+
+
+def _origin(test_set: dict) -> str:
+    title = test_set.get("title") or test_set.get("name") or "an unnamed test set"
+    name = f" ({test_set['name']})" if test_set.get("name") and test_set.get("title") else ""
+    track = f", {test_set['track']} track" if test_set.get("track") else ""
+    sha = test_set.get("references_sha256") or ""
+    return f"{title}{name}{track}, references SHA-256 {sha[:12]}…"
+
+
+def check_same_origin(provenance: Mapping[str, dict | None], sources: Mapping[str, str]) -> tuple[dict | None, list[str]]:
+    """The test set the runs agree on (None when no file says), and notes on files that say
+    nothing or were written by an unfinished run. Disagreement is an error naming each run."""
+    notes = []
+    told = {}
+    for name, prov in provenance.items():
+        if prov is None or not isinstance(prov.get("test_set"), dict):
+            notes.append(f"{sources[name]} carries no provenance (a CSV, or written before rexrank recorded it): "
+                         "its test set, track and references could not be checked against the other runs")
+            continue
+        told[name] = prov["test_set"]
+        if not prov.get("complete", True):
+            missing = [*prov.get("failed", []), *prov.get("pending", [])]
+            notes.append(f"{sources[name]}: its run did not finish every metric (missing: {', '.join(missing)})")
+    origins = {name: tuple(ts.get(f) for f in ORIGIN_FIELDS) for name, ts in told.items()}
+    if len(set(origins.values())) > 1:
+        listed = "; ".join(f"{sources[name]}: {_origin(told[name])}" for name in told)
+        different = [f for i, f in enumerate(ORIGIN_FIELDS) if len({o[i] for o in origins.values()}) > 1]
+        what = {"name": "test sets", "track": "tracks", "references_sha256": "references"}
+        raise AnalysisError(
+            f"the runs were scored on different {' and '.join(what[f] for f in different)}: {listed}. "
+            "Compare systems scored on the same test set, track and references."
+        )
+    return (next(iter(told.values())) if told else None), notes
 
 
 # --- study attributes -------------------------------------------------------------------

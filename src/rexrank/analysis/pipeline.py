@@ -43,10 +43,12 @@ def analyze(
     rexval_dir: str | Path | None = None,
     rexval_scores: pd.DataFrame | None = None,
     rexval_metrics: Sequence[str] | str | None = None,
-    test_set: str = "test set",
+    test_set: str | None = None,
     progress: bool = True,
 ) -> Analysis:
-    analysis = Analysis(title=f"ReXrank analysis — {len(runs.systems)} systems on {test_set} ({len(runs.ids)} studies)")
+    """`test_set`: its name as shown (None: not known, and not claimed)."""
+    where = f" on {test_set}" if test_set else ""
+    analysis = Analysis(title=f"ReXrank analysis — {len(runs.systems)} systems{where} ({len(runs.ids)} studies)")
     analysis.notes += runs.notes
     analysis.statistical_notes = STATISTICAL_NOTES
     analysis.notes.append(f"bootstrap: {resamples} resamples, seed {seed}; per-study columns: {', '.join(runs.metrics)}")
@@ -132,7 +134,7 @@ def analyze(
         analysis.notes.append("metric correlations need at least 3 systems and 2 metrics; skipped")
     analysis.tables["system_means"] = runs.means().reset_index(names="system")
     analysis.table_captions["system_means"] = "system-level means (input of the correlations and box plots)"
-    analysis.figures["boxplots"] = F.fig_metric_boxplots({test_set: runs})
+    analysis.figures["boxplots"] = F.fig_metric_boxplots({test_set or "these studies": runs})
     analysis.figure_captions["boxplots"] = "distribution of system means per metric"
 
     # metrics against radiologists

@@ -40,20 +40,33 @@ def to_markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+# "tight": the saved image grows to hold every label and title, so none is cut at the edge
+SAVE = dict(bbox_inches="tight", pad_inches=0.15)
+
+
 def _png_base64(fig: Figure) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=110, **SAVE)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _html_table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, border=0, classes="t", na_rep="", float_format=lambda v: _cell(float(v)))
+    table = frame.to_html(index=False, border=0, classes="t", na_rep="", float_format=lambda v: _cell(float(v)))
+    return f"<div class='scroll'>{table}</div>"  # wide tables scroll inside the page, not past its edge
+
+
+def markdown_to_html(text: str) -> str:
+    """CommonMark to HTML, raw HTML in the text escaped (it is shown, not run)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).render(text)
 
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table.t{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}table.t td,table.t th{border-bottom:1px solid #ddd;
 padding:3px 8px;text-align:right}table.t th{background:#f4f4f4}img{max-width:100%}details{margin:.4em 0}
-.note{color:#555;font-size:14px}"""
+.note{color:#555;font-size:14px}.scroll{overflow-x:auto}figure{margin:1em 0}figcaption{color:#555;font-size:14px}
+.notes{font-size:14px;line-height:1.45}.notes code{background:#f4f4f4;padding:0 3px}"""
 
 
 def render_html(analysis: Analysis) -> str:
@@ -74,8 +87,7 @@ def render_html(analysis: Analysis) -> str:
             parts.append(f"<details{' open' if len(frame) <= 40 else ''}><summary><b>{html.escape(name)}</b> — {caption} "
                          f"({len(frame)} rows)</summary>{_html_table(frame)}</details>")
     if analysis.statistical_notes:
-        parts.append("<h2>Statistical notes</h2><pre style='white-space:pre-wrap'>"
-                     f"{html.escape(analysis.statistical_notes)}</pre>")
+        parts.append(f"<h2>Statistical notes</h2><div class='notes'>{markdown_to_html(analysis.statistical_notes)}</div>")
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -100,7 +112,7 @@ def write_report(analysis: Analysis, out_dir: str | Path) -> dict[str, list[Path
     for name, fig in analysis.figures.items():
         for ext in ("png", "svg"):
             path = out / "figures" / f"{name}.{ext}"
-            fig.savefig(path, dpi=150 if ext == "png" else None)
+            fig.savefig(path, dpi=150 if ext == "png" else None, **SAVE)
             written["figures"].append(path)
     if analysis.statistical_notes:
         md.append("## Statistical notes\n\n" + analysis.statistical_notes)

@@ -16,7 +16,8 @@ def register(subparsers) -> None:
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="per-study table (.parquet/.csv), optionally NAME=PATH")
     p.add_argument("--out", required=True, help="output folder (tables/, figures/, report.html)")
-    p.add_argument("--dataset", help="test set the runs were scored on (for study attributes such as site, is_abnormal)")
+    p.add_argument("--dataset", help="test set the runs were scored on, for study attributes such as site, is_abnormal "
+                   "(default: the one the per-study files name)")
     p.add_argument("--data-dir", help="folder (or file) holding the test set JSON, as for rexrank score")
     p.add_argument("--attributes", help="CSV of study attributes: id + one column per attribute (overrides the test set's)")
     p.add_argument("--strata", default="", help="comma-separated attributes to stratify every table by (e.g. sex,race)")
@@ -35,7 +36,7 @@ def register(subparsers) -> None:
     p.add_argument("--rexval", metavar="DIR", help="folder with the ReXVal CSV files (PhysioNet rexval-dataset 1.0.0)")
     p.add_argument("--rexval-scores", help="per-pair scores of the ReXVal candidates (id = '<study_number>_<candidate_type>')")
     p.add_argument("--rexval-metrics", help="or: comma-separated rexrank metrics to score the ReXVal pairs with")
-    p.add_argument("--name", help="test set name shown in the report (default: --dataset or 'test set')")
+    p.add_argument("--name", help="test set name shown in the report (default: the one the per-study files name, or --dataset)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(run=run)
 
@@ -44,18 +45,43 @@ def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _dataset(given: str | None, told: dict | None) -> str | None:
+    """--dataset, else the test set the per-study files name; the two must agree."""
+    from rexrank.errors import RexrankError
+
+    named = (told or {}).get("name")
+    if given and named and given != named:
+        raise RexrankError(f"--dataset {given} but the per-study files were scored on {named}")
+    return given or named
+
+
+def _label(told: dict | None) -> str | None:
+    """'IU-Xray (test), findings track' from the files' provenance."""
+    if not told or not (told.get("title") or told.get("name")):
+        return None
+    track = f", {told['track']} track" if told.get("track") else ""
+    return f"{told.get('title') or told['name']}{track}"
+
+
 def run(args: argparse.Namespace) -> int:
     from rexrank.analysis.io import attributes_from_test_set, load_runs, read_attributes, read_per_study
     from rexrank.analysis.pipeline import analyze
     from rexrank.analysis.report import write_report
-    from rexrank.errors import RexrankError
+    from rexrank.errors import RexrankError, TestSetError
 
     if args.bootstrap < 0:
         raise RexrankError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     runs = load_runs(args.runs, lower_is_better=_split(args.lower_is_better))
+    dataset = _dataset(args.dataset, runs.test_set)
     attrs = references = None
-    if args.dataset:
-        attrs, references = attributes_from_test_set(args.dataset, data_dir=args.data_dir)
+    if dataset:
+        try:
+            attrs, references = attributes_from_test_set(dataset, data_dir=args.data_dir)
+        except TestSetError as exc:
+            if args.dataset:
+                raise
+            # named by the files, not asked for: the analyses that need attributes say so themselves
+            runs.notes.append(f"study attributes of {dataset} (named by the per-study files) were not loaded: {exc}")
     if args.attributes:
         user = read_attributes(args.attributes)
         attrs = user if attrs is None else user.join(attrs.drop(columns=[c for c in user.columns if c in attrs.columns]), how="left")
@@ -85,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         rexval_dir=args.rexval,
         rexval_scores=rexval_scores,
         rexval_metrics=args.rexval_metrics,
-        test_set=args.name or args.dataset or "test set",
+        test_set=args.name or _label(runs.test_set) or dataset,
         progress=not args.no_progress,
     )
     written = write_report(analysis, args.out)

@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "rexrank.cli.analyze",
     "rexrank.cli.import_published",
     "rexrank.cli.leaderboard",
+    "rexrank.cli.weights",
 ]
 
 

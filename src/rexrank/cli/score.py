@@ -1,10 +1,14 @@
-"""`rexrank score`: score a predictions file, print a table, write JSON (and per-study parquet)."""
+"""`rexrank score`: score a predictions file, print a table, write JSON (and per-study parquet).
+
+The output files are rewritten after every metric, so a run keeps what it finished; a metric
+that fails is reported with its reason and advice, the others still run, and the exit code
+is 1 when any failed.
+"""
 from __future__ import annotations
 
 import argparse
-import json
 import math
-from pathlib import Path
+import sys
 
 
 def register(subparsers) -> None:
@@ -16,10 +20,14 @@ def register(subparsers) -> None:
     p.add_argument("--dataset", required=True, help="test set: iu_xray, mimic_cxr, chexpert_plus, rexgradient, example")
     p.add_argument("--track", default="findings", help="findings (default) or findings_impression")
     p.add_argument("--predictions", required=True, help="ReXrank submission JSON, CSV/JSONL (id + prediction), parquet or datasets folder")
+    p.add_argument("--id-column", help="the predictions file's study id column (default: id or study_id)")
+    p.add_argument("--prediction-column", help="the predictions file's text column (default: prediction or report; "
+                   "in a ReXrank submission JSON: model_prediction)")
     p.add_argument("--data-dir", help="folder (or file) holding the test set JSON; needed for MIMIC-CXR, CheXpert Plus, ReXGradient")
     p.add_argument("--metrics", default="bleu2", help="comma-separated metric names (default: bleu2)")
-    p.add_argument("--out", help="write results JSON here")
-    p.add_argument("--per-study", help="write per-study scores (id + one column per score) to this parquet file")
+    p.add_argument("--out", help="write results JSON here (rewritten as each metric finishes)")
+    p.add_argument("--per-study", help="write per-study scores (id + one column per score, with the run's provenance "
+                   "as parquet metadata) to this parquet file (rewritten as each metric finishes)")
     p.add_argument("--bootstrap", type=int, default=0, help="also compute a percentile bootstrap CI with this many resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -36,18 +44,33 @@ def register(subparsers) -> None:
 
 
 def format_table(results: dict) -> str:
-    rows = [("metric", "mean", "± 95% CI", "n scored / failed")]
+    bootstrap = bool((results.get("statistics") or {}).get("bootstrap"))
+    header = ("metric", "mean", "± 95% CI", *(("bootstrap 95% CI",) if bootstrap else ()), "n scored / failed")
+    rows = [header]
     for summary in results["metrics"].values():
         for column, s in summary["scores"].items():
             ci = s.get("ci95", math.nan)
             n = f"{s['n']} / {s.get('n_missing', 0)}"
-            rows.append((column, f"{s['mean']:.4f}", "n/a" if math.isnan(ci) else f"{ci:.4f}", n))
+            boot = ()
+            if bootstrap:
+                low, high = s.get("bootstrap_low"), s.get("bootstrap_high")
+                boot = ("n/a" if low is None else f"[{low:.4f}, {high:.4f}]",)
+            rows.append((column, f"{s['mean']:.4f}", "n/a" if math.isnan(ci) else f"{ci:.4f}", *boot, n))
         for key, value in summary["corpus"].items():
             if key not in summary["scores"]:
-                rows.append((key, f"{value:.4f}", "(corpus)", ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+                rows.append((key, f"{value:.4f}", "(corpus)", *(("",) if bootstrap else ()), ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def format_failures(results: dict) -> str:
+    lines = []
+    for name, failure in results["failed"].items():
+        lines.append(f"FAILED {name}: {failure['reason']}")
+        if failure.get("advice"):
+            lines.append(f"  {failure['advice']}")
     return "\n".join(lines)
 
 
@@ -62,19 +85,36 @@ def _metric_options(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rexrank.models.advice import cli_terms
+    from rexrank.per_study_file import write_json_atomic
     from rexrank.scoring import score_submission
 
-    run_ = score_submission(
-        args.dataset,
-        args.track,
-        args.predictions,
-        data_dir=args.data_dir,
-        metrics=args.metrics,
-        bootstrap=args.bootstrap,
-        seed=args.seed,
-        progress=not args.no_progress,
-        metric_options=_metric_options(args),
-    )
+    def keep(run_, name: str) -> None:
+        """Write what is finished after every metric; say at once when one fails."""
+        if name in run_.failed:
+            failure = run_.failed[name]
+            print(f"{name} failed: {failure['reason']} (the other metrics go on)", file=sys.stderr, flush=True)
+        if args.out:
+            write_json_atomic(args.out, run_.results)
+        if args.per_study:
+            run_.write_per_study(args.per_study)
+
+    with cli_terms():  # advice in --metric-option / hf download terms
+        run_ = score_submission(
+            args.dataset,
+            args.track,
+            args.predictions,
+            data_dir=args.data_dir,
+            metrics=args.metrics,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            progress=not args.no_progress,
+            metric_options=_metric_options(args),
+            keep_going=True,
+            on_update=keep,
+            id_column=args.id_column,
+            prediction_column=args.prediction_column,
+        )
     results = run_.results
     ts = results["test_set"]
     pred = results["predictions"]
@@ -84,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
             f"note: {pred['n_not_in_track']} predictions are for studies this track does not score "
             f"(e.g. no findings section); they were not scored"
         )
-    print(format_table(results))
+    if results["metrics"]:
+        print(format_table(results))
     from rexrank.backend.worker import DEFAULT_MIN_COVERAGE as LEADERBOARD_MIN_COVERAGE
 
     for name, summary in results["metrics"].items():  # what the leaderboard's coverage rule would refuse
@@ -93,11 +134,20 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {name} scored {scored} of {n} studies ({scored / n:.1%}), {n - scored} failed: below the "
                   f"{LEADERBOARD_MIN_COVERAGE:.0%} the leaderboard requires; its mean covers only the scored studies")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(results, indent=2, allow_nan=True))
         print(f"results written to {args.out}")
     if args.per_study:
-        Path(args.per_study).parent.mkdir(parents=True, exist_ok=True)
-        run_.per_study.to_parquet(args.per_study, index=False)
         print(f"per-study scores written to {args.per_study}")
+    for name, exc in run_.errors.items():
+        from rexrank.errors import RexrankError
+
+        if not isinstance(exc, RexrankError):  # not a user error: the traceback is for a bug report
+            import traceback
+
+            print(f"{name}: unexpected error\n" + "".join(traceback.format_exception(exc)), file=sys.stderr)
+    if run_.failed:
+        print(format_failures(results), file=sys.stderr)
+        done = len(results["metrics"])
+        print(f"{len(run_.failed)} of {done + len(run_.failed)} metrics failed; "
+              f"{'the others are kept' if done else 'nothing was scored'}", file=sys.stderr)
+        return 1
     return 0

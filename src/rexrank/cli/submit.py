@@ -17,6 +17,8 @@ def register(subparsers) -> None:
     p.add_argument("--dataset", required=True, help="test set: iu_xray, mimic_cxr, chexpert_plus, rexgradient, example")
     p.add_argument("--track", default="findings", help="findings (default) or findings_impression")
     p.add_argument("--predictions", required=True, help="predictions file or datasets folder, or hf://USER/REPO[@REV]")
+    p.add_argument("--id-column", help="the predictions file's study id column (default: id or study_id)")
+    p.add_argument("--prediction-column", help="the predictions file's text column (default: prediction or report)")
     p.add_argument("--model-name", required=True)
     p.add_argument("--submitter", required=True, help="Hub user or org name (the quota counts per submitter)")
     p.add_argument("--institution", default="")
@@ -45,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         model_url=args.model_url,
         trained_on=[t for t in args.trained_on.split(",") if t.strip()],
         data_dir=args.data_dir,
+        id_column=args.id_column,
+        prediction_column=args.prediction_column,
     )
     if args.json:
         print(json.dumps({"id": request["id"], "status": request["status"]}))

@@ -7,26 +7,41 @@ name, bad key): retrying those only burns time.
 """
 from __future__ import annotations
 
+import os
+import threading
 import time
 
 from rexrank.llm.settings import LLMSettings
 from rexrank.llm.types import LLMRequest, LLMResponse
 
 RETRY_STATUS = {408, 409, 429}
+PROBE_TIMEOUT = 2.0  # seconds to connect, and again to answer GET /models (any answer, even 404, counts)
 
 
 class OpenAIBackend:
     name = "openai"
 
     def __init__(self, settings: LLMSettings):
-        import openai
-
         self.settings = settings
-        self._openai = openai
-        self.client = openai.OpenAI(
-            base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout, max_retries=0
-        )
         self.max_concurrency = settings.max_concurrency
+        self._client = None  # `openai` takes a second to import: only when a request is sent
+        self._probe_lock = threading.Lock()
+        self._probed: Exception | bool = False  # True (answers) or the EndpointUnreachable to raise again
+
+    @property
+    def client(self):
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                base_url=self.settings.base_url, api_key=self.settings.api_key, timeout=self.settings.timeout, max_retries=0
+            )
+        return self._client
+
+    @property
+    def base_url(self) -> str:
+        """Where requests go, as the openai client decides it (argument, OPENAI_BASE_URL, OpenAI)."""
+        return self.settings.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
 
     def identity(self) -> dict:
         return {"backend": self.name, "model": self.settings.model, "revision": self.settings.revision}
@@ -42,8 +57,40 @@ class OpenAIBackend:
                 on_progress(1)
         return out
 
+    def check_reachable(self) -> None:
+        """Raise EndpointUnreachable when the server does not accept connections: one probe,
+        instead of every study's retries (minutes) ending in the same connection error."""
+        with self._probe_lock:
+            if self._probed is True:
+                return
+            if isinstance(self._probed, Exception):
+                raise self._probed
+            self._probed = self._probe()
+            if isinstance(self._probed, Exception):
+                raise self._probed
+
+    def _probe(self) -> Exception | bool:
+        """GET /models with short timeouts, through httpx as the openai client sends (proxies
+        from the environment apply). Any HTTP answer, even 404, means a server is there."""
+        import httpx
+
+        from rexrank.models.advice import EndpointUnreachable
+
+        url = self.base_url.rstrip("/") + "/models"
+        try:
+            with httpx.Client(timeout=PROBE_TIMEOUT) as probe:
+                probe.get(url, headers={"Authorization": f"Bearer {self.settings.api_key}"})
+        except httpx.TimeoutException:
+            return EndpointUnreachable(self.base_url, f"does not answer within {PROBE_TIMEOUT:g} s")
+        except httpx.TransportError as exc:  # refused, unknown host
+            return EndpointUnreachable(self.base_url, f"cannot be reached ({type(exc).__name__}: {_short(str(exc))})")
+        except httpx.HTTPError:
+            pass  # it answered something
+        return True
+
     def call(self, request: LLMRequest) -> LLMResponse:
-        openai = self._openai
+        self.check_reachable()
+        import openai  # imported once, by then
         retries = 0
         while True:
             try:

@@ -40,10 +40,10 @@ class TransformersBackend:
     def _load(self):
         if self._model is not None:
             return
+        self._path = resolve(self.checkpoint, option="model_path")  # before the slow imports: missing weights fail at once
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self._path = resolve(self.checkpoint, option="model_path")
         device = pick_device(self.settings.device)
         dtype_name = self.settings.dtype or ("float16" if device.startswith("cuda") else "float32")
         tokenizer = AutoTokenizer.from_pretrained(self._path, padding_side="left")

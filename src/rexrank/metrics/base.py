@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from rexrank.errors import MetricError
+from rexrank.models.advice import AdvisedError
 
 
 @dataclass
@@ -61,7 +62,11 @@ class Metric:
 
     def score(self, predictions: Sequence[str], references: Sequence[str]) -> MetricResult:
         predictions, references = check_pairs(predictions, references, metric=self.name)
-        result = self._score(predictions, references)
+        try:
+            result = self._score(predictions, references)
+        except AdvisedError as exc:
+            exc.note_metric(self.name)  # the advice then names this metric's option (radcliq.sembscore_options=...)
+            raise
         for column, values in result.per_study.items():
             if len(values) != len(predictions):
                 raise MetricError(

@@ -115,9 +115,9 @@ class RaTEScore(Metric):
             from rexrank.models.shared import local_fingerprint, shared_model
             from rexrank.ratescore.models import EntityEncoder, EntityTagger
 
-            device = pick_device(self.device)
             ner_dir = resolve(self.ner, option="ner_path")
             emb_dir = resolve(self.embedding, option="embedding_path")
+            device = pick_device(self.device)  # imports torch: after the weights are found
             tagger = shared_model(
                 ("rate-ner", str(ner_dir), local_fingerprint(ner_dir), device, self.batch_size),
                 lambda: EntityTagger(ner_dir, device, self.batch_size),

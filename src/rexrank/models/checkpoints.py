@@ -1,16 +1,27 @@
 """Resolving a model checkpoint: a Hugging Face hub id pinned to a revision, or a local path.
 
-Offline, or when the weights are missing, this fails within seconds with a message that
-names the checkpoint and how to supply it, instead of the hub client's minute-long retries.
+The local cache is tried first and never touches the network. Otherwise, offline
+(`HF_HUB_OFFLINE`) or when the Hub does not answer a short probe, this fails within
+seconds with a `WeightsUnavailable` that names the checkpoint and how to supply it,
+instead of the hub client's retries (about 23 s a file).
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from rexrank.errors import MetricError
+from rexrank.models.advice import WeightsUnavailable
+
+PROBE_TIMEOUT = 2.0  # seconds: a Hub that does not answer within this is treated as unreachable
+DOWNLOAD_PROBE_TIMEOUT = 10.0  # an explicit download waits longer: a slow link must not be refused
+PROBE_TTL = 60.0  # seconds a probe's answer is reused (a metric resolves several files)
+_probes: dict[tuple[str, float], tuple[float, str | None]] = {}
+_probe_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,9 @@ class Checkpoint:
         target = f"{self.repo_id}/{self.filename}" if self.filename else self.repo_id
         return f"{target}@{self.revision}"
 
+    def same_source(self, other: "Checkpoint") -> bool:
+        return (self.repo_id, self.revision, self.filename, self.path) == (other.repo_id, other.revision, other.filename, other.path)
+
     def provenance(self) -> dict:
         return {"repo_id": self.repo_id, "revision": self.revision, "filename": self.filename, "path": self.path,
                 "sha256": None if self.path else self.sha256}
@@ -39,51 +53,87 @@ def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
 
 
-def resolve(checkpoint: Checkpoint, *, option: str = "model_path") -> Path:
+def hub_unavailable(timeout: float = PROBE_TIMEOUT) -> str | None:
+    """Why the Hub cannot be used now (offline mode, or no answer to a short probe), or None.
+
+    One HEAD request to the endpoint through huggingface_hub's own HTTP session (its proxy
+    settings apply), answered from memory for PROBE_TTL seconds. Any HTTP answer counts as
+    reachable; only transport failures (DNS, refused, timeout) do not.
+    """
+    if offline():
+        return "HF_HUB_OFFLINE is set"
+    from huggingface_hub import constants, get_session
+
+    endpoint = constants.ENDPOINT
+    with _probe_lock:
+        seen = _probes.get((endpoint, timeout))
+        if seen and time.monotonic() - seen[0] < PROBE_TTL:
+            return seen[1]
+        try:
+            get_session().head(endpoint, timeout=timeout, follow_redirects=False)
+            reason = None
+        except Exception as exc:  # the client's transport errors (DNS, refused, timeout): no answer at all
+            reason = f"the Hub ({endpoint}) cannot be reached ({type(exc).__name__}: {exc})"
+        _probes[(endpoint, timeout)] = (time.monotonic(), reason)
+        return reason
+
+
+def cached_path(checkpoint: Checkpoint) -> Path | None:
+    """The checkpoint's file (or snapshot folder) in the local hub cache, read from the cache's
+    layout alone: huggingface_hub's own lookups (even with local_files_only) may first fetch
+    an agent registry from the Hub, up to 3 s on a network that does not answer."""
+    from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub.file_download import repo_folder_name
+
+    if checkpoint.filename:
+        hit = try_to_load_from_cache(checkpoint.repo_id, checkpoint.filename, revision=checkpoint.revision)
+        return Path(hit) if isinstance(hit, str) else None
+    repo = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=checkpoint.repo_id, repo_type="model")
+    ref = repo / "refs" / checkpoint.revision  # a branch or tag name, resolved to its commit
+    commit = ref.read_text().strip() if ref.is_file() else checkpoint.revision
+    snapshot = repo / "snapshots" / commit
+    return snapshot if snapshot.is_dir() else None
+
+
+def resolve(checkpoint: Checkpoint, *, option: str = "model_path", files: tuple[str, ...] = ()) -> Path:
     """Local path of the checkpoint (folder, or file when `filename` is set).
 
-    `option` names the argument a user passes to point at local weights; it appears in
-    the error message.
+    `option` names the argument a user passes to point at local weights, `files` the files
+    of a folder checkpoint a metric reads; both go into the advice of a failure.
     """
     if checkpoint.path:
         path = Path(checkpoint.path).expanduser()
         if not path.exists():
             raise MetricError(f"{option}={checkpoint.path!r} does not exist (checkpoint for {checkpoint.repo_id})")
         return path
-    from huggingface_hub import hf_hub_download, snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
-    how = (
-        f"download it where the Hub is reachable (huggingface-cli download {checkpoint.repo_id}"
-        f"{' ' + checkpoint.filename if checkpoint.filename else ''} --revision {checkpoint.revision}) "
-        f"and pass the local path as {option}="
-    )
-    kwargs = dict(repo_id=checkpoint.repo_id, revision=checkpoint.revision)
-    local = None
-    try:
-        # local_files_only first: a cached checkpoint never touches the network
-        if checkpoint.filename:
-            local = Path(hf_hub_download(filename=checkpoint.filename, local_files_only=True, **kwargs))
-        else:
-            local = Path(snapshot_download(local_files_only=True, **kwargs))
-    except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError):
-        pass
-    if local is None and offline():
-        raise MetricError(f"checkpoint {checkpoint.describe()} is not in the local cache and HF_HUB_OFFLINE is set; {how}")
+    local = cached_path(checkpoint)
     if local is None:
-        try:
-            if checkpoint.filename:
-                local = Path(hf_hub_download(filename=checkpoint.filename, etag_timeout=10, **kwargs))
-            else:
-                local = Path(snapshot_download(etag_timeout=10, **kwargs))
-        except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as exc:
-            raise MetricError(f"cannot fetch checkpoint {checkpoint.describe()}: {exc}; {how}") from None
+        why = hub_unavailable()
+        if why:
+            raise WeightsUnavailable(checkpoint, option=option, files=files, reason=f"is not in the local cache and {why}")
+        local = fetch(checkpoint, option=option, files=files)
     if checkpoint.sha256 and checkpoint.filename:
-        verify_sha256(local, checkpoint.sha256, checkpoint)
+        verify_sha256(local, checkpoint.sha256, checkpoint, option=option)
     return local
 
 
-def verify_sha256(path: Path, expected: str, checkpoint: Checkpoint) -> None:
+def fetch(checkpoint: Checkpoint, *, option: str = "model_path", files: tuple[str, ...] = (), force: bool = False) -> Path:
+    """Download the checkpoint at its revision into the hub cache (the Hub must be reachable)."""
+    from huggingface_hub import hf_hub_download, snapshot_download
+
+    kwargs = dict(repo_id=checkpoint.repo_id, revision=checkpoint.revision, etag_timeout=10, force_download=force)
+    try:
+        if checkpoint.filename:
+            return Path(hf_hub_download(filename=checkpoint.filename, **kwargs))
+        return Path(snapshot_download(**kwargs))
+    except Exception as exc:  # HTTP status, transport (the client's own exception types) and disk errors alike
+        detail = " ".join(str(exc).split())[:300]
+        raise WeightsUnavailable(
+            checkpoint, option=option, files=files, reason=f"cannot be fetched ({type(exc).__name__}: {detail})"
+        ) from None
+
+
+def verify_sha256(path: Path, expected: str, checkpoint: Checkpoint, *, option: str = "model_path") -> None:
     """The pinned file is the official one: same bytes, not merely the same name."""
     real = path.resolve()
     if real.name == expected:  # the hub cache stores LFS files under their SHA-256
@@ -91,9 +141,11 @@ def verify_sha256(path: Path, expected: str, checkpoint: Checkpoint) -> None:
     with open(real, "rb") as handle:
         actual = hashlib.file_digest(handle, "sha256").hexdigest()
     if actual != expected:
-        raise MetricError(
-            f"checkpoint {checkpoint.describe()} at {path} has SHA-256 {actual}, not the official {expected}; "
-            f"the cached file is corrupt or not the official one: delete it and download again"
+        raise WeightsUnavailable(
+            checkpoint,
+            option=option,
+            reason=f"at {path} has SHA-256 {actual}, not the official {expected}: the cached file is corrupt or "
+            f"not the official one; delete it and download it again",
         )
 
 

@@ -138,8 +138,6 @@ class CheXbert:
         batch_size: int = 32,
         device: str | None = None,
     ):
-        from transformers import AutoTokenizer
-
         from rexrank.models.encoders import checkpoint_identity, checkpoint_for, fetch_files
 
         self.checkpoint = Checkpoint(
@@ -157,6 +155,8 @@ class CheXbert:
             tokenizer or TOKENIZER_REPO, None, default_model=TOKENIZER_REPO, default_revision=TOKENIZER_REVISION, licence="Apache-2.0"
         )
         folder = fetch_files(self.tokenizer_checkpoint, option="tokenizer", weights=False)
+        from transformers import AutoTokenizer  # after the files: missing weights fail before this slow import
+
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
         self.tokenizer_identity = checkpoint_identity(self.tokenizer_checkpoint, folder)
         state = load_state(path)

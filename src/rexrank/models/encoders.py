@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from rexrank.errors import MetricError
-from rexrank.models.checkpoints import Checkpoint, resolve
+from rexrank.models.advice import WeightsUnavailable
+from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
 
 # Byte-level BPE tokenisers (GPT-2 family). bert_score encodes with add_prefix_space=True for
 # these (GPT2Tokenizer / RobertaTokenizer and their subclasses: BART, Longformer). On
@@ -48,6 +49,11 @@ def checkpoint_for(model: str, revision: str | None, *, default_model: str, defa
     return Checkpoint(repo_id=model, revision=revision, licence=licence)
 
 
+def needed_files(*, weights: bool = True, tokenizer: bool = True) -> tuple[str, ...]:
+    """The files of a model repo that `fetch_files` reads (those the repo has)."""
+    return (CONFIG_FILE, *(TOKENIZER_FILES if tokenizer else ()), *(WEIGHT_FILES if weights else ()))
+
+
 def fetch_files(checkpoint: Checkpoint, *, option: str, weights: bool = True, tokenizer: bool = True) -> Path:
     """A local folder holding the checkpoint's config, tokenizer files and weights.
 
@@ -57,6 +63,7 @@ def fetch_files(checkpoint: Checkpoint, *, option: str, weights: bool = True, to
     """
     if checkpoint.path:
         return resolve(checkpoint, option=option)
+    files = needed_files(weights=weights, tokenizer=tokenizer)
 
     def one(filename: str) -> Path:
         return resolve(
@@ -64,19 +71,19 @@ def fetch_files(checkpoint: Checkpoint, *, option: str, weights: bool = True, to
             option=option,
         )
 
+    def unavailable(reason: str) -> WeightsUnavailable:
+        # advise on the whole folder, not on the one file that happened to be missing first
+        return WeightsUnavailable(checkpoint, option=option, files=files, reason=reason)
+
     try:
         folder = one(CONFIG_FILE).parent
-    except MetricError as exc:
-        raise MetricError(
-            f"model {checkpoint.repo_id}@{checkpoint.revision} is not available: {exc}. The whole model folder is "
-            f"needed: `huggingface-cli download {checkpoint.repo_id} --revision {checkpoint.revision} --local-dir DIR`, "
-            f"then pass {option}=DIR"
-        ) from None
+    except WeightsUnavailable as exc:
+        raise unavailable(exc.reason) from None
     if tokenizer:
         for name in TOKENIZER_FILES:
             try:
                 one(name)
-            except MetricError:
+            except WeightsUnavailable:
                 pass  # optional: not every repo has every tokenizer file
     if weights:
         errors = []
@@ -84,10 +91,10 @@ def fetch_files(checkpoint: Checkpoint, *, option: str, weights: bool = True, to
             try:
                 one(name)
                 break
-            except MetricError as exc:
-                errors.append(str(exc))
+            except WeightsUnavailable as exc:
+                errors.append(f"{name} {exc.reason}")
         else:
-            raise MetricError(f"no weights for checkpoint {checkpoint.describe()}: " + " | ".join(errors))
+            raise unavailable("has no usable weights: " + "; ".join(errors))
     return folder
 
 
@@ -144,12 +151,13 @@ def max_input_length(tokenizer, config) -> int:
     return int(positions)
 
 
-def load_encoder(checkpoint: Checkpoint, *, option: str, device: str) -> Encoder:
-    """Tokenizer + base model (AutoModel, fp32, eval mode) on `device`."""
+def load_encoder(checkpoint: Checkpoint, *, option: str, device: str | None) -> Encoder:
+    """Tokenizer + base model (AutoModel, fp32, eval mode) on `device` (None: cuda when available)."""
+    folder = fetch_files(checkpoint, option=option)  # before the heavy imports: missing weights fail at once
+    device = pick_device(device)
     import torch
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    folder = fetch_files(checkpoint, option=option)
     try:
         config = AutoConfig.from_pretrained(folder)
         prefix = config.model_type in PREFIX_SPACE_MODEL_TYPES

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from rexrank.errors import MetricError
-from rexrank.models.checkpoints import Checkpoint, pick_device
+from rexrank.models.checkpoints import Checkpoint
 
 # Where the stack of transformer layers lives, per architecture family.
 _LAYER_LISTS = ("encoder.layer", "transformer.layer", "encoder.layers", "layers")
@@ -39,7 +39,7 @@ class TokenEmbedder:
     def __init__(self, checkpoint: Checkpoint, *, num_layers: int, batch_size: int = 64, device: str | None = None):
         from rexrank.models.encoders import load_encoder
 
-        self.encoder = load_encoder(checkpoint, option="model", device=pick_device(device))
+        self.encoder = load_encoder(checkpoint, option="model", device=device)
         self.batch_size = batch_size
         self.num_layers = num_layers
         found = _find_layers(self.encoder.model)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rexrank.errors import MetricError
-from rexrank.models.checkpoints import Checkpoint, offline, pick_device
+from rexrank.models.checkpoints import Checkpoint, pick_device
 from rexrank.radgraph.preprocess import MODEL_TYPES, reader_word, words_for
 from rexrank.models.pins import radgraph_encoder_revision
 from rexrank.radgraph.tarball import DEFAULT_REVISION, RadGraphArchive, checkpoint_for, load_archive
@@ -32,37 +32,27 @@ ANNOTATION_VERSION = "1"
 logger = logging.getLogger(__name__)
 
 
-def _load_transformer_parts(name: str, *, path: str | None, revision: str):
-    """(config, tokenizer) of the encoder named in config.json: only its architecture and
-    vocabulary are needed; its weights come from weights.th."""
-    from transformers import AutoConfig, AutoTokenizer
+def _transformer_folder(name: str, *, path: str | None, revision: str) -> Path:
+    """Folder with the config and tokenizer of the encoder named in config.json: only its
+    architecture and vocabulary are needed; its weights come from weights.th."""
+    from rexrank.models.encoders import fetch_files
 
-    source = path or name
-    how = (
-        f"download the tokenizer and config of {name!r} where the Hub is reachable and pass the folder as "
-        f"transformer_path= (only config.json and the tokenizer files are needed)"
-    )
     if path or Path(name).is_dir():
+        source = path or name
         if not Path(source).is_dir():
             raise MetricError(f"transformer_path={source!r} is not a folder")
-        try:
-            return AutoConfig.from_pretrained(source), AutoTokenizer.from_pretrained(source)
-        except (OSError, ValueError) as exc:
-            raise MetricError(f"cannot load the encoder config/tokenizer from {source}: {exc}") from None
-    kwargs = dict(revision=revision)
+        return Path(source)
+    return fetch_files(Checkpoint(name, revision), option="transformer_path", weights=False)
+
+
+def _load_transformer_parts(folder: Path):
+    """(config, tokenizer) of the encoder from its folder."""
+    from transformers import AutoConfig, AutoTokenizer
+
     try:
-        return (
-            AutoConfig.from_pretrained(name, local_files_only=True, **kwargs),
-            AutoTokenizer.from_pretrained(name, local_files_only=True, **kwargs),
-        )
-    except (OSError, ValueError):
-        pass
-    if offline():
-        raise MetricError(f"encoder {name}@{revision} (named in the RadGraph config.json) is not cached and HF_HUB_OFFLINE is set; {how}")
-    try:
-        return AutoConfig.from_pretrained(name, **kwargs), AutoTokenizer.from_pretrained(name, **kwargs)
+        return AutoConfig.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
     except (OSError, ValueError) as exc:
-        raise MetricError(f"cannot fetch encoder {name}@{revision}: {exc}; {how}") from None
+        raise MetricError(f"cannot load the encoder config/tokenizer from {folder}: {exc}") from None
 
 
 class RadGraphAnnotator:
@@ -92,16 +82,21 @@ class RadGraphAnnotator:
             raise MetricError(f"radgraph: model_type={model_type!r} is not supported; choose one of {', '.join(MODEL_TYPES)}")
         if batch_size < 1:
             raise MetricError(f"radgraph: batch_size must be >= 1, got {batch_size}")
-        import torch
-        from transformers import AutoModel
-
         self.model_type = model_type
         self.batch_size = batch_size
-        self.device = pick_device(device)
         self.checkpoint: Checkpoint = checkpoint_for(model_type, path=model_path, revision=revision)
         archive: RadGraphArchive = load_archive(self.checkpoint, option="model_path")
         self.archive = archive
         source = str(archive.directory)
+        self.transformer_name = archive.transformer_name()
+        transformer_revision = transformer_revision or radgraph_encoder_revision(self.transformer_name)
+        self.transformer_revision = transformer_revision
+        # every file is here before the heavy imports: missing weights fail at once
+        encoder_folder = _transformer_folder(self.transformer_name, path=transformer_path, revision=transformer_revision)
+        self.device = pick_device(device)
+
+        import torch
+        from transformers import AutoModel
 
         from rexrank.radgraph.model import DyGIE, DygieSettings
 
@@ -118,10 +113,7 @@ class RadGraphAnnotator:
         self.ner_labels = archive.vocabulary[self.ner_namespace]
         self.relation_labels = archive.vocabulary[self.relation_namespace]
 
-        self.transformer_name = archive.transformer_name()
-        transformer_revision = transformer_revision or radgraph_encoder_revision(self.transformer_name)
-        self.transformer_revision = transformer_revision
-        config, self.tokenizer = _load_transformer_parts(self.transformer_name, path=transformer_path, revision=transformer_revision)
+        config, self.tokenizer = _load_transformer_parts(encoder_folder)
         transformer = AutoModel.from_config(config)
         self.model = DyGIE(transformer, config.hidden_size, settings)
         state = torch.load(archive.weights_path, map_location="cpu", weights_only=True)

@@ -86,6 +86,34 @@ def load_archive(checkpoint: Checkpoint, *, option: str = "model_path") -> RadGr
     return RadGraphArchive(directory, config, read_vocabulary(directory / "vocabulary"), _fingerprint(directory))
 
 
+def archive_transformer_name(local: Path) -> str:
+    """The encoder a RadGraph archive (tarball or folder) names in its config.json, read
+    without extracting the weights: from the extracted copy when there is one (hub blobs are
+    named by their SHA-256, as `_extract` names its folders), else by streaming the tarball."""
+    real = Path(local).resolve()
+    config = None
+    if real.is_dir():
+        config = json.loads((real / "config.json").read_text(encoding="utf-8"))
+    else:
+        from rexrank.testsets.download import cache_root
+
+        extracted = cache_root() / "radgraph" / real.name[:32] / "config.json"
+        if len(real.name) == 64 and extracted.exists():
+            config = json.loads(extracted.read_text(encoding="utf-8"))
+        else:
+            try:
+                with tarfile.open(real, "r:*") as tar:
+                    for member in tar:
+                        if member.isfile() and Path(member.name).name == "config.json" and member.name.count("/") <= 1:
+                            config = json.load(tar.extractfile(member))
+                            break
+            except (tarfile.TarError, EOFError, json.JSONDecodeError) as exc:
+                raise MetricError(f"{local}: not a readable RadGraph archive ({exc})") from None
+    if config is None:
+        raise MetricError(f"{local}: no config.json in the RadGraph archive")
+    return RadGraphArchive(real, config, {}, "").transformer_name()
+
+
 def _sha256(path: Path, digest=None):
     digest = digest or hashlib.sha256()
     with path.open("rb") as fh:

@@ -31,7 +31,8 @@ def to_parquet_bytes(predictions: Predictions) -> bytes:
     return buf.getvalue()
 
 
-def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | None = None) -> tuple[RawPredictions, str]:
+def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | None = None,
+                      **columns) -> tuple[RawPredictions, str]:
     """hf://user/repo[@revision] (a Hub dataset repo holding one predictions file, or
     parquet shards) -> raw rows, and the pinned source `hf://user/repo@<commit>`."""
     from huggingface_hub import HfApi
@@ -45,10 +46,11 @@ def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | No
     token = token or os.environ.get("HF_TOKEN") or None
     api = HfApi(endpoint=endpoint, token=token)
     with ScratchDir("preds") as scratch:  # gone after reading, or after a kill at the next worker start
-        return _read_downloaded(api, spec, repo_id, revision, endpoint, token, scratch)
+        return _read_downloaded(api, spec, repo_id, revision, endpoint, token, scratch, columns)
 
 
-def _read_downloaded(api, spec, repo_id, revision, endpoint, token, scratch: Path) -> tuple[RawPredictions, str]:
+def _read_downloaded(api, spec, repo_id, revision, endpoint, token, scratch: Path,
+                     columns: dict) -> tuple[RawPredictions, str]:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
@@ -76,7 +78,7 @@ def _read_downloaded(api, spec, repo_id, revision, endpoint, token, scratch: Pat
     try:
         rows = []
         for shard in files:  # one file, or parquet shards of one split in file-name order
-            rows.extend(read_raw_predictions(shard).rows)
+            rows.extend(read_raw_predictions(shard, **columns).rows)
     except SubmissionError as exc:  # name the repo, not the download folder
         raise SubmissionError(str(exc).replace(str(local), pinned), details=exc.details) from None
     raw = RawPredictions(rows, pinned)

@@ -159,6 +159,8 @@ class Store:
         hub_token: str | None = None,
         source_label: str | None = None,
         now: float | None = None,
+        id_column: str | None = None,
+        prediction_column: str | None = None,
     ) -> dict:
         """File a PENDING request; returns the request record (`id`, `status`, ...).
 
@@ -172,6 +174,7 @@ class Store:
             a private test set, ids are checked by the backend instead).
         source_label: how the request names a local predictions file (the leaderboard passes
             the uploaded file's own name, never the server's temporary path).
+        id_column, prediction_column: the file's column names when they are not the usual ones.
 
         The predictions are validated with rexrank.submissions (the `rexrank score`
         validator) before anything is written. Raises SubmissionError (a RexrankError)
@@ -199,9 +202,10 @@ class Store:
 
         source = str(predictions)
         if source.startswith("hf://"):
-            raw, source = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token)
+            raw, source = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token,
+                                            id_column=id_column, prediction_column=prediction_column)
         else:
-            raw = _read_raw_local(predictions)
+            raw = _read_raw_local(predictions, id_column=id_column, prediction_column=prediction_column)
             source = source_label or source
         preds, ids_checked = validate_for(raw, test_set, track, data_dir=data_dir)
         check_lengths(preds.ids, preds.texts, source=source)
@@ -396,12 +400,12 @@ def _transition(req: dict, status: str, ts: float, **fields) -> dict:
     return new
 
 
-def _read_raw_local(path: str | Path):
+def _read_raw_local(path: str | Path, **columns):
     """read_raw_predictions, with undecodable bytes reported instead of a traceback."""
     from rexrank.submissions import read_raw_predictions
 
     try:
-        return read_raw_predictions(path)
+        return read_raw_predictions(path, **columns)
     except UnicodeDecodeError as exc:
         raise SubmissionError(
             f"not UTF-8 text: byte {exc.object[exc.start:exc.start + 1]!r} at position {exc.start}; "

@@ -1,0 +1,118 @@
+"""`rexrank weights status|download [METRIC...]`: the checkpoints each metric needs, what is
+in the local cache, and fetching them at their pinned revisions."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "weights",
+        help="show or fetch the model weights the metrics need",
+        description="Every checkpoint a metric loads, at its pinned revision: whether it is in the local Hugging Face "
+        "cache with the official bytes, its size and licence, and the --metric-option that points at a local copy.",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    status = actions.add_parser("status", help="what is cached (no network)", description="What is in the local cache (no network).")
+    status.add_argument("metrics", nargs="*", metavar="METRIC", help="metrics to show (default: all)")
+    status.add_argument("--verify", action="store_true", help="re-hash the cached files instead of trusting the cache's names (slow for big models)")
+    status.set_defaults(run=run_status)
+    download = actions.add_parser(
+        "download", help="fetch the weights at their pinned revisions and check their hashes",
+        description="Fetch every checkpoint the metrics need into the Hugging Face cache at its pinned revision, then "
+        "check each by its bytes (a cached copy with wrong bytes is fetched again).",
+    )
+    download.add_argument("metrics", nargs="*", metavar="METRIC",
+                          help="metrics to fetch for (default: all, GREEN's 7B model included)")
+    download.set_defaults(run=run_download)
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return ""  # unreachable
+
+
+def _check_names(names: list[str]) -> list[str]:
+    from rexrank.metrics.registry import parse_metric_list
+
+    return parse_metric_list(names) if names else []
+
+
+def format_status(statuses) -> str:
+    """Per metric: one block per checkpoint (state, name, size, licence, how to point at a local copy)."""
+    from rexrank.models.weights import CACHED, UNKNOWN
+
+    by_metric: dict[str, list] = {}
+    for s in statuses:
+        by_metric.setdefault(s.metric, []).append(s)
+    lines = []
+    for metric in by_metric:
+        items = by_metric[metric]
+        ready = all(s.state == CACHED for s in items)
+        lines.append(f"{metric}: {'ready' if ready else 'NOT ready'}")
+        for s in items:
+            lines.append(f"  {s.state:<10} {s.need.label()}  [{s.need.role}]")
+            if s.state == UNKNOWN:
+                continue
+            info = [f"size {_size(s.size)}"]
+            if s.need.checkpoint is not None:
+                info.append(f"licence: {s.need.checkpoint.licence or 'see the model card'}")
+            if s.detail:
+                info.append(s.detail)
+            lines.append("             " + "; ".join(info))
+            if s.state == CACHED:
+                lines.append(f"             local copy: {s.local_option(terms='cli')}")
+            else:
+                lines.append(f"             or fetch elsewhere: {s.download_command(terms='cli')}")
+                lines.append(f"             then: {s.local_option(terms='cli')}")
+    return "\n".join(lines)
+
+
+def _no_weights_lines(names: list[str]) -> list[str]:
+    from rexrank.metrics.registry import available_metrics
+    from rexrank.models.weights import LLM_ENDPOINT_METRICS, default_needs
+
+    out = []
+    for metric in names or available_metrics():
+        if default_needs(metric):
+            continue
+        why = "judged by an LLM endpoint (--llm-base-url)" if metric in LLM_ENDPOINT_METRICS else "needs no model"
+        out.append(f"{metric}: ready ({why})")
+    return out
+
+
+def _summary(statuses) -> str:
+    from rexrank.models.weights import ready
+
+    state = ready(statuses)
+    missing = [m for m, ok in state.items() if not ok]
+    if not missing:
+        return "every listed metric has its weights"
+    return f"{len(missing)} metric(s) lack weights: {', '.join(missing)}; fetch them with: rexrank weights download {' '.join(missing)}"
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from rexrank.models.weights import status
+
+    names = _check_names(args.metrics)
+    statuses = status(names or None, verify=args.verify)
+    for line in _no_weights_lines(names):
+        print(line)
+    print(format_status(statuses))
+    print(_summary(statuses))
+    return 0
+
+
+def run_download(args: argparse.Namespace) -> int:
+    from rexrank.models.weights import CACHED, download
+
+    names = _check_names(args.metrics)
+    statuses = download(names or None, on_done=lambda s: print(f"{s.metric}: {s.need.label()}: {s.state}", flush=True))
+    print(format_status(statuses))
+    print(_summary(statuses))
+    return 0 if all(s.state == CACHED for s in statuses) else 1

@@ -1,0 +1,347 @@
+"""Which checkpoints each metric needs at its pinned revision, whether they are in the local
+hub cache (and are the official bytes), and fetching them: `rexrank weights status` and
+`rexrank weights download`, and the Python functions `status` and `download`.
+
+The list is built from the constants the metrics load from (models.pins and the metric
+modules), so it cannot name other weights than the metrics use; a test checks that each
+default metric resolves exactly these checkpoints.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from rexrank.errors import MetricError
+from rexrank.models.advice import PLACEHOLDER, WeightsUnavailable, download_command, option_setting
+from rexrank.models.checkpoints import DOWNLOAD_PROBE_TIMEOUT, Checkpoint, cached_path, fetch, hub_unavailable
+
+CACHED, MISSING, WRONG_HASH, UNKNOWN = "cached", "missing", "wrong hash", "unknown"
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SHA1 = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True)
+class Need:
+    """One checkpoint a metric loads, and the option of `component` that points at a local copy.
+
+    kind: "file" (one file, `checkpoint.filename`), "model" (config + tokenizer + weights),
+    "tokenizer" (config + tokenizer) or "snapshot" (the whole repository).
+    """
+
+    checkpoint: Checkpoint | None  # None: not known until another need is here (RadGraph's encoder)
+    option: str
+    kind: str
+    role: str
+    component: str
+    pending: str = ""  # why the checkpoint is not known yet
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        from rexrank.models.encoders import needed_files
+
+        if self.kind in ("model", "tokenizer"):
+            return needed_files(weights=self.kind == "model")
+        return ()
+
+    def label(self) -> str:
+        return self.checkpoint.describe() if self.checkpoint else self.pending
+
+
+# -- the list ---------------------------------------------------------------------------
+
+LLM_ENDPOINT_METRICS = ("fineradscore", "spec_cxr")  # judged by a served LLM: no weights here
+
+
+def _bertscore() -> list[Need]:
+    from rexrank.metrics.bertscore import DEFAULT_MODEL, DEFAULT_REVISION
+
+    return [Need(Checkpoint(DEFAULT_MODEL, DEFAULT_REVISION, licence="Apache-2.0"), "model", "model",
+                 "encoder (layers 1-5)", "bertscore")]
+
+
+def _sembscore() -> list[Need]:
+    from rexrank.models import chexbert as C
+    from rexrank.models.pins import rrg_scorers_sha256
+
+    weights = Checkpoint(C.CHEXBERT_REPO, C.CHEXBERT_REVISION, filename=C.CHEXBERT_FILE, licence=C.CHEXBERT_LICENCE,
+                         sha256=rrg_scorers_sha256(C.CHEXBERT_FILE, C.CHEXBERT_REVISION))
+    tokenizer = Checkpoint(C.TOKENIZER_REPO, C.TOKENIZER_REVISION, licence="Apache-2.0")
+    return [Need(weights, "checkpoint_path", "file", "CheXbert weights", "sembscore"),
+            Need(tokenizer, "tokenizer", "tokenizer", "CheXbert tokenizer", "sembscore")]
+
+
+def _radgraph(model_type: str = "radgraph") -> list[Need]:
+    from rexrank.models.pins import radgraph_encoder_revision
+    from rexrank.radgraph.tarball import archive_transformer_name, checkpoint_for
+
+    archive = checkpoint_for(model_type)
+    needs = [Need(archive, "model_path", "file", "RadGraph model archive", "radgraph")]
+    local = cached_path(archive)
+    if local is None:
+        needs.append(Need(None, "transformer_path", "tokenizer", "encoder config + tokenizer", "radgraph",
+                          pending=f"the encoder named in {archive.filename} (known once the archive is here)"))
+        return needs
+    try:
+        name = archive_transformer_name(local)
+    except (MetricError, OSError, ValueError) as exc:
+        needs.append(Need(None, "transformer_path", "tokenizer", "encoder config + tokenizer", "radgraph",
+                          pending=f"the encoder named in {archive.filename} (unreadable: {exc})"))
+        return needs
+    needs.append(Need(Checkpoint(name, radgraph_encoder_revision(name), licence="see its model card"),
+                      "transformer_path", "tokenizer", "encoder config + tokenizer", "radgraph"))
+    return needs
+
+
+def _ratescore() -> list[Need]:
+    from rexrank.metrics import ratescore as R
+
+    return [Need(Checkpoint(R.NER_REPO, R.NER_REVISION, licence=R.NER_LICENCE), "ner_path", "snapshot",
+                 "entity tagger", "ratescore"),
+            Need(Checkpoint(R.EMBEDDING_REPO, R.EMBEDDING_REVISION, licence=R.EMBEDDING_LICENCE), "embedding_path",
+                 "snapshot", "entity encoder", "ratescore")]
+
+
+def _green() -> list[Need]:
+    from rexrank.metrics.green import DEFAULT_MODEL, Green
+
+    return [Need(Checkpoint(DEFAULT_MODEL, "main", licence=Green.backend_kwargs["licence"]), "model_path", "snapshot",
+                 "GREEN model (transformers backend; revision not pinned)", "green")]
+
+
+def default_needs(metric: str) -> list[Need]:
+    """What `metric` loads with its default options."""
+    from rexrank.metrics.registry import METRICS
+
+    if metric not in METRICS:
+        raise MetricError(f"unknown metric {metric!r}; available: {', '.join(sorted(METRICS))}")
+    builders = {"bertscore": _bertscore, "sembscore": _sembscore, "radgraph": _radgraph, "ratescore": _ratescore,
+                "green": _green}
+    if metric == "radcliq":
+        return _bertscore() + _sembscore() + _radgraph()
+    return builders[metric]() if metric in builders else []
+
+
+def option_for(metric: str, need: Need, value: str, *, terms: str | None = None) -> str:
+    """The setting that points `metric` at a local copy of `need` (radcliq nests its components')."""
+    chain = [need.component] if need.component == metric else [need.component, metric]
+    return option_setting(chain, need.option, value, terms=terms)
+
+
+# -- status ------------------------------------------------------------------------------
+
+@dataclass
+class NeedStatus:
+    metric: str
+    need: Need
+    state: str
+    path: Path | None = None  # the cached file, or the folder a metric option can point at
+    size: int | None = None  # bytes of the cached files
+    detail: str = ""
+
+    def local_option(self, *, terms: str | None = None) -> str:
+        """The option pointing at the cached copy, or at DIR after `hf download`."""
+        if self.state == CACHED and self.path is not None:
+            return option_for(self.metric, self.need, str(self.path), terms=terms)
+        checkpoint = self.need.checkpoint
+        value = f"{PLACEHOLDER}/{checkpoint.filename}" if checkpoint and checkpoint.filename else PLACEHOLDER
+        return option_for(self.metric, self.need, value, terms=terms)
+
+    def download_command(self, *, terms: str | None = None) -> str:
+        return download_command(self.need.checkpoint, self.need.files, terms=terms) if self.need.checkpoint else ""
+
+
+def status(metrics: Iterable[str] | None = None, *, verify: bool = False) -> list[NeedStatus]:
+    """State of every checkpoint the metrics need, from the local cache only (no network).
+
+    verify: re-hash the cached files (pinned SHA-256, and each hub blob against the content
+    address it is stored under) instead of trusting the cache's names; slow for big models.
+    """
+    from rexrank.metrics.registry import available_metrics
+
+    out = []
+    for metric in metrics or available_metrics():
+        for need in default_needs(metric):
+            out.append(_status(metric, need, verify=verify))
+    return out
+
+
+def _status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
+    if need.checkpoint is None:
+        return NeedStatus(metric, need, UNKNOWN)  # its label says why
+    if need.kind == "file":
+        return _file_status(metric, need, verify=verify)
+    if need.kind == "snapshot":
+        return _snapshot_status(metric, need, verify=verify)
+    return _folder_status(metric, need, verify=verify)
+
+
+def _file_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
+    checkpoint = need.checkpoint
+    local = cached_path(checkpoint)
+    if local is None:
+        return NeedStatus(metric, need, MISSING, detail="not in the local cache")
+    size = local.stat().st_size
+    problem = _hash_problem(local, checkpoint.sha256, verify=verify)
+    if problem:
+        return NeedStatus(metric, need, WRONG_HASH, local, size, problem)
+    return NeedStatus(metric, need, CACHED, local, size, "SHA-256 verified" if verify and checkpoint.sha256 else "")
+
+
+def _folder_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
+    from huggingface_hub import try_to_load_from_cache
+
+    from rexrank.models.encoders import CONFIG_FILE, TOKENIZER_FILES, WEIGHT_FILES
+
+    checkpoint = need.checkpoint
+    found: dict[str, Path] = {}
+    for name in need.files:
+        hit = try_to_load_from_cache(checkpoint.repo_id, name, revision=checkpoint.revision)
+        if isinstance(hit, str):
+            found[name] = Path(hit)
+    lacking = []
+    if CONFIG_FILE not in found:
+        lacking.append(CONFIG_FILE)
+    if not any(n in found for n in TOKENIZER_FILES):
+        lacking.append("tokenizer files")
+    if need.kind == "model" and not any(n in found for n in WEIGHT_FILES):
+        lacking.append(" or ".join(WEIGHT_FILES))
+    size = sum(p.stat().st_size for p in found.values()) if found else None
+    folder = found[CONFIG_FILE].parent if CONFIG_FILE in found else None
+    if not found:
+        return NeedStatus(metric, need, MISSING, detail="not in the local cache")
+    if lacking:
+        return NeedStatus(metric, need, MISSING, folder, size, f"no {', '.join(lacking)}; cached: {', '.join(sorted(found))}")
+    for path in found.values() if verify else ():
+        problem = _hash_problem(path, None, verify=True)
+        if problem:
+            return NeedStatus(metric, need, WRONG_HASH, folder, size, problem)
+    return NeedStatus(metric, need, CACHED, folder, size, f"{len(found)} files" + (", verified" if verify else ""))
+
+
+def _snapshot_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
+    local = cached_path(need.checkpoint)
+    if local is None:
+        return NeedStatus(metric, need, MISSING, detail="not in the local cache")
+    files = [p for p in local.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    names = {p.name for p in files}
+    if "config.json" not in names or not any(n.endswith(WEIGHT_SUFFIXES) for n in names):
+        return NeedStatus(metric, need, MISSING, local, size, f"incomplete snapshot ({len(files)} files, no config or weights)")
+    for path in files if verify else ():
+        problem = _hash_problem(path, None, verify=True)
+        if problem:
+            return NeedStatus(metric, need, WRONG_HASH, local, size, problem)
+    return NeedStatus(metric, need, CACHED, local, size, f"{len(files)} files" + (", verified" if verify else ""))
+
+
+def _hash_problem(path: Path, pinned: str | None, *, verify: bool) -> str:
+    """'' when the file is what it should be. The hub cache stores each file as a blob named
+    by its content: SHA-256 for LFS files, git's blob SHA-1 for small ones."""
+    real = path.resolve()
+    if pinned and not verify:
+        if real.name == pinned:
+            return ""
+        verify = True  # stored under another name: only its bytes can tell
+    if not verify:
+        return ""
+    if pinned or _SHA256.fullmatch(real.name):
+        expected = pinned or real.name
+        with open(real, "rb") as fh:
+            actual = hashlib.file_digest(fh, "sha256").hexdigest()
+        what = "the pinned" if pinned else "its content address"
+        return "" if actual == expected else f"{path.name}: SHA-256 {actual}, not {what} {expected}"
+    if _SHA1.fullmatch(real.name):
+        digest = hashlib.sha1(f"blob {real.stat().st_size}\0".encode())
+        with open(real, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        actual = digest.hexdigest()
+        return "" if actual == real.name else f"{path.name}: git blob SHA-1 {actual}, not its content address {real.name}"
+    return ""
+
+
+# -- download ----------------------------------------------------------------------------
+
+def download(metrics: Iterable[str] | None = None, *, on_done=None) -> list[NeedStatus]:
+    """Fetch every checkpoint the metrics need at its pinned revision into the hub cache,
+    then check each one by its bytes. A cached copy with the wrong bytes is fetched again.
+    Returns the verified statuses; `on_done(status)` is called as each need is settled.
+    Raises WeightsUnavailable at once when the Hub cannot be reached."""
+    from rexrank.metrics.registry import available_metrics
+
+    why = hub_unavailable(DOWNLOAD_PROBE_TIMEOUT)
+    if why:
+        raise MetricError(f"cannot download weights: {why}")
+    out: list[NeedStatus] = []
+    fetched: dict[tuple, NeedStatus] = {}
+    for metric in metrics or available_metrics():
+        queue = default_needs(metric)
+        while queue:
+            need = queue.pop(0)
+            key = (need.checkpoint, need.kind)
+            if need.checkpoint is None:
+                # RadGraph's encoder is named inside the archive: known now that the archive is here
+                known = [n for n in default_needs(metric) if n.option == need.option and n.checkpoint is not None]
+                if known:
+                    queue.insert(0, known[0])
+                    continue
+                result = NeedStatus(metric, need, UNKNOWN)
+            elif key in fetched:
+                previous = fetched[key]
+                result = NeedStatus(metric, need, previous.state, previous.path, previous.size, previous.detail)
+            else:
+                result = fetch_need(metric, need)
+                fetched[key] = result
+            out.append(result)
+            if on_done:
+                on_done(result)
+    return out
+
+
+def fetch_need(metric: str, need: Need) -> NeedStatus:
+    """Fetch one need unless it is cached with the right bytes; its status, checked by its bytes."""
+    checkpoint = need.checkpoint
+    before = _status(metric, need, verify=True)
+    if before.state == CACHED:
+        return before
+    try:
+        if need.kind in ("file", "snapshot"):
+            fetch(checkpoint, option=need.option, force=before.state == WRONG_HASH)
+        else:
+            _fetch_folder(need, force=before.state == WRONG_HASH)
+    except WeightsUnavailable as exc:
+        return NeedStatus(metric, need, MISSING, detail=exc.reason)
+    return _status(metric, need, verify=True)
+
+
+def _fetch_folder(need: Need, *, force: bool) -> None:
+    """The config and tokenizer files the repo has (patterns: absent ones are skipped), and
+    the first weight file, in the order the metrics prefer them, that it has."""
+    from huggingface_hub import snapshot_download
+
+    from rexrank.models.encoders import CONFIG_FILE, TOKENIZER_FILES, WEIGHT_FILES
+
+    checkpoint = need.checkpoint
+    rounds = [[CONFIG_FILE, *TOKENIZER_FILES]] + ([[name] for name in WEIGHT_FILES] if need.kind == "model" else [])
+    for patterns in rounds:
+        try:
+            folder = Path(snapshot_download(checkpoint.repo_id, revision=checkpoint.revision, allow_patterns=patterns,
+                                            etag_timeout=10, force_download=force))
+        except Exception as exc:  # HTTP status, transport (the client's own types) and disk errors alike
+            detail = " ".join(str(exc).split())[:300]
+            raise WeightsUnavailable(checkpoint, option=need.option, files=need.files,
+                                     reason=f"cannot be fetched ({type(exc).__name__}: {detail})") from None
+        if patterns[0] in WEIGHT_FILES and (folder / patterns[0]).exists():
+            return
+
+
+def ready(statuses: Iterable[NeedStatus]) -> dict[str, bool]:
+    """metric -> every need cached and correct."""
+    out: dict[str, bool] = {}
+    for s in statuses:
+        out[s.metric] = out.get(s.metric, True) and s.state == CACHED
+    return out

@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "rexrank.cli.analyze",
     "rexrank.cli.import_published",
     "rexrank.cli.leaderboard",
+    "rexrank.cli.hub",
 ]
 
 

@@ -229,12 +229,13 @@ class FakeHub:
         @app.get("/api/whoami-v2")
         def whoami(request: Request):
             if hub.accounts is None:
-                return {"type": "user", "name": "tester", "fullname": "Tester", "orgs": [], "auth": {}}
+                return {"type": "user", "name": "tester", "fullname": "Tester", "orgs": [], "auth": {},
+                        "avatarUrl": "/avatars/tester.svg"}
             account = hub._account(request)
             if account is None:
                 return _error(401, "Invalid credentials in Authorization header")
             return {
-                "type": "user", "name": account.name, "fullname": account.name,
+                "type": "user", "name": account.name, "fullname": account.name, "avatarUrl": f"/avatars/{account.name}.svg",
                 "orgs": [{"type": "org", "name": org} for org in account.orgs],
                 "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": account.role}},
             }
@@ -439,7 +440,9 @@ class FakeHub:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False)
+        # a long keep-alive, as the Hub: clients reuse idle pooled connections (5 s, uvicorn's default,
+        # closes them under a client that paused, e.g. a Gradio app starting up)
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_keep_alive=300)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()

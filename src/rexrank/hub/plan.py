@@ -204,7 +204,11 @@ def human(n: int) -> str:
 def format_plan(plan: Plan) -> str:
     src = (f"the wheel {plan.wheel_name} uploaded into each Space (sha256 {plan.wheel_sha256[:12]}…)"
            if plan.wheel_name else f"PyPI (rexrank=={plan.version}: publish it first, see README RELEASING)")
-    lines = [f"rexrank {plan.version} → {plan.endpoint}, {len(plan.repos)} repos; Spaces install rexrank from {src}"]
+    n = len(plan.repos)
+    head = f"rexrank {plan.version} → {plan.endpoint}, {n} repo{'s' if n != 1 else ''}"
+    if any(r.repo_type == "space" for r in plan.repos):
+        head += f"; Spaces install rexrank from {src}"
+    lines = [head]
     for repo in plan.repos:
         kind = f"{repo.repo_type} ({repo.sdk})" if repo.sdk else repo.repo_type
         lines.append(f"\n{kind:<16} {repo.repo_id:<28} {'private' if repo.private else 'public':<8} "

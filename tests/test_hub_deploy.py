@@ -160,6 +160,13 @@ def test_token_without_write_access_names_the_repo(hub, tmp_path, monkeypatch, c
     assert hub.repos == {}
 
 
+def test_unknown_token(hub, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_token")
+    assert deploy("--wheel", str(stand_in_wheel(tmp_path))) == 1
+    assert "the Hub rejected the token (401)" in capsys.readouterr().err
+    assert writes(hub) == []
+
+
 def test_no_token(hub, tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("HF_TOKEN")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "nohome"))  # no saved login either

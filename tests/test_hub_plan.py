@@ -105,7 +105,9 @@ def test_plan_holds_every_piece(tmp_path):
     assert board.variables == {"REXRANK_STORE": "hf://rexrank"} == backend.variables
     assert "HF_TOKEN" in board.secrets and "HF_TOKEN" in backend.secrets
     assert (backend.private, backend.sdk) == (True, "docker")
+    # the Docker backend installs after copying the Space's files, the wheel among them
     assert f"./{wheel.name}[llm,models,spaces]" in backend.files["requirements.txt"].decode()
+    assert backend.files[wheel.name] == wheel.read_bytes() and "Dockerfile" in backend.files
     assert repos["rexrank/requests"].private and not repos["rexrank/results"].private
     assert len(repos["rexrank/results"].seed) == 128
     manifest = json.loads(board.files[MANIFEST])

@@ -1,8 +1,9 @@
 """The release: `python -m build` gives an sdist and a wheel that pass `twine check` and hold
 every data file; and each published Space works from its own files. The wheel is deployed
 to the fake Hub, the bleu2 and leaderboard Space folders are downloaded from it, and ONE
-fresh venv installs the Spaces' requirements.txt (rexrank from the wheel in each Space,
-by URL, as the Hub's Space build does), then:
+fresh venv installs the Spaces' requirements.txt the way the Hub's Space build does (the
+file alone, before the Space's files are there: rexrank comes from the wheel in each Space,
+by URL), then:
   - `evaluate.load(<bleu2 folder>)` and `evaluate.load("rexrank/bleu2")` (from the Hub)
     score the example set exactly as this checkout does;
   - the leaderboard Space's app.py, configured by the Space variables deploy set, serves
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -118,9 +121,16 @@ def space_venv(deployed, tmp_path_factory):
     def install(name: str) -> Path:
         if name not in done:
             start = time.monotonic()
-            # --no-compile only skips writing .pyc files
-            run([str(python), "-m", "pip", "install", "--quiet", "--no-compile", "-r",
-                 str(folders / name / "requirements.txt")])
+            # as the Hub's Space build: requirements.txt alone (mounted at /tmp), run from the
+            # still empty app folder; the Space's other files are copied in only afterwards
+            build = tmp_path_factory.mktemp(f"build-{name}")
+            (build / "app").mkdir()
+            shutil.copy(folders / name / "requirements.txt", build / "requirements.txt")
+            # the build adds the Space's gradio (sdk_version) to the same pip call; --no-compile only
+            # skips writing .pyc files
+            sdk = re.search(r"^sdk_version: (\S+)$", (folders / name / "README.md").read_text(), re.M).group(1)
+            run([str(python), "-m", "pip", "install", "--quiet", "--no-compile", "-r", str(build / "requirements.txt"),
+                 f"gradio[oauth]=={sdk}"], cwd=build / "app")
             print(f"\n{name} Space requirements into the fresh venv: {time.monotonic() - start:.0f} s")
             wheel = next((folders / name).glob("*.whl")).name
             assert f"GET /spaces/rexrank/{name}/resolve/main/{wheel}" in hub.requests  # the wheel in that Space

@@ -2,9 +2,13 @@
 
 The checked-in file names the extras a piece needs (`rexrank[spaces,models]>=0.1.0`) and
 any other lines (e.g. PyTorch's CPU index); deploy rewrites only the rexrank line:
-  - a wheel by URL, for a Gradio Space: the Hub installs requirements.txt before the rest
-    of the Space's files are in place, so a relative path would not resolve there; the URL
-    is the wheel uploaded into the same (public) Space, pinned by its SHA-256;
+  - a wheel by URL, for a Gradio Space. The Hub's Gradio-Space Dockerfile installs
+    requirements.txt before the Space's files are copied (its build logs show
+    `WORKDIR /home/user/app`, `RUN --mount=target=/tmp/requirements.txt,source=requirements.txt
+    pip install --no-cache-dir -r /tmp/requirements.txt gradio[oauth,mcp]==<sdk_version> ...`,
+    and only then `COPY --link --chown=1000 ./ /home/user/app`; e.g. the public Space
+    fffiloni/Pix2Pix-Video), so a relative path would not resolve. The URL is the wheel
+    uploaded into the same (public) Space, pinned by its SHA-256;
   - a wheel by relative path, for the Docker backend Space, whose Dockerfile copies the
     Space's files before installing (a private Space's files cannot be fetched by URL);
   - `rexrank[...]==VERSION` from PyPI (`--rexrank-from pypi`).

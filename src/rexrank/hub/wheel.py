@@ -32,12 +32,12 @@ def build_wheel(root: Path, outdir: Path) -> Path:
 def wheel_version(path: Path) -> str:
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+    if not path.is_file():
+        raise DeployError(f"--wheel {path}: no such file")
     try:
         name, version, _, _ = parse_wheel_filename(path.name)
     except InvalidWheelFilename as exc:
         raise DeployError(f"--wheel {path}: {exc}") from None
     if name != "rexrank":
         raise DeployError(f"--wheel {path}: a wheel of {name!r}, not of rexrank")
-    if not path.is_file():
-        raise DeployError(f"--wheel {path}: no such file")
     return str(version)

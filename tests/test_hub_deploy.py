@@ -55,7 +55,7 @@ def test_first_deploy_publishes_everything_in_one_commit_per_repo(hub, tmp_path,
         assert all(token.encode() not in data for data in repo.history[-1][1].values()), rid
         assert token not in json.dumps(repo.variables)
     out = capsys.readouterr().out
-    assert "rexrank/leaderboard: secret HF_TOKEN (required)" in out or "secret HF_TOKEN (required)" in out
+    assert "rexrank/leaderboard, rexrank/backend: secret HF_TOKEN (required)" in out
 
 
 def test_second_run_with_nothing_changed_writes_nothing(hub, tmp_path, capsys):

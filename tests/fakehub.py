@@ -6,11 +6,20 @@ snapshot_download, create_commit with parent_commit).
     with FakeHub() as hub:                   # hub.url = "http://127.0.0.1:PORT"
         HfApi(endpoint=hub.url).create_repo("org/results", repo_type="dataset")
 
-Covers (as huggingface_hub 2.4 calls them): repo create / info, preupload (always
-"regular" uploads), commit (NDJSON; a stale `parentCommit` -> 412), tree listing,
-paths-info, resolve (HEAD/GET) for models, datasets and spaces, whoami. Not covered: LFS /
-xet uploads, auth, branches and PRs, pagination. `hub.commits(repo)` counts commits and
-`hub.fail_next_commits` injects conflicts.
+Covers (as huggingface_hub 2.4 calls them): repo create / info / settings (visibility),
+preupload (always "regular" uploads), commit (NDJSON; a stale `parentCommit` -> 412), tree
+listing, paths-info, resolve (HEAD/GET) for models, datasets and spaces, Space variables,
+README.md metadata validation (YAML only), whoami. Not covered: LFS / xet uploads, branches and PRs, pagination.
+
+Test hooks: `hub.commits(repo)` counts commits, `hub.fail_next_commits` injects conflicts,
+`hub.drop_commit[repo_id] = "before" | "after"` cuts the connection of that repo's next
+commit before or after applying it (a network error half-way), `hub.requests` logs
+"METHOD path" of every call.
+
+Accounts: without `accounts` any token may do anything (and whoami answers "tester").
+With `FakeHub(accounts={token: Account(name, orgs, role)})` the fake checks like the Hub:
+an unknown token is 401, writing outside the account's own and its orgs' namespaces or with
+a read token is 403, and a private repo is invisible (404) to anyone else.
 """
 from __future__ import annotations
 
@@ -34,11 +43,20 @@ def git_blob_oid(data: bytes) -> str:
 
 
 @dataclass
+class Account:
+    name: str
+    orgs: tuple[str, ...] = ()
+    role: str = "write"  # "read" or "write", as a classic token's role
+
+
+@dataclass
 class FakeRepo:
     repo_type: str
     repo_id: str
     private: bool = True
     history: list[tuple[str, dict[str, bytes]]] = field(default_factory=list)  # (sha, files), oldest first
+    sdk: str | None = None  # Spaces
+    variables: dict[str, str] = field(default_factory=dict)  # Space variables
 
     @property
     def head(self) -> str:
@@ -79,21 +97,34 @@ def _tree_entries(files: dict[str, bytes], prefix: str, recursive: bool) -> list
     return list(entries.values())
 
 
-def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, resolve) -> None:
+class _CutConnection(Response):
+    """An answer that breaks off: it declares a body it never sends, so the server closes
+    the connection and the client sees a network error, as when a link fails half-way."""
+
+    def __init__(self, repo_id: str) -> None:
+        super().__init__(content=b"{", status_code=200, headers={"Content-Length": "4096"}, media_type="application/json")
+        self.repo_id = repo_id
+
+    def init_headers(self, headers=None) -> None:  # keep the false Content-Length
+        self.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+        self.raw_headers.append((b"content-type", b"application/json"))
+
+
+def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, resolve, settings) -> None:
     """Routes of one repo type (FastAPI needs annotated functions, hence no lambdas)."""
     api = f"/api/{rt}s/{{ns}}/{{name}}"
 
-    def get_info(ns: str, name: str):
-        return info(rt, ns, name)
+    def get_info(request: Request, ns: str, name: str):
+        return info(request, rt, ns, name)
 
-    def get_info_rev(ns: str, name: str, rev: str):
-        return info(rt, ns, name, rev)
+    def get_info_rev(request: Request, ns: str, name: str, rev: str):
+        return info(request, rt, ns, name, rev)
 
-    def get_tree(ns: str, name: str, rev: str, recursive: bool = False):
-        return tree(rt, ns, name, rev, "", recursive)
+    def get_tree(request: Request, ns: str, name: str, rev: str, recursive: bool = False):
+        return tree(request, rt, ns, name, rev, "", recursive)
 
-    def get_tree_path(ns: str, name: str, rev: str, path: str, recursive: bool = False):
-        return tree(rt, ns, name, rev, path, recursive)
+    def get_tree_path(request: Request, ns: str, name: str, rev: str, path: str, recursive: bool = False):
+        return tree(request, rt, ns, name, rev, path, recursive)
 
     async def post_preupload(request: Request, ns: str, name: str, rev: str):
         return await preupload(request, rt, ns, name, rev)
@@ -107,7 +138,11 @@ def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, reso
     def get_resolve(request: Request, ns: str, name: str, rev: str, path: str):
         return resolve(request, rt, ns, name, rev, path)
 
+    async def put_settings(request: Request, ns: str, name: str):
+        return await settings(request, rt, ns, name)
+
     app.add_api_route(api, get_info, methods=["GET"])
+    app.add_api_route(api + "/settings", put_settings, methods=["PUT"])
     app.add_api_route(api + "/revision/{rev:path}", get_info_rev, methods=["GET"])
     app.add_api_route(api + "/tree/{rev}", get_tree, methods=["GET"])
     app.add_api_route(api + "/tree/{rev}/{path:path}", get_tree_path, methods=["GET"])
@@ -118,10 +153,12 @@ def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, reso
 
 
 class FakeHub:
-    def __init__(self) -> None:
+    def __init__(self, accounts: dict[str, Account] | None = None) -> None:
         self.repos: dict[tuple[str, str], FakeRepo] = {}
         self.lock = threading.Lock()
         self.fail_next_commits = 0  # answer the next N commits with 412 (injected conflicts)
+        self.drop_commit: dict[str, str] = {}  # repo_id -> "before" | "after": cut that repo's next commit
+        self.accounts = accounts
         self.requests: list[str] = []  # "METHOD path" log
         self.app = self._build_app()
         self._server = None
@@ -143,6 +180,42 @@ class FakeHub:
     def _repo(self, repo_type: str, repo_id: str) -> FakeRepo | None:
         return self.repos.get((repo_type, repo_id))
 
+    # ---- accounts ----
+    def _account(self, request: Request) -> Account | None:
+        header = request.headers.get("authorization", "")
+        token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
+        return self.accounts.get(token) if self.accounts is not None and token else None
+
+    def _auth_error(self, request: Request) -> JSONResponse | None:
+        """401 for a token the fake does not know (only when accounts are configured)."""
+        header = request.headers.get("authorization", "")
+        if self.accounts is not None and header.startswith("Bearer ") and self._account(request) is None:
+            return _error(401, "Invalid credentials in Authorization header")
+        return None
+
+    def _write_error(self, request: Request, namespace: str) -> JSONResponse | None:
+        if self.accounts is None:
+            return None
+        if (err := self._auth_error(request)) is not None:
+            return err
+        account = self._account(request)
+        if account is None:
+            return _error(401, "You must be authenticated to do this")
+        if namespace != account.name and namespace not in account.orgs:
+            return _error(403, f"You don't have the rights to write to the namespace {namespace}", "Forbidden")
+        if account.role != "write":
+            return _error(403, "This token has read access only", "Forbidden")
+        return None
+
+    def _visible(self, request: Request, repo: FakeRepo | None) -> bool:
+        if repo is None:
+            return False
+        if self.accounts is None or not repo.private:
+            return True
+        account = self._account(request)
+        namespace = repo.repo_id.split("/")[0]
+        return account is not None and (namespace == account.name or namespace in account.orgs)
+
     # ---- the app ----
     def _build_app(self) -> FastAPI:
         app = FastAPI()
@@ -154,8 +227,54 @@ class FakeHub:
             return await call_next(request)
 
         @app.get("/api/whoami-v2")
-        def whoami():
-            return {"type": "user", "name": "tester", "fullname": "Tester", "orgs": [], "auth": {}}
+        def whoami(request: Request):
+            if hub.accounts is None:
+                return {"type": "user", "name": "tester", "fullname": "Tester", "orgs": [], "auth": {},
+                        "avatarUrl": "/avatars/tester.svg"}
+            account = hub._account(request)
+            if account is None:
+                return _error(401, "Invalid credentials in Authorization header")
+            return {
+                "type": "user", "name": account.name, "fullname": account.name, "avatarUrl": f"/avatars/{account.name}.svg",
+                "orgs": [{"type": "org", "name": org} for org in account.orgs],
+                "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": account.role}},
+            }
+
+        @app.get("/api/spaces/{ns}/{name}/variables")
+        def get_variables(request: Request, ns: str, name: str):
+            repo = hub._repo("space", f"{ns}/{name}")
+            if (err := hub._write_error(request, ns)) is not None:
+                return err
+            if repo is None:
+                return _error(404, "Repository not found", "RepoNotFound")
+            return {k: {"value": v, "description": None} for k, v in repo.variables.items()}
+
+        @app.post("/api/spaces/{ns}/{name}/variables")
+        async def add_variable(request: Request, ns: str, name: str):
+            repo = hub._repo("space", f"{ns}/{name}")
+            if (err := hub._write_error(request, ns)) is not None:
+                return err
+            if repo is None:
+                return _error(404, "Repository not found", "RepoNotFound")
+            body = await request.json()
+            repo.variables[body["key"]] = body["value"]
+            return {k: {"value": v, "description": None} for k, v in repo.variables.items()}
+
+        @app.post("/api/validate-yaml")
+        async def validate_yaml(request: Request):
+            """README.md metadata must be valid YAML (the Hub checks its schema too; the fake, only the YAML)."""
+            import yaml
+
+            content = (await request.json()).get("content", "")
+            if content.startswith("---"):
+                front = content[3:].split("\n---", 1)[0]
+                try:
+                    meta = yaml.safe_load(front)
+                except yaml.YAMLError as exc:
+                    return JSONResponse({"errors": [{"message": f"invalid YAML: {exc}"}]}, status_code=400)
+                if meta is not None and not isinstance(meta, dict):
+                    return JSONResponse({"errors": [{"message": "metadata must be a mapping"}]}, status_code=400)
+            return {"warnings": []}
 
         @app.get("/api/agent-harnesses")
         def harnesses():
@@ -165,17 +284,25 @@ class FakeHub:
         async def create(request: Request):
             body = await request.json()
             repo_type = body.get("type") or "model"
-            repo_id = f"{body['organization']}/{body['name']}" if body.get("organization") else f"tester/{body['name']}"
+            account = hub._account(request)
+            owner = body.get("organization") or (account.name if account else "tester")
+            if (err := hub._write_error(request, owner)) is not None:
+                return err
+            repo_id = f"{owner}/{body['name']}"
             url = f"{hub.url}/{PREFIX[repo_type]}{repo_id}"
             with hub.lock:
                 if hub._repo(repo_type, repo_id):
                     return JSONResponse({"error": "You already created this repo", "url": url}, status_code=409)
-                hub._new_repo(repo_type, repo_id, body.get("private", body.get("visibility") != "public"))
+                repo = hub._new_repo(repo_type, repo_id, body.get("private", body.get("visibility") != "public"))
+                repo.sdk = body.get("sdk")
+                repo.variables.update({v["key"]: v["value"] for v in body.get("variables") or []})
             return {"url": url, "name": repo_id, "id": repo_id}
 
-        def info(repo_type: str, ns: str, name: str, rev: str = "main"):
+        def info(request: Request, repo_type: str, ns: str, name: str, rev: str = "main"):
+            if (err := hub._auth_error(request)) is not None:
+                return err
             repo = hub._repo(repo_type, f"{ns}/{name}")
-            if repo is None:
+            if not hub._visible(request, repo):
                 return _error(404, "Repository not found", "RepoNotFound")
             files = repo.files_at(rev)
             if files is None:
@@ -186,11 +313,25 @@ class FakeHub:
                 "disabled": False, "gated": False, "downloads": 0, "likes": 0, "tags": [],
                 "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",
                 "siblings": [{"rfilename": p} for p in sorted(files)],
+                **({"sdk": repo.sdk} if repo.sdk else {}),
             }
 
-        def tree(repo_type, ns, name, rev, path, recursive):
+        async def settings(request: Request, repo_type, ns, name):
             repo = hub._repo(repo_type, f"{ns}/{name}")
+            if (err := hub._write_error(request, ns)) is not None:
+                return err
             if repo is None:
+                return _error(404, "Repository not found", "RepoNotFound")
+            body = await request.json()
+            if "visibility" in body:
+                repo.private = body["visibility"] == "private"
+            elif "private" in body:
+                repo.private = bool(body["private"])
+            return {}
+
+        def tree(request: Request, repo_type, ns, name, rev, path, recursive):
+            repo = hub._repo(repo_type, f"{ns}/{name}")
+            if not hub._visible(request, repo):
                 return _error(404, "Repository not found", "RepoNotFound")
             files = repo.files_at(rev)
             if files is None:
@@ -201,6 +342,8 @@ class FakeHub:
             return entries
 
         async def preupload(request: Request, repo_type, ns, name, rev):
+            if (err := hub._write_error(request, ns)) is not None:
+                return err
             if hub._repo(repo_type, f"{ns}/{name}") is None:
                 return _error(404, "Repository not found", "RepoNotFound")
             body = await request.json()
@@ -210,9 +353,14 @@ class FakeHub:
             }
 
         async def commit(request: Request, repo_type, ns, name, rev):
+            if (err := hub._write_error(request, ns)) is not None:
+                return err
             repo = hub._repo(repo_type, f"{ns}/{name}")
             if repo is None:
                 return _error(404, "Repository not found", "RepoNotFound")
+            drop = hub.drop_commit.pop(repo.repo_id, None)
+            if drop == "before":
+                return _CutConnection(repo.repo_id)
             if rev != "main":
                 return _error(400, "the fake Hub only commits to main")
             lines = [json.loads(line) for line in (await request.body()).splitlines() if line.strip()]
@@ -238,6 +386,8 @@ class FakeHub:
                         return _error(400, "the fake Hub does not support LFS uploads")
                 sha = hashlib.sha1(f"{repo.head}{time.time_ns()}{uuid.uuid4()}".encode()).hexdigest()
                 repo.history.append((sha, files))
+            if drop == "after":
+                return _CutConnection(repo.repo_id)
             return {
                 "commitUrl": f"{hub.url}/{PREFIX[repo_type]}{repo.repo_id}/commit/{sha}",
                 "commitOid": sha,
@@ -247,7 +397,7 @@ class FakeHub:
 
         async def paths_info(request: Request, repo_type, ns, name, rev):
             repo = hub._repo(repo_type, f"{ns}/{name}")
-            if repo is None:
+            if not hub._visible(request, repo):
                 return _error(404, "Repository not found", "RepoNotFound")
             files = repo.files_at(rev) or {}
             form = await request.form() if "form" in request.headers.get("content-type", "") else await request.json()
@@ -262,7 +412,7 @@ class FakeHub:
 
         def resolve(request: Request, repo_type, ns, name, rev, path):
             repo = hub._repo(repo_type, f"{ns}/{name}")
-            if repo is None:
+            if not hub._visible(request, repo):
                 return _error(404, "Repository not found", "RepoNotFound")
             files = repo.files_at(rev)
             if files is None:
@@ -279,7 +429,7 @@ class FakeHub:
             return Response(content=data, headers=headers, media_type="application/octet-stream")
 
         for rt in ("model", "dataset", "space"):
-            _bind(app, rt, info, tree, preupload, commit, paths_info, resolve)
+            _bind(app, rt, info, tree, preupload, commit, paths_info, resolve, settings)
         return app
 
     # ---- server lifecycle ----
@@ -290,7 +440,9 @@ class FakeHub:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False)
+        # a long keep-alive, as the Hub: clients reuse idle pooled connections (5 s, uvicorn's default,
+        # closes them under a client that paused, e.g. a Gradio app starting up)
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_keep_alive=300)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()

@@ -1,15 +1,14 @@
 """rexrank/bertscore: BERTScore exactly as CXR-Report-Metric (ReXrank's "BertScore" column).
 
-Thin `evaluate` wrapper; the implementation is `rexrank.metrics.bertscore`. Options
-(model, revision, num_layers, idf, rescale_with_baseline, baseline, batch_size, device,
-cache, cache_dir) are passed to `compute`.
+Thin `evaluate` wrapper of `rexrank.metrics.bertscore`; its options and an example are in
+`inputs_description` (`help(module.compute)`).
 """
 import evaluate
 
 from rexrank.evaluate_support import compute, metric_info
 
 
-class BertScore(evaluate.Metric):
+class Bertscore(evaluate.Metric):  # evaluate names the module after its class, snake-cased: "bertscore"
     def _info(self):
         return metric_info("bertscore")
 

@@ -1,13 +1,14 @@
 """rexrank/bleu2: BLEU-2 exactly as CXR-Report-Metric (ReXrank's "BLEU" column).
 
-Thin `evaluate` wrapper; the implementation is `rexrank.metrics.bleu2`.
+Thin `evaluate` wrapper of `rexrank.metrics.bleu2`; its options and an example are in
+`inputs_description` (`help(module.compute)`).
 """
 import evaluate
 
 from rexrank.evaluate_support import compute, metric_info
 
 
-class Bleu2(evaluate.Metric):
+class Bleu2(evaluate.Metric):  # evaluate names the module after its class, snake-cased: "bleu2"
     def _info(self):
         return metric_info("bleu2")
 

@@ -1,14 +1,14 @@
-"""rexrank/fineradscore: thin `evaluate` wrapper; the implementation is `rexrank.metrics.fineradscore`.
+"""rexrank/fineradscore: FineRadScore with rexrank's own prompt implementing its rubric.
 
-LLM settings (backend, model, base_url, api_key, ...) are passed to `compute` as keyword
-arguments or read from REXRANK_LLM_* environment variables; see the card.
+Thin `evaluate` wrapper of `rexrank.metrics.fineradscore`; its options and an example are in
+`inputs_description` (`help(module.compute)`).
 """
 import evaluate
 
 from rexrank.evaluate_support import compute, metric_info
 
 
-class FineRadScore(evaluate.Metric):
+class Fineradscore(evaluate.Metric):  # evaluate names the module after its class, snake-cased: "fineradscore"
     def _info(self):
         return metric_info("fineradscore")
 

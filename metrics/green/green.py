@@ -1,14 +1,14 @@
-"""rexrank/green: thin `evaluate` wrapper; the implementation is `rexrank.metrics.green`.
+"""rexrank/green: GREEN, the official prompt and checkpoint, local weights or an endpoint.
 
-LLM settings (backend, model, base_url, api_key, ...) are passed to `compute` as keyword
-arguments or read from REXRANK_LLM_* environment variables; see the card.
+Thin `evaluate` wrapper of `rexrank.metrics.green`; its options and an example are in
+`inputs_description` (`help(module.compute)`).
 """
 import evaluate
 
 from rexrank.evaluate_support import compute, metric_info
 
 
-class Green(evaluate.Metric):
+class Green(evaluate.Metric):  # evaluate names the module after its class, snake-cased: "green"
     def _info(self):
         return metric_info("green")
 

@@ -1,16 +1,14 @@
-"""rexrank/radcliq: RadCliQ-v1 (and v0) from texts, as CXR-Report-Metric; ReXrank shows
-1 / mean RadCliQ-v1 (`radcliq_v1_inv` in the output).
+"""rexrank/radcliq: RadCliQ-v1 (and v0) from texts as CXR-Report-Metric; ReXrank shows 1 / mean RadCliQ-v1.
 
-Thin `evaluate` wrapper; the implementation is `rexrank.metrics.radcliq`. Options
-(bertscore_options, sembscore_options, radgraph_options, device, cache, cache_dir) are
-passed to `compute`.
+Thin `evaluate` wrapper of `rexrank.metrics.radcliq`; its options and an example are in
+`inputs_description` (`help(module.compute)`).
 """
 import evaluate
 
 from rexrank.evaluate_support import compute, metric_info
 
 
-class RadCliQ(evaluate.Metric):
+class Radcliq(evaluate.Metric):  # evaluate names the module after its class, snake-cased: "radcliq"
     def _info(self):
         return metric_info("radcliq")
 

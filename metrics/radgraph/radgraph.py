@@ -1,16 +1,14 @@
-"""rexrank/radgraph: RadGraph-F1 as in CXR-Report-Metric (ReXrank's "RadGraph" column), plus the
-F1RadGraph reward levels of radgraph 0.1.18.
+"""rexrank/radgraph: RadGraph-F1 as CXR-Report-Metric (ReXrank's "RadGraph" column) and the F1RadGraph rewards.
 
-Thin `evaluate` wrapper; the implementation is `rexrank.metrics.radgraph`. Options (model_type,
-model_path, revision, transformer_path, transformer_revision, batch_size, device, cache,
-cache_dir, progress) are passed to `compute`.
+Thin `evaluate` wrapper of `rexrank.metrics.radgraph`; its options and an example are in
+`inputs_description` (`help(module.compute)`).
 """
 import evaluate
 
 from rexrank.evaluate_support import compute, metric_info
 
 
-class RadGraph(evaluate.Metric):
+class Radgraph(evaluate.Metric):  # evaluate names the module after its class, snake-cased: "radgraph"
     def _info(self):
         return metric_info("radgraph")
 

@@ -1,15 +1,14 @@
 """rexrank/ratescore: RaTEScore as the official RaTEScore 0.6.0 (ReXrank's "RaTEScore" column).
 
-Thin `evaluate` wrapper; the implementation is `rexrank.metrics.ratescore`. Options
-(ner_path, embedding_path, affinity_matrix, sentence_splitter, batch_size, device, ...)
-are passed to `compute`.
+Thin `evaluate` wrapper of `rexrank.metrics.ratescore`; its options and an example are in
+`inputs_description` (`help(module.compute)`).
 """
 import evaluate
 
 from rexrank.evaluate_support import compute, metric_info
 
 
-class RaTEScore(evaluate.Metric):
+class Ratescore(evaluate.Metric):  # evaluate names the module after its class, snake-cased: "ratescore"
     def _info(self):
         return metric_info("ratescore")
 

@@ -1,16 +1,14 @@
-"""rexrank/sembscore: SembScore (CheXbert [CLS] cosine) exactly as CXR-Report-Metric
-(ReXrank's "SembScore" column), with CheXbert labels and CheXbert F1 under "details".
+"""rexrank/sembscore: SembScore (CheXbert [CLS] cosine) exactly as CXR-Report-Metric (ReXrank's "SembScore" column).
 
-Thin `evaluate` wrapper; the implementation is `rexrank.metrics.sembscore`. Options
-(checkpoint_path, revision, tokenizer, batch_size, device, cache, cache_dir, labels) are
-passed to `compute`.
+Thin `evaluate` wrapper of `rexrank.metrics.sembscore`; its options and an example are in
+`inputs_description` (`help(module.compute)`).
 """
 import evaluate
 
 from rexrank.evaluate_support import compute, metric_info
 
 
-class SembScore(evaluate.Metric):
+class Sembscore(evaluate.Metric):  # evaluate names the module after its class, snake-cased: "sembscore"
     def _info(self):
         return metric_info("sembscore")
 

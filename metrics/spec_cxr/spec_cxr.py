@@ -1,14 +1,14 @@
-"""rexrank/spec_cxr: thin `evaluate` wrapper; the implementation is `rexrank.metrics.spec_cxr`.
+"""rexrank/spec_cxr: SPEC-CXR-style entity-level evaluation (rexrank's own version).
 
-LLM settings (backend, model, base_url, api_key, ...) are passed to `compute` as keyword
-arguments or read from REXRANK_LLM_* environment variables; see the card.
+Thin `evaluate` wrapper of `rexrank.metrics.spec_cxr`; its options and an example are in
+`inputs_description` (`help(module.compute)`).
 """
 import evaluate
 
 from rexrank.evaluate_support import compute, metric_info
 
 
-class SpecCxr(evaluate.Metric):
+class SpecCxr(evaluate.Metric):  # evaluate names the module after its class, snake-cased: "spec_cxr"
     def _info(self):
         return metric_info("spec_cxr")
 

@@ -12,20 +12,17 @@ from typing import Any
 from rexrank.metrics.registry import get_metric, metric_class
 
 
-def metric_info(name: str, inputs_description: str = ""):
+def metric_info(name: str):
     import datasets
     import evaluate
+
+    from rexrank.evaluate_inputs import inputs_description
 
     cls = metric_class(name)
     return evaluate.MetricInfo(
         description=cls.description,
         citation=cls.citation,
-        inputs_description=inputs_description
-        or (
-            "predictions: list of generated reports (str); references: list of reference reports (str), "
-            "same length and order. Returns the corpus value under the metric's name and per-study "
-            "scores under 'per_study'."
-        ),
+        inputs_description=inputs_description(name),
         features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
         homepage="https://rexrank.ai",
         codebase_urls=["https://github.com/rajpurkarlab/CXR-Report-Metric"],

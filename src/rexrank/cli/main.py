@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "rexrank.cli.import_published",
     "rexrank.cli.leaderboard",
     "rexrank.cli.weights",
+    "rexrank.cli.hub",
 ]
 
 

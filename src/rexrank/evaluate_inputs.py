@@ -1,0 +1,221 @@
+"""The `inputs_description` of each `evaluate` module, as evaluate's own modules write it:
+the inputs, every option `compute` accepts, what it returns, and a runnable example.
+
+The option list and the defaults are read from the metric class (`metric_options`), so a
+new or changed option shows up here by itself; only the one-line help is written by hand
+(tests/test_evaluate_modules.py fails on an option without help).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+UNDOCUMENTED = "(undocumented)"
+
+INPUTS = """Args:
+    predictions (list of str): generated reports.
+    references (list of str): reference reports, same length and order as `predictions`.
+"""
+
+# options several metrics share
+SHARED = {
+    "batch_size": "texts per forward pass.",
+    "device": "'cuda', 'cpu', ...; None = CUDA when available (runs fp32).",
+    "cache": "cache the reference side (embeddings, labels, annotations) on disk.",
+    "cache_dir": "where that cache lives; None = ~/.cache/rexrank (or $REXRANK_CACHE).",
+    "progress": "show progress bars on long runs.",
+}
+
+# rexrank.llm.LLMSettings: shared by the LLM-judged metrics; arguments win over REXRANK_LLM_* variables
+LLM = {
+    "backend": "'openai' (any OpenAI-compatible server) or 'transformers' (local weights); None = $REXRANK_LLM_BACKEND, else 'openai' when base_url is set, else the metric's default.",
+    "model": "model name on the server, or hub id / local path for transformers; None = $REXRANK_LLM_MODEL or the metric's default.",
+    "base_url": "OpenAI-compatible endpoint, e.g. 'http://localhost:8000/v1' (vLLM); None = $REXRANK_LLM_BASE_URL / $OPENAI_BASE_URL.",
+    "api_key": "endpoint key; None = $REXRANK_LLM_API_KEY / $OPENAI_API_KEY. Never written to outputs.",
+    "revision": "hub revision (transformers) or a label for the served weights (openai), recorded in `config`.",
+    "model_path": "local weights folder (transformers); wins over the hub.",
+    "max_concurrency": "parallel requests to the endpoint.",
+    "timeout": "seconds per HTTP request.",
+    "max_retries": "retries on 429 / 5xx / timeouts / connection errors.",
+    "backoff": "first retry delay in seconds, doubled each time (Retry-After wins).",
+    "max_backoff": "longest retry delay in seconds.",
+    "seed": "sampling seed sent to the server (decoding is greedy / temperature 0).",
+    "cache": "cache answers on disk by request content (a re-run costs nothing).",
+    "cache_dir": "where that cache lives; None = ~/.cache/rexrank (or $REXRANK_CACHE).",
+    "price_input_per_mtok": "USD per million prompt tokens, for the cost report in details['llm_usage'].",
+    "price_output_per_mtok": "USD per million completion tokens, same.",
+    "device": "transformers backend: 'cuda', 'cpu', ...",
+    "dtype": "transformers backend: 'float16', 'bfloat16' or 'float32' (default fp16 on GPU, fp32 on CPU).",
+    "batch_size": "transformers backend: prompts per generate call.",
+    "progress": "show a progress bar over the requests.",
+}
+
+OPTIONS: dict[str, dict[str, str]] = {
+    "bleu2": {},
+    "bertscore": {
+        "model": "hub id or local folder of the encoder (default: distilroberta-base at its pinned commit).",
+        "revision": "hub revision of `model`; None = the pinned commit for the default model, else 'main'.",
+        "num_layers": "hidden layer to use; None = 5 (known only for the default model).",
+        "idf": "idf-weight tokens (CXR-Report-Metric: off).",
+        "rescale_with_baseline": "rescale P/R/F with the published baseline (as ReXrank).",
+        "baseline": "(P, R, F) baseline for another model or layer.",
+    },
+    "sembscore": {
+        "checkpoint_path": "local chexbert.pth; None = StanfordAIMI/RRG_scorers/chexbert.pth at the pinned commit (SHA-256 checked).",
+        "revision": "hub revision for the checkpoint; None = the pinned commit.",
+        "tokenizer": "tokenizer hub id or folder; None = bert-base-uncased at its pinned commit.",
+        "num_attention_heads": "override for a non-standard checkpoint; None = read from the checkpoint.",
+        "labels": "also compute CheXbert labels and CheXbert F1 (in `details`).",
+    },
+    "radgraph": {
+        "model_type": "'radgraph' (RadGraph v1, behind ReXrank and RadCliQ) or 'radgraph-xl'.",
+        "model_path": "local <model_type>.tar.gz or its extracted folder; None = StanfordAIMI/RRG_scorers.",
+        "revision": "hub revision of StanfordAIMI/RRG_scorers (pinned; the archive's SHA-256 is checked).",
+        "transformer_path": "local folder with the encoder's config and tokenizer (for offline use).",
+        "transformer_revision": "hub revision of that encoder; None = its pinned commit.",
+    },
+    "radcliq": {
+        "bertscore_options": "dict of bertscore options for the BERTScore component (e.g. {'idf': True} = RadEval's setting).",
+        "sembscore_options": "dict of sembscore options for the SembScore component.",
+        "radgraph_options": "dict of radgraph options for the RadGraph-F1 component.",
+    },
+    "ratescore": {
+        "ner_model": "RaTE-NER hub id.",
+        "ner_revision": "its hub revision (pinned).",
+        "ner_path": "local NER folder; wins over the hub.",
+        "embedding_model": "entity encoder hub id (BioLORD-2023-C).",
+        "embedding_revision": "its hub revision (pinned).",
+        "embedding_path": "local encoder folder; wins over the hub.",
+        "affinity_matrix": "'long' (official default, whole reports), 'short' (sentence inputs) or a JSON file of weights.",
+        "sentence_splitter": "'builtin' or 'medspacy' (the official pipeline; needs medspaCy).",
+    },
+    "green": {
+        "max_length": "prompt + completion tokens (official: 2048).",
+        "max_words": "words kept of each report in the prompt (official cap).",
+        "max_new_tokens": "extra cap on the completion; None = the official total length only.",
+        "tokenizer_path": "local GREEN tokenizer, to apply the exact length cap when scoring through an endpoint.",
+        "unparseable": "'fail' (a completion without [Matched Findings] is NaN and listed in failures) or 'zero' (the official code's silent 0).",
+        "keep_completions": "return the raw completions in details.",
+    },
+    "fineradscore": {
+        "no_actionable_max": "highest severity still counted as 'no actionable error' (0-4).",
+        "no_significant_max": "highest severity still counted as 'no significant error' (0-4).",
+        "max_reasks": "re-asks after an answer that is not valid JSON or fails the schema.",
+        "max_tokens": "completion token cap per answer.",
+        "json_mode": "ask the server for a JSON object (response_format).",
+        "strata": "one label per study (e.g. normal/abnormal); error rates per stratum go to details.",
+    },
+    "spec_cxr": {
+        "entity_set": "YAML/JSON entity set file; None = rexrank's default set.",
+        "structured_output": "'json_schema', 'json_object' or 'none' (for servers without JSON-schema support).",
+        "max_reasks": "re-asks after an invalid answer.",
+        "max_tokens": "completion token cap per answer.",
+    },
+}
+
+RETURNS = {
+    "bleu2": "bleu2 (corpus mean of the per-study BLEU-2) and per_study (one score per pair, input order).",
+    "bertscore": "bertscore (mean rescaled F1), bertscore_precision, bertscore_recall, per_study, per_study_columns, config.",
+    "sembscore": "sembscore (mean cosine), per_study, details (CheXbert labels and F1 when labels=True), config.",
+    "radgraph": "radgraph (mean radgraph_combined), per_study, the entity/relation F1 and reward levels under per_study_columns, config.",
+    "radcliq": "radcliq (mean RadCliQ-v1, lower is better), radcliq_v1_inv (ReXrank's 1/RadCliQ-v1), radcliq_v0, the four components under per_study_columns, config.",
+    "ratescore": "ratescore (mean), per_study, details, config.",
+    "green": "green (mean), green_std, green_zero_error_rate_a..f, per_study, per_study_columns (matched findings, error counts), details (failures, llm_usage), config.",
+    "fineradscore": "fineradscore (mean of the per-report maximum severity, lower is better), fineradscore_inv (ReXrank's 1/FineRadScore), no_error_rate, no_actionable_error_rate, no_significant_error_rate, per_study, details, config.",
+    "spec_cxr": "spec_cxr (mean report-level error count, lower is better), presence F1 and attribute accuracies, per_study, details, config.",
+}
+
+# Examples run with doctest in the tests: bleu2's fully; the others up to loading the
+# module (their `compute` needs the checkpoints or an LLM endpoint, hence +SKIP).
+_LOAD = '''    >>> import evaluate
+    >>> {var} = evaluate.load("rexrank/{name}")
+'''
+EXAMPLES = {
+    "bleu2": _LOAD.format(var="bleu2", name="bleu2") + '''    >>> out = bleu2.compute(predictions=["No pneumothorax.", "Heart size is normal."],
+    ...                     references=["No pneumothorax or effusion.", "The heart is normal in size."])
+    >>> round(out["bleu2"], 4), [round(s, 4) for s in out["per_study"]]
+    (0.3491, [0.363, 0.3352])
+''',
+    "bertscore": _LOAD.format(var="bertscore", name="bertscore") + '''    >>> out = bertscore.compute(predictions=["No pneumothorax."], references=["No pneumothorax or effusion."])  # doctest: +SKIP
+    >>> out["bertscore"], out["per_study_columns"]["bertscore_precision"]  # doctest: +SKIP
+''',
+    "sembscore": _LOAD.format(var="semb", name="sembscore") + '''    >>> out = semb.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."], labels=False)  # doctest: +SKIP
+    >>> out["sembscore"], out["per_study"]  # doctest: +SKIP
+''',
+    "radgraph": _LOAD.format(var="radgraph", name="radgraph") + '''    >>> out = radgraph.compute(predictions=["No pleural effusion."], references=["Small left pleural effusion."])  # doctest: +SKIP
+    >>> out["radgraph"], out["per_study_columns"]["radgraph_simple"]  # doctest: +SKIP
+''',
+    "radcliq": _LOAD.format(var="radcliq", name="radcliq") + '''    >>> out = radcliq.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
+    ...                       bertscore_options={"batch_size": 16})  # doctest: +SKIP
+    >>> out["radcliq_v1_inv"], out["radcliq_v0"]  # doctest: +SKIP
+''',
+    "ratescore": _LOAD.format(var="rate", name="ratescore") + '''    >>> out = rate.compute(predictions=["No pleural effusion."], references=["Small left pleural effusion."])  # doctest: +SKIP
+    >>> out["ratescore"], out["per_study"]  # doctest: +SKIP
+''',
+    "green": _LOAD.format(var="green", name="green") + '''    >>> out = green.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
+    ...                     base_url="http://localhost:8000/v1", model="StanfordAIMI/GREEN-radllama2-7b")  # doctest: +SKIP
+    >>> out["green"], out["details"]["llm_usage"]  # doctest: +SKIP
+''',
+    "fineradscore": _LOAD.format(var="frs", name="fineradscore") + '''    >>> out = frs.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
+    ...                   model="gpt-4o-2024-08-06")  # doctest: +SKIP
+    >>> out["fineradscore_inv"], out["no_significant_error_rate"]  # doctest: +SKIP
+''',
+    "spec_cxr": _LOAD.format(var="spec", name="spec_cxr") + '''    >>> out = spec.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
+    ...                    base_url="http://localhost:8000/v1", model="Qwen/Qwen2.5-72B-Instruct")  # doctest: +SKIP
+    >>> out["spec_cxr"], out["per_study"]  # doctest: +SKIP
+''',
+}
+
+
+def metric_options(cls) -> list[inspect.Parameter]:
+    """The keyword options a metric class accepts: its own `__init__` parameters and, while
+    an `__init__` passes **kwargs on, its bases' (LLM metrics end in LLMSettings' fields)."""
+    from rexrank.llm import LLMSettings
+
+    seen: dict[str, inspect.Parameter] = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or klass is object:
+            continue
+        params = list(inspect.signature(vars(klass)["__init__"]).parameters.values())[1:]
+        for p in params:
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                seen.setdefault(p.name, p)
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            return list(seen.values())
+        if klass.__name__ == "LLMMetric":  # its **llm_options are LLMSettings(**llm_options)
+            for f in dataclasses.fields(LLMSettings):
+                default = f.default if f.default is not dataclasses.MISSING else None
+                seen.setdefault(f.name, inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default))
+            return list(seen.values())
+    return list(seen.values())
+
+
+def option_help(name: str, option: str, llm: bool) -> str:
+    own = OPTIONS.get(name, {})
+    if option in own:
+        return own[option]
+    if llm and option in LLM:
+        return LLM[option]
+    return SHARED.get(option, UNDOCUMENTED)
+
+
+def _default(value: Any) -> str:
+    return "required" if value is inspect.Parameter.empty else f"default {value!r}"
+
+
+def inputs_description(name: str) -> str:
+    from rexrank.metrics.registry import metric_class
+
+    cls = metric_class(name)
+    llm = any(k.__name__ == "LLMMetric" for k in cls.__mro__)
+    lines = [INPUTS]
+    options = metric_options(cls)
+    if options:
+        lines.append("Options (keyword arguments of `compute`):")
+        lines += [f"    {p.name} ({_default(p.default)}): {option_help(name, p.name, llm)}" for p in options]
+        lines.append("")
+    else:
+        lines += ["Options: none (the official computation has no settings).", ""]
+    lines += ["Returns:", f"    {RETURNS[name]}", "", "Examples:", "", EXAMPLES[name]]
+    return "\n".join(lines)

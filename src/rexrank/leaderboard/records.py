@@ -127,8 +127,16 @@ def records_frame(records, *, problems: list[str] | None = None) -> pd.DataFrame
             continue
         seen.add(row["id"])
         rows.append(row)
+    return frame_from_rows(rows)
+
+
+NUMBER_COLUMNS = (*METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n", *(f"{k}_n" for k in METRIC_KEYS), "n_studies")
+
+
+def frame_from_rows(rows: list[dict]) -> pd.DataFrame:
+    """Rows made by `check_record` as a frame with FRAME_COLUMNS and their types."""
     frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
-    for key in (*METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n", *(f"{k}_n" for k in METRIC_KEYS), "n_studies"):
+    for key in NUMBER_COLUMNS:
         frame[key] = frame[key].astype(np.float64)
     frame["trained"] = frame["trained"].astype(bool)
     frame["per_study_available"] = frame["per_study_available"].astype(bool)

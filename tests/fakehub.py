@@ -6,7 +6,7 @@ snapshot_download, create_commit with parent_commit).
     with FakeHub() as hub:                   # hub.url = "http://127.0.0.1:PORT"
         HfApi(endpoint=hub.url).create_repo("org/results", repo_type="dataset")
 
-Covers (as huggingface_hub 2.4 calls them): repo create / info, preupload (always
+Covers (as huggingface_hub 2.4 calls them): repo create / info (with `expand`), preupload (always
 "regular" uploads), commit (NDJSON; a stale `parentCommit` -> 412), tree listing,
 paths-info, resolve (HEAD/GET) for models, datasets and spaces, whoami. Not covered: LFS /
 xet uploads, auth, branches and PRs, pagination. `hub.commits(repo)` counts commits and
@@ -64,9 +64,7 @@ def _tree_entries(files: dict[str, bytes], prefix: str, recursive: bool) -> list
     prefix = prefix.strip("/")
     base = f"{prefix}/" if prefix else ""
     entries: dict[str, dict] = {}
-    for path, data in sorted(files.items()):
-        if not path.startswith(base):
-            continue
+    for path, data in sorted((p, d) for p, d in files.items() if p.startswith(base)):
         rest = path[len(base):].split("/")
         # directories on the way (all of them when recursive, only the first level otherwise)
         for depth in range(1, len(rest)):
@@ -83,11 +81,11 @@ def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, reso
     """Routes of one repo type (FastAPI needs annotated functions, hence no lambdas)."""
     api = f"/api/{rt}s/{{ns}}/{{name}}"
 
-    def get_info(ns: str, name: str):
-        return info(rt, ns, name)
+    def get_info(request: Request, ns: str, name: str):
+        return info(rt, ns, name, expand=request.query_params.getlist("expand"))
 
-    def get_info_rev(ns: str, name: str, rev: str):
-        return info(rt, ns, name, rev)
+    def get_info_rev(request: Request, ns: str, name: str, rev: str):
+        return info(rt, ns, name, rev, expand=request.query_params.getlist("expand"))
 
     def get_tree(ns: str, name: str, rev: str, recursive: bool = False):
         return tree(rt, ns, name, rev, "", recursive)
@@ -118,7 +116,10 @@ def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, reso
 
 
 class FakeHub:
-    def __init__(self) -> None:
+    def __init__(self, *, keep_versions: int | None = None) -> None:
+        """`keep_versions`: how many past versions of each repo stay readable (all by
+        default; a benchmark making thousands of commits keeps memory bounded with it)."""
+        self.keep_versions = keep_versions
         self.repos: dict[tuple[str, str], FakeRepo] = {}
         self.lock = threading.Lock()
         self.fail_next_commits = 0  # answer the next N commits with 412 (injected conflicts)
@@ -173,7 +174,7 @@ class FakeHub:
                 hub._new_repo(repo_type, repo_id, body.get("private", body.get("visibility") != "public"))
             return {"url": url, "name": repo_id, "id": repo_id}
 
-        def info(repo_type: str, ns: str, name: str, rev: str = "main"):
+        def info(repo_type: str, ns: str, name: str, rev: str = "main", expand: list[str] | None = None):
             repo = hub._repo(repo_type, f"{ns}/{name}")
             if repo is None:
                 return _error(404, "Repository not found", "RepoNotFound")
@@ -181,6 +182,9 @@ class FakeHub:
             if files is None:
                 return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
             sha = repo.head if rev in ("main", repo.head) else rev
+            if expand:  # as the Hub: only the properties asked for (no file list)
+                known = {"sha": sha, "private": repo.private, "author": ns, "lastModified": "2026-01-01T00:00:00.000Z"}
+                return {"id": repo.repo_id, "_id": repo.repo_id, **{k: known[k] for k in expand if k in known}}
             return {
                 "id": repo.repo_id, "_id": repo.repo_id, "author": ns, "sha": sha, "private": repo.private,
                 "disabled": False, "gated": False, "downloads": 0, "likes": 0, "tags": [],
@@ -238,6 +242,8 @@ class FakeHub:
                         return _error(400, "the fake Hub does not support LFS uploads")
                 sha = hashlib.sha1(f"{repo.head}{time.time_ns()}{uuid.uuid4()}".encode()).hexdigest()
                 repo.history.append((sha, files))
+                if hub.keep_versions is not None:
+                    del repo.history[:-hub.keep_versions]
             return {
                 "commitUrl": f"{hub.url}/{PREFIX[repo_type]}{repo.repo_id}/commit/{sha}",
                 "commitOid": sha,
@@ -287,6 +293,9 @@ class FakeHub:
         import uvicorn
 
         sock = socket.socket()
+        # no Nagle delay: otherwise each keep-alive request waits ~40 ms for a delayed ACK,
+        # which no real server adds (accepted connections inherit the option)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"

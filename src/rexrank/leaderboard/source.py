@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from collections import OrderedDict
 from typing import Callable
 
 import pandas as pd
@@ -41,6 +42,7 @@ class LeaderboardSource:
         self._per_study: dict[str, pd.DataFrame] = {}  # result id -> its per-study scores
         self.generation = 0  # increases whenever the frame changes (a key for caching views)
         self.problems: list[str] = []
+        self._views: OrderedDict = OrderedDict()  # (generation, key) -> a view of that frame
 
     @classmethod
     def from_records(cls, records: list[dict], *, label: str = "records given in code") -> "LeaderboardSource":
@@ -125,6 +127,22 @@ class LeaderboardSource:
         self._frame = frame.loc[order].reset_index(drop=True)[list(FRAME_COLUMNS)]
         self._paths = [paths[i] for i in order]
 
+    def cached(self, key, compute: Callable[[], object]):
+        """`compute()` (a view of the frame), computed once per version of the frame: a page
+        load that finds nothing new rebuilds no table."""
+        self.frame()
+        generation = self.generation
+        with self._lock:
+            if (generation, key) in self._views:
+                self._views.move_to_end((generation, key))
+                return self._views[(generation, key)]
+        value = compute()
+        with self._lock:
+            self._views[(generation, key)] = value
+            while self._views and (len(self._views) > VIEW_CACHE_SIZE or next(iter(self._views))[0] != self.generation):
+                self._views.popitem(last=False)  # views of an older frame, or the least recently used
+        return value
+
     def record(self, record_id: str) -> dict | None:
         self.frame()
         return self._records.get(record_id)
@@ -144,6 +162,7 @@ class LeaderboardSource:
 
 
 DUPLICATE = "id appears more than once"
+VIEW_CACHE_SIZE = 256
 
 
 def seed_if_empty(store) -> int:

@@ -60,10 +60,10 @@ class ResultsFeed:
             if not self._indexed:
                 self._indexed = self.repo.read_optional(Snapshot(version), R.RESULTS_LAYOUT) is not None
             if full_due or not self._indexed:
-                snap = self.repo.snapshot(R.RECORDS_DIR, R.RESULT_SHARDS_DIR)
+                snap = self.repo.snapshot(R.RECORDS_DIR, R.RESULT_SHARDS_DIR, at=version)
                 delta = self._by_listing(snap)
             else:
-                snap = self.repo.snapshot(R.RESULT_SHARDS_DIR)
+                snap = self.repo.snapshot(R.RESULT_SHARDS_DIR, at=version)
                 delta = self._by_index(snap)
             self._shards = {p: c for p, c in snap.files.items() if p.startswith(R.RESULT_SHARDS_DIR)}
             self.version = snap.version

@@ -67,10 +67,10 @@ class HubRepo:
         except Exception as exc:  # HTTP errors and the client's connection errors
             raise StoreError(f"{self.name}: cannot read the repo's version: {type(exc).__name__}: {exc}") from None
 
-    def snapshot(self, *folders: str) -> Snapshot:
+    def snapshot(self, *folders: str, at: str | None = None) -> Snapshot:
         from huggingface_hub.hf_api import RepoFile
 
-        sha = self.version()
+        sha = at or self.version()
         files: dict[str, str] = {}
         for folder in folders:
             try:

@@ -30,7 +30,8 @@ def load_index(repo: Repo, snap: Snapshot, path: str) -> dict:
 
 
 def dumps_index(content: dict) -> bytes:
-    return (json.dumps(content, indent=1, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    # compact: index files are read by programs, and json's C encoder only serves this form
+    return (json.dumps(content, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def result_entry(record: dict, data: bytes) -> dict:

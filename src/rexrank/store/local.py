@@ -18,6 +18,7 @@ import logging
 import os
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -77,9 +78,12 @@ class LocalRepo:
 
     def version(self) -> str:
         self._recover_if_needed()
-        return self._version()
+        with self._locked(fcntl.LOCK_SH):  # the counter is rewritten in place under the exclusive lock
+            return self._version()
 
-    def snapshot(self, *folders: str) -> Snapshot:
+    def snapshot(self, *folders: str, at: str | None = None) -> Snapshot:
+        """`at`: the version the caller just read (a local folder has only the current one:
+        callers that need the two to agree read under `reading()`)."""
         self._recover_if_needed()
         with self._locked(fcntl.LOCK_SH):  # no commit half-applied while we list
             files: dict[str, str] = {}
@@ -124,13 +128,18 @@ class LocalRepo:
                 new = str(time.time_ns())
                 log.warning("%s: version file held %r, not a number; reset it to %s", self.name, current[:40], new)
             writes = [[_temp_file(self.root, path, data), path] for path, data in changes.items() if data is not None]
+            _sync_all([self.root / temp for temp, _ in writes])
             deletes = [path for path, data in changes.items() if data is None]
             if len(changes) == 1 and writes:  # one rename is atomic by itself
                 os.replace(self.root / writes[0][0], self.root / writes[0][1])
-                _atomic_write(self.root / _VERSION_FILE, new.encode())
+                self._set_version(new)
                 return new
             journal = {"version": new, "writes": writes, "deletes": deletes}
-            _atomic_write(self.root / _JOURNAL_FILE, json.dumps(journal).encode(), sync=True)
+            # written in place: a journal cut short by a kill is not JSON, and its commit never happened
+            with open(self.root / _JOURNAL_FILE, "wb") as fh:
+                fh.write(json.dumps(journal).encode())
+                fh.flush()
+                os.fsync(fh.fileno())
             self._apply(journal)
             return new
 
@@ -155,25 +164,59 @@ class LocalRepo:
                 pass  # renamed before the writer stopped
         for path in journal["deletes"]:
             (self.root / path).unlink(missing_ok=True)
-        _atomic_write(self.root / _VERSION_FILE, str(journal["version"]).encode())
+        self._set_version(str(journal["version"]))
         (self.root / _JOURNAL_FILE).unlink(missing_ok=True)
+
+    def _set_version(self, version: str) -> None:
+        """Under the exclusive lock, which every reader of the counter waits for: written in
+        place (one write, no temporary file), a killed writer leaves at worst a damaged
+        counter, which the next commit replaces with a fresh unique one."""
+        fd = os.open(self.root / _VERSION_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            data = version.encode().ljust(24)
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
 
 
 def _temp_file(root: Path, path: str, data: bytes) -> str:
-    """`data` in a synced temporary file beside `root/path`; returns the temporary file's
-    path relative to `root`."""
+    """`data` in a temporary file beside `root/path` (synced later, with the commit's
+    others); returns the temporary file's path relative to `root`."""
     target = root / path
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_TEMP_PREFIX, suffix=target.suffix)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return Path(tmp).relative_to(root).as_posix()
+
+
+_sync_pool: ThreadPoolExecutor | None = None
+
+
+def _sync_one(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_all(paths: list[Path]) -> None:
+    """Flush a commit's new files to the disk before the commit is decided, all at once:
+    the disk's wait is paid about once per commit, not once per file."""
+    global _sync_pool
+    if len(paths) <= 1:
+        for path in paths:
+            _sync_one(path)
+        return
+    if _sync_pool is None:
+        _sync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="rexrank-sync")
+    list(_sync_pool.map(_sync_one, paths))
 
 
 def _atomic_write(target: Path, data: bytes, *, sync: bool = False) -> None:

@@ -55,8 +55,9 @@ class QueueOperations:
         (its worker died): it becomes RUNNING with this worker's id and a lease. A request
         interrupted `max_attempts` times is FAILED instead. None if nothing to do.
 
-        Settled requests still in queue/ (a store of the earlier layout, or settled by an
-        older worker) are moved to done/ and indexed in the same commit."""
+        Settled requests still in queue/ (settled by an older worker) are moved to done/
+        and indexed in the same commit; a store of the earlier layout (every request in
+        queue/) is moved and indexed first, once."""
         moved: list[int] = []
 
         def decide(snap: Snapshot):
@@ -65,6 +66,8 @@ class QueueOperations:
             changes: dict[str, bytes | None] = {}
             queued = self._queued(snap)
             settled = [(path, req) for path, req in queued if req["status"] in R.SETTLED]
+            if len(settled) > MOVE_IN_A_CLAIM:
+                raise _EarlierLayout(len(settled))
             for path, req in settled:
                 changes.update(edit.move_request(path, req, req))
             moved[:] = [len(settled)]
@@ -91,7 +94,16 @@ class QueueOperations:
                 message += f"; move {len(settled)} settled request(s) to {R.DONE_DIR}"
             return {**changes, **edit.changes()}, message, claimed
 
-        claimed = transact(self.requests, decide, folders=(R.QUEUE_DIR,))
+        try:
+            claimed = transact(self.requests, decide, folders=(R.QUEUE_DIR,))
+        except _EarlierLayout as exc:
+            from rexrank.store.layout import index_requests
+
+            index_requests(self)
+            log.info("%s: moved %d settled request(s) from %s to %s and indexed them: the store had the layout of an "
+                     "earlier rexrank, in which workers read every request ever filed", self.name, exc.n, R.QUEUE_DIR,
+                     R.DONE_DIR)
+            claimed = transact(self.requests, decide, folders=(R.QUEUE_DIR,))  # what is left is few
         if moved and moved[0]:
             log.info("%s: moved %d settled request(s) from %s to %s and indexed them (the store layout of this "
                      "version: workers list only open requests)", self.name, moved[0], R.QUEUE_DIR, R.DONE_DIR)
@@ -195,6 +207,14 @@ class QueueOperations:
         except SubmissionError as exc:
             return str(exc)
         return None
+
+
+MOVE_IN_A_CLAIM = 25  # more settled requests in queue/ than this: a store of the earlier layout
+
+
+class _EarlierLayout(Exception):
+    def __init__(self, n: int):
+        self.n = n
 
 
 def transition(req: dict, status: str, ts: float, **fields) -> dict:

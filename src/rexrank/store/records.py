@@ -126,6 +126,8 @@ def status_view(request: dict, result: dict | None = None) -> dict:
         "status": request["status"],
         "error": request.get("error"),
         "results": result.get("values") if result else None,
+        # what the result lacks and why (e.g. a metric this backend could not run), when anything
+        **({"notes": list(request["notes"])} if request.get("notes") else {}),
     }
 
 

@@ -57,9 +57,9 @@ class Repo(Protocol):
         """The current version (cheap: nothing is listed)."""
         ...
 
-    def snapshot(self, *folders: str) -> Snapshot:
-        """The current version with the files under `folders` listed (no folder: none;
-        "" lists everything)."""
+    def snapshot(self, *folders: str, at: str | None = None) -> Snapshot:
+        """The current version (or `at`, a version just read) with the files under
+        `folders` listed (no folder: none; "" lists everything)."""
         ...
 
     def read(self, snapshot: Snapshot, path: str) -> bytes:

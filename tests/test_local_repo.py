@@ -27,7 +27,7 @@ while True:
     changes = {{f"f/{{i:02d}}.txt": str(k).encode() * 200 for i in range({N_FILES})}}
     changes["moving/a.txt" if k % 2 else "moving/b.txt"] = str(k).encode()
     changes["moving/b.txt" if k % 2 else "moving/a.txt"] = None
-    repo.commit(changes, message=str(k), parent=repo.version())
+    repo.commit(changes, message=str(k), parent=repo.snapshot().version)
     print(k, flush=True)
 """
 
@@ -60,7 +60,7 @@ def test_a_writer_killed_at_any_moment_leaves_whole_commits(tmp_path, seed):
 def test_a_commit_stopped_half_way_through_is_finished_by_the_next_reader(tmp_path, monkeypatch):
     root = tmp_path / "repo"
     repo = LocalRepo(root)
-    repo.commit({"queue/x.json": b"open"}, message="submit", parent=repo.version())
+    repo.commit({"queue/x.json": b"open"}, message="submit", parent=repo.snapshot().version)
     renames = []
     real_replace = os.replace
 
@@ -73,7 +73,7 @@ def test_a_commit_stopped_half_way_through_is_finished_by_the_next_reader(tmp_pa
     monkeypatch.setattr(local.os, "replace", stop_after_one)
     with pytest.raises(KeyboardInterrupt):
         repo.commit({"index/i.json": b"indexed", "done/x.json": b"settled", "queue/x.json": None},
-                    message="settle", parent=repo.version())
+                    message="settle", parent=repo.snapshot().version)
     monkeypatch.setattr(local.os, "replace", real_replace)
     assert (root / ".rexrank-journal").exists()
     snap = LocalRepo(root).snapshot("")  # a reader finds the journal and finishes the commit
@@ -84,15 +84,15 @@ def test_a_commit_stopped_half_way_through_is_finished_by_the_next_reader(tmp_pa
 def test_a_commit_stopped_before_its_journal_never_happened(tmp_path, monkeypatch):
     root = tmp_path / "repo"
     repo = LocalRepo(root)
-    repo.commit({"queue/x.json": b"open"}, message="submit", parent=repo.version())
+    repo.commit({"queue/x.json": b"open"}, message="submit", parent=repo.snapshot().version)
 
     def no_journal(*args, **kwargs):
         raise KeyboardInterrupt  # stopped while the new contents were being flushed
 
     monkeypatch.setattr(local, "_sync_all", no_journal)
     with pytest.raises(KeyboardInterrupt):
-        repo.commit({"done/x.json": b"settled", "queue/x.json": None}, message="settle", parent=repo.version())
+        repo.commit({"done/x.json": b"settled", "queue/x.json": None}, message="settle", parent=repo.snapshot().version)
     monkeypatch.undo()
     reopened = LocalRepo(root)
-    assert set(reopened.snapshot("").files) == {"queue/x.json"} and reopened.version() == "1"
+    assert set(reopened.snapshot("").files) == {"queue/x.json"} and reopened.snapshot().version == "1"
     assert not list(root.rglob(".tmp-*"))

@@ -97,3 +97,18 @@ def test_views_are_built_once_per_version_of_the_frame(tmp_path):
     store.add_result(record(9))
     source.frame(force=True)
     assert source.cached(("v",), lambda: built.append(1) or len(source.frame())) == 5 and len(built) == 2
+
+
+def test_many_small_changes_keep_the_frame_equal_to_a_full_read(tmp_path):
+    import random
+
+    rng = random.Random(7)
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    store.add_results([record(i) for i in range(30)])
+    source = LeaderboardSource.from_store(store, ttl=0)
+    source.frame()
+    for step in range(12):
+        for _ in range(rng.randint(1, 3)):  # new results and re-scored ones, in any order
+            i = rng.randrange(60)
+            store.add_result(record(i, values={"bleu2": {"mean": rng.random(), "ci95": None, "n": 100}}))
+        pd.testing.assert_frame_equal(source.frame(force=True), full_frame(store), obj=f"step {step}")

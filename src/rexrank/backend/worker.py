@@ -123,7 +123,9 @@ class Worker:
         # (ReXrank's, recorded in the store when it records none). An unknown metric, or a
         # required one that cannot be set up, stops the worker at start.
         self.metric_set = worker_metric_set(store, metrics)
-        self.metrics, self.not_scored = runnable_metrics(self.metric_set, self.metric_options)
+        self.metrics, not_scored = runnable_metrics(self.metric_set, self.metric_options)
+        # published with every result: said without this server's paths
+        self.not_scored = {name: public_message(why, known_paths=self._server_paths()) for name, why in not_scored.items()}
         self.worker_id = worker_id or default_worker_id()
         self.lease_seconds = lease_seconds
         self.max_attempts = max_attempts

@@ -138,8 +138,4 @@ NUMBER_COLUMNS = (*METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n", *(f"{k}_
 def frame_from_rows(rows: list[dict]) -> pd.DataFrame:
     """Rows made by `check_record` as a frame with FRAME_COLUMNS and their types."""
     frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
-    for key in NUMBER_COLUMNS:
-        frame[key] = frame[key].astype(np.float64)
-    frame["trained"] = frame["trained"].astype(bool)
-    frame["per_study_available"] = frame["per_study_available"].astype(bool)
-    return frame
+    return frame.astype({**dict.fromkeys(NUMBER_COLUMNS, np.float64), "trained": bool, "per_study_available": bool})

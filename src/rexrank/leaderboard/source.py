@@ -8,20 +8,19 @@ shows above the tables.
 """
 from __future__ import annotations
 
+import bisect
 import io
 import threading
 import time
 from collections import OrderedDict
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from rexrank.errors import RexrankError
-from rexrank.leaderboard.records import FRAME_COLUMNS, check_record, frame_from_rows, records_frame
+from rexrank.leaderboard.records import check_record, frame_from_rows, records_frame
 from rexrank.store.names import display
-
-SORT_KEYS = ["test_set", "track", "id"]
-
 
 class LeaderboardSource:
     def __init__(self, load: Callable[[], list[dict]] | None = None, *, label: str, store=None, ttl: float = 60.0,
@@ -35,6 +34,8 @@ class LeaderboardSource:
         self._lock = threading.Lock()
         self._frame: pd.DataFrame | None = None
         self._paths: list[str] = []  # the frame's rows' record paths, row for row (incremental refresh)
+        self._keys: list[tuple] = []  # and their sort keys
+        self._record_ids: dict[str, str] = {}  # path -> result id
         self._rows: dict[str, dict] = {}  # path -> frame row
         self._row_problems: dict[str, str] = {}  # path -> why the record cannot be shown
         self._records: dict[str, dict] = {}
@@ -93,9 +94,13 @@ class LeaderboardSource:
         ids = [row["id"] for row in self._rows.values()]
         if self._frame is None or len(ids) != len(set(ids)) or len(touched) > len(self._rows) // 4:
             self._assemble()
+            self._records = {row_id: self._feed.records[path] for path, row_id in zip(self._paths, self._frame["id"])}
         else:
+            for path in touched:
+                self._records.pop(self._record_ids.pop(path, None), None)
             self._patch(touched)
-        self._records = {row_id: self._feed.records[path] for path, row_id in zip(self._paths, self._frame["id"])}
+            self._records.update({self._rows[p]["id"]: self._feed.records[p] for p in touched if p in self._rows})
+        self._record_ids = {path: row["id"] for path, row in self._rows.items()}
         feed_problems = [str(p) for _, p in sorted(self._feed.problems.items())]
         self.problems = [display(p) for p in feed_problems + [self._row_problems[p] for p in sorted(self._row_problems)]]
         self.generation += 1
@@ -105,27 +110,35 @@ class LeaderboardSource:
         self._row_problems = {p: why for p, why in self._row_problems.items() if not why.endswith(DUPLICATE)}
         seen: set[str] = set()
         kept: list[tuple[str, dict]] = []
-        for path, row in sorted(self._rows.items(), key=lambda pr: (pr[1]["test_set"], pr[1]["track"], pr[1]["id"], pr[0])):
+        for path, row in sorted(self._rows.items(), key=lambda pr: _sort_key(*pr)):
             if row["id"] in seen:
                 self._row_problems[path] = f"result record {row['id']}: {DUPLICATE}"
                 continue
             seen.add(row["id"])
             kept.append((path, row))
         self._paths = [p for p, _ in kept]
+        self._keys = [_sort_key(p, r) for p, r in kept]
         self._frame = frame_from_rows([r for _, r in kept])
 
     def _patch(self, touched: set[str]) -> None:
-        """Replace only the touched rows: the frame is re-tabled for them, not rebuilt."""
+        """Replace only the touched rows: the frame is re-tabled for them, not rebuilt, and
+        the new rows are put in place by bisection in the (sorted) keys of the others."""
         keep = [i for i, p in enumerate(self._paths) if p not in touched]
-        added = [(p, self._rows[p]) for p in sorted(touched) if p in self._rows]
-        frame = self._frame.iloc[keep].reset_index(drop=True)
-        paths = [self._paths[i] for i in keep]
+        kept_keys = [self._keys[i] for i in keep]
+        added = sorted((_sort_key(p, self._rows[p]), p) for p in touched if p in self._rows)
+        frame = self._frame.iloc[keep]
         if added:
-            frame = pd.concat([frame, frame_from_rows([r for _, r in added])], ignore_index=True)
-            paths += [p for p, _ in added]
-        order = frame.assign(_path=paths).sort_values([*SORT_KEYS, "_path"], kind="stable").index
-        self._frame = frame.loc[order].reset_index(drop=True)[list(FRAME_COLUMNS)]
-        self._paths = [paths[i] for i in order]
+            new = frame_from_rows([self._rows[p] for _, p in added])
+            frame = pd.concat([frame, new], ignore_index=True)
+            positions = [bisect.bisect_right(kept_keys, key) for key, _ in added]
+            order = np.insert(np.arange(len(keep)), positions, np.arange(len(keep), len(keep) + len(added)))
+            frame = frame.take(order)
+            all_keys = kept_keys + [key for key, _ in added]
+            self._keys = [all_keys[i] for i in order]
+        else:
+            self._keys = kept_keys
+        self._frame = frame.reset_index(drop=True)
+        self._paths = [key[-1] for key in self._keys]
 
     def cached(self, key, compute: Callable[[], object]):
         """`compute()` (a view of the frame), computed once per version of the frame: a page
@@ -159,6 +172,12 @@ class LeaderboardSource:
                 return None
             self._per_study[record_id] = pd.read_parquet(io.BytesIO(data))
         return self._per_study[record_id]
+
+
+def _sort_key(path: str, row: dict) -> tuple[str, str, str, str]:
+    """The frame's order (records_frame's, of list_results: test set, track, id); the path
+    last, which orders records with one id the same way every time."""
+    return row["test_set"], row["track"], row["id"], path
 
 
 DUPLICATE = "id appears more than once"

@@ -4,14 +4,16 @@ For each store (a local folder; hf://bench on the fake Hub of the tests, served 
 child process) and each history size (settled requests and their result records, written
 in the earlier layout, so the store's one-off move to the current layout is timed too):
 
-- claim: a poll of an empty queue, and a claim that takes a request (median of --claims);
+- claim: a poll of an empty queue, and a claim that takes a request (median of --claims),
+  and the files it reads and lists (figures the machine's load cannot change);
   beside them, in the same run, reading every request of the history (`list_requests`,
   what each claim cost before the queue was split), as a reference;
 - submit: filing one request (validation and the submission rules);
 - N bleu2-only requests scored by a worker on a synthetic IU-Xray-sized test set (590
   studies): requests per minute, and the overhead per request: its wall time minus the
-  time inside the metric (claim, rules, predictions, test set, result, settling). The
-  first request (imports, test set load) is reported apart.
+  time inside the metric (claim, rules, predictions, test set, result, settling), and the
+  most files one request read and listed. The first request (imports, test set load) is
+  reported apart.
 
 Goals (issue 15): overhead <= 20 ms after the first request; claim <= 10 ms at 8,000.
 Run: python benchmarks/backend.py [--requests 20] [--history 100,2000,8000] [--stores local,hub]
@@ -24,7 +26,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from stores import add_history, open_bench_store, quiet_logs, run_grid, timed
+from stores import FileCounter, add_history, open_bench_store, quiet_logs, run_grid, timed
 from synthetic_reports import synthetic_reports
 
 N_STUDIES = 590
@@ -78,20 +80,25 @@ def run_store(kind: str, history: int, args, hub_url: str | None, counter: list[
     worker = Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="bench")
     submit(store, data_dir, ids, next_n())
     out["first_s"], _ = timed(worker.process_next)  # imports, test set load, the results index
-    submits, walls, metric_s = [], [], []
+    files = FileCounter(store)
+    submits, walls, metric_s, touched = [], [], [], []
     for _ in range(args.requests):
         t, _ = timed(submit, store, data_dir, ids, next_n())
         submits.append(t)
+        files.take()
         t, request = timed(worker.process_next)
+        touched.append(files.take())
         assert request["status"] == "FINISHED", request.get("error")
         record = store.get_result(request["id"], test_set="iu_xray", track="findings")
         walls.append(t)
         metric_s.append(record["summaries"]["bleu2"]["seconds"])
-    polls, takes = [], []
+    polls, takes, claim_files = [], [], []
     for _ in range(args.claims):
         polls.append(timed(store.claim, "bench", lease_seconds=600)[0])
         req = submit(store, data_dir, ids, next_n())
+        files.take()
         t, claimed = timed(store.claim, "bench", lease_seconds=600)
+        claim_files.append(files.take())
         assert claimed["id"] == req["id"]
         takes.append(t)
         store.fail(req["id"], "bench", error="benchmark: claimed only", kind="cancelled")
@@ -102,6 +109,8 @@ def run_store(kind: str, history: int, args, hub_url: str | None, counter: list[
     out["overhead_ms"] = statistics.median([w - m for w, m in zip(walls, metric_s)]) * 1000
     out["metric_ms"] = statistics.median(metric_s) * 1000
     out["per_minute"] = 60 / statistics.mean(walls)
+    out["request_files"] = max(touched)  # (read, listed): the most any request needed
+    out["claim_files"] = max(claim_files)
     return out
 
 
@@ -124,7 +133,8 @@ def main() -> None:
         return (f"{r['store']:5s} history {r['history']:5d}: claim {r['claim_ms']:6.1f} ms (poll {r['poll_ms']:5.1f}; reading "
                 f"every request {r['list_requests_ms']:7.1f}), submit {r['submit_ms']:6.1f} ms, request {r['request_ms']:6.1f} "
                 f"ms = bleu2 {r['metric_ms']:5.1f} + overhead {r['overhead_ms']:5.1f} ms, {r['per_minute']:5.0f} requests/min "
-                f"(first {r['first_s']:.2f} s; move to layout {r['move_s']:.2f} s once)")
+                f"(first {r['first_s']:.2f} s; move to layout {r['move_s']:.2f} s once); files read/listed: claim "
+                f"{r['claim_files'][0]}/{r['claim_files'][1]}, request {r['request_files'][0]}/{r['request_files'][1]}")
 
     rows = run_grid(kinds, sizes, lambda kind, size, url: run_store(kind, size, args, url, counter), describe)
     for kind in kinds:

@@ -133,6 +133,33 @@ def run_grid(kinds: list[str], sizes: list[int], run_one, describe) -> list[dict
     return rows
 
 
+class FileCounter:
+    """Counts the files a store reads and lists (both repos): figures that do not depend on
+    the machine's load, unlike times."""
+
+    def __init__(self, store):
+        self.read = self.listed = 0
+        for repo in (store.requests, store.results):
+            reader, snapshot = repo.read_optional, repo.snapshot
+
+            def read_optional(snap, path, _reader=reader):
+                self.read += 1
+                return _reader(snap, path)
+
+            def counted_snapshot(*folders, _snapshot=snapshot, **kw):
+                snap = _snapshot(*folders, **kw)
+                self.listed += len(snap.files)
+                return snap
+
+            repo.read_optional, repo.snapshot = read_optional, counted_snapshot
+
+    def take(self) -> tuple[int, int]:
+        """(files read, files listed) since the last call."""
+        out = (self.read, self.listed)
+        self.read = self.listed = 0
+        return out
+
+
 def timed(fn, *args, **kwargs) -> tuple[float, object]:
     t0 = time.perf_counter()
     value = fn(*args, **kwargs)

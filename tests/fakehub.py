@@ -15,6 +15,7 @@ xet uploads, auth, branches and PRs, pagination. `hub.commits(repo)` counts comm
 from __future__ import annotations
 
 import base64
+import bisect
 import hashlib
 import json
 import socket
@@ -39,6 +40,7 @@ class FakeRepo:
     repo_id: str
     private: bool = True
     history: list[tuple[str, dict[str, bytes]]] = field(default_factory=list)  # (sha, files), oldest first
+    sorted_paths: dict[str, list[str]] = field(default_factory=dict)  # sha -> its paths, sorted (for listings)
 
     @property
     def head(self) -> str:
@@ -53,6 +55,21 @@ class FakeRepo:
         return None
 
 
+def _sorted_after(previous: list[str] | None, before: dict[str, bytes], after: dict[str, bytes],
+                  touched: set[str]) -> list[str]:
+    """The sorted paths of `after`, from the parent version's and the paths the commit
+    `touched` (None: a folder was deleted, sort afresh)."""
+    if previous is None or touched is None:
+        return sorted(after)
+    paths = list(previous)
+    for path in touched:
+        if path in before and path not in after:
+            del paths[bisect.bisect_left(paths, path)]
+        elif path in after and path not in before:
+            bisect.insort(paths, path)
+    return paths
+
+
 def _error(status: int, message: str, code: str | None = None) -> JSONResponse:
     headers = {"X-Error-Message": message}
     if code:
@@ -60,11 +77,20 @@ def _error(status: int, message: str, code: str | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
-def _tree_entries(files: dict[str, bytes], prefix: str, recursive: bool) -> list[dict]:
+def _under(paths: list[str], base: str) -> list[str]:
+    """The sorted `paths` that start with `base` (a folder lists in time proportional to
+    what it holds, as the Hub's git trees do, not to the whole repo)."""
+    start = bisect.bisect_left(paths, base)
+    end = bisect.bisect_left(paths, base + "\U0010ffff") if base else len(paths)
+    return paths[start:end]
+
+
+def _tree_entries(files: dict[str, bytes], prefix: str, recursive: bool, paths: list[str] | None = None) -> list[dict]:
     prefix = prefix.strip("/")
     base = f"{prefix}/" if prefix else ""
     entries: dict[str, dict] = {}
-    for path, data in sorted((p, d) for p, d in files.items() if p.startswith(base)):
+    for path in _under(paths if paths is not None else sorted(files), base):
+        data = files[path]
         rest = path[len(base):].split("/")
         # directories on the way (all of them when recursive, only the first level otherwise)
         for depth in range(1, len(rest)):
@@ -199,7 +225,7 @@ class FakeHub:
             files = repo.files_at(rev)
             if files is None:
                 return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-            entries = _tree_entries(files, path, recursive)
+            entries = _tree_entries(files, path, recursive, repo.sorted_paths.get(repo.head if rev == "main" else rev))
             if path and not entries:
                 return _error(404, f"{path} does not exist", "EntryNotFound")
             return entries
@@ -229,8 +255,11 @@ class FakeHub:
                 if parent is not None and parent != repo.head:
                     return _error(412, "A commit has happened since. Please refresh and try again.")
                 files = dict(repo.history[-1][1])
+                touched: set[str] | None = set()
                 for item in lines:
                     key, value = item["key"], item["value"]
+                    if key in ("file", "deletedFile") and touched is not None:
+                        touched.add(value["path"])
                     if key == "file":
                         files[value["path"]] = base64.b64decode(value["content"]) if value.get("encoding") == "base64" else value["content"].encode()
                     elif key == "deletedFile":
@@ -238,12 +267,16 @@ class FakeHub:
                     elif key == "deletedFolder":
                         folder = value["path"].rstrip("/") + "/"
                         files = {p: d for p, d in files.items() if not p.startswith(folder)}
+                        touched = None
                     elif key == "lfsFile":
                         return _error(400, "the fake Hub does not support LFS uploads")
                 sha = hashlib.sha1(f"{repo.head}{time.time_ns()}{uuid.uuid4()}".encode()).hexdigest()
+                repo.sorted_paths[sha] = _sorted_after(repo.sorted_paths.get(repo.head), repo.history[-1][1], files, touched)
                 repo.history.append((sha, files))
                 if hub.keep_versions is not None:
                     del repo.history[:-hub.keep_versions]
+                    kept = {h for h, _ in repo.history}
+                    repo.sorted_paths = {h: p for h, p in repo.sorted_paths.items() if h in kept}
             return {
                 "commitUrl": f"{hub.url}/{PREFIX[repo_type]}{repo.repo_id}/commit/{sha}",
                 "commitOid": sha,

@@ -223,13 +223,6 @@ class Store(QueueOperations):
         self._results_indexed = True
         return list(load_index(self.results, snap, R.key_file(R.RESULT_NAMES_DIR, model_name)).get("records", {}).values())
 
-    # ---- configuration -----------------------------------------------------------------
-    def config(self) -> dict:
-        """The store's settings (config.json in the requests repo; {} when there are none)."""
-        from rexrank.store.config import read_config
-
-        return read_config(self)
-
     # ---- submitting ------------------------------------------------------------------
     def submit(
         self,

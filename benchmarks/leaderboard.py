@@ -10,7 +10,8 @@ settled requests, written in the earlier layout so the one-off indexing is timed
 - first load: the app built on the store (every record read once);
 - page reload, nothing changed: what a page load runs in the app (re-read the store,
   model list, status, the track's tables, the first model's page, the queue table);
-- add one result (`Store.add_result`), then the page reload that shows it;
+- add one result (`Store.add_result`), then the page reload that shows it; the files each
+  reads and lists (figures the machine's load cannot change);
 - beside them, in the same run: reading every record and tabling it (`list_results` +
   `records_frame`), what each page load did before the reload was incremental.
 
@@ -95,7 +96,7 @@ def page_load(app_fns: dict):
 def store_part(kind: str, history: int, args, hub_url: str | None) -> dict:
     from rexrank.leaderboard.app import build_app
     from rexrank.leaderboard.source import LeaderboardSource
-    from stores import add_history, history_request, history_result, open_bench_store, timed
+    from stores import FileCounter, add_history, history_request, history_result, open_bench_store, timed
 
     store = open_bench_store(kind, f"lb{history}", hub_url, args.local_dir)
     # history_request(i) is FINISHED for 9 in 10: enough requests for `history` result records
@@ -114,14 +115,20 @@ def store_part(kind: str, history: int, args, hub_url: str | None) -> dict:
     out["reload_ms"] = statistics.median(timed(page_load, fns)[0] for _ in range(args.repeats)) * 1000
     out["refresh_ms"] = statistics.median(timed(source.frame, force=True)[0] for _ in range(args.repeats)) * 1000
     rng = np.random.default_rng(1)
-    adds, reloads = [], []
+    adds, reloads, add_files, refresh_files = [], [], [], []
+    files = FileCounter(store)
     for i in range(args.repeats):
         record = history_result({**history_request(10**6 + i), "status": "FINISHED"}, rng)
+        files.take()
         adds.append(timed(store.add_result, record)[0])
+        add_files.append(files.take())
+        source.frame(force=True)  # the store re-read of the next page load, counted alone
+        refresh_files.append(files.take())
         reloads.append(timed(page_load, fns)[0])
         assert record["id"] in set(source.frame()["id"])
     out["add_ms"] = statistics.median(adds) * 1000
     out["reload_after_add_ms"] = statistics.median(reloads) * 1000
+    out["add_files"], out["refresh_files"] = max(add_files), max(refresh_files)
     t, records = timed(store.list_results)
     out["read_all_ms"] = (t + timed(records_frame, records)[0]) * 1000
     demo.close()
@@ -148,7 +155,8 @@ def main() -> None:
         return (f"{r['store']:5s} {r['history']:5d} records: page reload {r['reload_ms']:6.1f} ms (store re-read "
                 f"{r['refresh_ms']:5.1f}); add a result {r['add_ms']:6.1f} ms, then reload {r['reload_after_add_ms']:6.1f} ms; "
                 f"reading every record {r['read_all_ms']:7.1f} ms (first load {r['first_s']:.2f} s, indexing once "
-                f"{r['index_s']:.2f} s)")
+                f"{r['index_s']:.2f} s); files read/listed: add a result {r['add_files'][0]}/{r['add_files'][1]}, "
+                f"re-read after it {r['refresh_files'][0]}/{r['refresh_files'][1]}")
 
     sizes = [int(x) for x in args.history.split(",")]
     rows = run_grid(kinds, sizes, lambda kind, size, url: store_part(kind, size, args, url), describe)

@@ -7,7 +7,7 @@ Configuration (Space secrets / variables):
   REXRANK_DATA_DIR       local folder with the test sets' JSON (one sub-folder per test set)
   REXRANK_PRIVATE_DATA_REPO  optional private Hub dataset holding that folder (e.g. the
                          ReXGradient references); downloaded at start into REXRANK_DATA_DIR
-  REXRANK_METRICS        comma-separated metrics (default bleu2)
+  REXRANK_METRICS        comma-separated metrics (default: the store's metric set, ReXrank's)
   REXRANK_METRIC_OPTIONS JSON {metric: {option: value}}, e.g. LLM endpoint settings
   OPENAI_BASE_URL / OPENAI_API_KEY  LLM endpoint for the LLM-judged metrics (secret)
   REXRANK_POLL_SECONDS   seconds between polls of an empty queue (default 60)
@@ -72,7 +72,7 @@ def queue_table(store) -> list[list[str]]:
     from rexrank.store.names import display
 
     rows = []
-    for r in reversed(store.list_requests()):  # newest first
+    for r in store.queue_view():  # open requests and the latest settled ones, newest first
         rows.append([display(c) for c in (r["id"], r["status"], r["model_name"], f"{r['test_set']}/{r['track']}",
                                           r["submitted_time"], r.get("worker") or "", r.get("error") or "")])
     for problem in store.quarantined("requests"):  # unreadable queue files: named, never blocking

@@ -6,7 +6,7 @@ snapshot_download, create_commit with parent_commit).
     with FakeHub() as hub:                   # hub.url = "http://127.0.0.1:PORT"
         HfApi(endpoint=hub.url).create_repo("org/results", repo_type="dataset")
 
-Covers (as huggingface_hub 2.4 calls them): repo create / info / settings (visibility),
+Covers (as huggingface_hub 2.4 calls them): repo create / info (with `expand`) / settings (visibility),
 preupload (always "regular" uploads), commit (NDJSON; a stale `parentCommit` -> 412), tree
 listing, paths-info, resolve (HEAD/GET) for models, datasets and spaces, Space variables,
 README.md metadata validation (YAML only), whoami. Not covered: LFS / xet uploads, branches and PRs, pagination.
@@ -14,7 +14,8 @@ README.md metadata validation (YAML only), whoami. Not covered: LFS / xet upload
 Test hooks: `hub.commits(repo)` counts commits, `hub.fail_next_commits` injects conflicts,
 `hub.drop_commit[repo_id] = "before" | "after"` cuts the connection of that repo's next
 commit before or after applying it (a network error half-way), `hub.requests` logs
-"METHOD path" of every call.
+"METHOD path" of every call; `FakeHub(keep_versions=N)` keeps only the last N versions
+of each repo readable (a benchmark making thousands of commits keeps memory bounded).
 
 Accounts: without `accounts` any token may do anything (and whoami answers "tester").
 With `FakeHub(accounts={token: Account(name, orgs, role)})` the fake checks like the Hub:
@@ -24,6 +25,7 @@ a read token is 403, and a private repo is invisible (404) to anyone else.
 from __future__ import annotations
 
 import base64
+import bisect
 import hashlib
 import json
 import socket
@@ -57,6 +59,7 @@ class FakeRepo:
     history: list[tuple[str, dict[str, bytes]]] = field(default_factory=list)  # (sha, files), oldest first
     sdk: str | None = None  # Spaces
     variables: dict[str, str] = field(default_factory=dict)  # Space variables
+    sorted_paths: dict[str, list[str]] = field(default_factory=dict)  # sha -> its paths, sorted (for listings)
 
     @property
     def head(self) -> str:
@@ -71,6 +74,21 @@ class FakeRepo:
         return None
 
 
+def _sorted_after(previous: list[str] | None, before: dict[str, bytes], after: dict[str, bytes],
+                  touched: set[str]) -> list[str]:
+    """The sorted paths of `after`, from the parent version's and the paths the commit
+    `touched` (None: a folder was deleted, sort afresh)."""
+    if previous is None or touched is None:
+        return sorted(after)
+    paths = list(previous)
+    for path in touched:
+        if path in before and path not in after:
+            del paths[bisect.bisect_left(paths, path)]
+        elif path in after and path not in before:
+            bisect.insort(paths, path)
+    return paths
+
+
 def _error(status: int, message: str, code: str | None = None) -> JSONResponse:
     headers = {"X-Error-Message": message}
     if code:
@@ -78,13 +96,20 @@ def _error(status: int, message: str, code: str | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
-def _tree_entries(files: dict[str, bytes], prefix: str, recursive: bool) -> list[dict]:
+def _under(paths: list[str], base: str) -> list[str]:
+    """The sorted `paths` that start with `base` (a folder lists in time proportional to
+    what it holds, as the Hub's git trees do, not to the whole repo)."""
+    start = bisect.bisect_left(paths, base)
+    end = bisect.bisect_left(paths, base + "\U0010ffff") if base else len(paths)
+    return paths[start:end]
+
+
+def _tree_entries(files: dict[str, bytes], prefix: str, recursive: bool, paths: list[str] | None = None) -> list[dict]:
     prefix = prefix.strip("/")
     base = f"{prefix}/" if prefix else ""
     entries: dict[str, dict] = {}
-    for path, data in sorted(files.items()):
-        if not path.startswith(base):
-            continue
+    for path in _under(paths if paths is not None else sorted(files), base):
+        data = files[path]
         rest = path[len(base):].split("/")
         # directories on the way (all of them when recursive, only the first level otherwise)
         for depth in range(1, len(rest)):
@@ -115,10 +140,10 @@ def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, reso
     api = f"/api/{rt}s/{{ns}}/{{name}}"
 
     def get_info(request: Request, ns: str, name: str):
-        return info(request, rt, ns, name)
+        return info(request, rt, ns, name, expand=request.query_params.getlist("expand"))
 
     def get_info_rev(request: Request, ns: str, name: str, rev: str):
-        return info(request, rt, ns, name, rev)
+        return info(request, rt, ns, name, rev, expand=request.query_params.getlist("expand"))
 
     def get_tree(request: Request, ns: str, name: str, rev: str, recursive: bool = False):
         return tree(request, rt, ns, name, rev, "", recursive)
@@ -153,7 +178,10 @@ def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, reso
 
 
 class FakeHub:
-    def __init__(self, accounts: dict[str, Account] | None = None) -> None:
+    def __init__(self, accounts: dict[str, Account] | None = None, *, keep_versions: int | None = None) -> None:
+        """`keep_versions`: how many past versions of each repo stay readable (all by
+        default; a benchmark making thousands of commits keeps memory bounded with it)."""
+        self.keep_versions = keep_versions
         self.repos: dict[tuple[str, str], FakeRepo] = {}
         self.lock = threading.Lock()
         self.fail_next_commits = 0  # answer the next N commits with 412 (injected conflicts)
@@ -298,7 +326,7 @@ class FakeHub:
                 repo.variables.update({v["key"]: v["value"] for v in body.get("variables") or []})
             return {"url": url, "name": repo_id, "id": repo_id}
 
-        def info(request: Request, repo_type: str, ns: str, name: str, rev: str = "main"):
+        def info(request: Request, repo_type: str, ns: str, name: str, rev: str = "main", expand: list[str] | None = None):
             if (err := hub._auth_error(request)) is not None:
                 return err
             repo = hub._repo(repo_type, f"{ns}/{name}")
@@ -308,6 +336,9 @@ class FakeHub:
             if files is None:
                 return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
             sha = repo.head if rev in ("main", repo.head) else rev
+            if expand:  # as the Hub: only the properties asked for (no file list)
+                known = {"sha": sha, "private": repo.private, "author": ns, "lastModified": "2026-01-01T00:00:00.000Z"}
+                return {"id": repo.repo_id, "_id": repo.repo_id, **{k: known[k] for k in expand if k in known}}
             return {
                 "id": repo.repo_id, "_id": repo.repo_id, "author": ns, "sha": sha, "private": repo.private,
                 "disabled": False, "gated": False, "downloads": 0, "likes": 0, "tags": [],
@@ -336,7 +367,7 @@ class FakeHub:
             files = repo.files_at(rev)
             if files is None:
                 return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
-            entries = _tree_entries(files, path, recursive)
+            entries = _tree_entries(files, path, recursive, repo.sorted_paths.get(repo.head if rev == "main" else rev))
             if path and not entries:
                 return _error(404, f"{path} does not exist", "EntryNotFound")
             return entries
@@ -373,8 +404,11 @@ class FakeHub:
                 if parent is not None and parent != repo.head:
                     return _error(412, "A commit has happened since. Please refresh and try again.")
                 files = dict(repo.history[-1][1])
+                touched: set[str] | None = set()
                 for item in lines:
                     key, value = item["key"], item["value"]
+                    if key in ("file", "deletedFile") and touched is not None:
+                        touched.add(value["path"])
                     if key == "file":
                         files[value["path"]] = base64.b64decode(value["content"]) if value.get("encoding") == "base64" else value["content"].encode()
                     elif key == "deletedFile":
@@ -382,10 +416,16 @@ class FakeHub:
                     elif key == "deletedFolder":
                         folder = value["path"].rstrip("/") + "/"
                         files = {p: d for p, d in files.items() if not p.startswith(folder)}
+                        touched = None
                     elif key == "lfsFile":
                         return _error(400, "the fake Hub does not support LFS uploads")
                 sha = hashlib.sha1(f"{repo.head}{time.time_ns()}{uuid.uuid4()}".encode()).hexdigest()
+                repo.sorted_paths[sha] = _sorted_after(repo.sorted_paths.get(repo.head), repo.history[-1][1], files, touched)
                 repo.history.append((sha, files))
+                if hub.keep_versions is not None:
+                    del repo.history[:-hub.keep_versions]
+                    kept = {h for h, _ in repo.history}
+                    repo.sorted_paths = {h: p for h, p in repo.sorted_paths.items() if h in kept}
             if drop == "after":
                 return _CutConnection(repo.repo_id)
             return {
@@ -437,6 +477,9 @@ class FakeHub:
         import uvicorn
 
         sock = socket.socket()
+        # no Nagle delay: otherwise each keep-alive request waits ~40 ms for a delayed ACK,
+        # which no real server adds (accepted connections inherit the option)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"

@@ -49,6 +49,13 @@ def test_first_deploy_publishes_everything_in_one_commit_per_repo(hub, tmp_path,
 
     records = {p: json.loads(d) for p, d in hub.files("rexrank/results").items() if p.startswith("records/")}
     assert sorted(r["id"] for r in records.values()) == sorted(r["id"] for r in load_seed_records())
+    # ... with the store's own index, so the store reads them as it wrote them (no re-indexing)
+    from rexrank.store import open_store
+    from rexrank.store import records as R
+
+    assert json.loads(hub.files("rexrank/results")[R.RESULTS_LAYOUT])["layout"] == 2
+    store = open_store("hf://rexrank", create=False)
+    assert len(store.list_results()) == len(records)
     # no token anywhere: not in a file, not in a variable
     token = os.environ["HF_TOKEN"]
     for (_, rid), repo in hub.repos.items():

@@ -109,7 +109,8 @@ def test_plan_holds_every_piece(tmp_path):
     assert f"./{wheel.name}[llm,models,spaces]" in backend.files["requirements.txt"].decode()
     assert backend.files[wheel.name] == wheel.read_bytes() and "Dockerfile" in backend.files
     assert repos["rexrank/requests"].private and not repos["rexrank/results"].private
-    assert len(repos["rexrank/results"].seed) == 128
+    seed = repos["rexrank/results"].seed
+    assert sum(p.startswith("records/") for p in seed) == 128 and "index/layout.json" in seed
     manifest = json.loads(board.files[MANIFEST])
     assert set(manifest["files"]) == set(board.files) - {MANIFEST}
     assert manifest["files"]["app.py"] == hashlib.sha256(board.files["app.py"]).hexdigest()

@@ -230,17 +230,16 @@ def score_submission(
     """Load the test set, validate the predictions file against it, run the metrics
     (`keep_going`, `on_update`: see score_predictions; `id_column`, `prediction_column`:
     the predictions file's column names when they are not the usual ones)."""
-    from rexrank.testsets.loading import REFERENCE_COLUMN, apply_track, load_all_studies
+    from rexrank.testsets.loading import track_studies
     from rexrank.testsets.registry import check_track, get_spec
 
     names = parse_metric_list(metrics)  # fail on a bad metric name before any loading
     spec = get_spec(dataset)
     check_track(track)
-    studies = load_all_studies(dataset, data_dir=data_dir)
-    test = apply_track(studies, track)
-    outside = set(studies["id"]) - set(test["id"])
+    test = track_studies(dataset, track, data_dir=data_dir)  # cached per process by the file's SHA-256
+    outside = test.outside_ids
     predictions = load_predictions(
-        predictions_path, test["id"], test_set=f"{spec.title}, {track} track", outside_track_ids=outside,
+        predictions_path, list(test.ids), test_set=f"{spec.title}, {track} track", outside_track_ids=outside,
         id_column=id_column, prediction_column=prediction_column,
     )
     info = {
@@ -248,13 +247,13 @@ def score_submission(
         "title": spec.title,
         "split": spec.split,
         "track": track,
-        "n_studies": len(test),
+        "n_studies": len(test.ids),
         "n_studies_outside_track": len(outside),
         "access": spec.access,
     }
     return score_predictions(
         predictions,
-        test[REFERENCE_COLUMN],
+        list(test.references),
         metrics=names,
         metric_options=metric_options,
         bootstrap=bootstrap,

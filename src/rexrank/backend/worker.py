@@ -112,14 +112,20 @@ class Worker:
         progress: bool = False,
         min_coverage: float = DEFAULT_MIN_COVERAGE,
     ):
-        from rexrank.metrics.registry import parse_metric_list
+        from rexrank.backend.metric_set import runnable_metrics, worker_metric_set
 
         self.store = store
         self.data_dir = Path(data_dir) if data_dir else None
         if self.data_dir is not None and not self.data_dir.is_dir():
             raise TestSetError(f"--data-dir {self.data_dir} is not a folder")
-        self.metrics = parse_metric_list(metrics)  # an unknown metric stops the worker at start
         self.metric_options = metric_options or {}
+        # `metrics` given: this worker's own list, every metric required; else the store's set
+        # (ReXrank's, recorded in the store when it records none). An unknown metric, or a
+        # required one that cannot be set up, stops the worker at start.
+        self.metric_set = worker_metric_set(store, metrics)
+        self.metrics, not_scored = runnable_metrics(self.metric_set, self.metric_options)
+        # published with every result: said without this server's paths
+        self.not_scored = {name: public_message(why, known_paths=self._server_paths()) for name, why in not_scored.items()}
         self.worker_id = worker_id or default_worker_id()
         self.lease_seconds = lease_seconds
         self.max_attempts = max_attempts
@@ -197,7 +203,8 @@ class Worker:
 
     def _process(self, request: dict, keeper: LeaseKeeper) -> dict:
         rid = request["id"]
-        if request.get("attempts", 1) > 1 and self.store.get_result(rid) is not None:
+        if request.get("attempts", 1) > 1 and self.store.get_result(rid, test_set=request["test_set"],
+                                                                   track=request["track"]) is not None:
             # a previous worker wrote the result and died before marking it FINISHED
             log.info("%s already has its result; marking it FINISHED", rid)
             self.store.finish(rid, self.worker_id, result_id=rid)
@@ -225,7 +232,8 @@ class Worker:
             log.warning("%s: lease lost while scoring; discarding this worker's result", rid)
             return self.store.get_request(rid)
         self.store.add_result(record, per_study=per_study)
-        if not self.store.finish(rid, self.worker_id, result_id=record["id"]):
+        notes = [f"{name} was not scored: {why}" for name, why in self.not_scored.items()]
+        if not self.store.finish(rid, self.worker_id, result_id=record["id"], notes=notes):
             log.warning("%s: lease lost before FINISHED; the holder settles it (same result id)", rid)
         else:
             log.info("%s FINISHED", rid)
@@ -245,7 +253,7 @@ class Worker:
     # ---- scoring -----------------------------------------------------------------------
     def score(self, request: dict) -> tuple[dict, bytes | None]:
         from rexrank.scoring import score_submission
-        from rexrank.testsets.loading import load_test_set
+        from rexrank.testsets.loading import track_studies
         from rexrank.testsets.registry import get_spec
 
         spec = get_spec(request["test_set"])
@@ -269,7 +277,7 @@ class Worker:
             run.per_study.to_parquet(buf, index=False)
             per_study = buf.getvalue()
         if spec.private:
-            references = list(load_test_set(request["test_set"], request["track"], data_dir=data_dir)["reference"])
+            references = list(track_studies(request["test_set"], request["track"], data_dir=data_dir).references)
             leaks = find_leaks([record], references)
             if leaks:  # a bug upstream put reference text into a summary: refuse to publish
                 raise RuntimeError(f"result record would quote {len(leaks)} private references")
@@ -279,6 +287,10 @@ class Worker:
         """Raise CoverageError when any metric scored less than `min_coverage` of the
         studies: a mean over the studies an LLM happened to answer is not the model's score."""
         short, causes = [], []
+        for name in self.metrics:  # a metric of the set with no summary did not run: not a silent pass
+            if name not in results["metrics"]:
+                short.append(f"{name} scored 0 studies")
+                causes.append("it did not run")
         for name, summary in results["metrics"].items():
             n = summary.get("n_studies") or results["predictions"]["n"]
             scored = summary.get("n_scored")
@@ -312,6 +324,7 @@ class Worker:
         if not private:
             prediction_info["empty_ids"] = preds["empty_ids"]
         test_set = {k: v for k, v in results["test_set"].items()}
+        not_scored = {"not_scored": dict(self.not_scored)} if self.not_scored else {}
         return {
             "id": request["id"],
             "request_id": request["id"],
@@ -326,6 +339,7 @@ class Worker:
             "trained_on": request.get("trained_on", []),
             "per_study_available": False,
             "values": leaderboard_values(results),
+            **not_scored,  # metrics of the store's set this backend could not run, and why
             "summaries": summaries,
             "provenance": {
                 "rexrank_version": __version__,
@@ -358,7 +372,11 @@ class Worker:
         elif isinstance(exc, CoverageError):
             kind, message = R.COVERAGE, str(exc)
         elif isinstance(exc, MetricError):
-            kind, message = R.INTERNAL, f"a metric could not run: {exc}"
+            # a metric that cannot run scores no study: the coverage rule's case, so the same
+            # kind (nothing published; the maintainers requeue it once the cause is fixed)
+            kind, message = R.COVERAGE, (f"a metric of this backend's set could not run, so it scored none of the "
+                                         f"studies: {exc}. Nothing was published; the maintainers can requeue this "
+                                         "request once the cause is fixed.")
         else:
             kind, message = R.INTERNAL, f"internal error while scoring ({type(exc).__name__}: {exc})"
         message = public_message(message, known_paths=self._server_paths())
@@ -367,9 +385,9 @@ class Worker:
         # anything else said about a private set is published only if it quotes no reference
         fallback = exc.without_causes if isinstance(exc, CoverageError) else PRIVATE_INTERNAL_ERROR
         try:
-            from rexrank.testsets.loading import load_test_set
+            from rexrank.testsets.loading import track_studies
 
-            refs = list(load_test_set(request["test_set"], request["track"], data_dir=self.data_dir_for(request["test_set"]))["reference"])
+            refs = list(track_studies(request["test_set"], request["track"], data_dir=self.data_dir_for(request["test_set"])).references)
         except Exception:
             return fallback, kind
         return (fallback if find_leaks([message], refs) else message), kind

@@ -16,7 +16,16 @@ def register(subparsers) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="process the queue until it is empty, then exit")
     mode.add_argument("--poll", type=float, default=60.0, help="seconds between polls of an empty queue (default 60)")
-    p.add_argument("--metrics", default=None, help="comma-separated metric names (default: $REXRANK_METRICS or bleu2)")
+    p.add_argument("--metrics", default=None,
+                   help="comma-separated metric names this worker scores, every one required (default: "
+                   "$REXRANK_METRICS, else the store's metric set; a store without one gets ReXrank's, recorded in it)")
+    p.add_argument("--store-metrics", metavar="LIST", default=None,
+                   help="record LIST as the store's metric set (what workers without --metrics score), then run")
+    p.add_argument("--store-llm-metrics", metavar="LIST", default=None,
+                   help="with --store-metrics: LLM-judged metrics of the set, scored where a worker has an LLM "
+                   "configured for them (a worker without one says so in each result)")
+    p.add_argument("--reindex", action="store_true",
+                   help="rebuild the store's indexes from its records first (after the repos were edited by hand)")
     p.add_argument("--worker-id", help="name of this worker in the queue (default: host-pid-random)")
     p.add_argument("--lease-seconds", type=float, default=600.0, help="lease length; renewed every third of it (default 600)")
     p.add_argument("--max-attempts", type=int, default=3, help="FAIL a request interrupted this many times (default 3)")
@@ -43,7 +52,6 @@ def run(args: argparse.Namespace) -> int:
 
     from rexrank.backend.worker import Worker, min_coverage_from
     from rexrank.metrics.options import parse_metric_options
-    from rexrank.metrics.registry import parse_metric_list
     from rexrank.store import Quota, open_store
     from rexrank.store.names import display
 
@@ -55,11 +63,21 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", handlers=handlers)
     quota = Quota.parse(args.quota) if args.quota is not None else Quota.from_env()
     metrics = args.metrics or os.environ.get("REXRANK_METRICS") or None
+    store = open_store(args.store, quota=quota)
+    if args.reindex:
+        from rexrank.store.layout import reindex
+
+        reindex(store)
+    if args.store_metrics or args.store_llm_metrics:
+        from rexrank.store.config import checked_set, record_set
+
+        record_set(store, checked_set(_names(args.store_metrics), _names(args.store_llm_metrics),
+                                      origin="--store-metrics/--store-llm-metrics"))
     worker = Worker(
-        open_store(args.store, quota=quota),
+        store,
         data_dir=args.data_dir or os.environ.get("REXRANK_DATA_DIR") or None,
         metrics=metrics,
-        metric_options=parse_metric_options(args.metric_option, parse_metric_list(metrics)),
+        metric_options=parse_metric_options(args.metric_option, _all_metrics(store, metrics)),
         worker_id=args.worker_id,
         lease_seconds=args.lease_seconds,
         max_attempts=args.max_attempts,
@@ -70,6 +88,21 @@ def run(args: argparse.Namespace) -> int:
     done = worker.run(once=args.once, poll=args.poll)
     logging.getLogger("rexrank.backend").info("worker %s processed %d request(s)", worker.worker_id, done)
     return 0
+
+
+def _names(text: str | None) -> list[str]:
+    return [n.strip() for n in (text or "").split(",") if n.strip()]
+
+
+def _all_metrics(store, metrics: str | None) -> list[str]:
+    """The metrics --metric-option may name: this worker's list, else the store's set."""
+    from rexrank.metrics.registry import parse_metric_list
+    from rexrank.store.config import REXRANK_SET, recorded_set
+
+    if metrics:
+        return parse_metric_list(metrics)
+    recorded = recorded_set(store)
+    return list((recorded or REXRANK_SET).all)
 
 
 def _visible_only(display):

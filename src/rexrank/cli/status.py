@@ -25,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args.store, create=False)
     if args.id:
         request = store.get_request(args.id)
-        result = store.get_result(request["result_id"]) if request.get("result_id") else None
+        result = (store.get_result(request["result_id"], test_set=request["test_set"], track=request["track"])
+                  if request.get("result_id") else None)
         view = status_view(request, result)
         if args.json:
             print(json.dumps(view))
@@ -34,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
                       f"submitted {request['submitted_time']} by {request['submitter']}"))
         if view["error"]:
             print(f"error: {display(view['error'])}")
+        for note in request.get("notes") or []:  # e.g. a metric of the store's set this backend could not run
+            print(f"note: {display(note)}")
         for key, v in (view["results"] or {}).items():
             ci = f" ± {v['ci95']:.4f}" if v.get("ci95") is not None else ""
             mean = "n/a" if v.get("mean") is None else f"{v['mean']:.4f}"

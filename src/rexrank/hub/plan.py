@@ -135,7 +135,7 @@ class _Builder:
         return RepoPlan(
             repo_id, "space", True, self.space_files(BACKEND_DIR, repo_id, by_url=False), "backend",
             sdk="docker", **self.store_settings(),
-            optional={"REXRANK_METRICS": "variable: metrics to score (default bleu2)",
+            optional={"REXRANK_METRICS": "variable: this worker's metrics (default: the store's recorded metric set, ReXrank's)",
                       "REXRANK_METRIC_OPTIONS": "variable: JSON {metric: {option: value}}",
                       "REXRANK_DATA_DIR / REXRANK_PRIVATE_DATA_REPO": "variables: where the test sets' references are",
                       "OPENAI_BASE_URL / OPENAI_API_KEY": "secrets: LLM endpoint for the LLM-judged metrics"},
@@ -146,17 +146,18 @@ class _Builder:
 
         return RepoPlan(f"{self.org}/requests", "dataset", True,
                         _with_manifest({"README.md": requests_card(self.org)}, self.version), "requests",
-                        data_prefixes=(R.QUEUE_DIR, R.PREDICTIONS_DIR))
+                        data_prefixes=R.REQUESTS_DATA_PREFIXES)
 
     def results(self) -> RepoPlan:
         from rexrank.leaderboard.published import load_seed_records
         from rexrank.store import records as R
+        from rexrank.store.store import results_repo_files
 
-        # the published ReXrank results, written as the store writes records (Store.add_results)
-        seed = {R.result_path(r): R.dumps(R.jsonable(dict(r))) for r in load_seed_records()}
+        # the published ReXrank results, written as the store writes them (records and index)
+        seed = results_repo_files(load_seed_records())
         return RepoPlan(f"{self.org}/results", "dataset", False,
                         _with_manifest({"README.md": results_card(self.org)}, self.version), "results",
-                        data_prefixes=(R.RECORDS_DIR, R.PER_STUDY_DIR), seed=seed, seed_prefix=R.RECORDS_DIR)
+                        data_prefixes=R.RESULTS_DATA_PREFIXES, seed=seed, seed_prefix=R.RECORDS_DIR)
 
     def test_sets(self, data_dir) -> list[RepoPlan]:
         from rexrank.hub.testset_repo import public_test_sets, test_set_files
@@ -216,7 +217,8 @@ def format_plan(plan: Plan) -> str:
         for path, data in sorted(repo.files.items()):
             lines.append(f"    {path:<48} {human(len(data)):>9}")
         if repo.seed:
-            lines.append(f"    + {len(repo.seed)} published ReXrank results under {repo.seed_prefix} "
+            n_records = sum(p.startswith(repo.seed_prefix) for p in repo.seed)
+            lines.append(f"    + {n_records} published ReXrank results under {repo.seed_prefix}, with their index "
                          f"({human(sum(map(len, repo.seed.values())))}), only while the repo has none")
         for key, value in repo.variables.items():
             lines.append(f"    variable {key}={value} (set through the API)")

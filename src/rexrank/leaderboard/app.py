@@ -50,6 +50,10 @@ QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status",
 
 
 def _status(source: LeaderboardSource) -> str:
+    return source.cached(("status",), lambda: _status_text(source))
+
+
+def _status_text(source: LeaderboardSource) -> str:
     frame = source.frame()
     text = f"{tables.plural(len(frame), 'result')} from {source.label}."
     notes = coverage_notes(frame)  # values computed on fewer studies than the test set has
@@ -109,6 +113,9 @@ def build_app(source: LeaderboardSource):
 
     def page(track: str, rank_by: str, query: str) -> list:
         """Overview grid and CSV, then per test set: note, grid, CSV (the `views` outputs but status)."""
+        return source.cached(("page", track, rank_by, query), lambda: build_page(track, rank_by, query))
+
+    def build_page(track: str, rank_by: str, query: str) -> list:
         views = tables.page_views(source.frame(), track, rank_by, query, test_sets=tab_test_sets)
         suffix = f"{track}_by-{rank_by}" + ("_search" if (query or "").strip() else "")
         out = [views.overview, csv_files.write(views.overview_plain, f"rexrank_overview_{suffix}")]
@@ -126,6 +133,9 @@ def build_app(source: LeaderboardSource):
         return {"headers": list(table.columns), "data": table.values.tolist()}
 
     def model(name: str | None, rank_by: str):
+        return source.cached(("model", name, rank_by), lambda: model_view(name, rank_by))
+
+    def model_view(name: str | None, rank_by: str):
         frame = source.frame()
         if not name:
             return "Pick a model.", pd.DataFrame(columns=RESULT_COLUMNS), pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
@@ -153,7 +163,7 @@ def build_app(source: LeaderboardSource):
     def queue():
         if store is None:
             return pd.DataFrame(columns=QUEUE_COLUMNS)
-        reqs = store.list_requests()
+        reqs = store.queue_view()  # open requests and the latest settled ones, newest first
         return pd.DataFrame([{c: display(r.get(c) or "") for c in QUEUE_COLUMNS} for r in reqs], columns=QUEUE_COLUMNS)
 
     def plots(test_set: str, track: str):

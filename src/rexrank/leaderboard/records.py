@@ -95,7 +95,9 @@ def coverage_notes(frame: pd.DataFrame) -> list[str]:
     """One line per result with a value computed on fewer studies than its test set has
     (the backend publishes such values only above its coverage rule, e.g. 99 %)."""
     notes = []
-    for row in frame.to_dict("records"):
+    counts = frame[[f"{k}_n" for k in METRIC_KEYS]].to_numpy(dtype=np.float64)
+    short_rows = (counts < frame["n_studies"].to_numpy(dtype=np.float64)[:, None]).any(axis=1)  # NaN compares False
+    for row in frame[short_rows].to_dict("records"):  # only the few rows that have a note
         total = row["n_studies"]
         if math.isnan(total):
             continue
@@ -127,9 +129,13 @@ def records_frame(records, *, problems: list[str] | None = None) -> pd.DataFrame
             continue
         seen.add(row["id"])
         rows.append(row)
+    return frame_from_rows(rows)
+
+
+NUMBER_COLUMNS = (*METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n", *(f"{k}_n" for k in METRIC_KEYS), "n_studies")
+
+
+def frame_from_rows(rows: list[dict]) -> pd.DataFrame:
+    """Rows made by `check_record` as a frame with FRAME_COLUMNS and their types."""
     frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
-    for key in (*METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n", *(f"{k}_n" for k in METRIC_KEYS), "n_studies"):
-        frame[key] = frame[key].astype(np.float64)
-    frame["trained"] = frame["trained"].astype(bool)
-    frame["per_study_available"] = frame["per_study_available"].astype(bool)
-    return frame
+    return frame.astype({**dict.fromkeys(NUMBER_COLUMNS, np.float64), "trained": bool, "per_study_available": bool})

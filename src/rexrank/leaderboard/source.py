@@ -1,35 +1,49 @@
 """Where the leaderboard's records come from: a store (local folder or Hub) or a plain list.
 
-The frame is rebuilt at most every `ttl` seconds (page loads re-read the store; a Hub
-store is not listed on every click). Bad records are left out and listed in `problems`,
-which the app shows above the tables.
+The frame is refreshed at most every `ttl` seconds (a page load forces it). From a store
+it is refreshed incrementally: the store's ResultsFeed reads only the records that
+changed since the last look (a version check when nothing did), and only those are
+checked and re-tabled. Bad records are left out and listed in `problems`, which the app
+shows above the tables.
 """
 from __future__ import annotations
 
+import bisect
 import io
 import threading
 import time
+from collections import OrderedDict
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
-from rexrank.leaderboard.records import records_frame
+from rexrank.errors import RexrankError
+from rexrank.leaderboard.records import check_record, frame_from_rows, records_frame
 from rexrank.store.names import display
 
-
 class LeaderboardSource:
-    def __init__(self, load: Callable[[], list[dict]], *, label: str, store=None, ttl: float = 60.0,
-                 load_problems: Callable[[], list] | None = None):
+    def __init__(self, load: Callable[[], list[dict]] | None = None, *, label: str, store=None, ttl: float = 60.0,
+                 load_problems: Callable[[], list] | None = None, feed=None):
         self._load = load
         self._load_problems = load_problems or (lambda: [])
+        self._feed = feed  # a ResultsFeed: incremental; otherwise `load` is called for a full rebuild
         self.label = label
         self.store = store
         self.ttl = ttl
         self._lock = threading.Lock()
         self._frame: pd.DataFrame | None = None
+        self._paths: list[str] = []  # the frame's rows' record paths, row for row (incremental refresh)
+        self._keys: list[tuple] = []  # and their sort keys
+        self._record_ids: dict[str, str] = {}  # path -> result id
+        self._rows: dict[str, dict] = {}  # path -> frame row
+        self._row_problems: dict[str, str] = {}  # path -> why the record cannot be shown
         self._records: dict[str, dict] = {}
         self._loaded_at = 0.0
+        self._per_study: dict[str, pd.DataFrame] = {}  # result id -> its per-study scores
+        self.generation = 0  # increases whenever the frame changes (a key for caching views)
         self.problems: list[str] = []
+        self._views: OrderedDict = OrderedDict()  # (generation, key) -> a view of that frame
 
     @classmethod
     def from_records(cls, records: list[dict], *, label: str = "records given in code") -> "LeaderboardSource":
@@ -38,37 +52,136 @@ class LeaderboardSource:
 
     @classmethod
     def from_store(cls, store, *, ttl: float = 60.0) -> "LeaderboardSource":
-        # the store quarantines result files it cannot read (rexrank.store.Store.problems)
-        # (as of the listing just made: nothing is read twice)
-        return cls(store.list_results, label=f"store {store.name}", store=store, ttl=ttl,
-                   load_problems=lambda: store.quarantined("results"))
+        # the store's feed quarantines result files it cannot read, and reads only what changed
+        return cls(label=f"store {store.name}", store=store, ttl=ttl, feed=store.results_feed())
 
     def frame(self, *, force: bool = False) -> pd.DataFrame:
         with self._lock:
             stale = time.monotonic() - self._loaded_at > self.ttl
             if self._frame is None or force or stale:
-                records = self._load()
-                problems: list[str] = [str(p) for p in self._load_problems()]
-                self._frame = records_frame(records, problems=problems)
-                problems = [display(p) for p in problems]
-                self._records = {r.get("id"): r for r in records if isinstance(r, dict)}
-                self.problems = problems
+                if self._feed is not None:
+                    self._refresh_from_feed()
+                else:
+                    self._rebuild(self._load(), [str(p) for p in self._load_problems()])
                 self._loaded_at = time.monotonic()
             return self._frame
+
+    def _rebuild(self, records: list[dict], problems: list[str]) -> None:
+        self._per_study.clear()
+        self._frame = records_frame(records, problems=problems)
+        self.problems = [display(p) for p in problems]
+        self._records = {r.get("id"): r for r in records if isinstance(r, dict)}
+        self.generation += 1
+
+    def _refresh_from_feed(self) -> None:
+        delta = self._feed.refresh()
+        if self._frame is not None and not delta:
+            return
+        for path in [*delta.removed, *delta.changed]:  # per-study data of changed results is read again
+            if path in self._rows:
+                self._per_study.pop(self._rows[path]["id"], None)
+        for path in delta.removed:
+            self._rows.pop(path, None)
+            self._row_problems.pop(path, None)
+        for path, record in delta.changed.items():
+            self._row_problems.pop(path, None)
+            try:
+                self._rows[path] = check_record(record)
+            except RexrankError as exc:
+                self._rows.pop(path, None)
+                self._row_problems[path] = str(exc)
+        touched = set(delta.removed) | set(delta.changed)
+        ids = [row["id"] for row in self._rows.values()]
+        if self._frame is None or len(ids) != len(set(ids)) or len(touched) > len(self._rows) // 4:
+            self._assemble()
+            self._records = {row_id: self._feed.records[path] for path, row_id in zip(self._paths, self._frame["id"])}
+        else:
+            for path in touched:
+                self._records.pop(self._record_ids.pop(path, None), None)
+            self._patch(touched)
+            self._records.update({self._rows[p]["id"]: self._feed.records[p] for p in touched if p in self._rows})
+        self._record_ids = {path: row["id"] for path, row in self._rows.items()}
+        feed_problems = [str(p) for _, p in sorted(self._feed.problems.items())]
+        self.problems = [display(p) for p in feed_problems + [self._row_problems[p] for p in sorted(self._row_problems)]]
+        self.generation += 1
+
+    def _assemble(self) -> None:
+        """Every row, sorted, with the first of two records with one id kept (records_frame's rule)."""
+        self._row_problems = {p: why for p, why in self._row_problems.items() if not why.endswith(DUPLICATE)}
+        seen: set[str] = set()
+        kept: list[tuple[str, dict]] = []
+        for path, row in sorted(self._rows.items(), key=lambda pr: _sort_key(*pr)):
+            if row["id"] in seen:
+                self._row_problems[path] = f"result record {row['id']}: {DUPLICATE}"
+                continue
+            seen.add(row["id"])
+            kept.append((path, row))
+        self._paths = [p for p, _ in kept]
+        self._keys = [_sort_key(p, r) for p, r in kept]
+        self._frame = frame_from_rows([r for _, r in kept])
+
+    def _patch(self, touched: set[str]) -> None:
+        """Replace only the touched rows: the frame is re-tabled for them, not rebuilt, and
+        the new rows are put in place by bisection in the (sorted) keys of the others."""
+        keep = [i for i, p in enumerate(self._paths) if p not in touched]
+        kept_keys = [self._keys[i] for i in keep]
+        added = sorted((_sort_key(p, self._rows[p]), p) for p in touched if p in self._rows)
+        frame = self._frame.iloc[keep]
+        if added:
+            new = frame_from_rows([self._rows[p] for _, p in added])
+            frame = pd.concat([frame, new], ignore_index=True)
+            positions = [bisect.bisect_right(kept_keys, key) for key, _ in added]
+            order = np.insert(np.arange(len(keep)), positions, np.arange(len(keep), len(keep) + len(added)))
+            frame = frame.take(order)
+            all_keys = kept_keys + [key for key, _ in added]
+            self._keys = [all_keys[i] for i in order]
+        else:
+            self._keys = kept_keys
+        self._frame = frame.reset_index(drop=True)
+        self._paths = [key[-1] for key in self._keys]
+
+    def cached(self, key, compute: Callable[[], object]):
+        """`compute()` (a view of the frame), computed once per version of the frame: a page
+        load that finds nothing new rebuilds no table."""
+        self.frame()
+        generation = self.generation
+        with self._lock:
+            if (generation, key) in self._views:
+                self._views.move_to_end((generation, key))
+                return self._views[(generation, key)]
+        value = compute()
+        with self._lock:
+            self._views[(generation, key)] = value
+            while self._views and (len(self._views) > VIEW_CACHE_SIZE or next(iter(self._views))[0] != self.generation):
+                self._views.popitem(last=False)  # views of an older frame, or the least recently used
+        return value
 
     def record(self, record_id: str) -> dict | None:
         self.frame()
         return self._records.get(record_id)
 
     def per_study(self, record_id: str) -> pd.DataFrame | None:
-        """Per-study scores of a result (id + one column per score), when the store has them."""
+        """Per-study scores of a result (id + one column per score), when the store has them;
+        kept until the record changes (a re-scored result has a new record)."""
         record = self.record(record_id)
         if self.store is None or record is None or not record.get("per_study_available"):
             return None
-        data = self.store.read_per_study(record)
-        if data is None:
-            return None
-        return pd.read_parquet(io.BytesIO(data))
+        if record_id not in self._per_study:
+            data = self.store.read_per_study(record)
+            if data is None:
+                return None
+            self._per_study[record_id] = pd.read_parquet(io.BytesIO(data))
+        return self._per_study[record_id]
+
+
+def _sort_key(path: str, row: dict) -> tuple[str, str, str, str]:
+    """The frame's order (records_frame's, of list_results: test set, track, id); the path
+    last, which orders records with one id the same way every time."""
+    return row["test_set"], row["track"], row["id"], path
+
+
+DUPLICATE = "id appears more than once"
+VIEW_CACHE_SIZE = 256
 
 
 def seed_if_empty(store) -> int:

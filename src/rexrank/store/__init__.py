@@ -3,11 +3,15 @@
     from rexrank.store import open_store
     store = open_store("./rexrank-store")          # or "hf://ORG" -> ORG/requests, ORG/results
     store.list_results()                           # result records (rexrank.results_schema)
+    store.results_feed().refresh()                 # only what changed since the last look
     store.add_result(record)                       # atomic write of one record
     store.list_requests()                          # request records, oldest first
+    store.queue_view()                             # open requests and the latest settled ones
     store.submit(test_set=..., track=..., predictions=..., model_name=..., submitter=...)
 
-Every write is an optimistic-concurrency commit (see rexrank.store.repo).
+Every write is an optimistic-concurrency commit (see rexrank.store.repo). The layout of
+the two repos, and the indexes that keep every worker and leaderboard operation
+independent of the history's size, are described in rexrank.store.records.
 """
 from __future__ import annotations
 

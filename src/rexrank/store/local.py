@@ -1,15 +1,24 @@
-"""A repo in a local folder: each file is written to a temporary name and renamed into
-place (atomic), and a commit is checked against the folder's version counter under an
-exclusive `flock`, so that two processes never both commit on top of the same version.
-The lock is released by the kernel when a process dies, so a killed writer cannot wedge
-the store."""
+"""A repo in a local folder.
+
+A commit is checked against the folder's version counter under an exclusive `flock`, so
+that two processes never both commit on top of the same version; the lock is released
+by the kernel when a process dies, so a killed writer cannot wedge the store.
+
+A commit of several files is all-or-nothing even if its writer is killed half-way: the
+new contents are written to temporary files first, then a journal naming every rename
+and deletion, and only then are they applied. Whoever next finds a journal (a reader or
+a writer) finishes the commit it describes; temporary files without a journal belong to
+a commit that never happened and are removed.
+"""
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,12 +29,13 @@ log = logging.getLogger("rexrank.store")
 _VERSION_FILE = ".rexrank-version"
 _TEMP_PREFIX = ".tmp-"
 _LOCK_FILE = ".rexrank-lock"
+_JOURNAL_FILE = ".rexrank-journal"
 
 
 class LocalRepo:
     def __init__(self, root: str | Path, *, create: bool = True):
-        self.root = Path(root)
-        self.name = str(self.root)
+        self.name = str(Path(root))
+        self.root = Path(root).absolute()  # temporary files are named relative to it
         if not create and not self.root.is_dir():
             raise StoreError(f"store folder {self.root} does not exist (nothing was ever submitted there)")
         try:
@@ -34,7 +44,8 @@ class LocalRepo:
             raise StoreError(f"cannot create store folder {self.root}: {exc}") from None
         with self._locked(fcntl.LOCK_EX):
             if not (self.root / _VERSION_FILE).exists():
-                _atomic_write(self.root / _VERSION_FILE, b"0")
+                _atomic_write(self.root / _VERSION_FILE, b"0", sync=True)
+            self._finish_interrupted_commit()
             _remove_stale_temp_files(self.root)
 
     @contextmanager
@@ -46,62 +57,176 @@ class LocalRepo:
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
+    @contextmanager
+    def reading(self):
+        """Hold off commits while several files are read (a consistent view without a
+        version check). Do not commit from inside: the commit would wait for itself."""
+        self._recover_if_needed()
+        with self._locked(fcntl.LOCK_SH):
+            yield
+
+    def _recover_if_needed(self) -> None:
+        if (self.root / _JOURNAL_FILE).exists():
+            with self._locked(fcntl.LOCK_EX):
+                self._finish_interrupted_commit()
+
     def _version(self) -> str:
         try:
             return (self.root / _VERSION_FILE).read_text(encoding="utf-8", errors="replace").strip()
         except FileNotFoundError:
             return ""
 
-    def snapshot(self) -> Snapshot:
+    def version(self) -> str:
+        self._recover_if_needed()
+        with self._locked(fcntl.LOCK_SH):  # the counter is rewritten in place under the exclusive lock
+            return self._version()
+
+    def snapshot(self, *folders: str, at: str | None = None) -> Snapshot:
+        """`at`: the version the caller just read (a local folder has only the current one:
+        callers that need the two to agree read under `reading()`)."""
+        self._recover_if_needed()
         with self._locked(fcntl.LOCK_SH):  # no commit half-applied while we list
-            files = {}
-            for dirpath, dirnames, filenames in os.walk(self.root):
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                for fname in filenames:
-                    if fname.startswith("."):
-                        continue
-                    full = Path(dirpath) / fname
-                    st = full.stat()
-                    files[full.relative_to(self.root).as_posix()] = f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}"
-            return Snapshot(self._version(), files)
+            files: dict[str, str] = {}
+            for folder in folders:
+                start = self.root / folder if folder else self.root
+                if not start.is_dir():
+                    continue
+                for dirpath, dirnames, filenames in os.walk(start):
+                    dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                    for fname in filenames:
+                        if fname.startswith("."):
+                            continue
+                        full = Path(dirpath) / fname
+                        st = full.stat()
+                        files[full.relative_to(self.root).as_posix()] = f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}"
+            return Snapshot(self._version(), files, tuple(folders))
 
     def read(self, snapshot: Snapshot, path: str) -> bytes:
+        data = self.read_optional(snapshot, path)
+        if data is None:
+            raise StoreError(f"{self.name}: {path} not found")
+        return data
+
+    def read_optional(self, snapshot: Snapshot, path: str) -> bytes | None:
         try:
             return (self.root / path).read_bytes()
-        except FileNotFoundError:
-            raise StoreError(f"{self.name}: {path} not found") from None
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     def commit(self, changes: dict[str, bytes | None], *, message: str, parent: str) -> str:
         for path in changes:
-            if path.startswith((".", "/")) or ".." in Path(path).parts:
+            if path.startswith((".", "/")) or ".." in Path(path).parts or "/." in path:
                 raise StoreError(f"{self.name}: refusing to write outside the store: {path!r}")
         with self._locked(fcntl.LOCK_EX):
+            self._finish_interrupted_commit()
             current = self._version()
             if current != parent:
                 raise ConflictError(f"{self.name}: version is {current}, commit was made on {parent}")
-            for path, data in changes.items():
-                target = self.root / path
-                if data is None:
-                    target.unlink(missing_ok=True)
-                else:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    _atomic_write(target, data)
             if current.isdigit():
                 new = str(int(current) + 1)
             else:  # the counter file was damaged or deleted by hand: start a fresh, unique count
                 new = str(time.time_ns())
                 log.warning("%s: version file held %r, not a number; reset it to %s", self.name, current[:40], new)
-            _atomic_write(self.root / _VERSION_FILE, new.encode())
+            writes = [[_temp_file(self.root, path, data), path] for path, data in changes.items() if data is not None]
+            _sync_all([self.root / temp for temp, _ in writes])
+            deletes = [path for path, data in changes.items() if data is None]
+            if len(changes) == 1 and writes:  # one rename is atomic by itself
+                os.replace(self.root / writes[0][0], self.root / writes[0][1])
+                self._set_version(new)
+                return new
+            journal = {"version": new, "writes": writes, "deletes": deletes}
+            # written in place: a journal cut short by a kill is not JSON, and its commit never happened
+            with open(self.root / _JOURNAL_FILE, "wb") as fh:
+                fh.write(json.dumps(journal).encode())
+                fh.flush()
+                os.fsync(fh.fileno())
+            self._apply(journal)
             return new
 
+    def _finish_interrupted_commit(self) -> None:
+        """Called under the exclusive lock: apply the journal a killed writer left."""
+        path = self.root / _JOURNAL_FILE
+        try:
+            journal = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return
+        except ValueError:  # the journal itself was being written: that commit never happened
+            path.unlink(missing_ok=True)
+            return
+        log.warning("%s: finishing commit %s left half-applied by a stopped writer", self.name, journal.get("version"))
+        self._apply(journal)
 
-def _atomic_write(target: Path, data: bytes) -> None:
+    def _apply(self, journal: dict) -> None:
+        for temp, target in journal["writes"]:
+            try:
+                os.replace(self.root / temp, self.root / target)
+            except FileNotFoundError:
+                pass  # renamed before the writer stopped
+        for path in journal["deletes"]:
+            (self.root / path).unlink(missing_ok=True)
+        self._set_version(str(journal["version"]))
+        (self.root / _JOURNAL_FILE).unlink(missing_ok=True)
+
+    def _set_version(self, version: str) -> None:
+        """Under the exclusive lock, which every reader of the counter waits for: written in
+        place (one write, no temporary file), a killed writer leaves at worst a damaged
+        counter, which the next commit replaces with a fresh unique one."""
+        fd = os.open(self.root / _VERSION_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            data = version.encode().ljust(24)
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+
+
+def _temp_file(root: Path, path: str, data: bytes) -> str:
+    """`data` in a temporary file beside `root/path` (synced later, with the commit's
+    others); returns the temporary file's path relative to `root`."""
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_TEMP_PREFIX, suffix=target.suffix)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp).relative_to(root).as_posix()
+
+
+_sync_pool: ThreadPoolExecutor | None = None
+
+
+def _sync_one(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_all(paths: list[Path]) -> None:
+    """Flush a commit's new files to the disk before the commit is decided, all at once:
+    the disk's wait is paid about once per commit, not once per file."""
+    global _sync_pool
+    if len(paths) <= 1:
+        for path in paths:
+            _sync_one(path)
+        return
+    if _sync_pool is None:
+        _sync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="rexrank-sync")
+    list(_sync_pool.map(_sync_one, paths))
+
+
+def _atomic_write(target: Path, data: bytes, *, sync: bool = False) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_TEMP_PREFIX, suffix=target.suffix)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -109,8 +234,9 @@ def _atomic_write(target: Path, data: bytes) -> None:
 
 
 def _remove_stale_temp_files(root: Path) -> None:
-    """Temporary files are only written under the exclusive lock, which the caller holds:
-    any found now belong to a writer that was killed mid-write."""
+    """Temporary files are only written under the exclusive lock, which the caller holds,
+    and a pending journal was applied first: any found now belong to a writer that was
+    killed before its commit was decided."""
     for dirpath, _, filenames in os.walk(root):
         for fname in filenames:
             if fname.startswith(_TEMP_PREFIX):

@@ -95,7 +95,7 @@ def validate_for(
     cannot be checked here (the backend checks them, and fails the request with counts of
     missing/unknown ids, never the ids), so only the file's structure is validated.
     """
-    from rexrank.testsets.loading import apply_track, load_all_studies
+    from rexrank.testsets.loading import track_studies
     from rexrank.testsets.registry import check_track, get_spec
 
     spec = get_spec(test_set)
@@ -104,16 +104,15 @@ def validate_for(
         # the same validator, against the submitted ids: catches duplicates, non-strings, bad ids
         submitted = list(dict.fromkeys(str(r[0]).strip() for r in raw.rows))
         return validate_predictions(raw, submitted, test_set=spec.title), False
-    studies = load_all_studies(test_set, data_dir=data_dir)
-    test = apply_track(studies, track)
-    outside = set(studies["id"]) - set(test["id"])
+    test = track_studies(test_set, track, data_dir=data_dir)
+    outside = test.outside_ids
     try:
-        preds = validate_predictions(raw, list(test["id"]), test_set=f"{spec.title}, {track} track", outside_track_ids=outside)
+        preds = validate_predictions(raw, list(test.ids), test_set=f"{spec.title}, {track} track", outside_track_ids=outside)
     except SubmissionError as exc:
         if not spec.private:
             raise
         from rexrank.backend.privacy import validation_message
 
         # a server holding the private set answers in counts: ids would tell a prober its studies
-        raise SubmissionError(validation_message(exc, len(test)), details={}) from None
+        raise SubmissionError(validation_message(exc, len(test.ids)), details={}) from None
     return preds, True

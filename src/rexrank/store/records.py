@@ -1,12 +1,25 @@
 """Where records live in the two repos, and the request record's fields.
 
 requests repo:
-    queue/<id>.json                 one request (see `new_request`)
+    queue/<id>.json                 an open request (PENDING or RUNNING; see `new_request`)
+    done/<id>.json                  a settled one (FINISHED or FAILED): moved here when it
+                                    settles, so that the queue a worker lists stays small
     predictions/<id>/test.parquet   its predictions (columns id, prediction), loadable with
                                     datasets.load_dataset("parquet", data_files=...)
+    index/names/<key>.json          settled requests by model name, and
+    index/submitters/<key>.json     by submitter (summaries: what the submission rules read)
+    index/recent.json               the last RECENT_LIMIT settled requests (the queue tables)
+    config.json                     the store's settings (rexrank.store.config)
 results repo:
     records/<test_set>/<track>/<id>.json      result records (rexrank.results_schema format)
     per_study/<test_set>/<track>/<id>.parquet per-study scores, public test sets only
+    index/records/<xx>.json                   every record's path and content id, in 256
+                                              shards (what changed since a reader's last look)
+    index/names/<key>.json                    result records by model name
+    index/layout.json                         present once the indexes cover every record
+
+A store written before the indexes existed (every request in queue/, no results index)
+is read as it is and moved to this layout by the first worker (rexrank.store.layout).
 """
 from __future__ import annotations
 
@@ -25,14 +38,49 @@ COVERAGE = "coverage"  # a metric scored too few studies: nothing published; can
 CANCELLED = "cancelled"  # by the maintainers
 INTERNAL = "internal"  # a metric or the worker failed
 
+OPEN = (PENDING, RUNNING)
+SETTLED = (FINISHED, FAILED)
+
 QUEUE_DIR = "queue/"
+DONE_DIR = "done/"
 PREDICTIONS_DIR = "predictions/"
+REQUEST_NAMES_DIR = "index/names/"
+REQUEST_SUBMITTERS_DIR = "index/submitters/"
+RECENT_INDEX = "index/recent.json"
+RECENT_LIMIT = 100
+CONFIG_FILE = "config.json"
+
 RECORDS_DIR = "records/"
 PER_STUDY_DIR = "per_study/"
+RESULT_SHARDS_DIR = "index/records/"
+RESULT_NAMES_DIR = "index/names/"
+RESULTS_LAYOUT = "index/layout.json"
+INDEX_DIR = "index/"
+# what the store itself writes into each repo (anything else there is not store data)
+REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFIG_FILE)
+RESULTS_DATA_PREFIXES = (RECORDS_DIR, PER_STUDY_DIR, INDEX_DIR)
 
 
-def request_path(request_id: str) -> str:
-    return f"{QUEUE_DIR}{request_id}.json"
+def request_path(request_id: str, status: str = PENDING) -> str:
+    """Where a request with `status` lives: queue/ while open, done/ once settled."""
+    return f"{DONE_DIR if status in SETTLED else QUEUE_DIR}{request_id}.json"
+
+
+def request_paths(request_id: str) -> tuple[str, str]:
+    """Both places a request can be (the queue first)."""
+    return f"{QUEUE_DIR}{request_id}.json", f"{DONE_DIR}{request_id}.json"
+
+
+def key_file(folder: str, name: str) -> str:
+    """The index file for a model or submitter name: names that compare equal
+    (rexrank.store.names.name_key) share it."""
+    from rexrank.store.names import name_key
+
+    return f"{folder}{hashlib.sha256(name_key(name).encode('utf-8')).hexdigest()[:32]}.json"
+
+
+def result_shard(path: str) -> str:
+    return f"{RESULT_SHARDS_DIR}{hashlib.sha256(path.encode('utf-8')).hexdigest()[:2]}.json"
 
 
 def predictions_path(request_id: str) -> str:
@@ -82,6 +130,8 @@ def status_view(request: dict, result: dict | None = None) -> dict:
         "status": request["status"],
         "error": request.get("error"),
         "results": result.get("values") if result else None,
+        # what the result lacks and why (e.g. a metric this backend could not run), when anything
+        **({"notes": list(request["notes"])} if request.get("notes") else {}),
     }
 
 
@@ -123,10 +173,13 @@ def parse_request(data: bytes, path: str) -> dict:
     """A queue file's record, checked enough that every queue operation can rely on it."""
     record = _load(data)
     _check_fields(record, REQUEST_FIELDS)
-    if request_path(record["id"]) != path:
-        raise BadRecord(f"holds request id {record['id']!r}, which belongs in {request_path(record['id'])}")
+    if path not in request_paths(record["id"]):
+        raise BadRecord(f"holds request id {record['id']!r}, which belongs in {request_path(record['id'], record['status'])}")
     if record["status"] not in STATUSES:
         raise BadRecord(f"unknown status {record['status']!r}")
+    if record["status"] in OPEN and path.startswith(DONE_DIR):
+        # a worker lists only the queue: an open request here would never be scored
+        raise BadRecord(f"is {record['status']} but lies among the settled requests; it belongs in {request_path(record['id'])}")
     try:
         parse_iso(record["submitted_time"])
     except ValueError:
@@ -138,6 +191,24 @@ def parse_request(data: bytes, path: str) -> dict:
         if key in record and (isinstance(record[key], bool) or not isinstance(record[key], types)):
             raise BadRecord(f"{key} is {type(record[key]).__name__}")
     return record
+
+
+SUMMARY_FIELDS = ("id", "status", "failure_kind", "private", "submitted_time", "submitter", "model_name", "test_set",
+                  "track")
+RECENT_FIELDS = ("institution", "error", "finished_time", "worker", "result_id")
+
+
+def summary(request: dict) -> dict:
+    """What the submission rules (rexrank.store.policy) read of a settled request, shaped
+    like the request itself so that the same rules apply to either."""
+    out = {k: request.get(k) for k in SUMMARY_FIELDS}
+    out["predictions"] = {"sha256": request["predictions"]["sha256"]}
+    return out
+
+
+def recent_entry(request: dict) -> dict:
+    """A settled request as the queue tables show it."""
+    return {**summary(request), **{k: request.get(k) for k in RECENT_FIELDS}}
 
 
 def parse_result(data: bytes, path: str) -> dict:

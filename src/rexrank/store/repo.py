@@ -1,16 +1,19 @@
-"""One versioned file repository, the unit both storage backends implement.
-
-A store is two repos (requests and results), each either a local folder or a Hub
+"""The storage under a store: a `Repo` is a set of files at a version, a local folder or a Hub
 dataset repo. Every write is a commit made against the version the writer read
 (optimistic concurrency): if another writer committed in between, the commit is refused
 with `ConflictError` and the caller re-reads and decides again (`transact`).
+
+Reading is by folder: a snapshot lists only the folders asked for (`snapshot("queue/")`),
+so what an operation costs depends on those folders, not on the size of the repo; any
+other file is read by its path at the snapshot's version.
 """
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, TypeVar
+from typing import Callable, Protocol, Sequence, TypeVar
 
 from rexrank.errors import RexrankError
 
@@ -25,23 +28,47 @@ class ConflictError(StoreError):
     """A commit was made against a stale version of the repo."""
 
 
+def git_blob_oid(data: bytes) -> str:
+    """The id git (and so the Hub) gives a file's content: a content id any writer can
+    compute before committing, so that an index can name the exact content of a file."""
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
 @dataclass
 class Snapshot:
-    """A repo at one version: file path -> content id (changes whenever the content does)."""
+    """A repo at one version: the files under the `listed` folders ("" = everything), as
+    path -> content id (the id changes whenever the content does)."""
 
     version: str
     files: dict[str, str] = field(default_factory=dict)
+    listed: tuple[str, ...] = ()
 
     def paths(self, prefix: str = "", suffix: str = "") -> list[str]:
+        if not any(prefix.startswith(folder) for folder in self.listed):
+            # a bug, not a data problem: the caller forgot to list the folder it reads
+            raise AssertionError(f"snapshot lists {self.listed}, not {prefix!r}")
         return sorted(p for p in self.files if p.startswith(prefix) and p.endswith(suffix))
 
 
 class Repo(Protocol):
     name: str  # for messages: a folder path or hf://datasets/ORG/NAME
 
-    def snapshot(self) -> Snapshot: ...
+    def version(self) -> str:
+        """The current version (cheap: nothing is listed)."""
+        ...
 
-    def read(self, snapshot: Snapshot, path: str) -> bytes: ...
+    def snapshot(self, *folders: str, at: str | None = None) -> Snapshot:
+        """The current version (or `at`, a version just read) with the files under
+        `folders` listed (no folder: none; "" lists everything)."""
+        ...
+
+    def read(self, snapshot: Snapshot, path: str) -> bytes:
+        """A file's content at the snapshot's version (StoreError if it is absent)."""
+        ...
+
+    def read_optional(self, snapshot: Snapshot, path: str) -> bytes | None:
+        """Like `read`, None if the file does not exist."""
+        ...
 
     def commit(self, changes: dict[str, bytes | None], *, message: str, parent: str) -> str:
         """Write (bytes) or delete (None) files in one commit made on top of `parent`;
@@ -54,12 +81,18 @@ Decision = tuple[dict[str, bytes | None], str, T] | None
 
 
 def transact(
-    repo: Repo, decide: Callable[[Snapshot], Decision], *, attempts: int = 50, default: T | None = None
+    repo: Repo,
+    decide: Callable[[Snapshot], Decision],
+    *,
+    folders: Sequence[str] = (),
+    attempts: int = 50,
+    default: T | None = None,
 ) -> T | None:
-    """Read the repo, let `decide` choose the changes, commit them on top of what was read;
-    on a conflict read again and decide again. `decide` must only depend on the snapshot."""
+    """Read the repo (listing `folders`), let `decide` choose the changes, commit them on
+    top of what was read; on a conflict read again and decide again. `decide` must only
+    depend on the snapshot (and on files read at its version)."""
     for attempt in range(attempts):
-        snap = repo.snapshot()
+        snap = repo.snapshot(*folders)
         decision = decide(snap)
         if decision is None:
             return default

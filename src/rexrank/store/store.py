@@ -8,7 +8,9 @@ from typing import Iterable
 
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
+from rexrank.store.index import IndexEdit, load_index
 from rexrank.store.policy import Quota, check_lengths, check_names, check_policy
+from rexrank.store.queue import QueueOperations
 from rexrank.store.repo import Repo, Snapshot, StoreError, transact
 
 log = logging.getLogger("rexrank.store")
@@ -28,7 +30,7 @@ class Problem:
         return f"{self.repo}/{self.path}: {self.reason}"
 
 
-class Store:
+class Store(QueueOperations):
     def __init__(self, requests: Repo, results: Repo, *, name: str, quota: Quota | None = None):
         self.requests = requests
         self.results = results
@@ -36,6 +38,7 @@ class Store:
         self.quota = quota if quota is not None else Quota.from_env()
         self._problems: dict[str, dict[str, Problem]] = {"requests": {}, "results": {}}
         self._reported: set[tuple[str, str, str]] = set()
+        self._results_indexed = False  # once seen, the results index stays (until a --reindex)
 
     def __repr__(self) -> str:
         return f"Store({self.name!r})"
@@ -44,73 +47,115 @@ class Store:
     # A file that cannot be used (not JSON, a field missing, ...) is quarantined: left out
     # of every listing, kept in `problems()`, logged once per version of the file. It never
     # stops the other requests or results.
-    def _records(self, which: str, snap: Snapshot, prefix: str, parse) -> list[dict]:
+    def _read_records(self, which: str, snap: Snapshot, folders: Iterable[str], parse) -> list[tuple[str, dict]]:
+        """(path, record) for every JSON file under `folders` (listed in `snap`)."""
         repo = self.requests if which == "requests" else self.results
-        good, bad = [], {}
-        for path in snap.paths(prefix, ".json"):
-            try:
-                good.append(parse(repo.read(snap, path), path))
-            except R.BadRecord as exc:
-                problem = Problem(which, path, str(exc))
-                bad[path] = problem
-                if (which, path, snap.files[path]) not in self._reported:
-                    self._reported.add((which, path, snap.files[path]))
-                    log.warning("%s: skipped an unreadable record: %s", self.name, problem)
+        folders = tuple(folders)
+        good = []
+        bad = {p: v for p, v in self._problems[which].items() if not p.startswith(folders)}
+        for folder in folders:
+            for path in snap.paths(folder, ".json"):
+                try:
+                    good.append((path, parse(repo.read(snap, path), path)))
+                except R.BadRecord as exc:
+                    bad[path] = problem = Problem(which, path, str(exc))
+                    if (which, path, snap.files[path]) not in self._reported:
+                        self._reported.add((which, path, snap.files[path]))
+                        log.warning("%s: skipped an unreadable record: %s", self.name, problem)
         self._problems[which] = bad
         return good
 
-    def _requests_in(self, snap: Snapshot) -> list[dict]:
-        reqs = self._records("requests", snap, R.QUEUE_DIR, R.parse_request)
-        return sorted(reqs, key=lambda r: (r["submitted_time"], r["id"]))
+    def _queued(self, snap: Snapshot) -> list[tuple[str, dict]]:
+        """(path, request) in the queue, oldest first: open requests, and in a store of the
+        earlier layout settled ones too (the next claim moves them to done/)."""
+        found = self._read_records("requests", snap, [R.QUEUE_DIR], R.parse_request)
+        return sorted(found, key=lambda pr: (pr[1]["submitted_time"], pr[1]["id"]))
 
     def problems(self) -> list[Problem]:
         """Queue and result files skipped because they cannot be used (re-read now)."""
-        self._requests_in(self.requests.snapshot())
-        self._records("results", self.results.snapshot(), R.RECORDS_DIR, R.parse_result)
+        self.list_requests()
+        self.list_results()
         return [*self._problems["requests"].values(), *self._problems["results"].values()]
 
     def quarantined(self, repo: str) -> list[Problem]:
-        """Problems found by the last listing of `repo` ("requests" or "results"), not re-read."""
+        """Problems found by the last listings of `repo` ("requests" or "results"), not re-read."""
         return list(self._problems[repo].values())
 
     def list_requests(self, status: str | Iterable[str] | None = None) -> list[dict]:
-        """Request records, oldest first; optionally only those with `status`."""
-        reqs = self._requests_in(self.requests.snapshot())
-        if status is None:
-            return reqs
-        wanted = {status} if isinstance(status, str) else set(status)
+        """Request records, oldest first; optionally only those with `status`. Reads every
+        request of the history unless only open statuses are asked for."""
+        wanted = set(R.STATUSES) if status is None else {status} if isinstance(status, str) else set(status)
+        folders = [R.QUEUE_DIR] if wanted <= set(R.OPEN) else [R.QUEUE_DIR, R.DONE_DIR]
+        found = self._read_records("requests", self.requests.snapshot(*folders), folders, R.parse_request)
+        latest: dict[str, dict] = {}
+        for _, req in found:  # a request in both places (edited by hand): the later state
+            if req["id"] not in latest or len(req.get("history") or []) > len(latest[req["id"]].get("history") or []):
+                latest[req["id"]] = req
+        reqs = sorted(latest.values(), key=lambda r: (r["submitted_time"], r["id"]))
         return [r for r in reqs if r["status"] in wanted]
 
-    def _read_request(self, snap: Snapshot, request_id: str) -> dict:
-        path = R.request_path(request_id)
-        if path not in snap.files:
-            raise StoreError(f"no request {request_id!r} in {self.name}")
+    def queue_view(self) -> list[dict]:
+        """What the queue tables show, newest first: every open request and the last
+        RECENT_LIMIT settled ones (as summaries with their error), whatever the history holds."""
+        snap = self.requests.snapshot(R.QUEUE_DIR)
+        shown = {e["id"]: e for e in load_index(self.requests, snap, R.RECENT_INDEX).get("requests", [])}
+        shown.update({req["id"]: req for _, req in self._queued(snap)})
+        return sorted(shown.values(), key=lambda r: (r["submitted_time"], r["id"]), reverse=True)
+
+    def _find_request(self, snap: Snapshot, request_id: str) -> tuple[str, dict] | None:
+        """(path, request) wherever it is; `snap` must list the queue."""
+        queue_path, done_path = R.request_paths(request_id)
+        path = queue_path if queue_path in snap.files else done_path
+        data = self.requests.read_optional(snap, path)
+        if data is None:
+            return None
         try:
-            return R.parse_request(self.requests.read(snap, path), path)
+            return path, R.parse_request(data, path)
         except R.BadRecord as exc:
             raise StoreError(f"request {request_id!r} in {self.name} cannot be read: {exc}") from None
 
     def get_request(self, request_id: str) -> dict:
-        return self._read_request(self.requests.snapshot(), request_id)
+        found = self._find_request(self.requests.snapshot(R.QUEUE_DIR), request_id)
+        if found is None:
+            raise StoreError(f"no request {request_id!r} in {self.name}")
+        return found[1]
 
     def read_predictions(self, request: dict) -> bytes:
         """The stored predictions parquet of a request."""
-        snap = self.requests.snapshot()
-        return self.requests.read(snap, request["predictions"]["path"])
+        return self.requests.read(self.requests.snapshot(), request["predictions"]["path"])
 
     def list_results(self) -> list[dict]:
-        """Result records (format: rexrank.results_schema), sorted by test set, track, id."""
-        out = self._records("results", self.results.snapshot(), R.RECORDS_DIR, R.parse_result)
+        """Result records (format: rexrank.results_schema), sorted by test set, track, id.
+        Reads every record; the leaderboard reads only what changed (ResultsFeed)."""
+        snap = self.results.snapshot(R.RECORDS_DIR)
+        out = [rec for _, rec in self._read_records("results", snap, [R.RECORDS_DIR], R.parse_result)]
         return sorted(out, key=lambda r: (str(r["test_set"]), str(r["track"]), str(r["id"])))
 
-    def get_result(self, result_id: str) -> dict | None:
-        return next((r for r in self.list_results() if r["id"] == result_id), None)
+    def get_result(self, result_id: str, *, test_set: str | None = None, track: str | None = None) -> dict | None:
+        """One result record; with its test set and track it is read directly, without
+        them every record is read."""
+        if test_set is None or track is None:
+            return next((r for r in self.list_results() if r["id"] == result_id), None)
+        path = R.result_path({"id": result_id, "test_set": test_set, "track": track})
+        data = self.results.read_optional(self.results.snapshot(), path)
+        if data is None:
+            return None
+        try:
+            return R.parse_result(data, path)
+        except R.BadRecord as exc:
+            raise StoreError(f"result {result_id!r} in {self.name} cannot be read: {exc}") from None
 
     def read_per_study(self, record: dict) -> bytes | None:
         path = record.get("per_study_path")
         if not path:
             return None
         return self.results.read(self.results.snapshot(), path)
+
+    def results_feed(self):
+        """An incremental reader of the result records (what the leaderboard uses)."""
+        from rexrank.store.feed import ResultsFeed
+
+        return ResultsFeed(self)
 
     # ---- writing results -------------------------------------------------------------
     def add_result(self, record: dict, *, per_study: bytes | None = None) -> None:
@@ -120,27 +165,63 @@ class Store:
         if missing:
             raise StoreError(f"result record lacks {', '.join(missing)}")
         record = R.jsonable(dict(record))
-        changes: dict[str, bytes | None] = {}
+        extra: dict[str, bytes | None] = {}
         if per_study is not None:
             record["per_study_path"] = R.per_study_path(record["test_set"], record["track"], record["id"])
             record["per_study_available"] = True
-            changes[record["per_study_path"]] = per_study
-        changes[R.result_path(record)] = R.dumps(record)
-        transact(self.results, lambda snap: (changes, f"result {record['id']}", None))
+            extra[record["per_study_path"]] = per_study
+        self._write_results([record], extra, f"result {record['id']}")
 
     def add_results(self, records: Iterable[dict]) -> int:
         """Write many result records in one commit (e.g. seeding the published tables:
         one Hub commit instead of one per record). Returns how many were written."""
-        changes: dict[str, bytes | None] = {}
+        checked = []
         for record in records:
             missing = [k for k in REQUIRED_RESULT_KEYS if k not in record]
             if missing:
                 raise StoreError(f"result record {record.get('id')!r} lacks {', '.join(missing)}")
-            record = R.jsonable(dict(record))
-            changes[R.result_path(record)] = R.dumps(record)
-        if changes:
-            transact(self.results, lambda snap: (changes, f"{len(changes)} results", None))
-        return len(changes)
+            checked.append(R.jsonable(dict(record)))
+        written = {R.result_path(r): r for r in checked}
+        if written:
+            self._write_results(list(written.values()), {}, f"{len(written)} results")
+        return len(written)
+
+    def _write_results(self, records: list[dict], extra: dict[str, bytes | None], message: str) -> None:
+        """Records (and `extra` files) with their index entries, in one commit: what it
+        reads and writes does not depend on how many records the store holds."""
+        self.ensure_results_indexed()
+
+        def decide(snap: Snapshot):
+            edit = IndexEdit(self.results, snap)
+            changes = dict(extra)
+            for record in records:
+                path, data = R.result_path(record), R.dumps(record)
+                changes[path] = data
+                edit.put_result(path, record, data)
+            edit.mark_results_indexed()
+            return {**changes, **edit.changes()}, message, None
+
+        transact(self.results, decide)
+
+    def ensure_results_indexed(self) -> None:
+        """Index the results of a store written before the index existed (once, logged)."""
+        if self._results_indexed:
+            return
+        if load_index(self.results, self.results.snapshot(), R.RESULTS_LAYOUT).get("layout") != 2:
+            if self.results.snapshot(R.RECORDS_DIR).paths(R.RECORDS_DIR):  # else the first write marks it
+                from rexrank.store.layout import index_results
+
+                index_results(self)
+        self._results_indexed = True
+
+    def results_named(self, model_name: str) -> list[dict]:
+        """Result records whose model name compares equal to `model_name` (id, model_name,
+        source, submitter: what the name-ownership rule reads)."""
+        snap = self.results.snapshot()
+        if not self._results_indexed and load_index(self.results, snap, R.RESULTS_LAYOUT).get("layout") != 2:
+            return self.list_results()  # not indexed yet: every record (the rules filter)
+        self._results_indexed = True
+        return list(load_index(self.results, snap, R.key_file(R.RESULT_NAMES_DIR, model_name)).get("records", {}).values())
 
     # ---- submitting ------------------------------------------------------------------
     def submit(
@@ -212,11 +293,11 @@ class Store:
         sha = content_sha256(preds)
         parquet = to_parquet_bytes(preds)
 
-        results = self.list_results()  # published entries own their model names
+        results = self.results_named(model_name)  # published entries own their model names
 
         def decide(snap: Snapshot):
             ts = R.now() if now is None else now
-            existing = self._requests_in(snap)
+            existing = self._history(snap, model_name=model_name, submitter=submitter)
             check_policy(existing, results, {"model_name": model_name, "submitter": submitter, "test_set": test_set,
                                              "track": track, "predictions": {"sha256": sha}}, now=ts, quota=self.quota)
             rid = R.new_request_id(ts, submitter, model_name, sha)
@@ -250,154 +331,7 @@ class Store:
             changes = {R.request_path(rid): R.dumps(request), R.predictions_path(rid): parquet}
             return changes, f"submit {rid}: {model_name} on {test_set}/{track}", request
 
-        return transact(self.requests, decide)
-
-    # ---- the queue (used by the backend) ---------------------------------------------
-    def _update(self, request_id: str, change, message: str):
-        """Apply `change(request) -> new request | None` atomically; returns the new
-        request, or None if `change` declined."""
-        path = R.request_path(request_id)
-
-        def decide(snap: Snapshot):
-            if path not in snap.files:
-                raise StoreError(f"no request {request_id!r} in {self.name}")
-            new = change(self._read_request(snap, request_id))
-            if new is None:
-                return None
-            return {path: R.dumps(new)}, f"{message} {request_id}", new
-
-        return transact(self.requests, decide)
-
-    def claim(self, worker_id: str, *, lease_seconds: float, max_attempts: int = 3) -> dict | None:
-        """Atomically take the oldest PENDING request, or a RUNNING one whose lease expired
-        (its worker died): it becomes RUNNING with this worker's id and a lease. A request
-        interrupted `max_attempts` times is FAILED instead. None if nothing to do."""
-
-        def decide(snap: Snapshot):
-            ts = R.now()
-            changes: dict[str, bytes | None] = {}
-            for req in self._requests_in(snap):
-                expired = req["status"] == R.RUNNING and (req.get("lease_expires") or 0) < ts
-                if req["status"] != R.PENDING and not expired:
-                    continue
-                if expired and req.get("attempts", 0) >= max_attempts:
-                    changes[R.request_path(req["id"])] = R.dumps(_transition(
-                        req, R.FAILED, ts, failure_kind=R.INTERNAL,
-                        error=f"scoring was interrupted {req.get('attempts', 0)} times (worker stopped or timed out); "
-                        "this usually means it needs more memory or time than the worker has — contact the maintainers",
-                    ))
-                    continue
-                claimed = _transition(req, R.RUNNING, ts, worker=worker_id, lease_expires=ts + lease_seconds,
-                                      attempts=req.get("attempts", 0) + 1, started_time=R.iso(ts))
-                changes[R.request_path(req["id"])] = R.dumps(claimed)
-                return changes, f"claim {req['id']} by {worker_id}", claimed
-            return (changes, "fail interrupted requests", None) if changes else None
-
-        return transact(self.requests, decide)
-
-    def _holder_guard(self, worker_id: str, update):
-        def change(req):
-            if req["status"] != R.RUNNING or req.get("worker") != worker_id:
-                return None  # lease lost: another worker holds it, or it was settled
-            return update(req)
-        return change
-
-    def renew_lease(self, request_id: str, worker_id: str, *, lease_seconds: float) -> bool:
-        """Extend this worker's lease; False if it no longer holds the request."""
-        new = self._update(
-            request_id,
-            self._holder_guard(worker_id, lambda r: {**r, "lease_expires": R.now() + lease_seconds}),
-            "renew lease",
-        )
-        return new is not None
-
-    def finish(self, request_id: str, worker_id: str, *, result_id: str) -> bool:
-        ts = R.now()
-        new = self._update(
-            request_id,
-            self._holder_guard(worker_id, lambda r: _transition(r, R.FINISHED, ts, result_id=result_id, lease_expires=None, error=None)),
-            "finish",
-        )
-        return new is not None
-
-    def fail(self, request_id: str, worker_id: str, *, error: str, kind: str = R.INTERNAL) -> bool:
-        """Settle as FAILED with a message for the submitter; `kind` (rexrank.store.records)
-        says why, which decides whether it counts against the quota."""
-        ts = R.now()
-        new = self._update(
-            request_id,
-            self._holder_guard(worker_id, lambda r: _transition(r, R.FAILED, ts, error=error, failure_kind=kind, lease_expires=None)),
-            "fail",
-        )
-        return new is not None
-
-    def release(self, request_id: str, worker_id: str, *, reason: str) -> bool:
-        """Give a claimed request back: PENDING again, the attempt not counted (the worker,
-        not the request, had a problem: e.g. it cannot load the test set)."""
-        ts = R.now()
-
-        def back(r):
-            new = _transition(r, R.PENDING, ts, worker=None, lease_expires=None, attempts=max(0, r.get("attempts", 1) - 1))
-            new["history"][-1]["note"] = reason
-            return new
-
-        return self._update(request_id, self._holder_guard(worker_id, back), "release") is not None
-
-    def requeue(self, request_id: str) -> dict:
-        """Put a FAILED (or stuck RUNNING) request back to PENDING (maintainers): e.g. after
-        an LLM outage made a metric miss the coverage rule. LLM answers already received
-        are cached, so only the missing ones are asked again."""
-        ts = R.now()
-        current = self.get_request(request_id)
-        if current["status"] in (R.FINISHED, R.PENDING):
-            raise StoreError(f"request {request_id} is {current['status']}; only FAILED or RUNNING requests can be requeued")
-        return self._update(
-            request_id,
-            lambda r: _transition(r, R.PENDING, ts, worker=None, lease_expires=None, error=None, failure_kind=None,
-                                  attempts=0) if r["status"] in (R.FAILED, R.RUNNING) else None,
-            "requeue",
-        ) or self.get_request(request_id)
-
-    def cancel(self, request_id: str, *, reason: str = "") -> dict:
-        """Withdraw a PENDING or RUNNING request (maintainers): FAILED, kind "cancelled"
-        (no quota used, its model name stays free). A worker scoring it loses its lease and
-        writes nothing."""
-        ts = R.now()
-        current = self.get_request(request_id)
-        if current["status"] not in (R.PENDING, R.RUNNING):
-            raise StoreError(f"request {request_id} is {current['status']}; only PENDING or RUNNING requests can be cancelled")
-        message = "cancelled by the maintainers" + (f": {reason}" if reason else "")
-        return self._update(
-            request_id,
-            lambda r: _transition(r, R.FAILED, ts, error=message, failure_kind=R.CANCELLED, worker=None, lease_expires=None)
-            if r["status"] in (R.PENDING, R.RUNNING) else None,
-            "cancel",
-        ) or self.get_request(request_id)
-
-    def policy_problem(self, request: dict) -> str | None:
-        """The backend's own check of the submission rules (rexrank.store.policy) for a
-        request, against the requests filed before it and those already scored (a request
-        dated back by a rogue client still meets them): a message, or None if it passes."""
-        snap = self.requests.snapshot()
-        key = (request["submitted_time"], request["id"])
-        earlier = [r for r in self._requests_in(snap) if r["id"] != request["id"]
-                   and ((r["submitted_time"], r["id"]) < key or r["status"] == R.FINISHED)]
-        try:
-            check_policy(earlier, self.list_results(), request, now=R.parse_iso(request["submitted_time"]), quota=self.quota)
-        except SubmissionError as exc:
-            return str(exc)
-        return None
-
-
-def _transition(req: dict, status: str, ts: float, **fields) -> dict:
-    new = {**req, **fields, "status": status}
-    if status in (R.FINISHED, R.FAILED):
-        new["finished_time"] = R.iso(ts)
-    entry = {"time": R.iso(ts), "status": status}
-    if fields.get("worker"):
-        entry["worker"] = fields["worker"]
-    new["history"] = [*req.get("history", []), entry]
-    return new
+        return transact(self.requests, decide, folders=(R.QUEUE_DIR,))
 
 
 def _read_raw_local(path: str | Path, **columns):
@@ -412,3 +346,17 @@ def _read_raw_local(path: str | Path, **columns):
             "save the file as UTF-8",
             source=str(path),
         ) from None
+
+
+def results_repo_files(records: Iterable[dict]) -> dict[str, bytes]:
+    """The files of a results repo holding exactly `records`, as `Store.add_results` writes
+    them (records and their index), built in a scratch folder: e.g. to seed a new Hub repo."""
+    import tempfile
+
+    from rexrank.store.local import LocalRepo
+
+    with tempfile.TemporaryDirectory(prefix="rexrank-results-") as tmp:
+        results = LocalRepo(Path(tmp) / "results")
+        Store(LocalRepo(Path(tmp) / "requests"), results, name=tmp).add_results(records)
+        snap = results.snapshot("")  # "": every folder
+        return {path: results.read(snap, path) for path in snap.files}

@@ -22,12 +22,21 @@ def cache_root() -> Path:
     return Path(xdg) / "rexrank" if xdg else Path.home() / ".cache" / "rexrank"
 
 
+_known: dict[tuple, str] = {}  # (path, inode, size, mtime) -> sha256: a file is hashed once per version
+
+
 def sha256_of(path: Path) -> str:
+    path = Path(path).resolve()
+    st = path.stat()
+    signature = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    if signature in _known:
+        return _known[signature]
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()
+    _known[signature] = digest.hexdigest()
+    return _known[signature]
 
 
 def fetch_pinned(download: Download, *, url: str | None = None, dest_dir: Path | None = None) -> Path:

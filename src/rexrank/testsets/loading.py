@@ -1,12 +1,23 @@
-"""`load_test_set`: a ReXrank test set for one track, as a `datasets.Dataset`."""
+"""`load_test_set`: a ReXrank test set for one track, as a `datasets.Dataset`; and
+`track_studies`: the ids and references that scoring needs, cached per process.
+
+`datasets` is imported where a builder runs, not when this module is imported: commands
+that never load a test set through the builder (status, a submission to a private test
+set, a backend scoring a test set it has already loaded) do not pay for it.
+"""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
-
-import datasets
+from typing import TYPE_CHECKING
 
 from rexrank.errors import TestSetError
 from rexrank.testsets.registry import TestSetSpec, check_track, get_spec
+
+if TYPE_CHECKING:
+    import datasets
 
 REFERENCE_COLUMN = "reference"
 
@@ -40,8 +51,9 @@ def resolve_file(spec: TestSetSpec, data_dir: str | Path | None, *, download_url
 
 def load_all_studies(
     name: str, *, data_dir: str | Path | None = None, cache_dir: str | Path | None = None, download_url: str | None = None
-) -> datasets.Dataset:
+) -> "datasets.Dataset":
     """Every study of the test set, whatever sections it has (no track applied)."""
+    import datasets
     from rexrank_datasets import ReXrankTestSet
 
     spec = get_spec(name)
@@ -68,7 +80,7 @@ def load_test_set(
     data_dir: str | Path | None = None,
     cache_dir: str | Path | None = None,
     download_url: str | None = None,
-) -> datasets.Dataset:
+) -> "datasets.Dataset":
     """The test set `name` for `track`, with a `reference` column holding the track's
     ground truth.
 
@@ -82,10 +94,54 @@ def load_test_set(
     return apply_track(studies, track)
 
 
-def apply_track(studies: datasets.Dataset, track: str) -> datasets.Dataset:
+def apply_track(studies: "datasets.Dataset", track: str) -> "datasets.Dataset":
     """Keep the track's studies and add its `reference` column."""
     check_track(track)
     if track == "findings":
         kept = studies.filter(lambda s: s["section_findings"] is not None)
         return kept.add_column(REFERENCE_COLUMN, kept["section_findings"])
     return studies.add_column(REFERENCE_COLUMN, studies["report"])
+
+
+@dataclass(frozen=True)
+class TrackStudies:
+    """One test set's studies for one track, as scoring uses them: ids and references in
+    test-set order (the reference as `apply_track` defines it), and the ids of the test
+    set's other studies, which the track does not score."""
+
+    name: str
+    track: str
+    file_sha256: str  # of the test set's file: the cache key
+    ids: tuple[str, ...]
+    references: tuple[str, ...]
+    outside_ids: frozenset[str]
+
+
+_CACHE_SIZE = 16
+_cache: OrderedDict[tuple[str, str, str], TrackStudies] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def track_studies(name: str, track: str = "findings", *, data_dir: str | Path | None = None,
+                  download_url: str | None = None) -> TrackStudies:
+    """The test set `name` for `track`, loaded through the builder (load_all_studies and
+    apply_track) once per process and per content of its file: a backend scoring request
+    after request on one test set reads it once, and an edited file is loaded again."""
+    from rexrank.testsets.download import sha256_of
+
+    check_track(track)
+    path = resolve_file(get_spec(name), data_dir, download_url=download_url)
+    key = (name, track, sha256_of(path))
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    studies = load_all_studies(name, data_dir=path)
+    test = apply_track(studies, track)
+    ids = tuple(test["id"])
+    loaded = TrackStudies(name, track, key[2], ids, tuple(test[REFERENCE_COLUMN]), frozenset(studies["id"]) - set(ids))
+    with _cache_lock:
+        _cache[key] = loaded
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return loaded

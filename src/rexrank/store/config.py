@@ -1,0 +1,107 @@
+"""A store's settings, kept in the store itself (config.json in its requests repo): every
+worker on the store scores with the same metric set, and anyone reading the store can see
+which set its results were scored with.
+
+The metric set has two parts:
+    metrics       run on every request; a metric that cannot run fails the request with
+                  the metric and the reason (the coverage rule: it scored no study)
+    llm_metrics   LLM-judged metrics, run where the worker has an LLM configured for them;
+                  a worker without one scores the request without them and says so (in
+                  the worker's log, the request's notes and the result's `not_scored`)
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from rexrank.errors import RexrankError
+from rexrank.store import records as R
+from rexrank.store.repo import Snapshot, StoreError, transact
+
+# The published ReXrank columns (rexrank.results_schema.LEADERBOARD_COLUMNS) and the metric
+# that makes each: BLEU-2, BERTScore, SembScore, RadGraph, 1/RadCliQ-v1, RaTEScore need
+# only their checkpoints; GREEN and 1/FineRadScore need an LLM.
+REXRANK_METRICS = ("bleu2", "bertscore", "sembscore", "radgraph", "radcliq", "ratescore")
+REXRANK_LLM_METRICS = ("green", "fineradscore")
+
+
+@dataclass(frozen=True)
+class MetricSet:
+    metrics: tuple[str, ...]
+    llm_metrics: tuple[str, ...] = ()
+    origin: str = ""  # for messages: where the set came from
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (*self.metrics, *self.llm_metrics)
+
+    def to_json(self) -> dict:
+        return {"metrics": list(self.metrics), "llm_metrics": list(self.llm_metrics)}
+
+
+REXRANK_SET = MetricSet(REXRANK_METRICS, REXRANK_LLM_METRICS, "ReXrank's metric set")
+
+
+def checked_set(metrics, llm_metrics=(), *, origin: str) -> MetricSet:
+    """A metric set with every name checked (unknown names, duplicates, LLM metrics in the
+    wrong part are errors naming `origin`)."""
+    from rexrank.metrics.llm_common import LLM_METRICS
+    from rexrank.metrics.registry import parse_metric_list
+
+    try:
+        names = parse_metric_list(list(metrics)) if metrics else []
+        llm = parse_metric_list(list(llm_metrics)) if llm_metrics else []
+    except RexrankError as exc:
+        raise StoreError(f"{origin}: {exc}") from None
+    both = set(names) & set(llm)
+    if both:
+        raise StoreError(f"{origin}: {sorted(both)} listed both as metrics and as llm_metrics")
+    not_llm = [n for n in llm if n not in LLM_METRICS]
+    if not_llm:
+        raise StoreError(f"{origin}: llm_metrics {not_llm} are not LLM-judged metrics ({', '.join(LLM_METRICS)})")
+    if not names and not llm:
+        raise StoreError(f"{origin}: the metric set is empty")
+    return MetricSet(tuple(names), tuple(llm), origin)
+
+
+def read_config(store) -> dict:
+    data = store.requests.read_optional(store.requests.snapshot(), R.CONFIG_FILE)
+    if data is None:
+        return {}
+    try:
+        config = json.loads(data)
+    except ValueError as exc:
+        raise StoreError(f"{store.name}: {R.CONFIG_FILE} is not valid JSON ({exc}); fix or remove it") from None
+    if not isinstance(config, dict):
+        raise StoreError(f"{store.name}: {R.CONFIG_FILE} must hold a JSON object")
+    return config
+
+
+def recorded_set(store) -> MetricSet | None:
+    """The metric set the store records, checked; None if it records none."""
+    config = read_config(store)
+    if "metrics" not in config and "llm_metrics" not in config:
+        return None
+    return checked_set(config.get("metrics") or [], config.get("llm_metrics") or [],
+                       origin=f"the metric set recorded in {store.name}/{R.CONFIG_FILE}")
+
+
+def record_set(store, metric_set: MetricSet, *, only_if_absent: bool = False) -> MetricSet:
+    """Record `metric_set` as the store's (keeping its other settings); with
+    `only_if_absent`, keep a set already recorded (two workers starting at once agree on
+    the first one written). Returns the set the store now records."""
+    chosen: list[MetricSet] = []
+
+    def decide(snap: Snapshot):
+        data = store.requests.read_optional(snap, R.CONFIG_FILE)
+        config = json.loads(data) if data else {}
+        if only_if_absent and ("metrics" in config or "llm_metrics" in config):
+            chosen.append(checked_set(config.get("metrics") or [], config.get("llm_metrics") or [],
+                                      origin=f"the metric set recorded in {store.name}/{R.CONFIG_FILE}"))
+            return None
+        chosen.append(metric_set)
+        config.update(metric_set.to_json())
+        return {R.CONFIG_FILE: (json.dumps(config, indent=2) + "\n").encode()}, "record the metric set", None
+
+    transact(store.requests, decide)
+    return chosen[-1]

@@ -1,0 +1,120 @@
+"""The index files kept beside the records (layout in rexrank.store.records), edited in
+the same commit as the records they describe, so they share the records' optimistic
+concurrency: an index can never describe a version of the repo that was not committed.
+
+Each index file is small whatever the history holds: one model name's or submitter's
+settled requests, the last RECENT_LIMIT settled requests, 1/256 of the result records.
+"""
+from __future__ import annotations
+
+import json
+
+from rexrank.store import records as R
+from rexrank.store.repo import Repo, Snapshot, StoreError, git_blob_oid
+
+REINDEX_ADVICE = "rebuild the indexes with `rexrank backend --reindex`"
+
+
+def load_index(repo: Repo, snap: Snapshot, path: str) -> dict:
+    """An index file's content at the snapshot's version ({} if there is none)."""
+    data = repo.read_optional(snap, path)
+    if data is None:
+        return {}
+    try:
+        content = json.loads(data)
+    except ValueError:
+        content = None
+    if not isinstance(content, dict):
+        raise StoreError(f"{repo.name}: index file {path} is damaged; {REINDEX_ADVICE}")
+    return content
+
+
+def dumps_index(content: dict) -> bytes:
+    # compact: index files are read by programs, and json's C encoder only serves this form
+    return (json.dumps(content, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def result_entry(record: dict, data: bytes) -> dict:
+    """What the results index says of one record: its content id and the names the
+    submission rules and the leaderboard's change detection need."""
+    return {"blob": git_blob_oid(data), "id": record["id"], "model_name": str(record.get("model_name", "")),
+            "source": record.get("source"), "submitter": record.get("submitter")}
+
+
+class IndexEdit:
+    """Index files read at one snapshot, edited, and turned into commit changes."""
+
+    def __init__(self, repo: Repo, snap: Snapshot, *, fresh: bool = False):
+        """`fresh`: start from empty files instead of reading them (rebuilding an index)."""
+        self.repo, self.snap, self.fresh = repo, snap, fresh
+        self._files: dict[str, dict] = {}
+        self._existed: set[str] = set()
+        self._dirty: set[str] = set()
+
+    def file(self, path: str) -> dict:
+        if path not in self._files:
+            self._files[path] = {} if self.fresh else load_index(self.repo, self.snap, path)
+            if self._files[path]:
+                self._existed.add(path)
+        return self._files[path]
+
+    def _section(self, path: str, key: str, empty):
+        content = self.file(path)
+        self._dirty.add(path)
+        return content.setdefault(key, empty)
+
+    def changes(self) -> dict[str, bytes | None]:
+        """Edited files as commit changes; a file left with nothing in it is deleted."""
+        out: dict[str, bytes | None] = {}
+        for path in sorted(self._dirty):
+            content = self._files[path]
+            empty = all(isinstance(v, (dict, list)) and not v for v in content.values())
+            if not empty:
+                out[path] = dumps_index(content)
+            elif path in self._existed:
+                out[path] = None
+        return out
+
+    # ---- requests repo ---------------------------------------------------------------
+    def add_settled(self, request: dict) -> None:
+        entry = R.summary(request)
+        for folder, name in ((R.REQUEST_NAMES_DIR, request["model_name"]), (R.REQUEST_SUBMITTERS_DIR, request["submitter"])):
+            self._section(R.key_file(folder, name), "requests", {})[request["id"]] = entry
+        recent = [e for e in self._section(R.RECENT_INDEX, "requests", []) if e.get("id") != request["id"]]
+        recent.append(R.recent_entry(request))
+        self._files[R.RECENT_INDEX]["requests"] = recent[-R.RECENT_LIMIT:]
+
+    def remove_settled(self, request: dict) -> None:
+        for folder, name in ((R.REQUEST_NAMES_DIR, request["model_name"]), (R.REQUEST_SUBMITTERS_DIR, request["submitter"])):
+            self._section(R.key_file(folder, name), "requests", {}).pop(request["id"], None)
+        recent = self._section(R.RECENT_INDEX, "requests", [])
+        self._files[R.RECENT_INDEX]["requests"] = [e for e in recent if e.get("id") != request["id"]]
+
+    def move_request(self, old_path: str | None, old: dict | None, new: dict) -> dict[str, bytes | None]:
+        """Changes that write `new` where its status puts it (queue/ or done/), remove the
+        file it was read from if that is elsewhere, and keep the settled index in step."""
+        new_path = R.request_path(new["id"], new["status"])
+        changes: dict[str, bytes | None] = {new_path: R.dumps(new)}
+        if old_path and old_path != new_path:
+            changes[old_path] = None
+        if old is not None and old_path and old_path.startswith(R.DONE_DIR):
+            self.remove_settled(old)
+        if new_path.startswith(R.DONE_DIR):
+            self.add_settled(new)
+        return changes
+
+    # ---- results repo ----------------------------------------------------------------
+    def put_result(self, path: str, record: dict, data: bytes) -> None:
+        entries = self._section(R.result_shard(path), "records", {})
+        old = entries.get(path)
+        if old is not None:
+            self._section(R.key_file(R.RESULT_NAMES_DIR, old.get("model_name", "")), "records", {}).pop(path, None)
+        entry = result_entry(record, data)
+        entries[path] = entry
+        named = {k: v for k, v in entry.items() if k != "blob"}
+        self._section(R.key_file(R.RESULT_NAMES_DIR, entry["model_name"]), "records", {})[path] = named
+
+    def mark_results_indexed(self) -> None:
+        if self.file(R.RESULTS_LAYOUT).get("layout") != 2:
+            self._files[R.RESULTS_LAYOUT] = {"layout": 2}
+            self._dirty.add(R.RESULTS_LAYOUT)

@@ -1,0 +1,228 @@
+"""The queue operations of a `Store` (used by the backend and the maintainers' commands).
+
+A worker lists only queue/ (the open requests): claiming, renewing a lease and settling
+cost the same whatever the history holds. A request that settles moves to done/ in the
+same commit that indexes it for the submission rules (rexrank.store.index).
+"""
+from __future__ import annotations
+
+import logging
+
+from rexrank.errors import SubmissionError
+from rexrank.store import records as R
+from rexrank.store.index import IndexEdit, load_index
+from rexrank.store.policy import check_policy
+from rexrank.store.repo import Snapshot, StoreError, transact
+
+log = logging.getLogger("rexrank.store")
+
+
+class QueueOperations:
+    """Mixed into `Store` (which provides requests, results, name, quota, _queued,
+    _find_request, get_request, results_named)."""
+
+    def _history(self, snap: Snapshot, *, model_name: str, submitter: str) -> list[dict]:
+        """Every request the submission rules must see for this model name and submitter:
+        the open ones (queue/, listed in `snap`) and the settled ones filed under either
+        name in the index. Rules that read other names would find nothing there anyway."""
+        found: dict[str, dict] = {}
+        for folder, name in ((R.REQUEST_NAMES_DIR, model_name), (R.REQUEST_SUBMITTERS_DIR, submitter)):
+            found.update(load_index(self.requests, snap, R.key_file(folder, name)).get("requests", {}))
+        found.update({req["id"]: req for _, req in self._queued(snap)})  # the live record wins
+        return list(found.values())
+
+    def _update(self, request_id: str, change, message: str):
+        """Apply `change(request) -> new request | None` atomically (moving the request
+        between queue/ and done/ as its status says); returns the new request, or None
+        if `change` declined."""
+
+        def decide(snap: Snapshot):
+            found = self._find_request(snap, request_id)
+            if found is None:
+                raise StoreError(f"no request {request_id!r} in {self.name}")
+            path, current = found
+            new = change(current)
+            if new is None:
+                return None
+            edit = IndexEdit(self.requests, snap)
+            changes = edit.move_request(path, current, new)
+            return {**changes, **edit.changes()}, f"{message} {request_id}", new
+
+        return transact(self.requests, decide, folders=(R.QUEUE_DIR,))
+
+    def claim(self, worker_id: str, *, lease_seconds: float, max_attempts: int = 3) -> dict | None:
+        """Atomically take the oldest PENDING request, or a RUNNING one whose lease expired
+        (its worker died): it becomes RUNNING with this worker's id and a lease. A request
+        interrupted `max_attempts` times is FAILED instead. None if nothing to do.
+
+        Settled requests still in queue/ (settled by an older worker) are moved to done/
+        and indexed in the same commit; a store of the earlier layout (every request in
+        queue/) is moved and indexed first, once."""
+        moved: list[int] = []
+
+        def decide(snap: Snapshot):
+            ts = R.now()
+            edit = IndexEdit(self.requests, snap)
+            changes: dict[str, bytes | None] = {}
+            queued = self._queued(snap)
+            settled = [(path, req) for path, req in queued if req["status"] in R.SETTLED]
+            if len(settled) > MOVE_IN_A_CLAIM:
+                raise _EarlierLayout(len(settled))
+            for path, req in settled:
+                changes.update(edit.move_request(path, req, req))
+            moved[:] = [len(settled)]
+            claimed = None
+            for path, req in queued:
+                expired = req["status"] == R.RUNNING and (req.get("lease_expires") or 0) < ts
+                if req["status"] != R.PENDING and not expired:
+                    continue
+                if expired and req.get("attempts", 0) >= max_attempts:
+                    changes.update(edit.move_request(path, req, transition(
+                        req, R.FAILED, ts, failure_kind=R.INTERNAL,
+                        error=f"scoring was interrupted {req.get('attempts', 0)} times (worker stopped or timed out); "
+                        "this usually means it needs more memory or time than the worker has — contact the maintainers",
+                    )))
+                    continue
+                claimed = transition(req, R.RUNNING, ts, worker=worker_id, lease_expires=ts + lease_seconds,
+                                     attempts=req.get("attempts", 0) + 1, started_time=R.iso(ts))
+                changes.update(edit.move_request(path, req, claimed))
+                break
+            if not changes:
+                return None
+            message = f"claim {claimed['id']} by {worker_id}" if claimed else "fail interrupted requests"
+            if settled:
+                message += f"; move {len(settled)} settled request(s) to {R.DONE_DIR}"
+            return {**changes, **edit.changes()}, message, claimed
+
+        try:
+            claimed = transact(self.requests, decide, folders=(R.QUEUE_DIR,))
+        except _EarlierLayout as exc:
+            from rexrank.store.layout import index_requests
+
+            index_requests(self)
+            log.info("%s: moved %d settled request(s) from %s to %s and indexed them: the store had the layout of an "
+                     "earlier rexrank, in which workers read every request ever filed", self.name, exc.n, R.QUEUE_DIR,
+                     R.DONE_DIR)
+            claimed = transact(self.requests, decide, folders=(R.QUEUE_DIR,))  # what is left is few
+        if moved and moved[0]:
+            log.info("%s: moved %d settled request(s) from %s to %s and indexed them (the store layout of this "
+                     "version: workers list only open requests)", self.name, moved[0], R.QUEUE_DIR, R.DONE_DIR)
+        return claimed
+
+    def _holder_guard(self, worker_id: str, update):
+        def change(req):
+            if req["status"] != R.RUNNING or req.get("worker") != worker_id:
+                return None  # lease lost: another worker holds it, or it was settled
+            return update(req)
+        return change
+
+    def renew_lease(self, request_id: str, worker_id: str, *, lease_seconds: float) -> bool:
+        """Extend this worker's lease; False if it no longer holds the request."""
+        new = self._update(
+            request_id,
+            self._holder_guard(worker_id, lambda r: {**r, "lease_expires": R.now() + lease_seconds}),
+            "renew lease",
+        )
+        return new is not None
+
+    def finish(self, request_id: str, worker_id: str, *, result_id: str, notes: list[str] | None = None) -> bool:
+        """Settle as FINISHED; `notes` tell the submitter what the result does not hold
+        (e.g. a metric of the store's set that this backend cannot run)."""
+        ts = R.now()
+        extra = {"notes": list(notes)} if notes else {}
+        new = self._update(
+            request_id,
+            self._holder_guard(worker_id, lambda r: transition(r, R.FINISHED, ts, result_id=result_id,
+                                                               lease_expires=None, error=None, **extra)),
+            "finish",
+        )
+        return new is not None
+
+    def fail(self, request_id: str, worker_id: str, *, error: str, kind: str = R.INTERNAL) -> bool:
+        """Settle as FAILED with a message for the submitter; `kind` (rexrank.store.records)
+        says why, which decides whether it counts against the quota."""
+        ts = R.now()
+        new = self._update(
+            request_id,
+            self._holder_guard(worker_id, lambda r: transition(r, R.FAILED, ts, error=error, failure_kind=kind, lease_expires=None)),
+            "fail",
+        )
+        return new is not None
+
+    def release(self, request_id: str, worker_id: str, *, reason: str) -> bool:
+        """Give a claimed request back: PENDING again, the attempt not counted (the worker,
+        not the request, had a problem: e.g. it cannot load the test set)."""
+        ts = R.now()
+
+        def back(r):
+            new = transition(r, R.PENDING, ts, worker=None, lease_expires=None, attempts=max(0, r.get("attempts", 1) - 1))
+            new["history"][-1]["note"] = reason
+            return new
+
+        return self._update(request_id, self._holder_guard(worker_id, back), "release") is not None
+
+    def requeue(self, request_id: str) -> dict:
+        """Put a FAILED (or stuck RUNNING) request back to PENDING (maintainers): e.g. after
+        an LLM outage made a metric miss the coverage rule. LLM answers already received
+        are cached, so only the missing ones are asked again."""
+        ts = R.now()
+        current = self.get_request(request_id)
+        if current["status"] in (R.FINISHED, R.PENDING):
+            raise StoreError(f"request {request_id} is {current['status']}; only FAILED or RUNNING requests can be requeued")
+        return self._update(
+            request_id,
+            lambda r: transition(r, R.PENDING, ts, worker=None, lease_expires=None, error=None, failure_kind=None,
+                                 attempts=0) if r["status"] in (R.FAILED, R.RUNNING) else None,
+            "requeue",
+        ) or self.get_request(request_id)
+
+    def cancel(self, request_id: str, *, reason: str = "") -> dict:
+        """Withdraw a PENDING or RUNNING request (maintainers): FAILED, kind "cancelled"
+        (no quota used, its model name stays free). A worker scoring it loses its lease and
+        writes nothing."""
+        ts = R.now()
+        current = self.get_request(request_id)
+        if current["status"] not in (R.PENDING, R.RUNNING):
+            raise StoreError(f"request {request_id} is {current['status']}; only PENDING or RUNNING requests can be cancelled")
+        message = "cancelled by the maintainers" + (f": {reason}" if reason else "")
+        return self._update(
+            request_id,
+            lambda r: transition(r, R.FAILED, ts, error=message, failure_kind=R.CANCELLED, worker=None, lease_expires=None)
+            if r["status"] in (R.PENDING, R.RUNNING) else None,
+            "cancel",
+        ) or self.get_request(request_id)
+
+    def policy_problem(self, request: dict) -> str | None:
+        """The backend's own check of the submission rules (rexrank.store.policy) for a
+        request, against the requests filed before it and those already scored (a request
+        dated back by a rogue client still meets them): a message, or None if it passes."""
+        snap = self.requests.snapshot(R.QUEUE_DIR)
+        key = (request["submitted_time"], request["id"])
+        history = self._history(snap, model_name=request["model_name"], submitter=request["submitter"])
+        earlier = [r for r in history if r["id"] != request["id"]
+                   and ((r["submitted_time"], r["id"]) < key or r["status"] == R.FINISHED)]
+        try:
+            check_policy(earlier, self.results_named(request["model_name"]), request,
+                         now=R.parse_iso(request["submitted_time"]), quota=self.quota)
+        except SubmissionError as exc:
+            return str(exc)
+        return None
+
+
+MOVE_IN_A_CLAIM = 25  # more settled requests in queue/ than this: a store of the earlier layout
+
+
+class _EarlierLayout(Exception):
+    def __init__(self, n: int):
+        self.n = n
+
+
+def transition(req: dict, status: str, ts: float, **fields) -> dict:
+    new = {**req, **fields, "status": status}
+    if status in (R.FINISHED, R.FAILED):
+        new["finished_time"] = R.iso(ts)
+    entry = {"time": R.iso(ts), "status": status}
+    if fields.get("worker"):
+        entry["worker"] = fields["worker"]
+    new["history"] = [*req.get("history", []), entry]
+    return new

@@ -1,0 +1,232 @@
+"""The store's cost does not grow with its history (issue 15): a worker reads only open
+requests, the submission rules read only the index files of the names involved, a result
+is written with a fixed number of files, and a store of the earlier layout is moved to
+the current one once, with a log line, keeping every rule."""
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from rexrank.errors import SubmissionError
+from rexrank.store import FAILED, FINISHED, PENDING, Quota, open_store
+from rexrank.store import records as R
+from test_store import submit, variant
+
+RESULT = {"model_name": "M", "test_set": "iu_xray", "track": "findings",
+          "values": {"bleu2": {"mean": 0.2, "ci95": None, "n": 590}}, "source": "rexrank", "submitter": "alice"}
+
+
+class Reads:
+    """Counts what a repo lists and reads (monkeypatched onto the repo object)."""
+
+    def __init__(self, monkeypatch, repo):
+        self.paths: list[str] = []
+        self.listed: list[tuple[str, ...]] = []
+        self.listed_files = 0
+        # both repos' read() goes through read_optional()
+        monkeypatch.setattr(repo, "read_optional", self._reader(repo.read_optional))
+        snapshot = repo.snapshot
+
+        def counted_snapshot(*folders, **kw):
+            snap = snapshot(*folders, **kw)
+            self.listed.append(folders)
+            self.listed_files += len(snap.files)
+            return snap
+
+        monkeypatch.setattr(repo, "snapshot", counted_snapshot)
+
+    def _reader(self, original):
+        def read(snap, path):
+            self.paths.append(path)
+            return original(snap, path)
+        return read
+
+    def clear(self) -> None:
+        self.paths.clear()
+        self.listed.clear()
+        self.listed_files = 0
+
+    def records(self, folder: str) -> list[str]:
+        return [p for p in self.paths if p.startswith(folder)]
+
+
+def settle(store, n: int, tmp_path, *, first: int = 0) -> list[dict]:
+    """`n` requests submitted, scored (a result record each) and FINISHED through the store's API."""
+    done = []
+    for i in range(first, first + n):
+        req = submit(store, variant(tmp_path, i), model_name=f"m{i}", submitter=f"team{i % 3}")
+        store.claim("w", lease_seconds=60)
+        store.add_result({**RESULT, "id": req["id"], "model_name": f"m{i}", "submitter": f"team{i % 3}"})
+        assert store.finish(req["id"], "w", result_id=req["id"])
+        done.append(req)
+    return done
+
+
+def earlier_layout_store(root, n: int) -> list[dict]:
+    """A store as an earlier rexrank left it: every request in queue/ (settled ones too),
+    result records without an index."""
+    requests = []
+    for i in range(n):
+        ts = 1.7e9 + i * 60
+        rid = R.new_request_id(ts, "old", str(i))
+        status = FINISHED if i % 4 else FAILED
+        req = {"id": rid, "status": status, "test_set": "example", "track": "findings", "private": False,
+               "model_name": f"old-model-{i}", "submitter": f"olduser{i % 2}", "submitted_time": R.iso(ts),
+               "predictions": {"path": R.predictions_path(rid), "sha256": f"{i:064x}", "n": 19},
+               "failure_kind": None if status == FINISHED else "internal", "history": [{"status": status}]}
+        requests.append(req)
+        path = root / "requests" / "queue" / f"{rid}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(req))
+        if status == FINISHED:
+            rec = root / "results" / "records" / "iu_xray" / "findings" / f"{rid}.json"
+            rec.parent.mkdir(parents=True, exist_ok=True)
+            rec.write_text(json.dumps({**RESULT, "id": rid, "model_name": f"old-model-{i}", "submitter": f"olduser{i % 2}"}))
+    return requests
+
+
+def test_settled_requests_leave_the_queue_and_a_claim_reads_only_open_ones(tmp_path, monkeypatch):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    settled = settle(store, 12, tmp_path)
+    root = tmp_path / "s" / "requests"
+    assert sorted(p.name for p in (root / "done").iterdir()) == sorted(f"{r['id']}.json" for r in settled)
+    assert not list((root / "queue").iterdir())
+    waiting = submit(store, variant(tmp_path, 99), model_name="new", submitter="zed")
+    reads = Reads(monkeypatch, store.requests)
+    claimed = store.claim("w2", lease_seconds=60)
+    assert claimed["id"] == waiting["id"]
+    # the old claim read all 13 requests; now: the one open request, nothing of the history
+    assert reads.records(R.DONE_DIR) == [] and reads.records(R.QUEUE_DIR) == [f"queue/{waiting['id']}.json"]
+    assert all(folders in ((R.QUEUE_DIR,), ()) for folders in reads.listed)
+    assert store.get_request(settled[0]["id"])["status"] == FINISHED  # still found, in done/
+    assert [r["id"] for r in store.list_requests()] == [*[r["id"] for r in settled], waiting["id"]]
+
+
+def test_the_rules_read_only_the_names_involved_and_still_hold(tmp_path, monkeypatch):
+    settled = settle(open_store(tmp_path / "s", quota=Quota(0)), 9, tmp_path)  # m0..m8; team0 filed m0, m3, m6
+    store = open_store(tmp_path / "s", quota=Quota(1, 7))
+    reads = Reads(monkeypatch, store.requests)
+    results_reads = Reads(monkeypatch, store.results)
+    with pytest.raises(SubmissionError, match="already has 3 submission"):
+        submit(store, variant(tmp_path, 50), model_name="fresh", submitter="team0")
+    with pytest.raises(SubmissionError, match="identical resubmission"):
+        submit(store, variant(tmp_path, 4), model_name="M4", submitter="team1")
+    with pytest.raises(SubmissionError, match="belongs to another submitter"):
+        submit(store, variant(tmp_path, 51), model_name="m5", submitter="newcomer")
+    # each check read two request index files and one results index file, no request or result record
+    assert reads.records(R.DONE_DIR) == [] and results_reads.records(R.RECORDS_DIR) == []
+    assert {p.split("/")[1] for p in reads.records("index/")} <= {"names", "submitters"}
+    assert len(reads.records("index/")) == 6 and len(results_reads.records("index/")) <= 3 + 1
+    assert len(settled) == 9
+
+
+def test_the_backend_rules_see_the_settled_history(tmp_path):
+    from rexrank.backend.worker import Worker
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    [first] = settle(store, 1, tmp_path)
+    rogue = open_store(tmp_path / "s", quota=Quota(0))
+    import rexrank.store.store as store_module
+
+    original = store_module.check_policy
+    store_module.check_policy = lambda *a, **k: None  # a client that skips the rules
+    try:
+        again = submit(rogue, variant(tmp_path, 0), model_name="M0", submitter="team0")
+        grab = submit(rogue, variant(tmp_path, 7), model_name="m0", submitter="mallory")
+    finally:
+        store_module.check_policy = original
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
+    assert "identical resubmission" in store.get_request(again["id"])["error"]
+    assert "belongs to another submitter" in store.get_request(grab["id"])["error"]
+    assert store.get_request(first["id"])["status"] == FINISHED
+
+
+def test_writing_a_result_costs_the_same_with_a_long_history(tmp_path, monkeypatch):
+    costs = []
+    for n in (2, 12):
+        store = open_store(tmp_path / f"s{n}", quota=Quota(0))
+        store.add_results([{**RESULT, "id": f"r{i}", "model_name": f"m{i}"} for i in range(n)])
+        reads = Reads(monkeypatch, store.results)
+        store.add_result({**RESULT, "id": "new", "model_name": "new-model"}, per_study=b"PAR1")
+        costs.append((len(reads.paths), reads.listed_files, len(reads.listed)))
+    assert costs[0] == costs[1]  # files read, files listed, listings: none depends on the history
+    assert costs[0][1] == 0  # nothing is listed: the index files are read by name
+
+
+def test_a_store_of_the_earlier_layout_is_moved_once_with_a_log_line(tmp_path, caplog):
+    root = tmp_path / "s"
+    old = earlier_layout_store(root, 40)
+    store = open_store(root, quota=Quota(0))
+    assert len(store.list_requests()) == 40 and len(store.list_results()) == 30  # readable as it is
+    with caplog.at_level(logging.INFO, logger="rexrank.store"):
+        assert store.claim("w", lease_seconds=60) is None
+        store.add_result({**RESULT, "id": "new", "model_name": "new-model"})
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("moved 40 settled request(s) from queue/ to done/" in m and "earlier rexrank" in m for m in messages)
+    assert any("indexed 30 result record(s)" in m for m in messages)
+    assert not list((root / "requests" / "queue").iterdir()) and len(list((root / "requests" / "done").iterdir())) == 40
+    assert {r["id"]: r for r in store.list_requests()} == {r["id"]: r for r in old}  # records unchanged, moved
+    # the rules still see the history: a name an old request used, an identical resubmission
+    with pytest.raises(SubmissionError, match="belongs to another submitter"):
+        submit(store, variant(tmp_path, 1), model_name="old-model-5", submitter="someone")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="rexrank.store"):
+        store.claim("w", lease_seconds=60)
+        store.add_result({**RESULT, "id": "new2", "model_name": "new-model"})
+    assert not [r for r in caplog.records if "moved" in r.getMessage() or "indexed" in r.getMessage()]  # once
+
+
+def test_a_few_requests_settled_by_an_older_worker_are_tidied_by_the_next_claim(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    path = tmp_path / "s" / "requests" / "queue" / f"{req['id']}.json"
+    path.write_text(json.dumps({**req, "status": FINISHED}))  # an older worker settles in place
+    assert store.claim("w", lease_seconds=60) is None
+    assert not path.exists() and (tmp_path / "s" / "requests" / "done" / f"{req['id']}.json").exists()
+    with pytest.raises(SubmissionError, match="identical resubmission"):
+        submit(store)
+
+
+def test_requeue_brings_a_request_back_to_the_queue_and_out_of_the_index(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(1, 7))
+    req = submit(store)
+    store.claim("w", lease_seconds=60)
+    store.fail(req["id"], "w", error="outage", kind="coverage")
+    root = tmp_path / "s" / "requests"
+    assert (root / "done" / f"{req['id']}.json").exists()
+    store.requeue(req["id"])
+    assert (root / "queue" / f"{req['id']}.json").exists() and not (root / "done" / f"{req['id']}.json").exists()
+    index_files = [json.loads(p.read_text()) for p in (root / "index").rglob("*.json")]
+    assert not any(req["id"] in json.dumps(c) for c in index_files)
+    assert store.claim("w", lease_seconds=60)["id"] == req["id"]
+
+
+def test_the_queue_view_shows_open_requests_and_the_latest_settled_ones(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "RECENT_LIMIT", 4)
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    settled = settle(store, 6, tmp_path)
+    waiting = submit(store, variant(tmp_path, 40), model_name="w", submitter="x")
+    reads = Reads(monkeypatch, store.requests)
+    view = store.queue_view()
+    assert [r["id"] for r in view] == [waiting["id"], *[r["id"] for r in settled[::-1][:4]]]
+    assert view[1]["status"] == FINISHED and view[0]["status"] == PENDING
+    assert reads.records(R.DONE_DIR) == []
+
+
+def test_reindex_rebuilds_what_was_edited_by_hand(tmp_path, capsys):
+    from rexrank.cli.main import main
+
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    [req] = settle(store, 1, tmp_path)
+    for index in (root / "requests" / "index", root / "results" / "index"):
+        for p in index.rglob("*.json"):
+            p.unlink()  # the indexes lost by hand
+    assert store.policy_problem({**req, "id": "x", "submitted_time": "2100-01-01T00:00:00Z"}) is None  # blind now
+    code = main(["backend", "--store", str(root), "--reindex", "--once", "--metrics", "bleu2", "--quota", "0"])
+    assert code == 0, capsys.readouterr().err
+    assert "identical resubmission" in open_store(root, quota=Quota(0)).policy_problem(
+        {**req, "id": "x", "submitted_time": "2100-01-01T00:00:00Z"})
+    assert (root / "results" / "index" / "layout.json").exists()

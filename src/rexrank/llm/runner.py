@@ -71,11 +71,15 @@ class LLMRunner:
         if not requests:
             return
         if self.backend.max_concurrency > 1:
+            def call(request: LLMRequest) -> None:
+                # kept in the calling thread before it sends its next request: at any moment at
+                # most max_concurrency answers are not yet cached (those in flight)
+                arrived(request, self.backend.call(request))
+
             with ThreadPoolExecutor(max_workers=min(self.backend.max_concurrency, len(requests))) as pool:
-                futures = {pool.submit(self.backend.call, request): request for request in requests}
-                for future in as_completed(futures):  # in arrival order, not submission order
+                for future in as_completed([pool.submit(call, request) for request in requests]):
+                    future.result()
                     bar.update(1)
-                    arrived(futures[future], future.result())
         else:
             # the backend batches and orders by length itself; it reports progress per batch
             # and hands over each answer through `on_result` as soon as it has it

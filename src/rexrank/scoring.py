@@ -32,6 +32,16 @@ def _fingerprint(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
+def _with_study_ids(details: dict, ids: Sequence[str]) -> dict:
+    """The study positions a metric lists (`*_positions`) also as study ids (`*_ids`)."""
+    named = {
+        key[: -len("_positions")] + "_ids": [ids[i] for i in value]
+        for key, value in details.items()
+        if key.endswith("_positions") and isinstance(value, list)
+    }
+    return {**details, **named}
+
+
 def _with_progress(name: str, options: dict, progress: bool) -> dict:
     """`progress=False` reaches the metric's own (per-batch) bars too, unless set explicitly."""
     import inspect
@@ -80,7 +90,7 @@ def score_predictions(
             "higher_is_better": metric.higher_is_better,
             "corpus": result.corpus,
             "scores": scores,
-            "details": result.details,
+            "details": _with_study_ids(result.details, predictions.ids),
             "n_failed": len(result.failures),
             "failures": {predictions.ids[i]: why for i, why in result.failures.items()},
             "seconds": round(seconds, 3),

@@ -147,6 +147,21 @@ def test_chexpert_plus_shape_keeps_62_of_200_in_findings_track(tmp_path):
     assert len(load_test_set("chexpert_plus", "findings_impression", data_dir=data_dir)) == 200
 
 
+def test_unknown_items_in_list_fields_stay_in_place(tmp_path):
+    # ReXrank's own MIMIC-CXR (frontal_lateral) and CheXpert Plus (ap_pa) files hold NaN items
+    doc = {
+        "m1": _study("Clear.", "Normal.", frontal_lateral=[float("nan"), "left lateral"], image_path=["a.png", "b.png"]),
+        "m2": _study("Clear.", "Normal.", frontal_lateral=["Frontal", None]),
+    }
+    path = _write(tmp_path / "ReXRank_ReXGradient_test.json", doc)
+    rows = {r["id"]: r for r in load_all_studies("example", data_dir=path)}
+    assert rows["m1"]["frontal_lateral"] == [None, "left lateral"] and rows["m1"]["image_path"] == ["a.png", "b.png"]
+    assert rows["m2"]["frontal_lateral"] == ["Frontal", None]
+    bad = _write(tmp_path / "bad.json", {"x": _study("Clear.", "Normal.", frontal_lateral=["Frontal", 3])})
+    with pytest.raises(TestSetError, match="expected a list of strings"):
+        load_all_studies("example", data_dir=bad)
+
+
 def test_wrong_study_count_is_refused(tmp_path):
     data_dir = tmp_path / "mimic"
     data_dir.mkdir()

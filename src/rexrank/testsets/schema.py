@@ -80,14 +80,20 @@ def findings_impression_reference(findings: Any, impression: Any) -> str:
     return f"Findings: {findings} Impression: {impression}"
 
 
-def _string_list(value: Any, *, where: str) -> list[str]:
+def _string_list(value: Any, *, where: str) -> list[str | None]:
     if is_absent(value):
         return []
     if isinstance(value, str):
         return [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    # an unknown item (NaN: 202 `frontal_lateral` items of ReXrank's MIMIC-CXR file, 32
+    # `ap_pa` items of CheXpert Plus) stays in place as None, aligned with `image_path`
+    if not isinstance(value, list) or not all(isinstance(v, str) or (v is None or _is_nan(v)) for v in value):
         raise TestSetError(f"{where}: expected a list of strings, got {value!r}")
-    return list(value)
+    return [None if v is None or _is_nan(v) else v for v in value]
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _extra(value: Any, kind: str, *, where: str) -> Any:

@@ -46,7 +46,8 @@ MIN_SENT_CHARS = 5  # RuSH's min_sent_chars: a gap wider than this becomes a sen
 BEGIN, END = "stbegin", "stend"
 
 _PUNCTUATION = frozenset(string.punctuation)
-# \X wildcards that consume one character (FastCNER's WildCardFunctions)
+# \X wildcards that consume one character (FastCNER's WildCardFunctions; `\\`, a literal
+# backslash, is refused by parse_rules; `\b` and `\e` match positions, see _match)
 _CLASSES: dict[str, Callable[[str], bool]] = {
     "s": lambda c: c == " " or c == "\t" or c == "\xa0",
     "n": lambda c: c == "\n" or c == "\r",
@@ -56,7 +57,6 @@ _CLASSES: dict[str, Callable[[str], bool]] = {
     "C": str.isupper,
     "c": str.islower,
     "p": lambda c: c in _PUNCTUATION,
-    "\\": lambda c: c == "\\",
     "a": lambda c: not c.isspace(),
     "u": lambda c: c > "~" and c != "\xa0",
     "w": lambda c: c > "~" or c.isspace(),
@@ -78,7 +78,6 @@ _CLASS_PATTERNS = {
 }
 # wildcards that `+` may repeat (FastCNER's ReplicationFunctions); others are not repeated
 _REPEATABLE = {k: _CLASSES[k] for k in "sndCcpauw"}
-_STRUCTURAL = "()+"
 
 
 # plan steps (see _Node.plan)

@@ -9,9 +9,9 @@ Three splitters:
 
 - "pyrush" (default): rexrank's implementation of the official pipeline: RuSH's rules and
   engine (`rexrank.ratescore.rush`), sentence starts placed on spaCy's token edges as
-  PyRuSH's sentencizer does (`rexrank.ratescore.tokens`). Identical sentences for every
-  IU-Xray text the official pipeline was run on, and for >= 99.9 % of the MIMIC-CXR and
-  CheXpert Plus texts (figures in the metric card);
+  PyRuSH's sentencizer does (`rexrank.ratescore.tokens`). Identical sentences for all
+  9,438 IU-Xray, MIMIC-CXR and CheXpert Plus texts of ReXrank's test files (figures and
+  the one known source of disagreement in the metric card);
 - "regex": rexrank's earlier regular-expression splitter (faster, ~88 % agreement on
   MIMIC-CXR), kept for comparison with earlier results;
 - "medspacy": the official pipeline itself, where medSpaCy is installed

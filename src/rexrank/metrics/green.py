@@ -109,7 +109,9 @@ class Green(LLMMetric):
         if self.settings.backend == "transformers" or self.tokenizer_path:
             if self.batching == "official":
                 return f"{self.max_length} - padded width of the study's batch of {self.settings.batch_size} in input order (official)"
-            return f"{self.max_length} - padded width of the study's batch of prompts of similar length"
+            if self.settings.backend == "transformers":
+                return f"{self.max_length} - padded width of the study's batch of prompts of similar length"
+            return f"{self.max_length} - the prompt's own length"
         return f"completion <= {self.max_new_tokens or FALLBACK_MAX_TOKENS} tokens (no local tokenizer to count the prompt)"
 
     # -- requests ---------------------------------------------------------------------

@@ -14,6 +14,7 @@ from conftest import shared_path
 from rexrank.metrics.registry import get_metric
 from rexrank.ratescore.rush import default_rules, parse_rules, sentence_spans
 from rexrank.ratescore.sentences import DEFAULT_SPLITTER, get_splitter, keep, split_pyrush
+from rexrank.ratescore.tokens import token_starts
 
 
 def test_every_iu_xray_text_gets_the_official_sentences():
@@ -85,6 +86,37 @@ def test_the_regex_splitter_stays_available_and_differs():
     assert regex("Heart size is normal. Lungs are clear.") == ["Heart size is normal.", "Lungs are clear."]
     differing = [text for text, expected in OFFICIAL if regex(text) != expected]
     assert len(differing) >= 5  # why it is no longer the default
+
+
+# Token starts of spaCy 3.7.5's `spacy.blank("en")` tokenizer (recorded in a separate
+# environment): PyRuSH can only start a sentence where a token starts.
+SPACY_TOKEN_STARTS = [
+    ('CLEAR, \nWITH', [0, 5, 7, 8]),
+    ('HOURS:\n1.', [0, 5, 6, 7, 8]),
+    ('(? edema).', [0, 1, 3, 8, 9]),
+    ('a.m.,FINDINGS:', [0, 4, 13]),
+    ('Tubes (3):', [0, 6, 7, 8]),
+    ('effusion.The lungs', [0, 8, 9, 13]),
+    ('___. The', [0, 1, 2, 3, 5]),
+    ('Dr. Smith', [0, 4]),
+    ('e.g.Y', [0, 4]),
+    ('1.5cm.', [0, 3, 5]),
+    ('pneumothorax!  Mild', [0, 12, 14, 15]),
+    ('tip :)\nx', [0, 4, 6, 7]),
+    ('left°right', [0, 4, 5]),
+    ('a  \n b', [0, 2, 5]),
+    (' lead', [0, 1]),
+    ('x\xa0\xa0y', [0, 1, 3]),
+    ('mild-to-moderate', [0, 4, 5, 7, 8]),
+    ('C++ 1+', [0, 4, 5]),
+    ('L1-L2', [0, 2, 3]),
+    ('10:30am', [0]),
+]
+
+
+@pytest.mark.parametrize("text, starts", SPACY_TOKEN_STARTS)
+def test_token_starts_are_spacys(text, starts):
+    assert [offset for offset, _ in token_starts(text)] == starts
 
 
 def test_plus_tries_no_repetition_and_the_longest_run_only():

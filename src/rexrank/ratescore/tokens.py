@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_QUOTES = "'\"”“`‘´’‚„»«"
+_QUOTES = "'\"”“`‘´’‚,„»«「」『』（）〔〕【】《》〈〉⟦⟧"  # spaCy counts "," among its quotes
 _PUNCT = "…,:;!?¿¡()[]{}<>_#*&。？！，、；：～·।،۔؛٪"
 _CURRENCY = "$£€¥"
 _PREFIX = re.compile(rf"[§%=—–{re.escape(_PUNCT + _QUOTES + _CURRENCY)}]|\+(?![0-9])|\.\.+")
@@ -59,8 +59,8 @@ _SUFFIX_WINDOW = 16  # suffixes are looked for in the last characters first (lin
 _LONGEST_SPECIAL = max(map(len, _SPECIALS))
 
 
-def _special(chunk: str, begin: int, end: int) -> bool:
-    return end - begin <= _LONGEST_SPECIAL and chunk[begin:end] in _SPECIALS
+def _special(chunk: str, begin: int, end: int, specials: frozenset = _SPECIALS) -> bool:
+    return end - begin <= _LONGEST_SPECIAL and chunk[begin:end] in specials
 
 
 def _suffix_len(chunk: str, begin: int, end: int) -> int:
@@ -74,23 +74,50 @@ def _suffix_len(chunk: str, begin: int, end: int) -> int:
 
 
 def _chunk_starts(chunk: str) -> list[int]:
-    """Token start offsets inside one whitespace-free chunk (spaCy's affix loop: strip a
-    prefix and a suffix per round until nothing changes or a special case is left, then
-    split the middle at infixes)."""
+    """Token start offsets inside one whitespace-free chunk: spaCy's affix splitting, then
+    its special-case pass, which joins tokens that spell a special case as the affix rules
+    cut it ("a.m" + "." in "a.m.,FINDINGS"; ")" + ":" in "(3):")."""
+    return _join_special_runs(chunk, _affix_starts(chunk, _SPECIALS))
+
+
+def _join_special_runs(chunk: str, starts: list[int]) -> list[int]:
+    bounds = [*starts, len(chunk)]
+    tokens = [chunk[a:b] for a, b in zip(bounds, bounds[1:])]
+    found = [
+        (size, i)
+        for size in _SPECIAL_RUN_SIZES
+        for i in range(len(tokens) - size + 1)
+        if tuple(tokens[i : i + size]) in _SPECIAL_RUNS
+    ]
+    if not found:
+        return starts
+    taken: set[int] = set()
+    joined: set[int] = set()
+    for size, i in sorted(found, reverse=True):  # longest first, then the later one, as spaCy filters
+        if i in taken or i + size - 1 in taken:
+            continue
+        taken.update(range(i, i + size))
+        joined.update(range(i + 1, i + size))
+    return [start for k, start in enumerate(starts) if k not in joined]
+
+
+def _affix_starts(chunk: str, specials: frozenset) -> list[int]:
+    """Token start offsets of spaCy's affix loop: strip a prefix and a suffix per round
+    until nothing changes or a special case is left, then split the middle at infixes."""
     begin, end = 0, len(chunk)
     prefix_ends: list[int] = []  # a token starts after each prefix ...
     suffix_starts: list[int] = []  # ... and at each suffix
     last = -1
-    while begin < end and end - begin != last and not _special(chunk, begin, end):
+    while begin < end and end - begin != last and not _special(chunk, begin, end, specials):
         last = end - begin
         pre = _PREFIX.match(chunk, begin, end)
         pre_len = pre.end() - begin if pre else 0
-        if pre_len and _special(chunk, begin + pre_len, end):
+        if pre_len and _special(chunk, begin + pre_len, end, specials):
             begin += pre_len
             prefix_ends.append(begin)
             break
         suf_len = _suffix_len(chunk, begin + pre_len, end)
-        if suf_len and _special(chunk, begin, end - suf_len):
+        if suf_len and _special(chunk, begin, end - suf_len, specials):
             end -= suf_len
             suffix_starts.append(end)
             break
@@ -106,12 +133,26 @@ def _chunk_starts(chunk: str) -> list[int]:
             end -= suf_len
             suffix_starts.append(end)
     starts = [0, *prefix_ends]
-    if begin < end and not _special(chunk, begin, end):
+    if begin < end and not _special(chunk, begin, end, specials):
         for match in _INFIX.finditer(chunk[begin:end]):
             if match.start() > 0:  # spaCy ignores an infix at the very start
                 starts += [begin + match.start(), begin + match.end()]
     starts.extend(suffix_starts)
     return sorted({s for s in starts if s < len(chunk)})
+
+
+def _special_runs() -> dict[tuple[str, ...], str]:
+    """Special cases as the affix rules alone cut them, when that gives several tokens."""
+    runs = {}
+    for special in _SPECIALS:
+        bounds = [*_affix_starts(special, frozenset()), len(special)]
+        if len(bounds) > 2:
+            runs[tuple(special[a:b] for a, b in zip(bounds, bounds[1:]))] = special
+    return runs
+
+
+_SPECIAL_RUNS = _special_runs()
+_SPECIAL_RUN_SIZES = sorted({len(run) for run in _SPECIAL_RUNS})
 
 
 def _is_icon(char: str) -> bool:

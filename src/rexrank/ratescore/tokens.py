@@ -5,10 +5,10 @@ RaTEScore's pipeline), so a RuSH boundary that falls inside a token moves to a t
 Boundaries inside a whitespace-free chunk are rare (11 of the ~100,000 on the ReXrank
 texts checked, all before a "," or ":"), so this reproduces spaCy's whitespace handling
 exactly and its affix splitting (prefixes, suffixes, infixes, the dotted abbreviations
-it keeps whole, Unicode symbols split off) in reduced form: Latin script, no URL
-matching, no re-merging of special cases split by affixes. Patterns are facts read from
-spaCy 3.7.5's `lang/punctuation.py`, `lang/char_classes.py` and
-`lang/en/tokenizer_exceptions.py` (MIT).
+it keeps whole, Unicode symbols, URLs) in reduced form: Latin script, no IP-address
+URLs. Patterns are facts read from spaCy 3.7.5's `lang/punctuation.py`,
+`lang/char_classes.py`, `lang/tokenizer_exceptions.py` and `lang/en/tokenizer_exceptions.py`
+(MIT).
 """
 from __future__ import annotations
 
@@ -55,8 +55,27 @@ _SPECIALS = frozenset(
 )
 
 
+# spaCy's URL_MATCH (host labels, a lower-case top-level domain, port, path; its IP-address
+# branch is left out): a URL is one token, never split at infixes
+_URL_PATTERN = re.compile(
+    r"(?:[\w+\-.]{2,}://)?(?:\S+(?::\S*)?@)?"
+    r"(?:(?:[A-Za-z0-9\u00a1-\uffff][A-Za-z0-9\u00a1-\uffff_-]{0,62})?[A-Za-z0-9\u00a1-\uffff]\.)+"
+    r"[a-zß-öø-ÿ]{2,63}(?::\d{2,5})?(?:[/?#]\S*)?"
+)
+_URL_MAX_CHARS = 2048  # longer chunks are not tried (bounded time on pathological input)
+
+
+def _url(text: str) -> bool:
+    return len(text) <= _URL_MAX_CHARS and _URL_PATTERN.fullmatch(text) is not None
+
+
 _SUFFIX_WINDOW = 16  # suffixes are looked for in the last characters first (linear time on long chunks)
 _LONGEST_SPECIAL = max(map(len, _SPECIALS))
+
+
+def _is_icon(char: str) -> bool:
+    # spaCy's "icons" (Unicode symbols such as "°"): a prefix, a suffix and an infix
+    return char > "\x7f" and unicodedata.category(char) == "So"
 
 
 def _special(chunk: str, begin: int, end: int, specials: frozenset = _SPECIALS) -> bool:
@@ -111,12 +130,12 @@ def _affix_starts(chunk: str, specials: frozenset) -> list[int]:
     while begin < end and end - begin != last and not _special(chunk, begin, end, specials):
         last = end - begin
         pre = _PREFIX.match(chunk, begin, end)
-        pre_len = pre.end() - begin if pre else 0
+        pre_len = 1 if _is_icon(chunk[begin]) else pre.end() - begin if pre else 0
         if pre_len and _special(chunk, begin + pre_len, end, specials):
             begin += pre_len
             prefix_ends.append(begin)
             break
-        suf_len = _suffix_len(chunk, begin + pre_len, end)
+        suf_len = (1 if _is_icon(chunk[end - 1]) else _suffix_len(chunk, begin + pre_len, end)) if begin + pre_len < end else 0
         if suf_len and _special(chunk, begin, end - suf_len, specials):
             end -= suf_len
             suffix_starts.append(end)
@@ -133,10 +152,14 @@ def _affix_starts(chunk: str, specials: frozenset) -> list[int]:
             end -= suf_len
             suffix_starts.append(end)
     starts = [0, *prefix_ends]
-    if begin < end and not _special(chunk, begin, end, specials):
-        for match in _INFIX.finditer(chunk[begin:end]):
-            if match.start() > 0:  # spaCy ignores an infix at the very start
-                starts += [begin + match.start(), begin + match.end()]
+    middle = chunk[begin:end]
+    if middle and not _special(chunk, begin, end, specials) and not _url(middle):
+        infixes = [(m.start(), m.end()) for m in _INFIX.finditer(middle)]
+        if not middle.isascii():
+            infixes += [(i, i + 1) for i, c in enumerate(middle) if _is_icon(c)]
+        for infix_start, infix_end in infixes:
+            if infix_start > 0:  # spaCy ignores an infix at the very start
+                starts += [begin + infix_start, begin + infix_end]
     starts.extend(suffix_starts)
     return sorted({s for s in starts if s < len(chunk)})
 
@@ -155,26 +178,6 @@ _SPECIAL_RUNS = _special_runs()
 _SPECIAL_RUN_SIZES = sorted({len(run) for run in _SPECIAL_RUNS})
 
 
-def _is_icon(char: str) -> bool:
-    # spaCy's "icons" (Unicode symbols such as "°") split off wherever they are
-    return char > "\x7f" and unicodedata.category(char) == "So"
-
-
-def _word_starts(chunk: str) -> list[int]:
-    if chunk.isascii() or not any(_is_icon(c) for c in chunk):
-        return _chunk_starts(chunk)
-    starts, at = [], 0
-    for i, char in enumerate(chunk):
-        if _is_icon(char):
-            if at < i:
-                starts += [at + s for s in _chunk_starts(chunk[at:i])]
-            starts.append(i)
-            at = i + 1
-    if at < len(chunk):
-        starts += [at + s for s in _chunk_starts(chunk[at:])]
-    return starts
-
-
 def token_starts(text: str) -> list[tuple[int, bool]]:
     """(offset, is whitespace) of every spaCy token. Whitespace as spaCy splits it: one
     ASCII space after a token belongs to that token; any other whitespace run (or what is
@@ -189,5 +192,5 @@ def token_starts(text: str) -> list[tuple[int, bool]]:
             else:
                 out.append((start, True))
         else:
-            out.extend((start + offset, False) for offset in _word_starts(piece))
+            out.extend((start + offset, False) for offset in _chunk_starts(piece))
     return out

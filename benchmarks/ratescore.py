@@ -7,7 +7,9 @@ real NER model would, so absolute times are pessimistic; the ratios are what mat
 
 Timed: a cold run (empty reference cache), a warm run (references cached, only the
 prediction side is computed), and a bare batched forward pass of both models over the
-same distinct sentences and entity strings (the floor any implementation pays).
+same distinct sentences and entity strings (the floor any implementation pays). The
+sentence splitters are timed on their own over the same distinct texts: the default
+"pyrush" (the official sentences) against the earlier "regex" one, as a share of the runs.
 
 Usage: python benchmarks/ratescore.py [--pairs 1000] [--layers 12] [--batch-size 32]
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 import torch
 
 from rexrank.metrics.registry import get_metric
-from rexrank.ratescore.sentences import get_splitter
+from rexrank.ratescore.sentences import DEFAULT_SPLITTER, get_splitter
 from synthetic_reports import synthetic_reports
 
 def build_models(root: Path, texts: list[str], layers: int) -> tuple[str, str]:
@@ -52,7 +54,7 @@ def build_models(root: Path, texts: list[str], layers: int) -> tuple[str, str]:
 def bare_forward(metric, texts: list[str]) -> float:
     """Both models over the distinct sentences and entity strings, nothing else."""
     tagger, encoder = metric._models()
-    split = get_splitter("builtin")
+    split = get_splitter(DEFAULT_SPLITTER)
     sentences = list(dict.fromkeys(s for t in texts for s in split(t)))
     entities = list(dict.fromkeys(e for row in tagger(sentences) for e, _ in row))
     bs = metric.batch_size
@@ -77,7 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     preds, refs = synthetic_reports(args.pairs, seed=2), synthetic_reports(args.pairs, seed=1)
-    split = get_splitter("builtin")
+    split = get_splitter(DEFAULT_SPLITTER)
     n_sent = len({s for t in preds + refs for s in split(t)})
     print(f"{args.pairs} pairs, {len(set(preds + refs))} distinct reports, {n_sent} distinct sentences; "
           f"{args.layers}-layer DeBERTa-v2 + MPNet, random weights, {torch.get_num_threads()} threads")
@@ -105,6 +107,22 @@ def main() -> None:
           f"{cold.details['mean_entities_reference']:.1f} entities/reference)")
     print(f"warm  {t_warm:8.1f} s  {args.pairs / t_warm:7.1f} pairs/s  warm/cold = {t_warm / t_cold:.2f} (goal <= 0.55)")
     print(f"bare forward pass over the same distinct texts {t_bare:8.1f} s; cold/bare = {t_cold / t_bare:.2f} (goal <= 1.3)")
+    distinct, distinct_preds = list(dict.fromkeys(preds + refs)), list(dict.fromkeys(preds))
+    t_split = {name: split_time(name, distinct) for name in ("pyrush", "regex")}
+    extra_cold = t_split["pyrush"] - t_split["regex"]
+    extra_warm = split_time("pyrush", distinct_preds) - split_time("regex", distinct_preds)
+    print(f"sentence splitting of the {len(distinct)} distinct texts: pyrush {t_split['pyrush']:.2f} s, regex "
+          f"{t_split['regex']:.2f} s; pyrush costs {100 * extra_cold / (t_cold - extra_cold):+.1f} % on the cold run, "
+          f"{100 * extra_warm / (t_warm - extra_warm):+.1f} % on the warm run (goal <= +10 %)")
+
+
+def split_time(name: str, texts: list[str]) -> float:
+    split = get_splitter(name)
+    split(texts[0])  # rules loaded, not timed
+    start = time.perf_counter()
+    for text in texts:
+        split(text)
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

@@ -120,15 +120,17 @@ def test_endpoint_path_scores_golden_completions_and_reports_failures(tmp_path):
         assert sent["prompt"] == render_model_input(make_prompt("reference 0", "candidate 0"))
         expected = [c["green_score"] for c in cases]
         np.testing.assert_allclose(result.primary[:5], expected, atol=1e-12)
-        assert math.isnan(result.primary[5]) and math.isnan(result.primary[6])
-        assert set(result.failures) == {5, 6}
-        assert "Matched Findings" in result.failures[5] and "HTTP 500" in result.failures[6]
-        assert result.details["n_failed"] == 2
-        assert result.value == pytest.approx(np.mean(expected))
-        assert result.corpus["green_std"] == pytest.approx(np.std(expected))  # population std
-        sig = np.array([c["significant_error_counts_a_to_f"] for c in cases])
+        # official: the completion without [Matched Findings] scores 0 and counts in the mean;
+        # the failed call is not scored
+        assert result.primary[5] == 0.0 and math.isnan(result.primary[6])
+        assert set(result.failures) == {6} and "HTTP 500" in result.failures[6]
+        assert result.details["n_failed"] == 1
+        assert result.details["n_unparseable"] == 1 and result.details["unparseable_positions"] == [5]
+        assert result.value == pytest.approx(np.mean(expected + [0.0]))
+        assert result.corpus["green_std"] == pytest.approx(np.std(expected + [0.0]))  # population std
+        sig = np.array([c["significant_error_counts_a_to_f"] for c in cases] + [[0] * 6])
         for j, key in enumerate("abcdef"):
-            np.testing.assert_array_equal(result.per_study[f"green_sig_{key}"][:5], sig[:, j])
+            np.testing.assert_array_equal(result.per_study[f"green_sig_{key}"][:6], sig[:, j])
             assert result.corpus[f"green_zero_error_rate_{key}"] == pytest.approx(np.mean(sig[:, j] == 0))
         np.testing.assert_array_equal(result.per_study["green_matched_findings"][:5], [c["matched_findings"] for c in cases])
         usage = result.details["llm_usage"]
@@ -138,9 +140,10 @@ def test_endpoint_path_scores_golden_completions_and_reports_failures(tmp_path):
         again = get_metric("green", **opts).score(preds, refs)
         assert server.count() - n_before == 2  # the 500 study, tried twice (max_retries=1)
         np.testing.assert_allclose(again.primary[:5], expected)
-        # official behaviour on request: an unparseable completion scores 0, still listed
-        zero = get_metric("green", unparseable="zero", **opts).score(preds[:6], refs[:6])
-        assert zero.primary[5] == 0.0 and zero.details["unparseable_positions"] == [5] and not zero.failures
+        # strict mode on request: an unparseable completion is NaN and a failure, out of the mean
+        strict = get_metric("green", unparseable="fail", **opts).score(preds[:6], refs[:6])
+        assert math.isnan(strict.primary[5]) and "Matched Findings" in strict.failures[5]
+        assert strict.details["unparseable_positions"] == [5] and strict.value == pytest.approx(np.mean(expected))
 
 
 def test_bad_options_are_clear_errors():
@@ -148,6 +151,8 @@ def test_bad_options_are_clear_errors():
 
     with pytest.raises(MetricError, match="unparseable"):
         get_metric("green", unparseable="maybe", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(MetricError, match="batching must be one of 'official', 'by_length'"):
+        get_metric("green", batching="sorted", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(MetricError, match="bad options"):
         get_metric("green", temperature=0.7)
 
@@ -169,9 +174,11 @@ def test_transformers_path_with_tiny_llama_matches_plain_greedy_generate(tiny_ll
     opts = dict(model_path=str(tiny_llama), max_new_tokens=12, cache_dir=str(tmp_path / "c"), progress=False, batch_size=2)
     metric = get_metric("green", keep_completions=True, **opts)
     result = metric.score(preds, refs)
-    # a random model writes no [Matched Findings]: NaN + reported, never a silent 0
-    assert np.isnan(result.primary).all() and set(result.failures) == {0, 1}
-    assert "length cap" in result.failures[0]
+    # a random model writes no [Matched Findings]: 0 as officially, counted and reported
+    assert list(result.primary) == [0.0, 0.0] and not result.failures
+    assert result.details["unparseable_positions"] == [0, 1]
+    strict = get_metric("green", unparseable="fail", **opts).score(preds, refs)  # from the cache
+    assert np.isnan(strict.primary).all() and "length cap" in strict.failures[0]
     # oracle: plain greedy generate on the official input, one study at a time, no padding
     tok = AutoTokenizer.from_pretrained(tiny_llama)
     model = AutoModelForCausalLM.from_pretrained(tiny_llama, dtype=torch.float32).eval()
@@ -181,8 +188,8 @@ def test_transformers_path_with_tiny_llama_matches_plain_greedy_generate(tiny_ll
         assert int((ids[0] == tok.eos_token_id).sum()) == 3
         with torch.inference_mode():
             out = model.generate(ids, do_sample=False, max_new_tokens=12, eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id)
-        expected = clean_completion(tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
-        assert result.details["completions"][i] == expected
+        text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True, clean_up_tokenization_spaces=True)
+        assert result.details["completions"][i] == clean_completion(text)
     assert result.details["llm_usage"]["requests"] == 2
     # rerun from the cache never loads the weights
     again = get_metric("green", keep_completions=True, **opts)

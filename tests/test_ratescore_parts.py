@@ -13,7 +13,7 @@ from conftest import shared_path
 from rexrank.errors import MetricError
 from rexrank.ratescore.affinity import ENTITY_TYPES, LONG, SHORT, load_affinity
 from rexrank.ratescore.match import directional_score, rate_score
-from rexrank.ratescore.sentences import get_splitter, keep, split_builtin
+from rexrank.ratescore.sentences import get_splitter, keep, split_regex
 from rexrank.ratescore.spans import decode_spans
 
 C, S = "[CLS]", "[SEP]"
@@ -169,7 +169,8 @@ def test_orthogonal_entities_score_zero():
     assert rate_score(np.array([[1.0, 0.0]]), ["DISEASE"], np.array([[0.0, 1.0]]), ["DISEASE"], LONG) == 0.0
 
 
-# --- sentence splitting ---
+# --- sentence splitting: the earlier "regex" splitter (the default "pyrush" one is in
+# test_ratescore_sentences.py) ---
 # Expected outputs below are what medspaCy 1.3.1 / PyRuSH 1.0.13 produced for these
 # (made-up) reports, after the official strip / length filter.
 @pytest.mark.parametrize(
@@ -189,14 +190,14 @@ def test_orthogonal_entities_score_zero():
         ("ok", []),
     ],
 )
-def test_builtin_splitter_matches_pyrush(text, expected):
-    assert get_splitter("builtin")(text) == expected
+def test_regex_splitter_matches_pyrush_on_simple_reports(text, expected):
+    assert get_splitter("regex")(text) == expected
 
 
-def test_builtin_splitter_keeps_the_original_text():
+def test_regex_splitter_keeps_the_original_text():
     # merged pieces keep their original whitespace
-    assert split_builtin("No effusion..  Heart normal.") == ["No effusion..  Heart normal."]
-    assert split_builtin("A b.  C d.") == ["A b.", "C d."]
+    assert split_regex("No effusion..  Heart normal.") == ["No effusion..  Heart normal."]
+    assert split_regex("A b.  C d.") == ["A b.", "C d."]
 
 
 def test_keep_is_the_official_filter():

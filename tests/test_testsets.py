@@ -15,7 +15,6 @@ from conftest import shared_path
 from rexrank.errors import TestSetError
 from rexrank.testsets.loading import load_all_studies, load_test_set
 from rexrank.testsets.registry import TEST_SETS
-from rexrank.testsets.schema import findings_impression_report
 
 
 def _study(findings, impression, report=None, **extra):
@@ -56,15 +55,51 @@ def test_iu_xray_findings_track_from_shared_file():
     assert ds["id"] == list(raw)  # file order kept
 
 
-def test_iu_xray_findings_impression_reference_is_the_report_field():
+def _evaluation_script_reference(study):
+    # oracle: ReXrank's example_files/evaluation_script.md, verbatim in substance
+    import pandas as pd
+
+    findings = study["section_findings"] if pd.notna(study["section_findings"]) else None
+    impression = study["section_impression"] if pd.notna(study["section_impression"]) else None
+    return f"Findings: {findings} Impression: {impression}"
+
+
+def test_iu_xray_findings_impression_reference_is_the_evaluation_scripts():
     raw = json.loads(shared_path("data", "iu_xray", "ReXRank_IUXray_test.json").read_text())
     ds = load_test_set("iu_xray", "findings_impression", data_dir=shared_path("data", "iu_xray"))
     assert len(ds) == 590
-    for row in ds.select(range(50)):
+    for row in ds:
         original = raw[row["id"]]
-        assert row["reference"] == original["report"]
-        # and the report is what the rebuild rule gives (ReXrank's construction)
-        assert row["reference"] == findings_impression_report(original["section_findings"], original["section_impression"])
+        assert row["reference"] == _evaluation_script_reference(original)
+        # for IU-Xray the file's report field is the same string (so the official BLEU-2 parity holds)
+        assert row["reference"] == original["report"] == row["report"]
+
+
+def test_findings_impression_reference_follows_the_evaluation_script_not_the_report_field(tmp_path):
+    doc = {
+        # MIMIC-CXR style: no impression (NaN), report field says "None."
+        "m1": _study("Lungs clear.", float("nan"), report="Findings: Lungs clear. Impression: None."),
+        # CheXpert Plus style: no findings, hard-wrapped impression with a trailing newline
+        "c1": _study(float("nan"), "NO ACUTE\nDISEASE.\n", report="Findings: None. Impression: NO ACUTE\nDISEASE."),
+        "s1": _study(None, "Edema."),  # null and no report field
+        "s2": _study("nan", "Effusion.", report="x"),  # a "nan" string is text to pandas.notna
+        "s3": _study("", " Pneumothorax. ", report="x"),
+    }
+    path = _write(tmp_path / "ReXRank_ReXGradient_test.json", doc)
+    full = load_test_set("example", "findings_impression", data_dir=path)
+    got = dict(zip(full["id"], full["reference"]))
+    assert got == {
+        "m1": "Findings: Lungs clear. Impression: None",
+        "c1": "Findings: None Impression: NO ACUTE\nDISEASE.\n",
+        "s1": "Findings: None Impression: Edema.",
+        "s2": "Findings: nan Impression: Effusion.",
+        "s3": "Findings:  Impression:  Pneumothorax. ",
+    }
+    assert got == {sid: _evaluation_script_reference(study) for sid, study in doc.items()}
+    reports = dict(zip(full["id"], full["report"]))
+    assert reports["m1"] == doc["m1"]["report"] and reports["s1"] == got["s1"]  # verbatim, or the script's string
+    # the normalised sections still treat "", "nan" and NaN as absent
+    assert load_test_set("example", "findings", data_dir=path)["id"] == ["m1"]
 
 
 def test_absent_section_spellings_and_findings_track_exclusion(tmp_path):
@@ -82,9 +117,10 @@ def test_absent_section_spellings_and_findings_track_exclusion(tmp_path):
     for sid in ("s2", "s3", "s4", "s5"):
         assert by_id[sid]["section_findings"] is None
     assert by_id["s6"]["section_impression"] is None
-    # report rebuilt as ReXrank writes it when the file has none
-    assert by_id["s3"]["report"] == "Findings: None. Impression: Effusion."
-    assert by_id["s6"]["report"] == "Findings: Cardiomegaly. Impression: None."
+    # a file without a report field gets the evaluation script's string; a given one is kept
+    assert by_id["s3"]["report"] == "Findings: nan Impression: Effusion."
+    assert by_id["s6"]["report"] == "Findings: Cardiomegaly. Impression: "
+    assert by_id["s5"]["report"] == "Findings: None Impression: Atelectasis."
     assert by_id["s2"]["report"] == "Findings: None. Impression: Edema."
     findings = load_test_set("example", "findings", data_dir=path)
     assert findings["id"] == ["s1", "s6"]
@@ -109,6 +145,21 @@ def test_chexpert_plus_shape_keeps_62_of_200_in_findings_track(tmp_path):
     assert ds[0]["age"] == 40.0 and ds[0]["sex"] == "Female" and ds[0]["ap_pa"] == ["AP"]
     assert ds[0]["section_clinical_history"] is None
     assert len(load_test_set("chexpert_plus", "findings_impression", data_dir=data_dir)) == 200
+
+
+def test_unknown_items_in_list_fields_stay_in_place(tmp_path):
+    # ReXrank's own MIMIC-CXR (frontal_lateral) and CheXpert Plus (ap_pa) files hold NaN items
+    doc = {
+        "m1": _study("Clear.", "Normal.", frontal_lateral=[float("nan"), "left lateral"], image_path=["a.png", "b.png"]),
+        "m2": _study("Clear.", "Normal.", frontal_lateral=["Frontal", None]),
+    }
+    path = _write(tmp_path / "ReXRank_ReXGradient_test.json", doc)
+    rows = {r["id"]: r for r in load_all_studies("example", data_dir=path)}
+    assert rows["m1"]["frontal_lateral"] == [None, "left lateral"] and rows["m1"]["image_path"] == ["a.png", "b.png"]
+    assert rows["m2"]["frontal_lateral"] == ["Frontal", None]
+    bad = _write(tmp_path / "bad.json", {"x": _study("Clear.", "Normal.", frontal_lateral=["Frontal", 3])})
+    with pytest.raises(TestSetError, match="expected a list of strings"):
+        load_all_studies("example", data_dir=bad)
 
 
 def test_wrong_study_count_is_refused(tmp_path):

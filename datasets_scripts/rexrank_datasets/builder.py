@@ -29,10 +29,10 @@ class ReXrankTestSetConfig(datasets.BuilderConfig):
 
 
 class ReXrankTestSet(datasets.GeneratorBasedBuilder):
-    VERSION = datasets.Version("1.0.0")
+    VERSION = datasets.Version("1.1.0")  # 1.1.0: the findings_impression column
     BUILDER_CONFIG_CLASS = ReXrankTestSetConfig
     BUILDER_CONFIGS = [
-        ReXrankTestSetConfig(name=name, version=datasets.Version("1.0.0"), description=spec.title)
+        ReXrankTestSetConfig(name=name, version=datasets.Version("1.1.0"), description=spec.title)
         for name, spec in TEST_SETS.items()
     ]
 

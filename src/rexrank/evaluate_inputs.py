@@ -95,7 +95,8 @@ OPTIONS: dict[str, dict[str, str]] = {
         "max_words": "words kept of each report in the prompt (official cap).",
         "max_new_tokens": "extra cap on the completion; None = the official total length only.",
         "tokenizer_path": "local GREEN tokenizer, to apply the exact length cap when scoring through an endpoint.",
-        "unparseable": "'fail' (a completion without [Matched Findings] is NaN and listed in failures) or 'zero' (the official code's silent 0).",
+        "unparseable": "'zero' (official: a completion without [Matched Findings] scores 0, counted, and is listed as n_unparseable / unparseable_positions in details) or 'fail' (strict: NaN and listed in failures).",
+        "batching": "'official' (batches of 8 in input order; completion budget = max_length minus the longest prompt of the batch) or 'by_length' (faster: prompts sorted by length; may differ on long reports).",
         "keep_completions": "return the raw completions in details.",
     },
     "fineradscore": {

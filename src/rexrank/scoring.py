@@ -73,6 +73,16 @@ def _n_scored(result: MetricResult, n: int) -> int:
     return int(np.count_nonzero(~np.isnan(np.asarray(primary, dtype=np.float64))))
 
 
+def _with_study_ids(details: dict, ids: Sequence[str]) -> dict:
+    """The study positions a metric lists (`*_positions`) also as study ids (`*_ids`)."""
+    named = {
+        key[: -len("_positions")] + "_ids": [ids[i] for i in value]
+        for key, value in details.items()
+        if key.endswith("_positions") and isinstance(value, list)
+    }
+    return {**details, **named}
+
+
 def _with_progress(name: str, options: dict, progress: bool) -> dict:
     """`progress=False` reaches the metric's own (per-batch) bars too, unless set explicitly."""
     import inspect
@@ -104,7 +114,7 @@ def _score_metric(name: str, predictions: Predictions, references: list[str], *,
         "higher_is_better": metric.higher_is_better,
         "corpus": result.corpus,
         "scores": scores,
-        "details": result.details,
+        "details": _with_study_ids(result.details, predictions.ids),
         # coverage (the backend publishes a metric only above a share of scored studies)
         "n_studies": len(predictions),
         "n_scored": n_scored,

@@ -236,7 +236,7 @@ def check_same_origin(provenance: Mapping[str, dict | None], sources: Mapping[st
 
 # Test-set columns that are text or image lists, not attributes to stratify by.
 _NOT_ATTRIBUTES = {"image_path", "frontal_lateral", "key_image_path", "context", "section_findings",
-                   "section_impression", "report", "section_clinical_history"}
+                   "section_impression", "report", "findings_impression", "section_clinical_history"}
 
 
 def attributes_from_test_set(name: str, *, data_dir: str | Path | None = None) -> tuple[pd.DataFrame, pd.Series]:

@@ -65,7 +65,9 @@ def about_markdown() -> str:
         "",
         "ReXrank ranks chest X-ray report generation models on four test sets (ReXGradient, private; "
         "MIMIC-CXR; IU-Xray; CheXpert Plus) in two tracks: **Findings** (generated findings against "
-        "the reference findings section) and **Findings + Impression** (against the full report).",
+        "the reference findings section) and **Findings + Impression** (against "
+        "`Findings: {findings} Impression: {impression}`, built as ReXrank's evaluation script builds it; "
+        "a missing section reads `None`).",
         "",
         "Values are means over the test set's studies; **bold** marks the best value of each column "
         "in a table; `± x` is the 95 % confidence interval half-width (1.96 × standard error) where the "

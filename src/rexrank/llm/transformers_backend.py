@@ -4,7 +4,12 @@
 tokens such as "</s>" in the text become their ids, as in GREEN's official inference);
 "chat" requests are rendered with the tokenizer's own chat template. Batches are
 left-padded. `max_length` in a request's params caps prompt + completion (GREEN's
-official setting); `max_tokens` caps the completion alone.
+official setting); `max_tokens` caps the completion alone; `clean_up_tokenization_spaces`
+is passed to the decoder when given.
+
+GREEN's options (backend kwargs): `legacy_llama_tokenizer` encodes a SentencePiece-only
+Llama folder as transformers 4.x did (`rexrank.llm.llama_tokenizer`), and
+`sort_by_length=False` keeps the requests' order in the batches (the official batches).
 """
 from __future__ import annotations
 
@@ -21,7 +26,15 @@ class TransformersBackend:
     name = "transformers"
     max_concurrency = 1
 
-    def __init__(self, settings: LLMSettings, *, licence: str = "", max_input_tokens: int | None = None):
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        licence: str = "",
+        max_input_tokens: int | None = None,
+        legacy_llama_tokenizer: bool = False,
+        sort_by_length: bool = True,
+    ):
         if settings.model and not settings.model_path and Path(settings.model).expanduser().is_dir():
             settings = replace(settings, model_path=settings.model)  # --llm-model /local/folder
         self.settings = settings
@@ -32,38 +45,58 @@ class TransformersBackend:
             licence=licence,
         )
         self.max_input_tokens = max_input_tokens
+        self.legacy_llama_tokenizer = legacy_llama_tokenizer
+        self.sort_by_length = sort_by_length
         self._model = None
         self._tokenizer = None
         self._path: Path | None = None
 
-    # Loading is lazy: a rerun served entirely from the cache never loads the weights.
+    # Loading is lazy: a rerun served entirely from the cache never loads the weights (the
+    # tokenizer alone may be loaded, e.g. to count prompt tokens).
+    def _load_tokenizer(self):
+        if self._tokenizer is not None:
+            return self._tokenizer
+        from rexrank.llm.llama_tokenizer import LegacyLlamaTokenizer, needs_legacy_tokenizer
+
+        self._path = resolve(self.checkpoint, option="model_path")
+        if self.legacy_llama_tokenizer and needs_legacy_tokenizer(self._path):
+            tokenizer = LegacyLlamaTokenizer(self._path)
+        else:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(self._path, padding_side="left")
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+        self._tokenizer = tokenizer
+        return tokenizer
+
     def _load(self):
         if self._model is not None:
             return
         self._path = resolve(self.checkpoint, option="model_path")  # before the slow imports: missing weights fail at once
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
+        self._load_tokenizer()
         device = pick_device(self.settings.device)
         dtype_name = self.settings.dtype or ("float16" if device.startswith("cuda") else "float32")
-        tokenizer = AutoTokenizer.from_pretrained(self._path, padding_side="left")
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
         model = AutoModelForCausalLM.from_pretrained(self._path, dtype=getattr(torch, dtype_name))
         model.to(device).eval()
-        self._tokenizer, self._model, self._device = tokenizer, model, device
+        self._model, self._device = model, device
         self.dtype = dtype_name
 
     @property
     def tokenizer(self):
-        self._load()
-        return self._tokenizer
+        return self._load_tokenizer()
 
     def identity(self) -> dict:
         revision = self.checkpoint.revision
         if self.settings.model_path:
             revision = "local:" + folder_fingerprint(Path(self.settings.model_path))
-        return {"backend": self.name, "model": self.checkpoint.repo_id, "revision": revision, "dtype": self.settings.dtype}
+        identity = {"backend": self.name, "model": self.checkpoint.repo_id, "revision": revision, "dtype": self.settings.dtype}
+        if self.legacy_llama_tokenizer:
+            identity["tokenizer"] = "transformers-4 Llama rule"  # other ids than before: other cache keys
+        return identity
 
     def prompt_ids(self, request: LLMRequest) -> list[int]:
         tok = self.tokenizer
@@ -100,12 +133,13 @@ class TransformersBackend:
                 continue
             ready.append((i, ids))
         # requests with identical generation params are batched together, shortest first
-        # to keep padding (and thus wasted compute) low
+        # to keep padding (and thus wasted compute) low, or in their own order
         groups: dict[tuple, list[tuple[int, list[int]]]] = {}
         for i, ids in ready:
             groups.setdefault(requests[i].params, []).append((i, ids))
         for params, members in groups.items():
-            members.sort(key=lambda m: len(m[1]))
+            if self.sort_by_length:
+                members.sort(key=lambda m: len(m[1]))
             for start in range(0, len(members), self.settings.batch_size):
                 batch = members[start : start + self.settings.batch_size]
                 for (i, _), response in zip(batch, self._generate_batch([ids for _, ids in batch], dict(requests[batch[0][0]].param_dict))):
@@ -134,6 +168,7 @@ class TransformersBackend:
                 generated = self._model.generate(input_ids=input_ids, attention_mask=attention, **kwargs)
         except Exception as exc:  # OOM and the like: every study of the batch failed, said so
             return [LLMResponse(None, prompt_tokens=len(ids), error=f"generation failed: {type(exc).__name__}: {exc}") for ids in batch]
+        decoding = {k: params[k] for k in ("clean_up_tokenization_spaces",) if k in params}
         responses = []
         for ids, row in zip(batch, generated[:, width:].tolist()):
             new = row
@@ -141,6 +176,6 @@ class TransformersBackend:
             if tok.eos_token_id in row:
                 new = row[: row.index(tok.eos_token_id) + 1]
                 finish = "stop"
-            text = tok.decode(new, skip_special_tokens=True)
+            text = tok.decode(new, skip_special_tokens=True, **decoding)
             responses.append(LLMResponse(text, prompt_tokens=len(ids), completion_tokens=len(new), finish_reason=finish))
         return responses

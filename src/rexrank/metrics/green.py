@@ -2,12 +2,22 @@
 
 Reference: shared metrics_llm.md §1; Stanford-AIMI/GREEN (MIT per setup.py). Two paths,
 one prompt text: the local `transformers` checkpoint (default
-StanfordAIMI/GREEN-radllama2-7b) or a completions endpoint serving it (vLLM). Greedy,
-total length (prompt + completion) 2048 tokens.
+StanfordAIMI/GREEN-radllama2-7b) or a completions endpoint serving it (vLLM). Greedy.
 
-Failures: a call that fails, or a completion without a [Matched Findings] section, is NaN
-and listed in `failures` (the official code would silently score it 0; pass
-unparseable="zero" for that behaviour — such studies are still listed in details).
+Official by default:
+- length cap: the official `generate(max_length=2048)` runs over batches of 8 in input
+  order, so a completion may use 2048 minus the padded width (longest prompt) of its
+  batch; `batching="by_length"` batches by prompt length instead (faster, less padding),
+  capping each completion at 2048 minus its own sorted batch's width: the same on short
+  reports, possibly shorter or longer completions on long ones;
+- prompt ids as transformers 4.x built them from the checkpoint's SentencePiece folder
+  (`rexrank.llm.llama_tokenizer`);
+- decoding with transformers' space clean-up ("errors: 2 . x" counts 2);
+- a completion without a [Matched Findings] section scores 0 and is counted in the mean,
+  as officially; it is reported (`n_unparseable`, `unparseable_positions`; `rexrank
+  score` adds the study ids). `unparseable="fail"` makes it NaN and a failure instead.
+A call that failed (HTTP error, timeout after retries, generation error) is never
+scored: NaN, listed in `failures`.
 """
 from __future__ import annotations
 
@@ -23,6 +33,7 @@ from rexrank.metrics.green_text import (
     SUB_CATEGORIES,
     SUB_KEYS,
     clean_completion,
+    clean_up_tokenization,
     make_prompt,
     render_model_input,
     score_completion,
@@ -32,6 +43,8 @@ from rexrank.metrics.llm_common import LLMMetric, failure_report
 DEFAULT_MODEL = "StanfordAIMI/GREEN-radllama2-7b"
 TOTAL_LENGTH = 2048
 FALLBACK_MAX_TOKENS = 1024  # completions endpoint without a local tokenizer (see card)
+UNPARSEABLE = ("zero", "fail")
+BATCHING = ("official", "by_length")
 
 
 class Green(LLMMetric):
@@ -58,13 +71,19 @@ class Green(LLMMetric):
         max_words: int = MAX_WORDS,
         max_new_tokens: int | None = None,
         tokenizer_path: str | None = None,
-        unparseable: str = "fail",
+        unparseable: str = "zero",
+        batching: str = "official",
         keep_completions: bool = False,
         **llm_options,
     ):
         super().__init__(**llm_options)
-        if unparseable not in ("fail", "zero"):
-            raise MetricError(f"green: unparseable must be 'fail' or 'zero', got {unparseable!r}")
+        if unparseable not in UNPARSEABLE:
+            raise MetricError(f"green: unparseable must be one of {', '.join(map(repr, UNPARSEABLE))}, got {unparseable!r}")
+        if batching not in BATCHING:
+            raise MetricError(f"green: batching must be one of {', '.join(map(repr, BATCHING))}, got {batching!r}")
+        self.batching = batching
+        # per instance: the official batches keep the input order
+        self.backend_kwargs = {**type(self).backend_kwargs, "legacy_llama_tokenizer": True, "sort_by_length": batching == "by_length"}
         self.max_length = max_length
         self.max_words = max_words
         self.max_new_tokens = max_new_tokens  # extra cap on the completion; None = official (total length only)
@@ -80,55 +99,97 @@ class Green(LLMMetric):
             "max_words": self.max_words,
             "max_new_tokens": self.max_new_tokens,
             "length_cap": self._length_cap_description(),
+            "batching": self.batching,
             "unparseable": self.unparseable,
-            "prompt": "Stanford-AIMI/GREEN make_prompt (trained prompt), official chat rendering",
-            "decoding": "greedy",
+            "prompt": "Stanford-AIMI/GREEN make_prompt (trained prompt), official chat rendering, transformers-4 ids",
+            "decoding": "greedy, transformers' space clean-up",
         }
 
     def _length_cap_description(self) -> str:
         if self.settings.backend == "transformers" or self.tokenizer_path:
-            return f"prompt + completion <= {self.max_length} tokens (official)"
+            if self.batching == "official":
+                return f"{self.max_length} - padded width of the study's batch of {self.settings.batch_size} in input order (official)"
+            if self.settings.backend == "transformers":
+                return f"{self.max_length} - padded width of the study's batch of prompts of similar length"
+            return f"{self.max_length} - the prompt's own length"
         return f"completion <= {self.max_new_tokens or FALLBACK_MAX_TOKENS} tokens (no local tokenizer to count the prompt)"
 
     # -- requests ---------------------------------------------------------------------
-    def _requests(self, predictions: list[str], references: list[str]) -> list[LLMRequest]:
+    def _requests(self, predictions: list[str], references: list[str]) -> tuple[list[LLMRequest | None], dict[int, str]]:
+        """One request per study (None where the prompt leaves no room), and those failures."""
         texts = [render_model_input(make_prompt(r, p, self.max_words)) for p, r in zip(predictions, references)]
-        if self.settings.backend == "transformers":
-            return [LLMRequest.completion(t, max_length=self.max_length, max_tokens=self.max_new_tokens) for t in texts]
-        out = []
-        for text in texts:
-            if self.tokenizer_path:
-                # exact official cap: 2048 minus the prompt's own tokens (BOS included)
-                room = self.max_length - len(self._tokenizer()(text, add_special_tokens=True)["input_ids"])
-                max_tokens = min(room, self.max_new_tokens) if self.max_new_tokens else room
+        local = self.settings.backend == "transformers"
+        if local and self.batching == "by_length":
+            # the backend sorts by length and caps each batch at max_length - its width
+            params = dict(max_length=self.max_length, max_tokens=self.max_new_tokens, clean_up_tokenization_spaces=False)
+            return [LLMRequest.completion(t, **params) for t in texts], {}
+        if not local and not self.tokenizer_path:
+            cap = self.max_new_tokens or FALLBACK_MAX_TOKENS
+            return [self._endpoint_request(t, cap) for t in texts], {}
+        lengths = [len(ids) for ids in self._prompt_ids(texts)]
+        if self.batching == "official":
+            caps = official_caps(lengths, self.settings.batch_size, self.max_length)
+        else:  # a server batches as it likes: each prompt's own room
+            caps = [self.max_length - n for n in lengths]
+        requests: list[LLMRequest | None] = []
+        failures: dict[int, str] = {}
+        for i, (text, cap, n) in enumerate(zip(texts, caps, lengths)):
+            if self.max_new_tokens:
+                cap = min(cap, self.max_new_tokens)
+            if cap < 1:
+                failures[i] = f"prompt is {n} tokens, no room under the {self.max_length}-token limit"
+                requests.append(None)
+            elif local:
+                requests.append(LLMRequest.completion(text, max_tokens=cap, clean_up_tokenization_spaces=False))
             else:
-                max_tokens = self.max_new_tokens or FALLBACK_MAX_TOKENS
-            out.append(LLMRequest.completion(text, temperature=0.0, max_tokens=max(max_tokens, 1), seed=self.settings.seed))
-        return out
+                requests.append(self._endpoint_request(text, cap))
+        return requests, failures
+
+    def _endpoint_request(self, text: str, cap: int) -> LLMRequest:
+        return LLMRequest.completion(text, temperature=0.0, max_tokens=cap, seed=self.settings.seed)
+
+    def _prompt_ids(self, texts: list[str]) -> list[list[int]]:
+        """The checkpoint's prompt ids (BOS included), from the local tokenizer."""
+        if self.settings.backend == "transformers":
+            backend = self.runner.backend
+            return [backend.prompt_ids(LLMRequest.completion(t)) for t in texts]
+        tokenizer = self._tokenizer()
+        return [tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
 
     def _tokenizer(self):
         if self._endpoint_tokenizer is None:
-            from transformers import AutoTokenizer
+            from rexrank.llm.llama_tokenizer import LegacyLlamaTokenizer, needs_legacy_tokenizer
 
-            self._endpoint_tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path)
+            if needs_legacy_tokenizer(self.tokenizer_path):
+                self._endpoint_tokenizer = LegacyLlamaTokenizer(self.tokenizer_path)
+            else:
+                from transformers import AutoTokenizer
+
+                self._endpoint_tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path)
         return self._endpoint_tokenizer
 
     # -- scoring ----------------------------------------------------------------------
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         runner = self.new_run()
-        responses = runner.run(self._requests(predictions, references), desc="GREEN")
+        requests, failures = self._requests(predictions, references)
+        sent = [i for i, request in enumerate(requests) if request is not None]
+        responses: list = [None] * len(requests)
+        for i, response in zip(sent, runner.run([requests[i] for i in sent], desc="GREEN")):
+            responses[i] = response
         n = len(predictions)
         cols = {k: np.full(n, math.nan) for k in ("green", "green_matched_findings", "green_significant_errors", "green_insignificant_errors")}
         subs = {f"green_sig_{k}": np.full(n, math.nan) for k in SUB_KEYS}
-        failures: dict[int, str] = {}
         unparseable: list[int] = []
         completions: list[str | None] = []
         for i, response in enumerate(responses):
+            if response is None:  # no room for a completion (in failures already)
+                completions.append(None)
+                continue
             if not response.ok:
                 failures[i] = f"LLM call failed: {response.error}"
                 completions.append(None)
                 continue
-            completion = clean_completion(response.text or "")
+            completion = clean_completion(clean_up_tokenization(response.text or ""))
             completions.append(completion)
             parsed = score_completion(completion)
             if not parsed.complete:
@@ -166,3 +227,13 @@ class Green(LLMMetric):
             result.details["completions"] = completions
         return result
 
+
+def official_caps(lengths: list[int], batch_size: int, max_length: int) -> list[int]:
+    """Completion budget per study: `max_length` minus the longest prompt of its batch,
+    batches taken in input order (the official `generate(max_length=...)` on left-padded
+    batches)."""
+    caps = []
+    for start in range(0, len(lengths), batch_size):
+        width = max(lengths[start : start + batch_size])
+        caps += [max_length - width] * len(lengths[start : start + batch_size])
+    return caps

@@ -60,6 +60,20 @@ def render_model_input(prompt: str) -> str:
     return f"<|user|>\n{prompt}{EOS}\n<|assistant|>\n{EOS}\n<|assistant|>\n{EOS}"
 
 
+# transformers' `clean_up_tokenization` (4.x and 5.x), which the official decoding applies
+# (`tokenizer.clean_up_tokenization_spaces = True`): in this order, every occurrence
+_CLEAN_UP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
+             (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def clean_up_tokenization(text: str) -> str:
+    """The official decoding's space clean-up ("errors: 2 . x" -> "errors: 2. x"), applied
+    once to the decoded text."""
+    for old, new in _CLEAN_UP:
+        text = text.replace(old, new)
+    return text
+
+
 def clean_completion(text: str) -> str:
     """Official `clean_responses`, net behaviour: keep what follows the last
     "[Explanation]:" (and the last "<|assistant|>"), drop "</s>" and "<unk>"."""

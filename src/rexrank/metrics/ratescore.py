@@ -7,13 +7,15 @@ type-affinity matrix and negation weight, harmonic mean of both directions; 0.5 
 report has no entity. Per-study scores only; the corpus value is their mean (as RadEval
 and ReXrank report it).
 
+Sentences come from rexrank's implementation of the official medSpaCy/PyRuSH pipeline
+(`sentence_splitter="pyrush"`, the default; `rexrank.ratescore.sentences`), which needs
+no medSpaCy; "medspacy" runs the official pipeline where it is installed, "regex" is
+rexrank's earlier splitter (a named option that differs from the official sentences).
+
 Differences from the official code, on purpose:
 - a report with no kept sentence (empty, or all sentences < 3 characters) officially
   drops out of the per-report lists and shifts every later pair (and the output is
   shorter than the input). Here it simply has no entities, so it scores 0.5;
-- the default sentence splitter is rexrank's dependency-free one (see
-  `rexrank.ratescore.sentences`); `sentence_splitter="medspacy"` uses the official
-  medspaCy/PyRuSH pipeline when it is installed;
 - each distinct sentence is tagged once and each distinct entity string embedded once, in
   padded batches (equal to the official one-by-one runs up to float rounding).
 """
@@ -29,7 +31,7 @@ from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
 from rexrank.models.pins import BIOLORD_REPO, BIOLORD_REVISION, RATE_NER_REPO, RATE_NER_REVISION
 from rexrank.ratescore.affinity import load_affinity
 from rexrank.ratescore.match import NO_ENTITY_SCORE, rate_score
-from rexrank.ratescore.sentences import SPLITTERS, get_splitter
+from rexrank.ratescore.sentences import DEFAULT_SPLITTER, SPLITTERS, get_splitter
 
 # pins and their sources: models.pins
 NER_REPO, NER_REVISION = RATE_NER_REPO, RATE_NER_REVISION
@@ -65,7 +67,7 @@ class RaTEScore(Metric):
         embedding_revision: str = EMBEDDING_REVISION,
         embedding_path: str | None = None,
         affinity_matrix: Any = "long",
-        sentence_splitter: str = "builtin",
+        sentence_splitter: str = DEFAULT_SPLITTER,
         batch_size: int = 32,
         device: str | None = None,
         cache: bool = True,

@@ -86,8 +86,9 @@ def load_test_set(
 
     findings: reference = `section_findings`, verbatim; studies without findings are
         excluded (CheXpert Plus valid keeps 62 of 200).
-    findings_impression: reference = `report` ("Findings: {f} Impression: {i}", as the
-        ReXrank JSON builds it; an absent section is written "None.").
+    findings_impression: reference = `findings_impression`, "Findings: {f} Impression: {i}"
+        as ReXrank's evaluation script builds it from the raw sections (a missing section
+        written "None", nothing stripped; see `rexrank.testsets.schema`).
     """
     check_track(track)
     studies = load_all_studies(name, data_dir=data_dir, cache_dir=cache_dir, download_url=download_url)
@@ -100,7 +101,7 @@ def apply_track(studies: "datasets.Dataset", track: str) -> "datasets.Dataset":
     if track == "findings":
         kept = studies.filter(lambda s: s["section_findings"] is not None)
         return kept.add_column(REFERENCE_COLUMN, kept["section_findings"])
-    return studies.add_column(REFERENCE_COLUMN, studies["report"])
+    return studies.add_column(REFERENCE_COLUMN, studies["findings_impression"])
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,16 @@
 ReXrank JSON files are an object keyed by study id. Each study has `image_path` (list),
 `frontal_lateral` (list), `key_image_path`, `context`, `section_findings`,
 `section_impression`, `report`, plus per-set extras. Absent sections appear as NaN,
-"nan", null or "" — all mean "section absent" and become None here.
+"nan", null or "" — all mean "section absent" in the normalised section columns (None).
 
-The findings + impression reference is the file's own `report` field, verbatim. When a
-file lacks it, it is rebuilt the way ReXrank built it:
-"Findings: {findings.strip()} Impression: {impression.strip()}", with an absent section
-written "None." (as in ReXrank's MIMIC-CXR and CheXpert Plus JSON, e.g.
-"... Impression: None.").
+The findings + impression reference (column `findings_impression`) is built exactly as
+ReXrank's published evaluation script builds its ground truth (rajpurkarlab/ReXrank,
+`example_files/evaluation_script.md`, MIT): `f"Findings: {findings} Impression:
+{impression}"` on the file's raw values, a value that `pandas.notna` rejects (null, NaN)
+written `None`. Nothing is stripped and "", "nan" or whitespace stay as written. This is
+not the file's own `report` field, which writes `None.` and strips: they differ in 723 of
+2,347 MIMIC-CXR and all 200 CheXpert Plus studies (IU-Xray: none). `report` is kept
+verbatim; a file without it gets the evaluation script's string there too.
 """
 from __future__ import annotations
 
@@ -21,8 +24,6 @@ import datasets
 from rexrank.errors import TestSetError
 from rexrank.testsets.registry import TestSetSpec
 
-ABSENT_SECTION_TEXT = "None."
-
 BASE_FEATURES = {
     "id": datasets.Value("string"),
     "image_path": datasets.List(datasets.Value("string")),
@@ -32,6 +33,7 @@ BASE_FEATURES = {
     "section_findings": datasets.Value("string"),
     "section_impression": datasets.Value("string"),
     "report": datasets.Value("string"),
+    "findings_impression": datasets.Value("string"),
 }
 
 _EXTRA_KINDS = {
@@ -69,20 +71,29 @@ def text_or_none(value: Any, *, where: str) -> str | None:
     return value
 
 
-def findings_impression_report(findings: str | None, impression: str | None) -> str:
-    f = findings.strip() if findings is not None else ABSENT_SECTION_TEXT
-    i = impression.strip() if impression is not None else ABSENT_SECTION_TEXT
-    return f"Findings: {f} Impression: {i}"
+def findings_impression_reference(findings: Any, impression: Any) -> str:
+    """The evaluation script's ground truth from the raw section values."""
+    import pandas as pd
+
+    findings = findings if pd.notna(findings) else None
+    impression = impression if pd.notna(impression) else None
+    return f"Findings: {findings} Impression: {impression}"
 
 
-def _string_list(value: Any, *, where: str) -> list[str]:
+def _string_list(value: Any, *, where: str) -> list[str | None]:
     if is_absent(value):
         return []
     if isinstance(value, str):
         return [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    # an unknown item (NaN: 202 `frontal_lateral` items of ReXrank's MIMIC-CXR file, 32
+    # `ap_pa` items of CheXpert Plus) stays in place as None, aligned with `image_path`
+    if not isinstance(value, list) or not all(isinstance(v, str) or (v is None or _is_nan(v)) for v in value):
         raise TestSetError(f"{where}: expected a list of strings, got {value!r}")
-    return list(value)
+    return [None if v is None or _is_nan(v) else v for v in value]
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _extra(value: Any, kind: str, *, where: str) -> Any:
@@ -115,13 +126,15 @@ def normalise_study(study_id: str, raw: dict, spec: TestSetSpec, *, source: str)
     where = f"{source}: study {study_id!r}"
     if not isinstance(raw, dict):
         raise TestSetError(f"{where}: expected an object of fields, got {type(raw).__name__}")
-    findings = text_or_none(raw.get("section_findings"), where=f"{where} field 'section_findings'")
-    impression = text_or_none(raw.get("section_impression"), where=f"{where} field 'section_impression'")
+    raw_findings, raw_impression = raw.get("section_findings"), raw.get("section_impression")
+    findings = text_or_none(raw_findings, where=f"{where} field 'section_findings'")
+    impression = text_or_none(raw_impression, where=f"{where} field 'section_impression'")
     if findings is None and impression is None:
         raise TestSetError(f"{where}: has neither findings nor impression")
+    findings_impression = findings_impression_reference(raw_findings, raw_impression)
     report = text_or_none(raw.get("report"), where=f"{where} field 'report'")
     if report is None:
-        report = findings_impression_report(findings, impression)
+        report = findings_impression
     row = {
         "id": str(study_id),
         "image_path": _string_list(raw.get("image_path"), where=f"{where} field 'image_path'"),
@@ -131,6 +144,7 @@ def normalise_study(study_id: str, raw: dict, spec: TestSetSpec, *, source: str)
         "section_findings": findings,
         "section_impression": impression,
         "report": report,
+        "findings_impression": findings_impression,
     }
     for column, kind in spec.extras.items():
         row[column] = _extra(raw.get(column), kind, where=f"{where} field {column!r}")

@@ -1,0 +1,40 @@
+"""Synthetic Llama tokenizer folders around tests/data/green/tokenizer.model, laid out as
+GREEN-RadLlama2-7b's (tokenizer.model, tokenizer_config.json, special_tokens_map.json,
+added_tokens.json; no tokenizer.json), and the GREEN inputs whose official ids are in
+tests/data/green/legacy_ids.json. Shared by the tests and the script that made the ids."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+DATA = Path(__file__).with_name("data") / "green"
+EXTRA_TOKEN, EXTRA_ID = "<|coord_9|>", 600  # GREEN's folder lists one additional special token
+
+FOLDERS = {
+    "legacy_unset": {},  # transformers 4.x treats an unset `legacy` as true
+    "legacy_false": {"legacy": False},
+}
+
+CASES = [
+    ("Heart size is normal. No pleural effusion.", "Mild cardiomegaly.  No effusion."),
+    ("Lines and tubes:\n- ETT 4 cm above the carina.\n\nIMPRESSION: No acute process.", "ETT in place.</s> Lungs clear."),
+    ("Small left pleural effusion (? edema).", f"Left effusion {EXTRA_TOKEN} unchanged, 2 . 5 cm."),
+]
+
+
+def build_folder(folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(DATA / "tokenizer.model", folder / "tokenizer.model")
+    config = {
+        "tokenizer_class": "LlamaTokenizer", "add_bos_token": True, "add_eos_token": False,
+        "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<unk>",
+        "clean_up_tokenization_spaces": False, "model_max_length": 4096, "sp_model_kwargs": {},
+        **FOLDERS[name],
+    }
+    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
+    special = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<unk>",
+               "additional_special_tokens": [EXTRA_TOKEN]}
+    (folder / "special_tokens_map.json").write_text(json.dumps(special, indent=1))
+    (folder / "added_tokens.json").write_text(json.dumps({EXTRA_TOKEN: EXTRA_ID}))
+    return folder

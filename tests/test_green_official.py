@@ -1,0 +1,162 @@
+"""GREEN computed as the official run did: prompt ids as transformers 4.x built them from a
+SentencePiece-only Llama folder (the checkpoint's layout), the decoder's space clean-up,
+completion budgets from batches of 8 in input order, unparseable completions scored 0 and
+reported with their study ids, failed calls never scored."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from green_token_folders import CASES, DATA, EXTRA_ID, FOLDERS, build_folder
+from llm_fake_server import FakeOpenAIServer, Reply, completion_body
+from rexrank.llm import LLMRequest, LLMSettings
+from rexrank.llm.llama_tokenizer import LegacyLlamaTokenizer, needs_legacy_tokenizer
+from rexrank.llm.transformers_backend import TransformersBackend
+from rexrank.metrics.green import official_caps
+from rexrank.metrics.green_text import clean_up_tokenization, make_prompt, render_model_input, score_completion
+from rexrank.metrics.registry import get_metric
+
+LEGACY_IDS = json.loads((DATA / "legacy_ids.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_prompt_ids_are_the_ids_transformers_4_built(name, tmp_path):
+    folder = build_folder(tmp_path / name, name)
+    assert needs_legacy_tokenizer(folder)  # no tokenizer.json, as GREEN-RadLlama2-7b
+    expected = LEGACY_IDS["ids"][name]
+    texts = [render_model_input(make_prompt(reference, candidate)) for reference, candidate in CASES]
+    assert [LegacyLlamaTokenizer(folder)(t)["input_ids"] for t in texts] == expected
+    # the backend GREEN uses builds the same ids
+    backend = TransformersBackend(LLMSettings(backend="transformers", model_path=str(folder)), legacy_llama_tokenizer=True)
+    assert [backend.prompt_ids(LLMRequest.completion(t)) for t in texts] == expected
+    # BOS first, the three EOS of the official input, the extra special token as one id
+    assert all(ids[0] == 1 and ids.count(2) >= 3 and ids[-1] == 2 for ids in expected)
+    assert EXTRA_ID in expected[2]
+
+
+def test_the_two_legacy_settings_differ_only_after_special_tokens():
+    # sanity of the test data: "legacy" (4.x's default) puts a "▁" after each </s>
+    unset, false = LEGACY_IDS["ids"]["legacy_unset"], LEGACY_IDS["ids"]["legacy_false"]
+    assert LEGACY_IDS["transformers_version"].startswith("4.")
+    for a, b in zip(unset, false):
+        assert len(a) > len(b)
+
+
+def test_decoding_cleans_up_spaces_before_parsing():
+    spaced = (
+        "[Explanation]: spaced out\n\n[Clinically Significant Errors]:\n(a) False report of a finding in the candidate: 2 . "
+        "A; B.\n(b) Missing a finding present in the reference: 0 .\n\n[Matched Findings]:\n1 . C.\n"
+    )
+    cleaned = clean_up_tokenization(spaced)
+    assert "candidate: 2. A" in cleaned and "\n1. C." in cleaned
+    parsed = score_completion(cleaned)
+    assert (parsed.matched, parsed.significant[0], parsed.score) == (1, 2, pytest.approx(1 / 3))
+    assert score_completion(spaced).score == 0.0  # without the clean-up nothing parses
+
+    def script(path, body):
+        return Reply(body=completion_body(spaced))
+
+    with FakeOpenAIServer(script) as server:
+        result = get_metric("green", base_url=server.base_url, cache=False, progress=False).score(["x"], ["y"])
+    assert result.primary[0] == pytest.approx(1 / 3)
+
+
+def test_unparseable_is_zero_with_study_ids_and_failed_calls_are_not_scored(tmp_path):
+    from rexrank.scoring import score_predictions
+    from rexrank.submissions import Predictions
+
+    good = "[Explanation]: ok\n\n[Clinically Significant Errors]:\n(a) False report: 1. A.\n\n[Matched Findings]:\n3. B.\n"
+
+    def script(path, body):
+        if "candidate-down" in body["prompt"]:
+            return Reply(503, {"error": {"message": "overloaded"}})
+        if "candidate-garbled" in body["prompt"]:
+            return Reply(body=completion_body("I cannot evaluate this.", finish_reason="length"))
+        return Reply(body=completion_body(good))
+
+    predictions = Predictions(ids=["s1", "s2", "s3"], texts=["candidate-ok", "candidate-garbled", "candidate-down"], source="test", n_empty=0)
+    with FakeOpenAIServer(script) as server:
+        options = {"green": dict(base_url=server.base_url, backoff=0.01, max_retries=1, cache_dir=str(tmp_path / "c"))}
+        run = score_predictions(predictions, ["r1", "r2", "r3"], metrics=["green"], metric_options=options, progress=False)
+    summary = run.results["metrics"]["green"]
+    assert list(run.per_study["green"][:2]) == [0.75, 0.0] and math.isnan(run.per_study["green"][2])
+    assert summary["scores"]["green"]["mean"] == pytest.approx(0.375)  # the 0 is counted, the failure is not
+    assert summary["details"]["n_unparseable"] == 1 and summary["details"]["unparseable_ids"] == ["s2"]
+    assert set(summary["failures"]) == {"s3"} and "HTTP 503" in summary["failures"]["s3"]
+    assert summary["details"]["failed_ids"] == ["s3"]
+
+
+def test_official_caps_are_per_batch_of_8_in_input_order():
+    lengths = [100, 700, 120, 90, 80, 60, 50, 40, 900, 30]
+    assert official_caps(lengths, 8, 2048) == [2048 - 700] * 8 + [2048 - 900] * 2
+
+
+def _long_report(i: int) -> str:
+    return " ".join(["Small left pleural effusion with adjacent atelectasis."] * (1 + 4 * (i % 5)))
+
+
+def test_endpoint_gets_the_official_budget_from_a_local_tokenizer(tmp_path):
+    folder = build_folder(tmp_path / "tok", "legacy_unset")
+    preds = [f"candidate {i}: {_long_report(i)}" for i in range(10)]
+    refs = [_long_report(i + 2) for i in range(10)]
+    budgets: dict[str, int] = {}
+
+    def script(path, body):
+        budgets[body["prompt"]] = body["max_tokens"]
+        return Reply(body=completion_body("[Matched Findings]:\n1. A."))
+
+    tok = LegacyLlamaTokenizer(folder)
+    texts = [render_model_input(make_prompt(r, p)) for p, r in zip(preds, refs)]
+    lengths = [len(tok(t)["input_ids"]) for t in texts]
+    with FakeOpenAIServer(script) as server:
+        base = dict(base_url=server.base_url, tokenizer_path=str(folder), cache=False, progress=False)
+        get_metric("green", **base).score(preds, refs)
+        official = [budgets[t] for t in texts]
+        get_metric("green", batching="by_length", **base).score(preds, refs)
+        own = [budgets[t] for t in texts]
+    assert official == [2048 - max(lengths[:8])] * 8 + [2048 - max(lengths[8:])] * 2
+    assert own == [2048 - n for n in lengths]  # the named fast option: each prompt's own room
+    assert len(set(official)) == 2 and official != own
+
+
+@pytest.fixture(scope="module")
+def tiny_legacy_llama(tmp_path_factory):
+    """A tiny random Llama (GREEN's architecture) in a SentencePiece-only tokenizer folder."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    folder = build_folder(tmp_path_factory.mktemp("legacy_llama"), "legacy_unset")
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=EXTRA_ID + 1, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=2)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+def test_transformers_path_batches_in_input_order_with_the_official_budget(tiny_legacy_llama, tmp_path, monkeypatch):
+    preds = [f"candidate {i}: {_long_report(i)}" for i in range(10)]
+    refs = [_long_report(i + 2) for i in range(10)]
+    batches: list[tuple[list[int], int]] = []
+    original = TransformersBackend._generate_batch
+
+    def record(self, batch, params):
+        batches.append(([len(ids) for ids in batch], params.get("max_tokens")))
+        return original(self, batch, {**params, "max_tokens": 2})  # the budget is checked, not spent
+
+    monkeypatch.setattr(TransformersBackend, "_generate_batch", record)
+    metric = get_metric("green", model_path=str(tiny_legacy_llama), cache=False, progress=False)
+    result = metric.score(preds, refs)
+    tok = LegacyLlamaTokenizer(tiny_legacy_llama)
+    lengths = [len(tok(render_model_input(make_prompt(r, p)))["input_ids"]) for p, r in zip(preds, refs)]
+    assert batches == [(lengths[:8], 2048 - max(lengths[:8])), (lengths[8:], 2048 - max(lengths[8:]))]
+    assert result.details["llm_usage"]["prompt_tokens"] == sum(lengths)
+    assert not result.failures and np.isfinite(result.primary).all()
+    # the named fast option sorts by length and caps each batch at 2048 - its width
+    batches.clear()
+    get_metric("green", batching="by_length", model_path=str(tiny_legacy_llama), cache=False, progress=False).score(preds, refs)
+    order = sorted(lengths)
+    assert [b for b, _ in batches] == [order[:8], order[8:]]

@@ -35,7 +35,7 @@ RESULTS_GRID = GridLayout("rexrank-results", (
     64, 96, 110, 98, 124, 104, 76, 144,  # eight metrics
     82,  # source
 ))
-OVERVIEW_GRID = GridLayout("rexrank-overview", (56, 260, 260, 260, 260))
+OVERVIEW_GRID = GridLayout("rexrank-overview", (56, 312, 312, 312, 312))  # the full width, as the results grid
 MODEL_GRID = GridLayout("rexrank-model", (
     104, 92, 64, 78,  # test set, track, rank, trained on it
     64, 94, 108, 96, 122, 102, 72, 142,  # eight metrics

@@ -41,6 +41,15 @@ def _with_progress(name: str, options: dict, progress: bool) -> dict:
     return {"progress": False, **options}
 
 
+def _with_run_context(name: str, options: dict, run_context) -> dict:
+    """Metrics that can share model outputs and results within the run get the run's context."""
+    import inspect
+
+    if "run_context" not in inspect.signature(metric_class(name)).parameters:
+        return options
+    return {"run_context": run_context, **options}
+
+
 def score_predictions(
     predictions: Predictions,
     references: Sequence[str],
@@ -55,18 +64,22 @@ def score_predictions(
     import pandas as pd
     from tqdm.auto import tqdm
 
+    from rexrank.metrics.run_context import RunContext
+
     names = parse_metric_list(metrics)
     metric_options = metric_options or {}
     started = time.time()
     per_study = pd.DataFrame({"id": predictions.ids})
     summaries: dict[str, Any] = {}
     metric_results: dict[str, MetricResult] = {}
+    run_context = RunContext(names)  # one model pass per text, shared by every metric of the run
     bar = tqdm(names, desc="scoring", unit="metric", disable=not progress)
     for name in bar:
         bar.set_postfix_str(name)
-        metric = get_metric(name, **_with_progress(name, metric_options.get(name, {}), progress))
+        options = _with_run_context(name, _with_progress(name, metric_options.get(name, {}), progress), run_context)
+        metric = get_metric(name, **options)
         t0 = time.time()
-        result = metric.score(predictions.texts, list(references))
+        result = run_context.score(metric, predictions.texts, list(references))
         seconds = time.time() - t0
         metric_results[name] = result
         scores = {}

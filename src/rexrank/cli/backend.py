@@ -23,6 +23,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-per-study", action="store_true", help="do not publish per-study scores of public test sets")
     p.add_argument("--log-file", help="also append the log here")
     p.add_argument("--progress", action="store_true", help="show progress bars")
+    p.add_argument("--device", help="torch device of every model metric: cpu, cuda, cuda:1 (default: cuda when available); fp32 everywhere")
     p.add_argument(
         "--metric-option",
         action="append",
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from rexrank.backend.worker import Worker
-    from rexrank.metrics.options import parse_metric_options
+    from rexrank.metrics.options import device_options, merge_options, parse_metric_options
     from rexrank.metrics.registry import parse_metric_list
     from rexrank.store import open_store
 
@@ -46,11 +47,13 @@ def run(args: argparse.Namespace) -> int:
         handlers.append(logging.FileHandler(args.log_file))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", handlers=handlers)
     metrics = args.metrics or os.environ.get("REXRANK_METRICS") or None
+    names = parse_metric_list(metrics)
+    metric_options = merge_options(device_options(names, args.device), parse_metric_options(args.metric_option, names))
     worker = Worker(
         open_store(args.store),
         data_dir=args.data_dir or os.environ.get("REXRANK_DATA_DIR") or None,
         metrics=metrics,
-        metric_options=parse_metric_options(args.metric_option, parse_metric_list(metrics)),
+        metric_options=metric_options,
         worker_id=args.worker_id,
         lease_seconds=args.lease_seconds,
         max_attempts=args.max_attempts,

@@ -116,17 +116,18 @@ class RadGraph(Metric):
     def annotate(self, texts: Sequence[str], *, cached: bool = False) -> list[dict]:
         """RadGraph annotations (radgraph's JSON format), each distinct text run once;
         `cached=True` reads/writes the on-disk reference cache."""
-        from rexrank.metrics.run_context import shared_outputs
-
         if cached:
             side = ("reference-cache", self.cache, self.cache_dir)
-            compute = lambda todo: self._reference_cache().get_or_compute(todo, self._annotate_texts)  # noqa: E731
-        else:
-            side, compute = "direct", self._annotate_texts
-        return shared_outputs(self.run_context, self.name, self._model_key(), side, list(texts), compute)
+            return self._run_outputs(side, list(texts), lambda todo: self._reference_cache().get_or_compute(todo, self._annotate_texts))
+        return self._run_outputs("direct", list(texts), self._annotate_texts)
 
     def _annotate_texts(self, texts: list[str]) -> list[dict]:
         return self.annotator.annotate(texts, progress=self.progress)
+
+    def _run_outputs(self, side, texts: list[str], compute) -> list:
+        from rexrank.metrics.run_context import shared_outputs
+
+        return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         from rexrank.radgraph.f1 import combined, rewards

@@ -169,6 +169,9 @@ def main() -> None:
     if args.clock == "cpu" and args.device != "cpu":
         parser.error("--clock cpu measures CPU work only; use the wall clock with a GPU")
     clock = CLOCKS[args.clock]
+    from rexrank.models.checkpoints import pick_device
+
+    pick_device(args.device)  # an unavailable device fails here, before minutes of model building
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import shared_path
 from rexrank.metrics.radcliq_formula import radcliq_from_components
-from tiny_report_models import CORPUS, make_tiny_bert_tokenizer, make_tiny_chexbert, make_tiny_roberta
+from tiny_report_models import CORPUS, make_tiny_radcliq_models
 
 
 @pytest.fixture(scope="module")
@@ -59,21 +59,7 @@ def test_lazy_top_level_export():
 
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
-    import torch
-    from transformers import BertConfig, BertModel
-
-    from rexrank.radgraph.fake import write_archive
-
-    root = tmp_path_factory.mktemp("radcliq_models")
-    roberta = make_tiny_roberta(root / "roberta")
-    tok = make_tiny_bert_tokenizer(root / "bert")
-    vocab_size = len((tok / "vocab.txt").read_text().split())
-    torch.manual_seed(1)
-    BertModel(BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=512)).save_pretrained(tok)
-    chexbert = make_tiny_chexbert(root / "chexbert.pth", vocab_size)
-    radgraph = write_archive(root / "radgraph", "radgraph", tok, tarball=False)
-    return {"roberta": roberta, "tokenizer": tok, "chexbert": chexbert, "radgraph": radgraph, "cache": root / "cache"}
+    return make_tiny_radcliq_models(tmp_path_factory.mktemp("radcliq_models"))
 
 
 def _options(m):

@@ -127,3 +127,24 @@ def reference_cls_and_labels(checkpoint: Path, tokenizer_dir: Path, texts: list[
         labels = [int((state[f"module.linear_heads.{i}.weight"] @ cls + state[f"module.linear_heads.{i}.bias"]).argmax()) for i in range(14)]
         out.append((cls.numpy(), labels))
     return out
+
+
+def make_tiny_radcliq_models(root: Path) -> dict[str, Path]:
+    """Tiny models of everything RadCliQ runs: RoBERTa (BERTScore), chexbert.pth + its
+    WordPiece tokenizer (SembScore), a RadGraph archive folder whose encoder is a tiny BERT
+    on the same tokenizer."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from rexrank.radgraph.fake import write_archive
+
+    root = Path(root)
+    roberta = make_tiny_roberta(root / "roberta")
+    tok = make_tiny_bert_tokenizer(root / "bert")
+    vocab_size = len((tok / "vocab.txt").read_text().split())
+    torch.manual_seed(1)
+    BertModel(BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=512)).save_pretrained(tok)
+    chexbert = make_tiny_chexbert(root / "chexbert.pth", vocab_size)
+    radgraph = write_archive(root / "radgraph", "radgraph", tok, tarball=False)
+    return {"roberta": roberta, "tokenizer": tok, "chexbert": chexbert, "radgraph": radgraph, "cache": root / "cache"}

@@ -92,12 +92,21 @@ def _with_progress(name: str, options: dict, progress: bool) -> dict:
     return {"progress": False, **options}
 
 
+def _with_run_context(name: str, options: dict, run_context) -> dict:
+    """Metrics that can share model outputs and results within the run get the run's context."""
+    import inspect
+
+    if "run_context" not in inspect.signature(metric_class(name)).parameters:
+        return options
+    return {"run_context": run_context, **options}
+
+
 def _score_metric(name: str, predictions: Predictions, references: list[str], *, options: dict, bootstrap: int,
-                  seed: int, progress: bool) -> tuple[dict[str, Any], MetricResult]:
+                  seed: int, progress: bool, run_context) -> tuple[dict[str, Any], MetricResult]:
     """One metric: its summary (the unit of `results["metrics"]`) and its result."""
-    metric = get_metric(name, **_with_progress(name, options, progress))
+    metric = get_metric(name, **_with_run_context(name, _with_progress(name, options, progress), run_context))
     t0 = time.time()
-    result = metric.score(predictions.texts, references)
+    result = run_context.score(metric, predictions.texts, references)
     seconds = time.time() - t0
     n_scored = _n_scored(result, len(predictions))
     if result.failures and len(result.failures) >= len(predictions):
@@ -162,19 +171,23 @@ def score_predictions(
     import pandas as pd
     from tqdm.auto import tqdm
 
+    from rexrank.metrics.run_context import RunContext
+
     names = parse_metric_list(metrics)
     metric_options = metric_options or {}
     references = list(references)
     started = time.time()
     run = ScoreRun(_results_header(predictions, references, names, bootstrap, seed, test_set_info),
                    pd.DataFrame({"id": predictions.ids}), {})
+    run_context = RunContext(names)  # one model pass per text, shared by every metric of the run
     bar = tqdm(names, desc="scoring", unit="metric", disable=not progress)
     for name in bar:
         bar.set_postfix_str(name)
         t0 = time.time()
         try:
             summary, result = _score_metric(name, predictions, references, options=metric_options.get(name, {}),
-                                            bootstrap=bootstrap, seed=seed, progress=progress)
+                                            bootstrap=bootstrap, seed=seed, progress=progress,
+                                            run_context=run_context)
         except Exception as exc:
             if not keep_going:
                 raise

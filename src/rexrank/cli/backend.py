@@ -37,6 +37,7 @@ def register(subparsers) -> None:
                    "submitting client did (default $REXRANK_QUOTA or 1/7; 0 = none)")
     p.add_argument("--log-file", help="also append the log here")
     p.add_argument("--progress", action="store_true", help="show progress bars")
+    p.add_argument("--device", help="torch device of every model metric: cpu, cuda, cuda:1 (default: cuda when available); fp32 everywhere")
     p.add_argument(
         "--metric-option",
         action="append",
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from rexrank.backend.worker import Worker, min_coverage_from
-    from rexrank.metrics.options import parse_metric_options
+    from rexrank.metrics.options import check_device, device_options, merge_options, parse_metric_options
     from rexrank.store import Quota, open_store
     from rexrank.store.names import display
 
@@ -61,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     for handler in handlers:  # names in the log cannot recolour or rewrite the terminal
         handler.addFilter(_visible_only(display))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", handlers=handlers)
+    if args.device:  # before the store is opened or created
+        check_device(args.device)
     quota = Quota.parse(args.quota) if args.quota is not None else Quota.from_env()
     metrics = args.metrics or os.environ.get("REXRANK_METRICS") or None
     store = open_store(args.store, quota=quota)
@@ -73,11 +76,13 @@ def run(args: argparse.Namespace) -> int:
 
         record_set(store, checked_set(_names(args.store_metrics), _names(args.store_llm_metrics),
                                       origin="--store-metrics/--store-llm-metrics"))
+    names = _all_metrics(store, metrics)
+    metric_options = merge_options(device_options(names, args.device), parse_metric_options(args.metric_option, names))
     worker = Worker(
         store,
         data_dir=args.data_dir or os.environ.get("REXRANK_DATA_DIR") or None,
         metrics=metrics,
-        metric_options=parse_metric_options(args.metric_option, _all_metrics(store, metrics)),
+        metric_options=metric_options,
         worker_id=args.worker_id,
         lease_seconds=args.lease_seconds,
         max_attempts=args.max_attempts,

@@ -31,6 +31,7 @@ def register(subparsers) -> None:
     p.add_argument("--bootstrap", type=int, default=0, help="also compute a percentile bootstrap CI with this many resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--device", help="torch device of every model metric: cpu, cuda, cuda:1 (default: cuda when available); fp32 everywhere")
     p.add_argument("--llm-base-url", help="LLM metrics: OpenAI-compatible server URL (default: REXRANK_LLM_BASE_URL)")
     p.add_argument("--llm-model", help="LLM metrics: model name or checkpoint (default: REXRANK_LLM_MODEL)")
     p.add_argument("--llm-backend", choices=["openai", "transformers"], help="LLM metrics: backend (default: per metric)")
@@ -76,12 +77,12 @@ def format_failures(results: dict) -> str:
 
 def _metric_options(args: argparse.Namespace) -> dict:
     from rexrank.metrics.llm_common import cli_llm_options
-    from rexrank.metrics.options import merge_options, parse_metric_options
+    from rexrank.metrics.options import device_options, merge_options, parse_metric_options
     from rexrank.metrics.registry import parse_metric_list
 
     names = parse_metric_list(args.metrics)
     llm = cli_llm_options(names, base_url=args.llm_base_url, model=args.llm_model, backend=args.llm_backend)
-    return merge_options(llm, parse_metric_options(args.metric_option, names))
+    return merge_options(llm, device_options(names, args.device), parse_metric_options(args.metric_option, names))
 
 
 def run(args: argparse.Namespace) -> int:

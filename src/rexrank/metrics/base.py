@@ -60,6 +60,12 @@ class Metric:
     def provenance(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "config": self.config()}
 
+    def run_key(self) -> Any:
+        """Equal for two instances that give identical per-study values on the same pairs
+        (a scoring run then reuses one's result for the other, see metrics.run_context).
+        Model metrics add what changes float rounding: batching and device."""
+        return repr(self.provenance())
+
     def score(self, predictions: Sequence[str], references: Sequence[str]) -> MetricResult:
         predictions, references = check_pairs(predictions, references, metric=self.name)
         try:

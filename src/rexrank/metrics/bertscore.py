@@ -86,6 +86,7 @@ class BertScore(Metric):
         cache: bool = True,
         cache_dir: str | None = None,
         progress: bool = True,
+        run_context=None,
     ):
         from rexrank.models.encoders import checkpoint_for
 
@@ -123,6 +124,7 @@ class BertScore(Metric):
         self.cache = cache
         self.cache_dir = cache_dir
         self.progress = progress
+        self.run_context = run_context  # a scoring run's shared outputs (metrics.run_context)
         self._embedder = None
 
     def config(self) -> dict[str, Any]:
@@ -136,16 +138,21 @@ class BertScore(Metric):
             "preprocessing": "collapse ' +', strip; prefix space for byte-level BPE",
         }
 
+    def run_key(self):
+        return (self.name, self._model_key(), self.idf, self.baseline, self.cache, self.cache_dir)
+
+    def _model_key(self) -> tuple:
+        """Everything that shapes the embeddings, float rounding included."""
+        return ("token-embedder", self.checkpoint, self.num_layers, self.batch_size, self.device)
+
     @property
     def embedder(self):
         if self._embedder is None:
             from rexrank.models.shared import local_fingerprint, shared_model
             from rexrank.models.token_embeddings import TokenEmbedder
 
-            key = ("token-embedder", self.checkpoint, local_fingerprint(self.checkpoint.path), self.num_layers,
-                   self.batch_size, self.device)
             self._embedder = shared_model(
-                key,
+                (*self._model_key(), local_fingerprint(self.checkpoint.path)),
                 lambda: TokenEmbedder(
                     self.checkpoint,
                     num_layers=self.num_layers,
@@ -162,13 +169,23 @@ class BertScore(Metric):
         return ReferenceCache(namespace, self.cache_dir, enabled=self.cache)
 
     def embed(self, texts: Sequence[str], *, cached: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(token ids, L2-normalised embeddings) per text, each distinct text embedded once."""
+        """(token ids, L2-normalised embeddings) per text, each distinct text embedded once;
+        `cached=True` reads/writes the on-disk reference cache."""
         texts = [preprocess(t) for t in texts]
         if cached:
-            return self._reference_cache().get_or_compute(texts, lambda todo: self.embedder.embed(todo, progress=self.progress))
+            side = ("reference-cache", self.cache, self.cache_dir)
+            return self._run_outputs(side, texts, lambda todo: self._reference_cache().get_or_compute(todo, self._embed_texts))
         distinct = list(dict.fromkeys(texts))
-        by_text = dict(zip(distinct, self.embedder.embed(distinct, progress=self.progress)))
+        by_text = dict(zip(distinct, self._run_outputs("direct", distinct, self._embed_texts)))
         return [by_text[t] for t in texts]
+
+    def _embed_texts(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        return self.embedder.embed(texts, progress=self.progress)
+
+    def _run_outputs(self, side, texts: list[str], compute) -> list:
+        from rexrank.metrics.run_context import shared_outputs
+
+        return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         refs = self.embed(references, cached=True)
@@ -179,15 +196,16 @@ class BertScore(Metric):
         precision = np.zeros(n)
         recall = np.zeros(n)
         n_empty = 0
-        for i, ((hyp_ids, hyp_emb), (ref_ids, ref_emb)) in enumerate(zip(hyps, refs)):
-            if len(hyp_ids) <= 2 or len(ref_ids) <= 2:
-                n_empty += 1  # official: raw P = R = 0 for an empty side
-                continue
-            sim = hyp_emb @ ref_emb.T
-            hyp_w = weight_of(hyp_ids)
-            ref_w = weight_of(ref_ids)
-            precision[i] = _weighted_mean(sim.max(axis=1), hyp_w)
-            recall[i] = _weighted_mean(sim.max(axis=0), ref_w)
+        with one_blas_thread():
+            for i, ((hyp_ids, hyp_emb), (ref_ids, ref_emb)) in enumerate(zip(hyps, refs)):
+                if len(hyp_ids) <= 2 or len(ref_ids) <= 2:
+                    n_empty += 1  # official: raw P = R = 0 for an empty side
+                    continue
+                sim = hyp_emb @ ref_emb.T
+                hyp_w = weight_of(hyp_ids)
+                ref_w = weight_of(ref_ids)
+                precision[i] = _weighted_mean(sim.max(axis=1), hyp_w)
+                recall[i] = _weighted_mean(sim.max(axis=0), ref_w)
         with np.errstate(invalid="ignore", divide="ignore"):
             f1 = 2 * precision * recall / (precision + recall)
         f1 = np.nan_to_num(f1, nan=0.0)
@@ -218,6 +236,15 @@ class BertScore(Metric):
             return np.array([idf.get(t, unseen) for t in ids.tolist()])
 
         return weight_of
+
+
+def one_blas_thread():
+    """The per-pair similarity matrices are small (tokens x tokens): a second BLAS thread
+    only adds synchronisation, which on a busy machine costs 50x the product itself. The
+    numbers do not change (each entry is computed the same way on any thread count)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _weighted_mean(values: np.ndarray, weights: np.ndarray) -> float:

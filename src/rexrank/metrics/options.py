@@ -2,11 +2,12 @@
 `sembscore.checkpoint_path=/data/chexbert.pth` or `bertscore.idf=true`."""
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Iterable
 
 from rexrank.errors import MetricError
-from rexrank.metrics.registry import METRICS
+from rexrank.metrics.registry import METRICS, metric_class
 
 
 def parse_metric_options(items: Iterable[str] | None, metrics: Iterable[str]) -> dict[str, dict]:
@@ -40,3 +41,35 @@ def merge_options(*layers: dict[str, dict]) -> dict[str, dict]:
         for metric, opts in layer.items():
             merged.setdefault(metric, {}).update(opts)
     return merged
+
+
+def device_options(metrics: Iterable[str], device: str | None) -> dict[str, dict]:
+    """`--device`: {metric: {"device": device}} for every chosen metric that runs a torch
+    model (LLM metrics take it through their settings). The device is checked first, so
+    `--device cuda` on a machine without one fails before any test set is read."""
+    chosen = [name for name in metrics if _takes_device(name)] if device else []
+    if not chosen:
+        return {}
+    check_device(device)
+    return {name: {"device": device} for name in chosen}
+
+
+def check_device(device: str) -> None:
+    """Fail now if `device` cannot run the model metrics (unknown, no CUDA, no torch)."""
+    from rexrank.models.checkpoints import pick_device
+
+    try:
+        pick_device(device)
+    except ImportError as exc:
+        raise MetricError(f"--device {device}: the model metrics need torch ({exc}); pip install 'rexrank[models]'") from None
+
+
+def _takes_device(name: str) -> bool:
+    parameters = inspect.signature(metric_class(name)).parameters
+    if "device" in parameters:
+        return True
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        from rexrank.llm.settings import LLMSettings
+
+        return "device" in LLMSettings.__dataclass_fields__
+    return False

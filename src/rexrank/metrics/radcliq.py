@@ -3,7 +3,9 @@ CXR-Report-Metric does, then combined with the official coefficients
 (`rexrank.metrics.radcliq_formula`, reference metrics_nonllm.md §5).
 
 Each component metric embeds/annotates each distinct text once and caches the reference
-side. BERTScore uses the official CXR-Report-Metric setting (idf off, config.USE_IDF=False);
+side. In a scoring run (`run_context`), a component already scored in the run with the same
+settings is not scored again: its per-study values are taken as they are; and a component
+scored here lends its model outputs to the same metric later in the run. BERTScore uses the official CXR-Report-Metric setting (idf off, config.USE_IDF=False);
 RadEval's RadCliQ turns idf on: pass bertscore_options={"idf": True} to reproduce RadEval.
 """
 from __future__ import annotations
@@ -42,12 +44,15 @@ class RadCliQ(Metric):
         cache: bool = True,
         cache_dir: str | None = None,
         progress: bool = True,
+        run_context=None,
     ):
         from rexrank.metrics.registry import get_metric
 
         shared = {"cache": cache, "cache_dir": cache_dir, "progress": progress}
         if device is not None:
             shared["device"] = device
+        if run_context is not None:
+            shared["run_context"] = run_context
         options = {
             "bertscore": {**shared, **(bertscore_options or {})},
             "sembscore": {**shared, "labels": False, **(sembscore_options or {})},
@@ -55,18 +60,27 @@ class RadCliQ(Metric):
             "bleu2": {},
         }
         self.components = {name: get_metric(name, **options[name]) for name in COMPONENTS}
+        self.run_context = run_context
+        self._producers: dict = {}  # component -> the metric whose result was used (for provenance)
 
     def config(self) -> dict[str, Any]:
         return {
             "coefficients": "CXR-Report-Metric pickles (normalizer.pkl, composite_metric_model.pkl, radcliq-v1.pkl)",
-            "components": {name: metric.provenance() for name, metric in self.components.items()},
+            "components": {name: self._producers.get(name, metric).provenance() for name, metric in self.components.items()},
         }
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         values: dict[str, np.ndarray] = {}
         failures: dict[int, str] = {}
+        reused = []
         for name, metric in self.components.items():
-            result = metric.score(predictions, references)
+            earlier = self.run_context.result_like(metric, predictions, references) if self.run_context else None
+            if earlier is not None:
+                result, self._producers[name] = earlier
+                reused.append(name)
+            else:
+                result = metric.score(predictions, references)
+                self._producers[name] = metric
             values[name] = result.primary
             for i, why in result.failures.items():
                 failures.setdefault(i, f"{name}: {why}")
@@ -78,7 +92,8 @@ class RadCliQ(Metric):
             f"{self.name}_v0": v0,
             **{f"{self.name}_{name}": values[name] for name in COMPONENTS},
         }
-        result = self._result_from_columns(columns, failures=failures)
+        details = {"components_from_the_run": reused} if reused else {}
+        result = self._result_from_columns(columns, details=details, failures=failures)
         mean_v1 = result.corpus[self.name]
         if mean_v1 == 0:
             raise MetricError("radcliq: mean RadCliQ-v1 is exactly 0, its inverse is undefined")

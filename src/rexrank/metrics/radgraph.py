@@ -50,6 +50,7 @@ class RadGraph(Metric):
         cache: bool = True,
         cache_dir: str | None = None,
         progress: bool = True,
+        run_context=None,
     ):
         if model_type not in MODEL_TYPES:
             raise MetricError(f"radgraph: model_type={model_type!r} is not supported; choose one of {', '.join(MODEL_TYPES)}")
@@ -64,6 +65,7 @@ class RadGraph(Metric):
         self.cache = cache
         self.cache_dir = cache_dir
         self.progress = progress
+        self.run_context = run_context  # a scoring run's shared outputs (metrics.run_context)
         self._annotator = None
 
     def config(self) -> dict[str, Any]:
@@ -82,9 +84,7 @@ class RadGraph(Metric):
             from rexrank.models.shared import local_fingerprint, shared_model
             from rexrank.radgraph.annotator import RadGraphAnnotator
 
-            key = ("radgraph", self.model_type, self.checkpoint, local_fingerprint(self.checkpoint.path),
-                   self.transformer_path, local_fingerprint(self.transformer_path), self.transformer_revision,
-                   self.batch_size, self.device)
+            key = (*self._model_key(), local_fingerprint(self.checkpoint.path), local_fingerprint(self.transformer_path))
             self._annotator = shared_model(
                 key,
                 lambda: RadGraphAnnotator(
@@ -99,6 +99,15 @@ class RadGraph(Metric):
             )
         return self._annotator
 
+    def _model_key(self) -> tuple:
+        """Everything that shapes the annotations, float rounding (batch size, device) included;
+        known before loading (config() is fuller once loaded)."""
+        return ("radgraph", self.model_type, self.checkpoint, self.transformer_path, self.transformer_revision,
+                self.batch_size, self.device)
+
+    def run_key(self):
+        return (self.name, self._model_key(), self.cache, self.cache_dir)
+
     def _reference_cache(self):
         from rexrank.refcache import ReferenceCache
 
@@ -108,8 +117,17 @@ class RadGraph(Metric):
         """RadGraph annotations (radgraph's JSON format), each distinct text run once;
         `cached=True` reads/writes the on-disk reference cache."""
         if cached:
-            return self._reference_cache().get_or_compute(list(texts), lambda t: self.annotator.annotate(t, progress=self.progress))
-        return self.annotator.annotate(list(texts), progress=self.progress)
+            side = ("reference-cache", self.cache, self.cache_dir)
+            return self._run_outputs(side, list(texts), lambda todo: self._reference_cache().get_or_compute(todo, self._annotate_texts))
+        return self._run_outputs("direct", list(texts), self._annotate_texts)
+
+    def _annotate_texts(self, texts: list[str]) -> list[dict]:
+        return self.annotator.annotate(texts, progress=self.progress)
+
+    def _run_outputs(self, side, texts: list[str], compute) -> list:
+        from rexrank.metrics.run_context import shared_outputs
+
+        return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         from rexrank.radgraph.f1 import combined, rewards

@@ -44,6 +44,7 @@ class SembScore(Metric):
         cache_dir: str | None = None,
         labels: bool = True,
         progress: bool = True,
+        run_context=None,
     ):
         self.options = dict(
             checkpoint_path=checkpoint_path,
@@ -57,6 +58,7 @@ class SembScore(Metric):
         self.cache = cache
         self.cache_dir = cache_dir
         self.labels = labels
+        self.run_context = run_context  # a scoring run's shared outputs (metrics.run_context)
         self._model = None
 
     @property
@@ -65,9 +67,16 @@ class SembScore(Metric):
             from rexrank.models.chexbert import CheXbert
             from rexrank.models.shared import local_fingerprint, shared_model
 
-            key = ("chexbert", tuple(sorted(self.options.items())), local_fingerprint(self.options["checkpoint_path"]))
+            key = (*self._model_key(), local_fingerprint(self.options["checkpoint_path"]))
             self._model = shared_model(key, lambda: CheXbert(**self.options))
         return self._model
+
+    def _model_key(self) -> tuple:
+        """Everything that shapes the outputs, float rounding (batch size, device) included."""
+        return ("chexbert", tuple(sorted(self.options.items())))
+
+    def run_key(self):
+        return (self.name, self._model_key(), self.cache, self.cache_dir)  # labels: details only
 
     def config(self) -> dict[str, Any]:
         from rexrank.models.chexbert import CHEXBERT_FILE, CHEXBERT_REPO, CHEXBERT_REVISION, TOKENIZER_REPO, TOKENIZER_REVISION
@@ -85,15 +94,25 @@ class SembScore(Metric):
         }
 
     def encode(self, texts: list[str], *, cached: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
-        """([CLS] vector, 14 labels) per text; each distinct text runs once."""
+        """([CLS] vector, 14 labels) per text; each distinct text runs once; `cached=True`
+        reads/writes the on-disk reference cache."""
         if cached:
             from rexrank.refcache import ReferenceCache
 
             cache = ReferenceCache(f"chexbert/v1/{self.model.identity}", self.cache_dir, enabled=self.cache)
-            return cache.get_or_compute(texts, lambda todo: self.model.encode(todo, progress=self.progress))
+            side = ("reference-cache", self.cache, self.cache_dir)
+            return self._run_outputs(side, list(texts), lambda todo: cache.get_or_compute(todo, self._encode_texts))
         distinct = list(dict.fromkeys(texts))
-        by_text = dict(zip(distinct, self.model.encode(distinct, progress=self.progress)))
+        by_text = dict(zip(distinct, self._run_outputs("direct", distinct, self._encode_texts)))
         return [by_text[t] for t in texts]
+
+    def _encode_texts(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        return self.model.encode(texts, progress=self.progress)
+
+    def _run_outputs(self, side, texts: list[str], compute) -> list:
+        from rexrank.metrics.run_context import shared_outputs
+
+        return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         refs = self.encode(references, cached=True)

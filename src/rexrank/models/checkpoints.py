@@ -150,9 +150,26 @@ def verify_sha256(path: Path, expected: str, checkpoint: Checkpoint, *, option: 
 
 
 def pick_device(device: str | None = None) -> str:
-    """'cuda' when available unless told otherwise; metrics run fp32 on CPU."""
-    if device:
-        return device
+    """'cuda' when available unless told otherwise. A device that torch does not know or
+    cannot reach here is an error now, not at the first batch. Models run in fp32 on every
+    device (no autocast), as the official runs did."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if not device:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        kind = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise MetricError(f"device={device!r} is not a torch device (e.g. cpu, cuda, cuda:1): {exc}") from None
+    if kind.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise MetricError(
+                f"device={device!r}, but torch sees no CUDA device (torch {torch.__version__}, built for CUDA "
+                f"{torch.version.cuda or 'none: a CPU-only build'}); use device=cpu or a CUDA build of torch on a GPU machine"
+            )
+        if kind.index is not None and kind.index >= count:
+            raise MetricError(f"device={device!r}, but torch sees {count} CUDA device(s) (cuda:0..cuda:{count - 1})")
+    elif kind.type == "mps" and not torch.backends.mps.is_available():
+        raise MetricError(f"device={device!r}, but the Apple MPS backend is not available here")
+    return device

@@ -13,6 +13,9 @@ from typing import Any
 
 UNDOCUMENTED = "(undocumented)"
 
+# constructor parameters that are plumbing, not options a user passes to `compute`
+INTERNAL = {"run_context"}  # set by a scoring run (rexrank.metrics.run_context)
+
 INPUTS = """Args:
     predictions (list of str): generated reports.
     references (list of str): reference reports, same length and order as `predictions`.
@@ -88,7 +91,7 @@ OPTIONS: dict[str, dict[str, str]] = {
         "embedding_revision": "its hub revision (pinned).",
         "embedding_path": "local encoder folder; wins over the hub.",
         "affinity_matrix": "'long' (official default, whole reports), 'short' (sentence inputs) or a JSON file of weights.",
-        "sentence_splitter": "'builtin' or 'medspacy' (the official pipeline; needs medspaCy).",
+        "sentence_splitter": "'pyrush' (default: the official pipeline's sentences, no extra dependency), 'regex' (rexrank's earlier splitter) or 'medspacy' (the official pipeline itself; needs medspaCy).",
     },
     "green": {
         "max_length": "prompt + completion tokens (official: 2048).",
@@ -180,7 +183,7 @@ def metric_options(cls) -> list[inspect.Parameter]:
             continue
         params = list(inspect.signature(vars(klass)["__init__"]).parameters.values())[1:]
         for p in params:
-            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name not in INTERNAL:
                 seen.setdefault(p.name, p)
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             return list(seen.values())

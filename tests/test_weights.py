@@ -91,7 +91,7 @@ def score_cli(tmp_path, metric: str, *extra: str) -> tuple[int, dict, float]:
 
 
 def metric_option_prefix(metric: str) -> str:
-    return f"--metric-option 'radcliq." if metric == "radcliq" else f"--metric-option {metric}."
+    return "--metric-option 'radcliq." if metric == "radcliq" else f"--metric-option {metric}."
 
 
 # ---- fast failure with advice ----------------------------------------------------------

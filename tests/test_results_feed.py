@@ -112,3 +112,57 @@ def test_many_small_changes_keep_the_frame_equal_to_a_full_read(tmp_path):
             i = rng.randrange(60)
             store.add_result(record(i, values={"bleu2": {"mean": rng.random(), "ci95": None, "n": 100}}))
         pd.testing.assert_frame_equal(source.frame(force=True), full_frame(store), obj=f"step {step}")
+
+
+def test_a_new_result_rebuilds_only_its_own_tables_and_every_view_equals_a_fresh_build(tmp_path):
+    """The part cache (views per test set and track): after new and re-scored results, the
+    page and model views equal views built from a full read, and only the changed test
+    sets' views were computed again."""
+    import random
+
+    from rexrank.leaderboard import tables
+    from rexrank.leaderboard.model_page import model_results
+
+    def scored(i: int, mean: float) -> dict:
+        track = ("findings", "findings_impression")[(i // 4) % 2]
+        return record(i, track=track, values={"bleu2": {"mean": mean, "ci95": 0.01, "n": 100}})
+
+    def part_of(i: int) -> tuple[str, str]:
+        r = scored(i, 0.0)
+        return r["test_set"], r["track"]
+
+    def all_views(frame, cached=tables.uncached):
+        out = {}
+        for track in ("findings", "findings_impression"):
+            views = tables.page_views(frame, track, cached=cached)
+            out[(track, "overview")] = views.overview
+            out[(track, "overview_plain")] = views.overview_plain
+            for test_set, view in views.tables.items():
+                out[(track, test_set, "display")], out[(track, test_set, "plain")] = view.display, view.plain
+                out[(track, test_set, "note")] = pd.DataFrame({"note": [view.note]})
+        for i in (0, 5, 42):
+            out[("model", i)] = model_results(frame, f"model-{i}", cached=cached)
+        return out
+
+    rng = random.Random(3)
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    store.add_results([scored(i, rng.random()) for i in range(30)])
+    source = LeaderboardSource.from_store(store, ttl=0)
+    frame, cached = source.part_cache()
+    all_views(frame, cached)  # everything computed once
+    for step in range(8):
+        changed = rng.sample(range(48), rng.randint(1, 2))  # new results and re-scored ones
+        for i in changed:
+            store.add_result(scored(i, rng.random()))
+        source.frame(force=True)
+        frame, cached = source.part_cache()
+        computed = set()
+
+        def counting(key, part, compute):
+            return cached(key, part, lambda: computed.add(part) or compute())
+
+        got, want = all_views(frame, counting), all_views(full_frame(store))
+        assert got.keys() == want.keys()
+        for key in want:
+            pd.testing.assert_frame_equal(got[key], want[key], obj=f"step {step}: {key}")
+        assert computed == {part_of(i) for i in changed}, f"step {step}"

@@ -116,11 +116,15 @@ def build_app(source: LeaderboardSource):
         return source.cached(("page", track, rank_by, query), lambda: build_page(track, rank_by, query))
 
     def build_page(track: str, rank_by: str, query: str) -> list:
-        views = tables.page_views(source.frame(), track, rank_by, query, test_sets=tab_test_sets)
+        # tables of test sets without a new result since the last page are kept (part cache)
+        frame, cached = source.part_cache()
+        views = tables.page_views(frame, track, rank_by, query, test_sets=tab_test_sets, cached=cached)
         suffix = f"{track}_by-{rank_by}" + ("_search" if (query or "").strip() else "")
         out = [views.overview, csv_files.write(views.overview_plain, f"rexrank_overview_{suffix}")]
         for test_set, view in views.tables.items():
-            out += [view.note, view.display, csv_files.write(view.plain, f"rexrank_{test_set}_{suffix}")]
+            csv = cached(("csv", rank_by, query), (test_set, track),
+                         lambda: csv_files.write(view.plain, f"rexrank_{test_set}_{suffix}"))
+            out += [view.note, view.display, csv]
         return out
 
     def views(track: str, rank_by: str, query: str):
@@ -136,11 +140,11 @@ def build_app(source: LeaderboardSource):
         return source.cached(("model", name, rank_by), lambda: model_view(name, rank_by))
 
     def model_view(name: str | None, rank_by: str):
-        frame = source.frame()
+        frame, cached = source.part_cache()
         if not name:
             return "Pick a model.", pd.DataFrame(columns=RESULT_COLUMNS), pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
-        significance = neighbour_significance(source, name, rank_by)
-        return model_header(frame, name), model_results(frame, name, rank_by), significance
+        significance = neighbour_significance(source, name, rank_by, cached=cached)
+        return model_header(frame, name), model_results(frame, name, rank_by, cached=cached), significance
 
     def reload():
         frame = source.frame(force=True)

@@ -9,7 +9,17 @@ import numpy as np
 import pandas as pd
 
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS, TRACK_LABELS
-from rexrank.leaderboard.tables import MISSING, best_values, format_value, md_escape, plural, ranked, web_url
+from rexrank.leaderboard.tables import (
+    MISSING,
+    PartCache,
+    best_values,
+    format_value,
+    md_escape,
+    plural,
+    ranked_part,
+    uncached,
+    web_url,
+)
 from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY
 
 # leaderboard key -> (per-study column written by rexrank.scoring, shown as 1/mean?)
@@ -41,37 +51,46 @@ def model_choices(frame: pd.DataFrame) -> list[str]:
 
 
 def _order(frame: pd.DataFrame) -> list[tuple[str, str]]:
-    present = set(zip(frame["test_set"], frame["track"]))
+    present = set(frame[["test_set", "track"]].drop_duplicates().itertuples(index=False, name=None))
     test_sets = [t for t in LEADERBOARD_TEST_SETS] + sorted({t for t, _ in present} - set(LEADERBOARD_TEST_SETS))
     return [(t, tr) for t in test_sets for tr in TRACK_LABELS if (t, tr) in present]
 
 
-def model_results(frame: pd.DataFrame, model: str, rank_by: str = DEFAULT_RANK_KEY) -> pd.DataFrame:
+def model_results(frame: pd.DataFrame, model: str, rank_by: str = DEFAULT_RANK_KEY, *,
+                  cached: PartCache = uncached) -> pd.DataFrame:
     """One row per result of `model`: test set, track, rank among all models ("r / N"),
-    every column as mean ± CI (bold = best in that table), trained marker, source."""
+    every column as mean ± CI (bold = best in that table), trained marker, source.
+    `cached` keeps the rows of test sets and tracks that did not change."""
     rows = []
     for test_set, track in _order(frame):
-        table = ranked(frame, test_set, track, rank_by)
-        mine = table[table["model_name"] == model]
-        if mine.empty:
-            continue
-        best = best_values(table)
-        n_ranked = int(table["rank"].notna().sum())
-        for row in mine.to_dict("records"):
-            rank = MISSING if math.isnan(row["rank"]) else f"{int(row['rank'])} / {n_ranked}"
-            cells = {
-                "Test set": TEST_SET_LABELS.get(test_set, test_set),
-                "Track": TRACK_LABELS[track],
-                "Rank": rank,
-                "Trained on it": "yes" if row["trained"] else "",
-            }
-            for key in METRIC_KEYS:
-                is_best = not math.isnan(row[key]) and row[key] == best[key]
-                cells[COLUMNS_BY_KEY[key].display] = format_value(row[key], row[f"{key}_ci"], best=is_best)
-            cells["Source"] = row["source"]
-            cells["Per-study data"] = "yes" if row["per_study_available"] else "no"
-            rows.append(cells)
+        table = ranked_part(frame, test_set, track, rank_by, cached)
+        rows += cached(("model_rows", model, rank_by), (test_set, track),
+                       lambda: _result_rows(table, model, test_set, track))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str) -> list[dict]:
+    mine = table[table["model_name"] == model]
+    if mine.empty:
+        return []
+    best = best_values(table)
+    n_ranked = int(table["rank"].notna().sum())
+    rows = []
+    for row in mine.to_dict("records"):
+        rank = MISSING if math.isnan(row["rank"]) else f"{int(row['rank'])} / {n_ranked}"
+        cells = {
+            "Test set": TEST_SET_LABELS.get(test_set, test_set),
+            "Track": TRACK_LABELS[track],
+            "Rank": rank,
+            "Trained on it": "yes" if row["trained"] else "",
+        }
+        for key in METRIC_KEYS:
+            is_best = not math.isnan(row[key]) and row[key] == best[key]
+            cells[COLUMNS_BY_KEY[key].display] = format_value(row[key], row[f"{key}_ci"], best=is_best)
+        cells["Source"] = row["source"]
+        cells["Per-study data"] = "yes" if row["per_study_available"] else "no"
+        rows.append(cells)
+    return rows
 
 
 def model_header(frame: pd.DataFrame, model: str) -> str:
@@ -96,54 +115,64 @@ def model_header(frame: pd.DataFrame, model: str) -> str:
     return "  \n".join(lines)
 
 
-def neighbour_significance(source, model: str, rank_by: str = DEFAULT_RANK_KEY, *, resamples: int = SIGNIFICANCE_RESAMPLES) -> pd.DataFrame:
+def neighbour_significance(source, model: str, rank_by: str = DEFAULT_RANK_KEY, *, resamples: int = SIGNIFICANCE_RESAMPLES,
+                           cached: PartCache = uncached) -> pd.DataFrame:
     """Paired bootstrap test (rexrank.analysis.uncertainty) of the model against the models
     ranked just above and just below it, on the ranking metric's per-study scores, for each
     table where both have per-study data. Δ is in per-study units (RadCliQ-v1 and
-    FineRadScore: lower is better, although the table shows 1/mean)."""
-    from rexrank.analysis.uncertainty import paired_bootstrap
-
+    FineRadScore: lower is better, although the table shows 1/mean). `cached` keeps the
+    tests of test sets and tracks that did not change."""
     frame = source.frame()
-    column, inverted = PER_STUDY_COLUMN[rank_by]
     rows = []
     for test_set, track in _order(frame):
-        table = ranked(frame, test_set, track, rank_by)
-        positions = np.flatnonzero((table["model_name"] == model).to_numpy())
-        for pos in positions:
-            me = table.iloc[pos]
-            if not me["per_study_available"] or math.isnan(me["rank"]):
-                continue
-            mine = source.per_study(me["id"])
-            for offset, where in ((-1, "above"), (1, "below")):
-                j = pos + offset
-                if j < 0 or j >= len(table):
-                    continue
-                other = table.iloc[j]
-                base = {
-                    "Test set": TEST_SET_LABELS.get(test_set, test_set),
-                    "Track": TRACK_LABELS[track],
-                    "Neighbour": f"{other['model_name']} ({where})",
-                }
-                theirs = source.per_study(other["id"]) if other["per_study_available"] else None
-                if mine is None or theirs is None or column not in mine or column not in theirs:
-                    rows.append({**base, "Result": "no per-study data for both"})
-                    continue
-                joined = mine[["id", column]].merge(theirs[["id", column]], on="id", suffixes=("_a", "_b"))
-                complete = joined.dropna()
-                if len(complete) < 2:
-                    rows.append({**base, "Result": "fewer than 2 studies scored by both"})
-                    continue
-                test = paired_bootstrap(complete[f"{column}_a"], complete[f"{column}_b"], resamples=resamples, seed=0)
-                better = (test.difference < 0) if inverted else (test.difference > 0)
-                significant = test.p_value < ALPHA
-                rows.append({
-                    **base,
-                    "Studies": f"{len(complete)}" + (f" ({len(joined) - len(complete)} with a missing score left out)" if len(complete) < len(joined) else ""),
-                    f"Δ mean {column}": f"{test.difference:+.4f}",
-                    "95 % CI": f"[{test.ci_low:+.4f}, {test.ci_high:+.4f}]",
-                    "p": f"{test.p_value:.3g}",
-                    "Result": ("better" if better else "worse") + (" (significant)" if significant else " (not significant)"),
-                })
+        table = ranked_part(frame, test_set, track, rank_by, cached)
+        rows += cached(("significance", model, rank_by, resamples), (test_set, track),
+                       lambda: _significance_rows(source, table, model, test_set, track, rank_by, resamples))
     if not rows:  # keep named headers for an empty table
         return pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
     return pd.DataFrame(rows)
+
+
+def _significance_rows(source, table: pd.DataFrame, model: str, test_set: str, track: str, rank_by: str,
+                       resamples: int) -> list[dict]:
+    from rexrank.analysis.uncertainty import paired_bootstrap
+
+    column, inverted = PER_STUDY_COLUMN[rank_by]
+    rows = []
+    positions = np.flatnonzero((table["model_name"] == model).to_numpy())
+    for pos in positions:
+        me = table.iloc[pos]
+        if not me["per_study_available"] or math.isnan(me["rank"]):
+            continue
+        mine = source.per_study(me["id"])
+        for offset, where in ((-1, "above"), (1, "below")):
+            j = pos + offset
+            if j < 0 or j >= len(table):
+                continue
+            other = table.iloc[j]
+            base = {
+                "Test set": TEST_SET_LABELS.get(test_set, test_set),
+                "Track": TRACK_LABELS[track],
+                "Neighbour": f"{other['model_name']} ({where})",
+            }
+            theirs = source.per_study(other["id"]) if other["per_study_available"] else None
+            if mine is None or theirs is None or column not in mine or column not in theirs:
+                rows.append({**base, "Result": "no per-study data for both"})
+                continue
+            joined = mine[["id", column]].merge(theirs[["id", column]], on="id", suffixes=("_a", "_b"))
+            complete = joined.dropna()
+            if len(complete) < 2:
+                rows.append({**base, "Result": "fewer than 2 studies scored by both"})
+                continue
+            test = paired_bootstrap(complete[f"{column}_a"], complete[f"{column}_b"], resamples=resamples, seed=0)
+            better = (test.difference < 0) if inverted else (test.difference > 0)
+            significant = test.p_value < ALPHA
+            rows.append({
+                **base,
+                "Studies": f"{len(complete)}" + (f" ({len(joined) - len(complete)} with a missing score left out)" if len(complete) < len(joined) else ""),
+                f"Δ mean {column}": f"{test.difference:+.4f}",
+                "95 % CI": f"[{test.ci_low:+.4f}, {test.ci_high:+.4f}]",
+                "p": f"{test.p_value:.3g}",
+                "Result": ("better" if better else "worse") + (" (significant)" if significant else " (not significant)"),
+            })
+    return rows

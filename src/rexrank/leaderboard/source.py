@@ -13,7 +13,7 @@ import io
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable
+from typing import Callable, Hashable
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,11 @@ class LeaderboardSource:
         self.generation = 0  # increases whenever the frame changes (a key for caching views)
         self.problems: list[str] = []
         self._views: OrderedDict = OrderedDict()  # (generation, key) -> a view of that frame
+        # views of one (test set, track): kept while its rows are unchanged, so that a new
+        # result rebuilds the views of its own table only
+        self._epoch = 0  # bumped by a full rebuild: every part changes
+        self._part_versions: dict[tuple[str, str], int] = {}
+        self._part_views: OrderedDict = OrderedDict()  # (part, key) -> ((epoch, part version), view)
 
     @classmethod
     def from_records(cls, records: list[dict], *, label: str = "records given in code") -> "LeaderboardSource":
@@ -71,12 +76,14 @@ class LeaderboardSource:
         self._frame = records_frame(records, problems=problems)
         self.problems = [display(p) for p in problems]
         self._records = {r.get("id"): r for r in records if isinstance(r, dict)}
+        self._epoch += 1
         self.generation += 1
 
     def _refresh_from_feed(self) -> None:
         delta = self._feed.refresh()
         if self._frame is not None and not delta:
             return
+        parts = {_part(self._rows[p]) for p in [*delta.removed, *delta.changed] if p in self._rows}  # before
         for path in [*delta.removed, *delta.changed]:  # per-study data of changed results is read again
             if path in self._rows:
                 self._per_study.pop(self._rows[path]["id"], None)
@@ -95,7 +102,11 @@ class LeaderboardSource:
         if self._frame is None or len(ids) != len(set(ids)) or len(touched) > len(self._rows) // 4:
             self._assemble()
             self._records = {row_id: self._feed.records[path] for path, row_id in zip(self._paths, self._frame["id"])}
+            self._epoch += 1
         else:
+            parts |= {_part(self._rows[p]) for p in touched if p in self._rows}  # after
+            for part in parts:
+                self._part_versions[part] = self._part_versions.get(part, 0) + 1
             for path in touched:
                 self._records.pop(self._record_ids.pop(path, None), None)
             self._patch(touched)
@@ -156,6 +167,34 @@ class LeaderboardSource:
                 self._views.popitem(last=False)  # views of an older frame, or the least recently used
         return value
 
+    def part_cache(self) -> tuple[pd.DataFrame, Callable]:
+        """The current frame, and `cached(key, (test_set, track), compute)` for it: `compute()`
+        (a view of that test set and track's rows) computed once while those rows stay the
+        same, even across new results elsewhere (rexrank.leaderboard.tables.PartCache)."""
+        while True:
+            frame = self.frame()
+            with self._lock:
+                if self._frame is frame:  # versions taken with the frame they describe
+                    epoch, versions = self._epoch, dict(self._part_versions)
+                    break
+
+        def cached(key: Hashable, part: tuple[str, str], compute: Callable):
+            stamp, slot = (epoch, versions.get(part, 0)), (part, key)
+            with self._lock:
+                kept = self._part_views.get(slot)
+                if kept is not None and kept[0] == stamp:
+                    self._part_views.move_to_end(slot)
+                    return kept[1]
+            value = compute()
+            with self._lock:
+                self._part_views[slot] = (stamp, value)
+                self._part_views.move_to_end(slot)
+                while len(self._part_views) > VIEW_CACHE_SIZE:
+                    self._part_views.popitem(last=False)
+            return value
+
+        return frame, cached
+
     def record(self, record_id: str) -> dict | None:
         self.frame()
         return self._records.get(record_id)
@@ -172,6 +211,10 @@ class LeaderboardSource:
                 return None
             self._per_study[record_id] = pd.read_parquet(io.BytesIO(data))
         return self._per_study[record_id]
+
+
+def _part(row: dict) -> tuple[str, str]:
+    return row["test_set"], row["track"]
 
 
 def _sort_key(path: str, row: dict) -> tuple[str, str, str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Callable, Hashable, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,15 @@ TRAINED_MARK = "*"
 TRAINED_NOTE = "\\* the model used this test set's training split (as marked on the ReXrank site)."
 MISSING = "–"
 DISPLAY_FIXED = ("Rank", "Model", "Institution", "Date")
+
+T = TypeVar("T")
+# cached(key, (test_set, track), compute): a view of one test set and track, memoised by a
+# caller that knows when those rows change (LeaderboardSource.part_cache); here: computed.
+PartCache = Callable[[Hashable, tuple[str, str], Callable[[], T]], T]
+
+
+def uncached(key: Hashable, part: tuple[str, str], compute: Callable[[], T]) -> T:
+    return compute()
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
@@ -264,22 +274,34 @@ class PageViews:
 
 
 def page_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
-               test_sets=LEADERBOARD_TEST_SETS) -> PageViews:
+               test_sets=LEADERBOARD_TEST_SETS, *, cached: PartCache = uncached) -> PageViews:
     """Everything the leaderboard's tabs show for one track, ranking and search; each table
-    is ranked once. Best values come from the whole table, before the search."""
-    ranked_tables = {t: ranked(frame, t, track, rank_by) for t in test_sets}
-    views = {}
-    for test_set, table in ranked_tables.items():
-        shown = search(table, query)
-        views[test_set] = TableView(
-            display=display_table(shown, best_values(table), rank_by),
-            plain=csv_table(shown, test_set, track),
-            note=table_note(len(shown), len(table), query, track),
-        )
+    is ranked once. Best values come from the whole table, before the search. `cached`
+    keeps the tables of test sets whose rows did not change since it last saw them."""
+    ranked_tables = {t: ranked_part(frame, t, track, rank_by, cached) for t in test_sets}
+    views = {
+        t: cached(("view", rank_by, query), (t, track), lambda t=t: test_set_view(ranked_tables[t], t, track, rank_by, query))
+        for t in test_sets
+    }
     return PageViews(
         overview=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables),
         overview_plain=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables, markdown=False),
         tables=views,
+    )
+
+
+def ranked_part(frame: pd.DataFrame, test_set: str, track: str, rank_by: str, cached: PartCache = uncached) -> pd.DataFrame:
+    """`ranked(...)`, through a part cache."""
+    return cached(("ranked", rank_by), (test_set, track), lambda: ranked(frame, test_set, track, rank_by))
+
+
+def test_set_view(table: pd.DataFrame, test_set: str, track: str, rank_by: str, query: str) -> TableView:
+    """A ranked table as its tab shows it (grid cells, CSV rows, note), after the search."""
+    shown = search(table, query)
+    return TableView(
+        display=display_table(shown, best_values(table), rank_by),
+        plain=csv_table(shown, test_set, track),
+        note=table_note(len(shown), len(table), query, track),
     )
 
 

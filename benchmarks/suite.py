@@ -95,9 +95,9 @@ def run_suite(models, predictions, references, cache_dir: Path, device: str):
 def ratescore_inputs(models, texts: list[str], device: str) -> tuple[list[str], list[str]]:
     """The distinct sentences and entity strings of the run (found once, not timed)."""
     from rexrank.ratescore.models import EntityTagger
-    from rexrank.ratescore.sentences import get_splitter
+    from rexrank.ratescore.sentences import DEFAULT_SPLITTER, get_splitter
 
-    split = get_splitter("builtin")
+    split = get_splitter(DEFAULT_SPLITTER)  # the splitter the metric runs with
     sentences = list(dict.fromkeys(s for t in texts for s in split(t)))
     tagger = EntityTagger(Path(models["ner"]), device, BATCH["ratescore"])
     entities = list(dict.fromkeys(e for row in tagger(sentences, progress=False) for e, _ in row))

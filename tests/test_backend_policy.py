@@ -327,3 +327,28 @@ def test_a_forged_request_for_an_unknown_test_set_is_refused_and_the_worker_goes
     refused = store.get_request(forged["id"])
     assert refused["status"] == FAILED and "unknown test set 'secret_set'" in refused["error"]
     assert store.get_request(good["id"])["status"] == FINISHED
+
+
+def test_a_request_settled_by_another_worker_while_the_rules_are_checked_is_no_error(tmp_path):
+    """The chaos test once saw a request FAILED with 'queue/<another request> not found': the
+    rules list the queue, and another worker settled a listed request before it was read."""
+    import threading
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    other = submit(store, variant(tmp_path, 0), model_name="m0")
+    mine = submit(store, variant(tmp_path, 1), model_name="m1")
+    assert store.claim("w-other", lease_seconds=60)["id"] == other["id"]
+    listing = store.requests.snapshot
+    settler = threading.Thread(target=lambda: store.finish(other["id"], "w-other", result_id=other["id"]))
+
+    def snapshot_then_another_worker_settles(*folders, **kw):
+        snap = listing(*folders, **kw)
+        if not settler.is_alive() and settler.ident is None:
+            settler.start()
+            settler.join(0.5)  # it commits now, unless the reads that follow hold commits off
+        return snap
+
+    store.requests.snapshot = snapshot_then_another_worker_settles
+    assert store.policy_problem(mine) is None
+    settler.join(10)
+    assert not settler.is_alive() and store.get_request(other["id"])["status"] == FINISHED

@@ -61,9 +61,14 @@ class LocalRepo:
     def reading(self):
         """Hold off commits while several files are read (a consistent view without a
         version check). Do not commit from inside: the commit would wait for itself."""
-        self._recover_if_needed()
-        with self._locked(fcntl.LOCK_SH):
-            yield
+        while True:
+            self._recover_if_needed()
+            with self._locked(fcntl.LOCK_SH):
+                # a committer killed between our recovery and our lock left a journal: the
+                # reads inside would recover it and wait for our own lock, so recover first
+                if not (self.root / _JOURNAL_FILE).exists():
+                    yield
+                    return
 
     def _recover_if_needed(self) -> None:
         if (self.root / _JOURNAL_FILE).exists():

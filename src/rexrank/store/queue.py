@@ -12,7 +12,7 @@ from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
 from rexrank.store.policy import check_policy
-from rexrank.store.repo import Snapshot, StoreError, transact
+from rexrank.store.repo import Snapshot, StoreError, consistent_reads, transact
 
 log = logging.getLogger("rexrank.store")
 
@@ -196,9 +196,10 @@ class QueueOperations:
         """The backend's own check of the submission rules (rexrank.store.policy) for a
         request, against the requests filed before it and those already scored (a request
         dated back by a rogue client still meets them): a message, or None if it passes."""
-        snap = self.requests.snapshot(R.QUEUE_DIR)
+        with consistent_reads(self.requests):  # another worker may settle a listed request meanwhile
+            snap = self.requests.snapshot(R.QUEUE_DIR)
+            history = self._history(snap, model_name=request["model_name"], submitter=request["submitter"])
         key = (request["submitted_time"], request["id"])
-        history = self._history(snap, model_name=request["model_name"], submitter=request["submitter"])
         earlier = [r for r in history if r["id"] != request["id"]
                    and ((r["submitted_time"], r["id"]) < key or r["status"] == R.FINISHED)]
         try:

@@ -9,6 +9,7 @@ other file is read by its path at the snapshot's version.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 import time
@@ -78,6 +79,14 @@ class Repo(Protocol):
 
 # None: nothing to write; otherwise (changes, commit message, value returned to the caller)
 Decision = tuple[dict[str, bytes | None], str, T] | None
+
+
+def consistent_reads(repo):
+    """Context in which a listing and the reads that follow it see one version: a local
+    repo holds off commits (`reading()`); a Hub repo reads at the listing's version anyway.
+    Without it another worker's commit can move a listed file away before it is read."""
+    reading = getattr(repo, "reading", None)
+    return reading() if reading else contextlib.nullcontext()
 
 
 def transact(

@@ -11,7 +11,7 @@ from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
 from rexrank.store.policy import Quota, check_lengths, check_names, check_policy
 from rexrank.store.queue import QueueOperations
-from rexrank.store.repo import Repo, Snapshot, StoreError, transact
+from rexrank.store.repo import Repo, Snapshot, StoreError, consistent_reads, transact
 
 log = logging.getLogger("rexrank.store")
 
@@ -86,7 +86,8 @@ class Store(QueueOperations):
         request of the history unless only open statuses are asked for."""
         wanted = set(R.STATUSES) if status is None else {status} if isinstance(status, str) else set(status)
         folders = [R.QUEUE_DIR] if wanted <= set(R.OPEN) else [R.QUEUE_DIR, R.DONE_DIR]
-        found = self._read_records("requests", self.requests.snapshot(*folders), folders, R.parse_request)
+        with consistent_reads(self.requests):
+            found = self._read_records("requests", self.requests.snapshot(*folders), folders, R.parse_request)
         latest: dict[str, dict] = {}
         for _, req in found:  # a request in both places (edited by hand): the later state
             if req["id"] not in latest or len(req.get("history") or []) > len(latest[req["id"]].get("history") or []):
@@ -97,9 +98,10 @@ class Store(QueueOperations):
     def queue_view(self) -> list[dict]:
         """What the queue tables show, newest first: every open request and the last
         RECENT_LIMIT settled ones (as summaries with their error), whatever the history holds."""
-        snap = self.requests.snapshot(R.QUEUE_DIR)
-        shown = {e["id"]: e for e in load_index(self.requests, snap, R.RECENT_INDEX).get("requests", [])}
-        shown.update({req["id"]: req for _, req in self._queued(snap)})
+        with consistent_reads(self.requests):
+            snap = self.requests.snapshot(R.QUEUE_DIR)
+            shown = {e["id"]: e for e in load_index(self.requests, snap, R.RECENT_INDEX).get("requests", [])}
+            shown.update({req["id"]: req for _, req in self._queued(snap)})
         return sorted(shown.values(), key=lambda r: (r["submitted_time"], r["id"]), reverse=True)
 
     def _find_request(self, snap: Snapshot, request_id: str) -> tuple[str, dict] | None:
@@ -115,7 +117,8 @@ class Store(QueueOperations):
             raise StoreError(f"request {request_id!r} in {self.name} cannot be read: {exc}") from None
 
     def get_request(self, request_id: str) -> dict:
-        found = self._find_request(self.requests.snapshot(R.QUEUE_DIR), request_id)
+        with consistent_reads(self.requests):
+            found = self._find_request(self.requests.snapshot(R.QUEUE_DIR), request_id)
         if found is None:
             raise StoreError(f"no request {request_id!r} in {self.name}")
         return found[1]

@@ -111,13 +111,16 @@ def test_no_progress_reaches_the_model_metrics_bars():
     """`rexrank score --no-progress` hides the per-batch bars of every metric that has them,
     radcliq's components included; an explicit option still wins."""
     from rexrank.metrics.registry import get_metric
-    from rexrank.scoring import _with_progress
+    from rexrank.scoring import _run_options
 
-    assert _with_progress("ratescore", {"batch_size": 4}, False) == {"progress": False, "batch_size": 4}
-    assert _with_progress("ratescore", {"progress": True}, False) == {"progress": True}
-    assert _with_progress("ratescore", {}, True) == {}
-    assert _with_progress("bleu2", {}, False) == {}  # no bars, no such option
-    radcliq = get_metric("radcliq", **_with_progress("radcliq", {}, False))
+    def quiet(name, options, progress=False):
+        return _run_options(name, options, progress=progress, run_context=None)
+
+    assert quiet("ratescore", {"batch_size": 4}) == {"progress": False, "batch_size": 4}
+    assert quiet("ratescore", {"progress": True}) == {"progress": True}
+    assert quiet("ratescore", {}, progress=True) == {}
+    assert quiet("bleu2", {}) == {}  # no bars, no such option
+    radcliq = get_metric("radcliq", **quiet("radcliq", {}))
     parts = radcliq.components
     assert (parts["bertscore"].progress, parts["sembscore"].progress, parts["radgraph"].progress) == (False,) * 3
     assert get_metric("ratescore", progress=False).progress is False

@@ -83,28 +83,23 @@ def _with_study_ids(details: dict, ids: Sequence[str]) -> dict:
     return {**details, **named}
 
 
-def _with_progress(name: str, options: dict, progress: bool) -> dict:
-    """`progress=False` reaches the metric's own (per-batch) bars too, unless set explicitly."""
+def _run_options(name: str, options: dict, *, progress: bool, run_context) -> dict:
+    """The metric's options plus what the run sets where the metric takes it (explicit
+    options win): `progress=False` reaches its own per-batch bars too, and the run's
+    context lets it share model outputs and results with the run's other metrics."""
     import inspect
 
-    if progress or "progress" not in inspect.signature(metric_class(name)).parameters:
-        return options
-    return {"progress": False, **options}
-
-
-def _with_run_context(name: str, options: dict, run_context) -> dict:
-    """Metrics that can share model outputs and results within the run get the run's context."""
-    import inspect
-
-    if "run_context" not in inspect.signature(metric_class(name)).parameters:
-        return options
-    return {"run_context": run_context, **options}
+    takes = inspect.signature(metric_class(name)).parameters
+    added = {"run_context": run_context} if "run_context" in takes else {}
+    if not progress and "progress" in takes:
+        added["progress"] = False
+    return {**added, **options}
 
 
 def _score_metric(name: str, predictions: Predictions, references: list[str], *, options: dict, bootstrap: int,
                   seed: int, progress: bool, run_context) -> tuple[dict[str, Any], MetricResult]:
     """One metric: its summary (the unit of `results["metrics"]`) and its result."""
-    metric = get_metric(name, **_with_run_context(name, _with_progress(name, options, progress), run_context))
+    metric = get_metric(name, **_run_options(name, options, progress=progress, run_context=run_context))
     t0 = time.time()
     result = run_context.score(metric, predictions.texts, references)
     seconds = time.time() - t0

@@ -9,7 +9,6 @@ before the index existed is always read by listing (only changed files are read)
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -17,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from rexrank.store import records as R
-from rexrank.store.repo import Snapshot, git_blob_oid
+from rexrank.store.repo import Snapshot, consistent_reads, git_blob_oid
 
 log = logging.getLogger("rexrank.store")
 
@@ -51,8 +50,7 @@ class ResultsFeed:
         self._members: dict[str, set[str]] = {}  # shard path -> record paths read that it covers
 
     def refresh(self) -> Delta:
-        reading = getattr(self.repo, "reading", None)
-        with reading() if reading else contextlib.nullcontext():  # a local repo: no commit half-seen
+        with consistent_reads(self.repo):  # a local repo: no commit half-seen
             version = self.repo.version()
             full_due = time.monotonic() - self._last_full > self.full_every
             if version == self.version and not full_due:

@@ -195,8 +195,8 @@ def test_bad_inputs_name_the_problem(tmp_path):
         load_test_set("example", "impression")
     with pytest.raises(TestSetError, match="does not exist"):
         load_test_set("iu_xray", data_dir=tmp_path / "nowhere")
-    with pytest.raises(TestSetError, match="none of ReXRank_IUXray_test.json found"):
-        load_test_set("iu_xray", data_dir=tmp_path)
+    with pytest.raises(TestSetError, match="none of ReXRank_MIMICCXR_test.json found in --data-dir .* or its mimic_cxr/ sub-folder"):
+        load_test_set("mimic_cxr", data_dir=tmp_path)
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
     with pytest.raises(TestSetError, match="not valid JSON"):

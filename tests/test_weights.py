@@ -17,7 +17,7 @@ from rexrank.data import data_path
 from rexrank.errors import MetricError
 from rexrank.metrics.registry import get_metric
 from rexrank.models import checkpoints, weights
-from rexrank.models.advice import EndpointUnreachable, WeightsUnavailable, cli_terms
+from rexrank.models.advice import EndpointUnreachable, WeightsUnavailable, cli_terms, option_setting
 from rexrank.models.checkpoints import Checkpoint
 
 EXAMPLE_PREDICTIONS = str(data_path("example_predictions.json"))
@@ -94,6 +94,22 @@ def metric_option_prefix(metric: str) -> str:
     return "--metric-option 'radcliq." if metric == "radcliq" else f"--metric-option {metric}."
 
 
+# metrics that load more than one checkpoint known before any is here (RadGraph's encoder is
+# named inside its archive)
+SEVERAL_CHECKPOINTS = {"sembscore": 2, "radcliq": 4, "ratescore": 2}
+
+
+def check_the_advice_fixes_every_checkpoint(metric: str, advice: str) -> None:
+    """One missing checkpoint: how to fetch it or point at a local copy. Several (an empty
+    cache): the others are named and the advice is the one command that fetches them all."""
+    if metric in SEVERAL_CHECKPOINTS:
+        named = advice.split(" also lacks ")[1].split(". ")[0]
+        assert len(named.split(", ")) == SEVERAL_CHECKPOINTS[metric] - 1
+        assert f"`rexrank weights download {metric}`" in advice and "hf download" not in advice
+    else:
+        assert metric_option_prefix(metric) in advice and "hf download " in advice
+
+
 # ---- fast failure with advice ----------------------------------------------------------
 
 @pytest.mark.parametrize("metric", MODEL_METRICS)
@@ -104,7 +120,7 @@ def test_offline_model_metric_fails_fast_with_command_line_advice(metric, tmp_pa
     assert failure["seconds"] < LIMIT_S
     assert "HF_HUB_OFFLINE" in failure["reason"]
     advice = failure["advice"]
-    assert metric_option_prefix(metric) in advice and "hf download " in advice
+    check_the_advice_fixes_every_checkpoint(metric, advice)
     assert f"rexrank weights download {metric}" in advice
     assert "huggingface-cli" not in advice and "_path=\"" not in advice  # no Python keywords on the command line
 
@@ -119,7 +135,7 @@ def test_unreachable_hub_fails_fast_instead_of_retrying(metric, tmp_path, monkey
     failure = results["failed"][metric]
     assert failure["seconds"] < LIMIT_S
     assert f"the Hub ({silent_server}) cannot be reached" in failure["reason"]
-    assert metric_option_prefix(metric) in failure["advice"]
+    check_the_advice_fixes_every_checkpoint(metric, failure["advice"])
 
 
 def test_refused_hub_connection_fails_fast(tmp_path, monkeypatch):
@@ -131,16 +147,27 @@ def test_refused_hub_connection_fails_fast(tmp_path, monkeypatch):
 
 def test_python_callers_get_advice_in_keyword_terms():
     with pytest.raises(WeightsUnavailable) as err:
-        get_metric("sembscore", progress=False).score(["No effusion."], ["No effusion."])
+        get_metric("bertscore", progress=False).score(["No effusion."], ["No effusion."])
     message = str(err.value)
-    assert message.startswith("sembscore: checkpoint StanfordAIMI/RRG_scorers/chexbert.pth@")
-    assert 'checkpoint_path="DIR/chexbert.pth"' in message
-    assert "huggingface_hub.hf_hub_download('StanfordAIMI/RRG_scorers', 'chexbert.pth'" in message
-    assert "rexrank.models.weights.download(['sembscore'])" in message
+    assert message.startswith("bertscore: checkpoint distilbert/distilroberta-base@")
+    assert 'model="DIR"' in message
+    assert "huggingface_hub.snapshot_download('distilbert/distilroberta-base'" in message
+    assert "rexrank.models.weights.download(['bertscore'])" in message
     assert "--metric-option" not in message and "huggingface-cli" not in message
     # inside the command line's terms, the same error reads as a command line
     with cli_terms():
-        assert "--metric-option sembscore.checkpoint_path=DIR/chexbert.pth" in str(err.value)
+        assert "--metric-option bertscore.model=DIR" in str(err.value)
+
+
+def test_several_missing_checkpoints_are_named_with_the_one_call_that_fetches_them():
+    with pytest.raises(WeightsUnavailable) as err:
+        get_metric("sembscore", progress=False).score(["No effusion."], ["No effusion."])
+    message = str(err.value)
+    assert message.startswith("sembscore: checkpoint StanfordAIMI/RRG_scorers/chexbert.pth@")
+    assert "sembscore also lacks google-bert/bert-base-uncased@" in message
+    assert "rexrank.models.weights.download(['sembscore'])" in message and "--metric-option" not in message
+    with cli_terms():
+        assert "`rexrank weights download sembscore`" in str(err.value)
 
 
 def test_a_component_of_radcliq_is_advised_as_radcliq_option():
@@ -148,11 +175,12 @@ def test_a_component_of_radcliq_is_advised_as_radcliq_option():
         get_metric("radcliq", progress=False).score(["No effusion."], ["No effusion."])
     assert err.value.metrics[-1] == "radcliq"
     component = err.value.metrics[0]
-    message = str(err.value)
-    assert message.startswith("radcliq: checkpoint ")
-    assert f'{component}_options={{"' in message  # e.g. radgraph_options={"model_path": "DIR/radgraph.tar.gz"}
+    assert str(err.value).startswith("radcliq: checkpoint ")
+    setting = option_setting(err.value.metrics, err.value.option, err.value.local_value())
+    assert setting.startswith(f'{component}_options={{"')  # e.g. radgraph_options={"model_path": "DIR/radgraph.tar.gz"}
     with cli_terms():
-        assert f"--metric-option 'radcliq.{component}_options={{\"" in str(err.value)
+        cli = option_setting(err.value.metrics, err.value.option, err.value.local_value())
+        assert cli.startswith(f"--metric-option 'radcliq.{component}_options={{\"")
 
 
 @pytest.mark.parametrize("metric", LLM_METRICS)
@@ -195,7 +223,7 @@ def test_status_of_sembscore_cached_missing_and_wrong_bytes(hub_cache, capsys):
     pinned = RRG_SCORERS_SHA256["chexbert.pth"]
     # stored under its pinned content address: trusted as the official file without re-reading
     path = put_file(hub_cache, C.CHEXBERT_REPO, C.CHEXBERT_REVISION, "chexbert.pth", b"x" * 2048, blob=pinned)
-    assert main(["weights", "status", "sembscore"]) == 0
+    assert main(["weights", "status", "sembscore"]) == 1  # not ready: a script can tell
     out = capsys.readouterr().out
     assert "sembscore: NOT ready" in out  # the tokenizer is not here
     assert "cached     StanfordAIMI/RRG_scorers/chexbert.pth@" in out and "size 2.0 KiB" in out
@@ -223,10 +251,11 @@ def test_status_flags_a_pinned_file_stored_with_other_bytes(hub_cache):
     assert hashlib.sha256(b"not the official weights").hexdigest() in status.detail
 
 
-def test_status_without_network_and_radcliq_lists_its_components(capsys):
-    assert main(["weights", "status", "radcliq", "bleu2", "fineradscore"]) == 0
+def test_status_without_network_and_radcliq_lists_its_components(capsys, monkeypatch):
+    monkeypatch.setenv("REXRANK_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["weights", "status", "radcliq", "bleu2", "fineradscore"]) == 1  # radcliq lacks its weights
     out = capsys.readouterr().out
-    assert "bleu2: ready (needs no model)" in out and "fineradscore: ready (judged by an LLM endpoint" in out
+    assert "bleu2: ready (needs no model)" in out and "fineradscore: ready (judged by the LLM endpoint" in out
     for option in ('radcliq.bertscore_options={"model": "DIR"}', 'radcliq.sembscore_options={"checkpoint_path": "DIR/chexbert.pth"}',
                    'radcliq.radgraph_options={"model_path": "DIR/radgraph.tar.gz"}'):
         assert option in out

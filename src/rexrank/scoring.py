@@ -3,6 +3,7 @@ the backend and the leaderboard."""
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import time
 from collections import Counter
@@ -55,7 +56,7 @@ class ScoreRun:
         write_per_study(self.per_study, path, self.provenance())
 
 
-def _fingerprint(texts: Sequence[str]) -> str:
+def texts_fingerprint(texts: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for text in texts:
         digest.update(text.encode("utf-8"))
@@ -207,7 +208,7 @@ def _results_header(predictions: Predictions, references: list[str], names: list
         "rexrank_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
-        "test_set": {**(test_set_info or {}), "references_sha256": _fingerprint(references)},
+        "test_set": {**(test_set_info or {}), "references_sha256": texts_fingerprint(references)},
         "predictions": {
             "source": predictions.source,
             "n": len(predictions),
@@ -215,7 +216,7 @@ def _results_header(predictions: Predictions, references: list[str], names: list
             "empty_ids": predictions.empty_ids,
             "n_not_in_track": len(predictions.not_in_track_ids),
             "not_in_track_ids": predictions.not_in_track_ids,
-            "sha256": _fingerprint(predictions.texts),
+            "sha256": texts_fingerprint(predictions.texts),
         },
         "statistics": {
             "ci": "normal approximation: mean ± 1.96 × SEM (sample std, ddof=1), as the ReXrank papers",
@@ -227,6 +228,17 @@ def _results_header(predictions: Predictions, references: list[str], names: list
         "complete": False,
         "seconds": 0.0,
     }
+
+
+def remember_data_dir(spec, data_dir: str | Path | None) -> None:
+    """A test set read from a data folder (--data-dir or $REXRANK_DATA_DIR) is remembered on
+    this machine, for `rexrank analyze` to find it again."""
+    from rexrank.testsets.loading import DATA_DIR_ENV, resolve_file
+    from rexrank.testsets.locations import remember
+
+    if data_dir is None and not os.environ.get(DATA_DIR_ENV):
+        return
+    remember(spec.name, resolve_file(spec, data_dir))
 
 
 def score_submission(
@@ -255,6 +267,7 @@ def score_submission(
     spec = get_spec(dataset)
     check_track(track)
     test = track_studies(dataset, track, data_dir=data_dir)  # cached per process by the file's SHA-256
+    remember_data_dir(spec, data_dir)
     outside = test.outside_ids
     predictions = load_predictions(
         predictions_path, list(test.ids), test_set=f"{spec.title}, {track} track", outside_track_ids=outside,

@@ -136,21 +136,6 @@ class Worker:
         self.min_coverage = min_coverage
         remove_stale()  # temporary files of workers that were killed
 
-    # ---- where the test sets are -------------------------------------------------------
-    def data_dir_for(self, test_set: str) -> Path | None:
-        """DATA_DIR/<test_set>/ if present, else DATA_DIR if it holds the test set's file,
-        else None (embedded or public download)."""
-        from rexrank.testsets.registry import get_spec
-
-        spec = get_spec(test_set)
-        if self.data_dir is None:
-            return None
-        if (self.data_dir / test_set).is_dir():
-            return self.data_dir / test_set
-        if any((self.data_dir / f).is_file() for f in spec.filenames):
-            return self.data_dir
-        return None
-
     # ---- the loop ----------------------------------------------------------------------
     def run(self, *, once: bool = False, poll: float = 60.0, stop: threading.Event | None = None) -> int:
         """Process requests until the queue is empty (`once`) or forever, polling every
@@ -257,7 +242,7 @@ class Worker:
         from rexrank.testsets.registry import get_spec
 
         spec = get_spec(request["test_set"])
-        data_dir = self.data_dir_for(request["test_set"])
+        data_dir = self.data_dir
         with ScratchDir("backend") as tmp:
             preds_file = tmp / "predictions.parquet"
             preds_file.write_bytes(self.store.read_predictions(request))
@@ -387,7 +372,7 @@ class Worker:
         try:
             from rexrank.testsets.loading import track_studies
 
-            refs = list(track_studies(request["test_set"], request["track"], data_dir=self.data_dir_for(request["test_set"])).references)
+            refs = list(track_studies(request["test_set"], request["track"], data_dir=self.data_dir).references)
         except Exception:
             return fallback, kind
         return (fallback if find_leaks([message], refs) else message), kind

@@ -3,6 +3,9 @@ test set (per-study tables from `rexrank score --per-study`)."""
 from __future__ import annotations
 
 import argparse
+import os
+
+from rexrank.cli.flags import add_data_dir, add_progress_flag
 
 
 def register(subparsers) -> None:
@@ -18,7 +21,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, help="output folder (tables/, figures/, report.html)")
     p.add_argument("--dataset", help="test set the runs were scored on, for study attributes such as site, is_abnormal "
                    "(default: the one the per-study files name)")
-    p.add_argument("--data-dir", help="folder (or file) holding the test set JSON, as for rexrank score")
+    add_data_dir(p, "; default also: the folder the per-study files were scored with on this machine")
     p.add_argument("--attributes", help="CSV of study attributes: id + one column per attribute (overrides the test set's)")
     p.add_argument("--strata", default="", help="comma-separated attributes to stratify every table by (e.g. sex,race)")
     p.add_argument("--normal-abnormal", action="store_true",
@@ -37,7 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--rexval-scores", help="per-pair scores of the ReXVal candidates (id = '<study_number>_<candidate_type>')")
     p.add_argument("--rexval-metrics", help="or: comma-separated rexrank metrics to score the ReXVal pairs with")
     p.add_argument("--name", help="test set name shown in the report (default: the one the per-study files name, or --dataset)")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_progress_flag(p, default=True)
     p.set_defaults(run=run)
 
 
@@ -63,11 +66,32 @@ def _label(told: dict | None) -> str | None:
     return f"{told.get('title') or told['name']}{track}"
 
 
+def scored_with(told: dict | None):
+    """The test-set file a run was scored with on this machine: the remembered file whose
+    track references have the fingerprint the per-study files record (None if none has)."""
+    from rexrank.errors import TestSetError
+    from rexrank.scoring import texts_fingerprint
+    from rexrank.testsets.loading import track_studies
+    from rexrank.testsets.locations import remembered
+
+    if not told or not told.get("name") or not told.get("track") or not told.get("references_sha256"):
+        return None
+    for path in remembered(told["name"]):
+        try:
+            studies = track_studies(told["name"], told["track"], data_dir=path)
+        except TestSetError:
+            continue
+        if texts_fingerprint(studies.references) == told["references_sha256"]:
+            return path
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from rexrank.analysis.io import attributes_from_test_set, load_runs, read_attributes, read_per_study
     from rexrank.analysis.pipeline import analyze
     from rexrank.analysis.report import write_report
     from rexrank.errors import RexrankError, TestSetError
+    from rexrank.testsets.loading import DATA_DIR_ENV
 
     if args.bootstrap < 0:
         raise RexrankError(f"--bootstrap must be >= 0, got {args.bootstrap}")
@@ -75,8 +99,11 @@ def run(args: argparse.Namespace) -> int:
     dataset = _dataset(args.dataset, runs.test_set)
     attrs = references = None
     if dataset:
+        data_dir = args.data_dir
+        if data_dir is None and not os.environ.get(DATA_DIR_ENV):
+            data_dir = scored_with(runs.test_set)
         try:
-            attrs, references = attributes_from_test_set(dataset, data_dir=args.data_dir)
+            attrs, references = attributes_from_test_set(dataset, data_dir=data_dir)
         except TestSetError as exc:
             if args.dataset:
                 raise
@@ -112,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         rexval_scores=rexval_scores,
         rexval_metrics=args.rexval_metrics,
         test_set=args.name or _label(runs.test_set) or dataset,
-        progress=not args.no_progress,
+        progress=args.progress,
     )
     written = write_report(analysis, args.out)
     for note in analysis.notes:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from rexrank.cli.flags import add_data_dir, add_progress_flag
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -12,7 +14,7 @@ def register(subparsers) -> None:
         "FINISHED (or FAILED with a message for the submitter). Several workers may share a store.",
     )
     p.add_argument("--store", default=None, help="store folder or hf://ORG (default: $REXRANK_STORE or ./rexrank-store)")
-    p.add_argument("--data-dir", help="private folder with the test sets' JSON (one sub-folder per test set, or the files themselves)")
+    add_data_dir(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="process the queue until it is empty, then exit")
     mode.add_argument("--poll", type=float, default=60.0, help="seconds between polls of an empty queue (default 60)")
@@ -36,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--quota", help="N/DAYS submissions per submitter, test set and track, enforced here whatever the "
                    "submitting client did (default $REXRANK_QUOTA or 1/7; 0 = none)")
     p.add_argument("--log-file", help="also append the log here")
-    p.add_argument("--progress", action="store_true", help="show progress bars")
+    add_progress_flag(p, default=False)
     p.add_argument("--device", help="torch device of every model metric: cpu, cuda, cuda:1 (default: cuda when available); fp32 everywhere")
     p.add_argument(
         "--metric-option",

@@ -10,12 +10,14 @@ import argparse
 import math
 import sys
 
+from rexrank.cli.flags import add_data_dir, add_progress_flag
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "score",
         help="score a predictions file on a test set",
-        description="Score predictions on a ReXrank test set and track; prints mean ± 95 %% CI per metric.",
+        description="Score predictions on a ReXrank test set and track; prints mean ± 95 % CI per metric.",
     )
     p.add_argument("--dataset", required=True, help="test set: iu_xray, mimic_cxr, chexpert_plus, rexgradient, example")
     p.add_argument("--track", default="findings", help="findings (default) or findings_impression")
@@ -23,14 +25,14 @@ def register(subparsers) -> None:
     p.add_argument("--id-column", help="the predictions file's study id column (default: id or study_id)")
     p.add_argument("--prediction-column", help="the predictions file's text column (default: prediction or report; "
                    "in a ReXrank submission JSON: model_prediction)")
-    p.add_argument("--data-dir", help="folder (or file) holding the test set JSON; needed for MIMIC-CXR, CheXpert Plus, ReXGradient")
+    add_data_dir(p)
     p.add_argument("--metrics", default="bleu2", help="comma-separated metric names (default: bleu2)")
     p.add_argument("--out", help="write results JSON here (rewritten as each metric finishes)")
     p.add_argument("--per-study", help="write per-study scores (id + one column per score, with the run's provenance "
                    "as parquet metadata) to this parquet file (rewritten as each metric finishes)")
     p.add_argument("--bootstrap", type=int, default=0, help="also compute a percentile bootstrap CI with this many resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_progress_flag(p, default=True)
     p.add_argument("--device", help="torch device of every model metric: cpu, cuda, cuda:1 (default: cuda when available); fp32 everywhere")
     p.add_argument("--llm-base-url", help="LLM metrics: OpenAI-compatible server URL (default: REXRANK_LLM_BASE_URL)")
     p.add_argument("--llm-model", help="LLM metrics: model name or checkpoint (default: REXRANK_LLM_MODEL)")
@@ -109,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             metrics=args.metrics,
             bootstrap=args.bootstrap,
             seed=args.seed,
-            progress=not args.no_progress,
+            progress=args.progress,
             metric_options=_metric_options(args),
             keep_going=True,
             on_update=keep,

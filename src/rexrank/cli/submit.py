@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from rexrank.cli.flags import add_data_dir
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -24,7 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--institution", default="")
     p.add_argument("--model-url", default="")
     p.add_argument("--trained-on", default="", help="comma-separated test sets the model was trained on")
-    p.add_argument("--data-dir", help="folder holding the test set JSON (MIMIC-CXR, CheXpert Plus)")
+    add_data_dir(p, " (to check the ids before filing)")
     p.add_argument("--quota", help="N/DAYS submissions per submitter, test set and track, checked here as a courtesy "
                    "(the backend enforces its own; default $REXRANK_QUOTA or 1/7; 0 = none)")
     p.add_argument("--json", action="store_true", help='print {"id": ..., "status": ...} as JSON')

@@ -73,39 +73,63 @@ def format_status(statuses) -> str:
     return "\n".join(lines)
 
 
-def _no_weights_lines(names: list[str]) -> list[str]:
+def llm_endpoint_configured() -> bool:
+    """Whether an LLM endpoint is set in the environment (the CLI's --llm-base-url is per command)."""
+    import os
+
+    return bool(os.environ.get("REXRANK_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+                or os.environ.get("REXRANK_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY"))
+
+
+def _no_weights_lines(names: list[str]) -> tuple[list[str], list[str]]:
+    """Lines for the metrics that load no checkpoint, and those of them not ready: an
+    endpoint-judged metric is ready only where an LLM endpoint is configured."""
     from rexrank.metrics.registry import available_metrics
     from rexrank.models.weights import LLM_ENDPOINT_METRICS, default_needs
 
-    out = []
+    out, not_ready = [], []
     for metric in names or available_metrics():
         if default_needs(metric):
             continue
-        why = "judged by an LLM endpoint (--llm-base-url)" if metric in LLM_ENDPOINT_METRICS else "needs no model"
-        out.append(f"{metric}: ready ({why})")
-    return out
+        if metric not in LLM_ENDPOINT_METRICS:
+            out.append(f"{metric}: ready (needs no model)")
+        elif llm_endpoint_configured():
+            out.append(f"{metric}: ready (judged by the LLM endpoint in REXRANK_LLM_BASE_URL / OPENAI_BASE_URL)")
+        else:
+            not_ready.append(metric)
+            out.append(f"{metric}: NOT ready (judged by an LLM endpoint, and none is configured: set "
+                       "REXRANK_LLM_BASE_URL, or pass --llm-base-url to rexrank score)")
+    return out, not_ready
+
+
+def _missing(statuses) -> list[str]:
+    from rexrank.models.weights import ready
+
+    return [m for m, ok in ready(statuses).items() if not ok]
 
 
 def _summary(statuses) -> str:
-    from rexrank.models.weights import ready
-
-    state = ready(statuses)
-    missing = [m for m, ok in state.items() if not ok]
+    missing = _missing(statuses)
     if not missing:
-        return "every listed metric has its weights"
+        return "every listed metric that loads weights has them"
     return f"{len(missing)} metric(s) lack weights: {', '.join(missing)}; fetch them with: rexrank weights download {' '.join(missing)}"
 
 
 def run_status(args: argparse.Namespace) -> int:
+    """Exit 0 only when every listed metric can run here (scripts check readiness with it)."""
     from rexrank.models.weights import status
 
     names = _check_names(args.metrics)
     statuses = status(names or None, verify=args.verify)
-    for line in _no_weights_lines(names):
+    lines, no_endpoint = _no_weights_lines(names)
+    for line in lines:
         print(line)
-    print(format_status(statuses))
-    print(_summary(statuses))
-    return 0
+    if statuses:
+        print(format_status(statuses))
+        print(_summary(statuses))
+    if no_endpoint:
+        print(f"{len(no_endpoint)} metric(s) need an LLM endpoint: {', '.join(no_endpoint)}")
+    return 0 if not (_missing(statuses) or no_endpoint) else 1
 
 
 def run_download(args: argparse.Namespace) -> int:

@@ -104,6 +104,15 @@ class WeightsUnavailable(AdvisedError):
         setting = option_setting(self.metrics, self.option, self.local_value(), terms=terms)
         outer = self.metrics[-1] if self.metrics else None
         ours = outer is not None and _is_default_need(outer, self.checkpoint)
+        others = _other_missing(outer, self.checkpoint) if ours else []
+        if others:  # advice that fixes one file of several would leave the next error waiting
+            listed = ", ".join(others)
+            if terms == "cli":
+                return (f"{outer} also lacks {listed}. Fetch all it needs where the Hub is reachable with "
+                        f"`rexrank weights download {outer}`; `rexrank weights status {outer}` shows each one "
+                        "with the option that points at a local copy")
+            return (f"{outer} also lacks {listed}. Fetch all it needs where the Hub is reachable with "
+                    f"rexrank.models.weights.download([{outer!r}]) (command line: rexrank weights download {outer})")
         if terms == "cli":
             if ours:
                 return (f"Fetch it where the Hub is reachable with `rexrank weights download {outer}`, or download it "
@@ -130,6 +139,20 @@ def download_command(checkpoint: "Checkpoint", files: tuple[str, ...] = (), *, t
     patterns = f", allow_patterns={list(names)!r}" if names else ""
     return (f"huggingface_hub.snapshot_download({checkpoint.repo_id!r}, revision={checkpoint.revision!r}"
             f"{patterns}, local_dir={local_dir!r})")
+
+
+def _other_missing(metric: str, checkpoint: "Checkpoint") -> list[str]:
+    """The metric's other checkpoints that are not in the local cache either (a cache look-up,
+    no network), named as `rexrank weights status` names them."""
+    from rexrank.models.weights import CACHED, UNKNOWN, status
+
+    try:
+        statuses = status([metric])
+    except MetricError:
+        return []
+    return [s.need.label() for s in statuses
+            if s.state not in (CACHED, UNKNOWN) and s.need.checkpoint is not None
+            and not s.need.checkpoint.same_source(checkpoint)]
 
 
 def _is_default_need(metric: str, checkpoint: "Checkpoint") -> bool:

@@ -7,8 +7,10 @@ set, a backend scoring a test set it has already loaded) do not pay for it.
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,22 +24,42 @@ if TYPE_CHECKING:
 REFERENCE_COLUMN = "reference"
 
 
+DATA_DIR_ENV = "REXRANK_DATA_DIR"
+
+# Sub-folder names a data folder may use for a test set besides its rexrank name: those of
+# the ReXrank repository's data/ (rajpurkarlab/ReXrank), so a clone of it works as it is.
+REXRANK_REPO_FOLDERS = {"mimic_cxr": ("mimic-cxr",), "chexpert_plus": ("chexpert-plus",)}
+
+
+def data_dir_candidates(spec: TestSetSpec, folder: Path) -> list[Path]:
+    """Where a test set's JSON may be in a data folder: the folder itself (one test set's
+    folder) or its sub-folder for the test set (a folder holding test sets)."""
+    folders = [folder, folder / spec.name, *(folder / alias for alias in REXRANK_REPO_FOLDERS.get(spec.name, ()))]
+    return [f / name for f in folders for name in spec.filenames]
+
+
 def resolve_file(spec: TestSetSpec, data_dir: str | Path | None, *, download_url: str | None = None) -> Path:
-    """Where the test set's JSON is: inside `data_dir` (or `data_dir` itself if it is a
-    file), the embedded copy, or the pinned public download."""
+    """Where the test set's JSON is. `data_dir` (else $REXRANK_DATA_DIR) has one meaning in
+    every command: the JSON file itself, one test set's folder, or a folder holding test sets
+    in sub-folders. A test set it does not hold comes from its public source (the embedded
+    copy or the pinned download, content checked); a non-public one is an error."""
+    origin = "--data-dir"
+    if data_dir is None and os.environ.get(DATA_DIR_ENV):
+        data_dir, origin = os.environ[DATA_DIR_ENV], f"${DATA_DIR_ENV}"
     if data_dir is not None:
         data_dir = Path(data_dir)
         if data_dir.is_file():
             return data_dir
         if not data_dir.is_dir():
-            raise TestSetError(f"--data-dir {data_dir} does not exist")
-        for name in spec.filenames:
-            candidate = data_dir / name
+            raise TestSetError(f"{origin} {data_dir} does not exist")
+        for candidate in data_dir_candidates(spec, data_dir):
             if candidate.is_file():
                 return candidate
-        raise TestSetError(
-            f"{spec.title}: none of {', '.join(spec.filenames)} found in {data_dir}. {spec.how_to_get}"
-        )
+        if not (spec.embedded or spec.download):
+            raise TestSetError(
+                f"{spec.title}: none of {', '.join(spec.filenames)} found in {origin} {data_dir} "
+                f"or its {spec.name}/ sub-folder. {spec.how_to_get}"
+            )
     if spec.embedded:
         from rexrank.data import data_path
 
@@ -46,7 +68,25 @@ def resolve_file(spec: TestSetSpec, data_dir: str | Path | None, *, download_url
         from rexrank.testsets.download import fetch_pinned
 
         return fetch_pinned(spec.download, url=download_url)
-    raise TestSetError(f"{spec.title} is not public, so pass --data-dir. {spec.how_to_get}")
+    raise TestSetError(f"{spec.title} is not public, so pass --data-dir (or set ${DATA_DIR_ENV}). {spec.how_to_get}")
+
+
+@contextmanager
+def datasets_quiet():
+    """Without `datasets`' own bars and logging: loading a test set of a few thousand rows is
+    instant, and its "Generating test split" / "Filter" bars read as the run's progress."""
+    import datasets
+
+    was_enabled = datasets.is_progress_bar_enabled()
+    level = datasets.logging.get_verbosity()
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        datasets.logging.set_verbosity(level)
+        if was_enabled:
+            datasets.enable_progress_bars()
 
 
 def load_all_studies(
@@ -64,13 +104,14 @@ def load_all_studies(
         cache_dir=str(cache_dir) if cache_dir else None,
     )
     try:
-        builder.download_and_prepare()
+        with datasets_quiet():
+            builder.download_and_prepare()
+            return builder.as_dataset(split="test")
     except datasets.exceptions.DatasetGenerationError as exc:
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, TestSetError):
             raise cause from None
         raise
-    return builder.as_dataset(split="test")
 
 
 def load_test_set(
@@ -98,10 +139,11 @@ def load_test_set(
 def apply_track(studies: "datasets.Dataset", track: str) -> "datasets.Dataset":
     """Keep the track's studies and add its `reference` column."""
     check_track(track)
-    if track == "findings":
-        kept = studies.filter(lambda s: s["section_findings"] is not None)
-        return kept.add_column(REFERENCE_COLUMN, kept["section_findings"])
-    return studies.add_column(REFERENCE_COLUMN, studies["findings_impression"])
+    with datasets_quiet():
+        if track == "findings":
+            kept = studies.filter(lambda s: s["section_findings"] is not None)
+            return kept.add_column(REFERENCE_COLUMN, kept["section_findings"])
+        return studies.add_column(REFERENCE_COLUMN, studies["findings_impression"])
 
 
 @dataclass(frozen=True)

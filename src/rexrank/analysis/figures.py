@@ -159,7 +159,7 @@ def fig_rank_intervals(ranks: pd.DataFrame, *, metric: str | None = None, title:
     ax.errorbar(table["rank"], y, xerr=xerr, fmt="o", color="black", ecolor="tab:blue", elinewidth=3, capsize=5,
                 label="observed rank, with 95 % bootstrap rank interval")
     ax.set_yticks(y, table["system"], fontsize=8)
-    ax.invert_yaxis()
+    ax.set_ylim(k - 0.5, -0.5)  # half a row of room above the first and below the last: no dot on the frame
     ax.set_xlim(0.5, k + 0.5)
     ax.set_xticks(range(1, k + 1))
     ax.set_xlabel("rank (1 = best)")

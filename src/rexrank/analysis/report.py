@@ -62,9 +62,12 @@ def markdown_to_html(text: str) -> str:
     return MarkdownIt("commonmark", {"html": False}).render(text)
 
 
-_CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table.t{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}table.t td,table.t th{border-bottom:1px solid #ddd;
-padding:3px 8px;text-align:right}table.t th{background:#f4f4f4}img{max-width:100%}details{margin:.4em 0}
+# The page is as wide as the widest table (the pairwise table's 15 columns at 1,400 px);
+# prose keeps a readable measure.
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1360px;margin:2em auto;padding:0 1em;color:#222}
+p,ul,ol,figcaption,.notes{max-width:1000px}
+table.t{border-collapse:collapse;font-size:12.5px;margin:.5em 0 1.5em}table.t td,table.t th{border-bottom:1px solid #ddd;
+padding:3px 6px;text-align:right}table.t th{background:#f4f4f4}img{max-width:100%}details{margin:.4em 0}
 .note{color:#555;font-size:14px}.scroll{overflow-x:auto}figure{margin:1em 0}figcaption{color:#555;font-size:14px}
 .notes{font-size:14px;line-height:1.45}.notes code{background:#f4f4f4;padding:0 3px}"""
 

@@ -246,9 +246,10 @@ STATISTICAL_NOTES = """\
   per-study differences). Effect size is Cohen's d_z = mean difference / SD of differences.
   A small p with a tiny d_z is a real but practically negligible difference.
 - **Multiple comparisons.** With k systems there are k(k−1)/2 pairs per metric, and several
-  metrics and strata: at α = 0.05 some "significant" pairs are expected by chance. `p_holm`
-  controls the family-wise error over the pairs of one table (one metric, one stratum) by
-  Holm's step-down method; it does not correct across metrics or strata.
+  metrics and strata: at α = 0.05 some "significant" pairs are expected by chance.
+  `p_bootstrap_holm` and `p_randomisation_holm` control the family-wise error over the pairs
+  of one table (one metric, one stratum) by Holm's step-down method, each for its own test;
+  they do not correct across metrics or strata.
 - **Ranks.** A rank interval "rank 2–5 of 24" is the 95 % percentile interval of the
   system's rank over bootstrap resamples of the studies (all systems resampled together).
   Overlapping intervals mean the order of those systems is not settled by this test set.

@@ -57,7 +57,7 @@ def benchmark_definition(spec: TestSetSpec) -> dict:
     return {
         "name": f"ReXrank {spec.title}",
         "description": (
-            f"The {spec.title} test set of ReXrank, the chest X-ray report generation benchmark "
+            f"The {spec.title} set of ReXrank, the chest X-ray report generation benchmark "
             "(Zhang et al., 2024, arXiv:2411.15122). A model writes the findings section (track "
             "'findings') or findings and impression (track 'findings_impression') of each study; "
             "each task is one ReXrank metric on one track, scored with rexrank "

@@ -14,6 +14,18 @@ for _name, _value in {
 }.items():
     os.environ.setdefault(_name, _value)
 
+def _user_hub_cache() -> str:
+    """The Hugging Face hub cache of the user running the tests, by huggingface_hub's own rule
+    (huggingface_hub/constants.py: HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else HF_HOME/hub,
+    HF_HOME defaulting to $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface): where
+    `rexrank weights download` put the real checkpoints. Not imported from huggingface_hub,
+    whose constants are fixed at its first import (inside a test, under the HF_HOME below)."""
+    home = os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "huggingface"))
+    cache = os.getenv("HF_HUB_CACHE", os.getenv("HUGGINGFACE_HUB_CACHE", os.path.join(os.path.expanduser(home), "hub")))
+    return os.path.expandvars(os.path.expanduser(cache))
+
+
+USER_HUB_CACHE = _user_hub_cache()  # read before any test changes HF_HOME
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("REXRANK_SHARED", PROJECT_ROOT.parent / "shared"))
 
@@ -27,9 +39,17 @@ def shared_path(*parts: str) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_caches(tmp_path_factory, monkeypatch):
-    """Keep every test's caches (rexrank, HF datasets/evaluate) out of the user's home."""
+def _isolated_caches(tmp_path_factory, monkeypatch, request):
+    """Keep every test's caches (rexrank, HF datasets/evaluate) out of the user's home.
+    Except for `weights` tests: they read the real checkpoints from the user's hub cache, as
+    `rexrank weights download` fills it (read only: HF_HUB_OFFLINE stays set)."""
     root = tmp_path_factory.getbasetemp() / "caches"
     monkeypatch.setenv("REXRANK_CACHE", str(root / "rexrank"))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(root / "hf_datasets"))
     monkeypatch.setenv("HF_HOME", str(root / "hf_home"))
+    if request.node.get_closest_marker("weights"):
+        import huggingface_hub.constants
+
+        # the env for code that reads it later, the constant for code that already imported it
+        monkeypatch.setenv("HF_HUB_CACHE", USER_HUB_CACHE)
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", USER_HUB_CACHE)

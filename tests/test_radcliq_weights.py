@@ -1,10 +1,11 @@
 """Parity with the official CXR-Report-Metric output (report_scores.csv) on the real
 checkpoints: BERTScore (distilroberta-base) and s_emb (chexbert.pth) per study.
 
-Needs the real weights, so it is marked `weights` and skips offline. Point it at local
-copies with REXRANK_DISTILROBERTA_DIR (a distilbert/distilroberta-base snapshot),
-REXRANK_CHEXBERT_PTH (chexbert.pth) and REXRANK_BERT_BASE_UNCASED_DIR (its tokenizer);
-without them the pinned hub checkpoints are tried (offline: skipped with the reason)."""
+Needs the real weights, so it is marked `weights` and skips offline. Run
+`rexrank weights download bertscore sembscore` once where the Hub is reachable, then
+`pytest -m weights`: the tests read the user's hub cache (tests/conftest.py). Or point them at
+local copies with REXRANK_DISTILROBERTA_DIR (a distilbert/distilroberta-base snapshot),
+REXRANK_CHEXBERT_PTH (chexbert.pth) and REXRANK_BERT_BASE_UNCASED_DIR (its tokenizer)."""
 from __future__ import annotations
 
 import os
@@ -16,6 +17,18 @@ from conftest import shared_path
 from rexrank.errors import MetricError
 
 pytestmark = pytest.mark.weights
+
+
+def test_a_weights_test_reads_the_hub_cache_that_weights_download_fills():
+    """`rexrank weights download` then `pytest -m weights`: the parity tests look in the user's
+    hub cache (it used to be the per-test HF_HOME, always empty, so they always skipped)."""
+    import huggingface_hub.constants
+
+    from conftest import USER_HUB_CACHE
+
+    assert huggingface_hub.constants.HF_HUB_CACHE == USER_HUB_CACHE
+    assert os.environ["HF_HUB_CACHE"] == USER_HUB_CACHE and USER_HUB_CACHE.endswith("hub")
+    assert not USER_HUB_CACHE.startswith(os.environ["HF_HOME"])  # not this test's temporary HF_HOME
 
 
 @pytest.fixture(scope="module")

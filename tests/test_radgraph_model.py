@@ -207,7 +207,8 @@ UPSTREAM_HYPS = [
 
 
 def _real_metric(model_type: str):
-    """The real checkpoint from the HF cache, or from $REXRANK_RADGRAPH_DIR/<type>.tar.gz."""
+    """The real checkpoint from the user's HF cache (tests/conftest.py keeps it for `weights`
+    tests), or from $REXRANK_RADGRAPH_DIR/<type>.tar.gz."""
     import os
 
     folder = os.environ.get("REXRANK_RADGRAPH_DIR")
@@ -216,7 +217,8 @@ def _real_metric(model_type: str):
         metric = get_metric("radgraph", model_type=model_type, model_path=path, progress=False, cache=False)
         metric.annotator  # loads now
     except MetricError as exc:
-        pytest.skip(f"real RadGraph checkpoint not available: {exc}")
+        pytest.skip(f"real RadGraph checkpoint not available (`rexrank weights download radgraph --radgraph-xl` "
+                    f"where the Hub is reachable, or set REXRANK_RADGRAPH_DIR): {exc}")
     return metric
 
 

@@ -8,7 +8,8 @@ by URL), then:
     score the example set exactly as this checkout does;
   - the leaderboard Space's app.py, configured by the Space variables deploy set, serves
     the seeded published results.
-Needs PyPI (or a warm pip cache) for the venv; deselect with `-m "not fresh_venv"`."""
+Needs PyPI (or a warm pip cache) for the build and the venv: without a reachable package index
+the tests skip with the reason (tests/package_index.py); deselect with `-m "not fresh_venv"`."""
 from __future__ import annotations
 
 import json
@@ -26,6 +27,7 @@ import pytest
 
 from fakehub import FakeHub
 from hubhelpers import ACCOUNTS, ROOT, WRITE
+from package_index import no_index_reason
 
 pytestmark = pytest.mark.fresh_venv
 SEED_TEST_SET, SEED_TRACK = "iu_xray", "findings"
@@ -38,7 +40,15 @@ def run(cmd, **kw):
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory):
+def package_index():
+    """Skip, saying why, where pip reaches no package index (checked once, in seconds)."""
+    why = no_index_reason()
+    if why:
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def dist(package_index, tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
     run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], env={**os.environ, "SOURCE_DATE_EPOCH": "315532800"})
     [wheel], [sdist] = sorted(out.glob("*.whl")), sorted(out.glob("*.tar.gz"))

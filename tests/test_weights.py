@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import threading
 import time
@@ -361,3 +362,35 @@ def test_download_without_a_hub_says_so_at_once(monkeypatch, capsys):
     assert main(["weights", "download", "sembscore"]) == 1
     assert time.monotonic() - started < LIMIT_S
     assert "cannot download weights: the Hub" in capsys.readouterr().err
+
+
+def test_the_user_hub_cache_follows_huggingface_hub_rules(monkeypatch, tmp_path):
+    from conftest import _user_hub_cache
+
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert _user_hub_cache() == str(tmp_path / ".cache" / "huggingface" / "hub")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _user_hub_cache() == str(tmp_path / "xdg" / "huggingface" / "hub")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert _user_hub_cache() == str(tmp_path / "hf" / "hub")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    assert _user_hub_cache() == str(tmp_path / "cache")
+
+
+def test_download_radgraph_xl_fetches_its_archive_too(fake_hub, monkeypatch, capsys):
+    """`rexrank weights download --radgraph-xl`: what the `weights` tests' RadGraph-XL golden
+    test loads (radgraph-xl.tar.gz, then the encoder named inside it), beside the default set."""
+    asked = []
+
+    def fetch_need(metric, need):
+        asked.append((metric, need.checkpoint.filename))
+        return weights.NeedStatus(metric, need, weights.CACHED)
+
+    monkeypatch.setattr(weights, "fetch_need", fetch_need)
+    assert main(["weights", "download", "bleu2", "--radgraph-xl"]) == 1  # the encoder stays unknown here
+    assert asked == [("radgraph", "radgraph-xl.tar.gz")]
+    asked.clear()
+    main(["weights", "download", "bleu2"])
+    assert asked == []

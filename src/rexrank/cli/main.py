@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "rexrank.cli.requeue",
     "rexrank.cli.cancel",
     "rexrank.cli.analyze",
+    "rexrank.cli.export",
     "rexrank.cli.import_published",
     "rexrank.cli.leaderboard",
     "rexrank.cli.weights",

@@ -24,6 +24,8 @@ def register(subparsers) -> None:
     )
     download.add_argument("metrics", nargs="*", metavar="METRIC",
                           help="metrics to fetch for (default: all, GREEN's 7B model included)")
+    download.add_argument("--radgraph-xl", action="store_true",
+                          help="also RadGraph-XL (radgraph model_type=radgraph-xl) and its encoder, as the `weights` tests use")
     download.set_defaults(run=run_download)
 
 
@@ -136,7 +138,8 @@ def run_download(args: argparse.Namespace) -> int:
     from rexrank.models.weights import CACHED, download
 
     names = _check_names(args.metrics)
-    statuses = download(names or None, on_done=lambda s: print(f"{s.metric}: {s.need.label()}: {s.state}", flush=True))
+    statuses = download(names or None, radgraph_xl=args.radgraph_xl,
+                        on_done=lambda s: print(f"{s.metric}: {s.need.label()}: {s.state}", flush=True))
     print(format_status(statuses))
     print(_summary(statuses))
     return 0 if all(s.state == CACHED for s in statuses) else 1

@@ -1,6 +1,7 @@
 """A public ReXrank test set as a Hub dataset repo: one Parquet file of the studies in
-ReXrank format (one row per study, with its id) and a card stating the licence, so that
-`datasets.load_dataset("ORG/<test set>")` loads it. Only test sets whose access is
+ReXrank format (one row per study, with its id), a card stating the licence, so that
+`datasets.load_dataset("ORG/<test set>")` loads it, and `eval.yaml`, the benchmark definition
+that Eval Results in model repos link to (rexrank.hub.eval_results). Only test sets whose access is
 "public" qualify; credentialed (MIMIC-CXR, CheXpert Plus) and private (ReXGradient) sets
 are never uploaded, whatever --data-dir holds."""
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from rexrank.hub.cards import card
 from rexrank.hub.errors import DeployError
+from rexrank.hub.eval_results import BENCHMARK_FILE, benchmark_yaml, data_split
 from rexrank.testsets.registry import TEST_SETS, TestSetSpec
 
 # what each public set's text may be republished under, and its source
@@ -57,8 +59,10 @@ def test_set_files(spec: TestSetSpec, data_dir: str | Path | None, repo_id: str)
         studies = load_all_studies(spec.name, data_dir=source, cache_dir=cache)
         buffer = io.BytesIO()
         studies.to_parquet(buffer)
-    path = DATA_FILE.format(split=spec.split if spec.split != "valid" else "validation")
-    return {path: buffer.getvalue(), "README.md": _card(spec, repo_id, len(studies), path, digest)}
+    path = DATA_FILE.format(split=data_split(spec))
+    # eval.yaml: the benchmark definition the Hub reads to show a leaderboard of Eval Results
+    return {path: buffer.getvalue(), "README.md": _card(spec, repo_id, len(studies), path, digest),
+            BENCHMARK_FILE: benchmark_yaml(spec)}
 
 
 def _card(spec: TestSetSpec, repo_id: str, n: int, path: str, digest: str) -> bytes:
@@ -88,6 +92,13 @@ studies = load_dataset("{repo_id}", split="{split}")
 
 rexrank scores against it with `rexrank score --dataset {spec.name} ...` (findings track:
 `section_findings`; findings + impression track: `report`).
+
+## Benchmark leaderboard
+
+`eval.yaml` defines this dataset as a Hub benchmark: one task per track and ReXrank metric
+(e.g. `findings_radcliq_v1_inv`; every task is higher-is-better). A model's scores show here
+once its repo holds them as Eval Results: `rexrank export eval-results --model NAME --org
+{repo_id.split("/")[0]}` writes the `.eval_results/*.yaml` files to add to the model repo.
 
 ## Licence
 

@@ -266,10 +266,11 @@ def _hash_problem(path: Path, pinned: str | None, *, verify: bool) -> str:
 
 # -- download ----------------------------------------------------------------------------
 
-def download(metrics: Iterable[str] | None = None, *, on_done=None) -> list[NeedStatus]:
+def download(metrics: Iterable[str] | None = None, *, on_done=None, radgraph_xl: bool = False) -> list[NeedStatus]:
     """Fetch every checkpoint the metrics need at its pinned revision into the hub cache,
     then check each one by its bytes. A cached copy with the wrong bytes is fetched again.
     Returns the verified statuses; `on_done(status)` is called as each need is settled.
+    `radgraph_xl`: also RadGraph-XL (radgraph's model_type="radgraph-xl") and its encoder.
     Raises WeightsUnavailable at once when the Hub cannot be reached."""
     from rexrank.metrics.registry import available_metrics
 
@@ -278,14 +279,17 @@ def download(metrics: Iterable[str] | None = None, *, on_done=None) -> list[Need
         raise MetricError(f"cannot download weights: {why}")
     out: list[NeedStatus] = []
     fetched: dict[tuple, NeedStatus] = {}
-    for metric in metrics or available_metrics():
-        queue = default_needs(metric)
+    jobs = [(metric, lambda m=metric: default_needs(m)) for metric in metrics or available_metrics()]
+    if radgraph_xl:
+        jobs.append(("radgraph", lambda: _radgraph("radgraph-xl")))
+    for metric, needs_of in jobs:
+        queue = needs_of()
         while queue:
             need = queue.pop(0)
             key = (need.checkpoint, need.kind)
             if need.checkpoint is None:
                 # RadGraph's encoder is named inside the archive: known now that the archive is here
-                known = [n for n in default_needs(metric) if n.option == need.option and n.checkpoint is not None]
+                known = [n for n in needs_of() if n.option == need.option and n.checkpoint is not None]
                 if known:
                     queue.insert(0, known[0])
                     continue

@@ -1,0 +1,98 @@
+"""Mutation audit: deliberate small bugs in code whose numbers or rules reach users, each with
+the tests that must catch it (issue 24).
+
+    python tests/mutation_audit.py            # every mutant: make it, run its tests, restore
+    python tests/mutation_audit.py --only ID  # one mutant
+    python tests/mutation_audit.py --list     # the table, without running
+
+A mutant is one exact text replacement in one source file. The runner applies it in the
+working tree, runs the named tests (they must FAIL), and always restores the file. It prints
+a Markdown table: mutant, where, the tests that ran, caught or MISSED. Exit 1 if any mutant
+was missed. `tests/test_mutation_audit.py` keeps the table valid: every `find` text stands
+exactly once in its file, so a refactor cannot leave a mutant that mutates nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    what: str  # the bug, in a reader's words
+    file: str  # relative to the project root
+    find: str  # exact text, present once
+    replace: str
+    tests: tuple[str, ...]  # pytest node ids or files that must fail
+
+    def line(self) -> int:
+        text = (ROOT / self.file).read_text(encoding="utf-8")
+        return text[: text.index(self.find)].count("\n") + 1
+
+
+MUTANTS: tuple[Mutant, ...] = ()  # filled in below, grouped by the code they mutate
+
+
+def _register(*mutants: Mutant) -> None:
+    global MUTANTS
+    MUTANTS = MUTANTS + mutants
+
+
+def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:
+    """(caught, seconds, last line of pytest's output)."""
+    path = ROOT / mutant.file
+    original = path.read_text(encoding="utf-8")
+    if original.count(mutant.find) != 1:
+        raise SystemExit(f"{mutant.id}: the text to mutate stands {original.count(mutant.find)} times in {mutant.file}")
+    path.write_text(original.replace(mutant.find, mutant.replace), encoding="utf-8")
+    started = time.monotonic()
+    try:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "datasets_scripts"),
+                                                             os.environ.get("PYTHONPATH", "")])}
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *mutant.tests],
+                              cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+        tail = (done.stdout.strip().splitlines() or [""])[-1]
+        caught = done.returncode not in (0, 5)  # 5: no test collected is no catch
+    except subprocess.TimeoutExpired:
+        caught, tail = False, f"timed out after {timeout:.0f} s"
+    finally:
+        path.write_text(original, encoding="utf-8")
+    return caught, time.monotonic() - started, tail
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", action="append", help="run this mutant id (repeatable)")
+    parser.add_argument("--list", action="store_true", help="print the table without running")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant (default 900)")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.only or m.id in args.only]
+    unknown = set(args.only or ()) - {m.id for m in MUTANTS}
+    if unknown:
+        raise SystemExit(f"unknown mutant(s): {', '.join(sorted(unknown))}")
+    print("| mutant | deliberate bug | where | caught by | result |")
+    print("|---|---|---|---|---|")
+    missed = 0
+    for m in chosen:
+        where = f"`{m.file}:{m.line()}`"
+        tests = ", ".join(f"`{t}`" for t in m.tests)
+        if args.list:
+            print(f"| {m.id} | {m.what} | {where} | {tests} | |", flush=True)
+            continue
+        caught, seconds, tail = run_one(m, timeout=args.timeout)
+        missed += not caught
+        print(f"| {m.id} | {m.what} | {where} | {tests} | {'caught' if caught else 'MISSED'} ({seconds:.0f} s: {tail}) |",
+              flush=True)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -46,6 +46,26 @@ def _register(*mutants: Mutant) -> None:
     MUTANTS = MUTANTS + mutants
 
 
+# ---- issue 24: the five bugs that passed the whole suite before ---------------------------
+_register(
+    Mutant("inverted-ci", "CI of 1/RadCliQ-v1 and 1/FineRadScore as ci/mean instead of ci/mean²",
+           "src/rexrank/results_schema.py", '"ci95": (ci / mean**2)', '"ci95": (ci / mean)',
+           ("tests/test_results_schema.py",)),
+    Mutant("bootstrap-level", "bootstrap CI at level 0.95 computed with alpha = 1 − level (a 90 % interval)",
+           "src/rexrank/stats.py", "alpha = (1 - level) / 2", "alpha = 1 - level",
+           ("tests/test_stats.py::test_bootstrap_interval_has_the_asked_level",
+            "tests/test_stats.py::test_bootstrap_default_level_is_95_percent")),
+    Mutant("coverage-boundary", "coverage rule with <= for < (exactly the share fails the request)",
+           "src/rexrank/backend/worker.py", "if n and scored / n < self.min_coverage:",
+           "if n and scored / n <= self.min_coverage:",
+           ("tests/test_coverage.py::test_a_metric_exactly_at_the_coverage_share_passes",)),
+    Mutant("coverage-not-run", "coverage rule's guard for a metric of the set that did not run disabled",
+           "src/rexrank/backend/worker.py", "            if name not in results[\"metrics\"]:\n                short.append",
+           "            if False:\n                short.append",
+           ("tests/test_coverage.py::test_a_metric_of_the_set_that_did_not_run_fails_the_coverage_rule",)),
+)
+
+
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / mutant.file

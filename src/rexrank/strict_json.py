@@ -25,10 +25,13 @@ class _Object(dict):
 
 def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
     obj = _Object()
-    obj.repeated = []
     for key, value in pairs:
-        if key in obj and key not in obj.repeated:
-            obj.repeated.append(key)
+        if key in obj:  # `repeated` is set only here: most objects never need the list
+            repeated = getattr(obj, "repeated", None)
+            if repeated is None:
+                repeated = obj.repeated = []
+            if key not in repeated:
+                repeated.append(key)
         obj[key] = value
     return obj
 

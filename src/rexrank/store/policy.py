@@ -8,11 +8,10 @@ import os
 from dataclasses import dataclass
 
 from rexrank.errors import SubmissionError
+from rexrank.input_limits import check_texts
 from rexrank.store.names import check_submitter, check_visible, display, name_key, same_name
 from rexrank.store.records import CANCELLED, FAILED, REFUSED, VALIDATION, iso, parse_iso
 
-# a report is ~1 kB; anything this long is not a report and would only stress the metrics
-MAX_PREDICTION_CHARS = 20_000
 
 
 @dataclass(frozen=True)
@@ -151,11 +150,6 @@ def check_policy(
                 now=now, quota=quota)
 
 
-def check_lengths(ids: list[str], texts: list[str], *, source: str, max_chars: int = MAX_PREDICTION_CHARS) -> None:
-    long = [(sid, len(t)) for sid, t in zip(ids, texts) if len(t) > max_chars]
-    if long:
-        shown = ", ".join(f"{sid!r} ({n} characters)" for sid, n in long[:10])
-        raise SubmissionError(
-            f"{len(long)} predictions are longer than {max_chars} characters (a report is ~1000): {shown}",
-            source=source,
-        )
+def check_lengths(ids: list[str], texts: list[str], *, source: str) -> None:
+    """The readers' limits (rexrank.input_limits), checked again on validated predictions."""
+    check_texts(texts, ids, source=source)

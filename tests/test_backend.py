@@ -213,7 +213,8 @@ def test_private_set_results_are_aggregate_only(tmp_path, private_set):
     assert not record["per_study_available"] and "per_study_path" not in record
     assert not list((tmp_path / "s" / "results").rglob("*.parquet"))
     leaky = record["summaries"]["leaky"]
-    assert set(leaky) <= {"scores", "rounding_decimals", "higher_is_better", "n_studies", "n_scored", "n_failed", "seconds"}
+    assert set(leaky) <= {"scores", "rounding_decimals", "privacy", "higher_is_better", "n_studies", "n_scored", "n_failed",
+                          "seconds"}
     assert leaky["n_failed"] == 1 and leaky["n_scored"] == len(PRIVATE_SENTENCES) - 1
     assert "RG000" not in json.dumps(record)  # no per-study ids either
     assert leaks_in(tmp_path / "s") == []

@@ -19,6 +19,7 @@ from rexrank.backend.worker import Worker
 from rexrank.metrics.registry import get_metric
 from rexrank.stats import aggregate
 from rexrank.store import Quota, open_store
+from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
 from test_private_rounding import N, NoNoise, big_private_set  # noqa: F401 (fixture)
 from test_store import submit, write_jsonl
 
@@ -155,3 +156,36 @@ def test_the_noise_is_calibrated_and_unpredictable(monkeypatch):
     published = {tuple(privacy.private_results(results)["metrics"]["bleu2"]["scores"]["bleu2"].values())
                  for _ in range(40)}
     assert len(published) > 1
+
+
+def test_organisers_can_restrict_a_private_set_to_approved_submitters(tmp_path, private_set, monkeypatch):
+    """As ReXrank's own process: a list in the store's config; the client refuses others when
+    filing, and the backend again before scoring (a client that skips the check gains nothing)."""
+    import json
+
+    import rexrank.store.store as store_module
+    from rexrank.errors import SubmissionError
+    from rexrank.store import FINISHED
+    from rexrank.store.records import REFUSED
+
+    data_dir, preds = private_set
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    config = tmp_path / "s" / "requests" / "config.json"
+    config.write_text(json.dumps({"approved_submitters": {"rexgradient": ["Stanford-AIMI", "alice"]}}))
+    with pytest.raises(SubmissionError) as caught:
+        submit(store, preds, test_set="rexgradient", submitter="mallory")
+    assert str(caught.value) == ("test set rexgradient accepts submissions only from submitters approved by its "
+                                 "organisers, and 'mallory' is not one of them; ask the organisers to be added")
+    assert submit(store, model_name="other", submitter="mallory")  # other test sets stay open
+    with monkeypatch.context() as m:
+        m.setattr(store_module, "check_approved", lambda *a, **k: None)
+        sneaked = submit(store, preds, test_set="rexgradient", submitter="mallory", model_name="m-sneak")
+    approved = submit(store, preds, test_set="rexgradient", submitter="stanford-aimi", model_name="m-ok")
+    for _ in range(3):
+        Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
+    refused = store.get_request(sneaked["id"])
+    assert refused["failure_kind"] == REFUSED and "'mallory' is not one of them" in refused["error"]
+    assert store.get_request(approved["id"])["status"] == FINISHED
+    config.write_text(json.dumps({"approved_submitters": ["alice"]}))
+    with pytest.raises(Exception, match="approved_submitters must be an object mapping test set names"):
+        submit(store, preds, test_set="rexgradient", submitter="alice", model_name="m-2")

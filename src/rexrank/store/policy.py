@@ -150,6 +150,16 @@ def check_policy(
                 now=now, quota=quota)
 
 
+def check_approved(approved: list[str] | None, *, submitter: str, test_set: str) -> None:
+    """`approved`: the submitters the store's organisers approved for `test_set`
+    (rexrank.store.config.approved_submitters); None = open to all."""
+    if approved is not None and not any(same_submitter(a, submitter) for a in approved):
+        raise SubmissionError(
+            f"test set {test_set} accepts submissions only from submitters approved by its organisers, and "
+            f"{display(submitter)!r} is not one of them; ask the organisers to be added"
+        )
+
+
 def check_lengths(ids: list[str], texts: list[str], *, source: str) -> None:
     """The readers' limits (rexrank.input_limits), checked again on validated predictions."""
     check_texts(texts, ids, source=source)

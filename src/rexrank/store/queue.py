@@ -11,7 +11,7 @@ import logging
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
-from rexrank.store.policy import check_policy
+from rexrank.store.policy import check_approved, check_policy
 from rexrank.store.repo import Snapshot, StoreError, consistent_reads, transact
 
 log = logging.getLogger("rexrank.store")
@@ -202,7 +202,11 @@ class QueueOperations:
         key = (request["submitted_time"], request["id"])
         earlier = [r for r in history if r["id"] != request["id"]
                    and ((r["submitted_time"], r["id"]) < key or r["status"] == R.FINISHED)]
+        from rexrank.store.config import approved_submitters
+
         try:
+            check_approved(approved_submitters(self, request["test_set"]), submitter=request["submitter"],
+                           test_set=request["test_set"])
             check_policy(earlier, self.results_named(request["model_name"]), request,
                          now=R.parse_iso(request["submitted_time"]), quota=self.quota)
         except SubmissionError as exc:

@@ -9,7 +9,7 @@ from typing import Iterable
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
-from rexrank.store.policy import Quota, check_lengths, check_names, check_policy
+from rexrank.store.policy import Quota, check_approved, check_lengths, check_names, check_policy
 from rexrank.store.queue import QueueOperations
 from rexrank.store.repo import Repo, Snapshot, StoreError, consistent_reads, transact
 
@@ -278,6 +278,9 @@ class Store(QueueOperations):
                 raise SubmissionError(f"{label} is longer than 300 characters")
         check_names(model_name=model_name, submitter=submitter, institution=institution, model_url=model_url)
         spec = get_spec(test_set)
+        from rexrank.store.config import approved_submitters
+
+        check_approved(approved_submitters(self, test_set), submitter=submitter, test_set=test_set)
         check_track(track)
         trained_on = [t.strip() for t in trained_on if t and t.strip()]
         unknown = [t for t in trained_on if t not in TEST_SETS]

@@ -131,7 +131,7 @@ def test_a_parquet_bomb_is_refused_from_its_metadata(tmp_path, monkeypatch):
     pq.write_table(pa.table({"id": ["EX001", "EX002", "EX003"], "prediction": [c * 15_000_000 for c in "abc"]}), wide,
                    compression="zstd")
     assert wide.stat().st_size < 100_000
-    with pytest.raises(SubmissionError, match=r"columns decompress to 42\.\d MiB; the limit is 32\.0 MiB"):
+    with pytest.raises(SubmissionError, match=r"columns decompress to 42\.\d MiB; the limit is 24\.0 MiB"):
         read_raw_predictions(wide)
 
 
@@ -157,7 +157,7 @@ def test_text_files_are_read_with_a_byte_cap(tmp_path, monkeypatch):
     calls = []
     real = os.open
     monkeypatch.setattr(os, "open", lambda p, *a, **k: calls.append(p) or real(p, *a, **k))
-    with pytest.raises(SubmissionError, match=r"file is 32\.0 MiB \(33,554,433 bytes\); the limit is 32\.0 MiB"):
+    with pytest.raises(SubmissionError, match=r"file is 24\.0 MiB \(25,165,825 bytes\); the limit is 24\.0 MiB"):
         read_raw_predictions(big)
     assert str(big) not in map(str, calls)  # refused from its size, never opened
 
@@ -169,8 +169,8 @@ def test_text_files_are_read_with_a_byte_cap(tmp_path, monkeypatch):
      "has more than 20,000 rows"),
     ("rows.csv", "id,prediction\n" + "".join(f"S{i},\n" for i in range(25_000)), "has more than 20,000 rows"),
     ("header.csv", ",".join(f"c{i}" for i in range(5_000)) + "\n", "header line has more than 1,000 columns"),
-    ("total.jsonl", "".join(json.dumps({"id": f"S{i}", "prediction": "x" * 19_000}) + "\n" for i in range(1_600)),
-     "the predictions hold 30,400,000 characters together; the limit is 30,000,000"),
+    ("total.jsonl", "".join(json.dumps({"id": f"S{i}", "prediction": "x" * 19_000}) + "\n" for i in range(1_100)),
+     "the predictions hold 20,900,000 characters together; the limit is 20,000,000"),
 ])
 def test_rows_values_and_characters_are_limited(tmp_path, name, content, message):
     path = tmp_path / name

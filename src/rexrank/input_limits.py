@@ -31,10 +31,10 @@ from pathlib import Path
 
 from rexrank.errors import RexrankError, SubmissionError
 
-MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_FILE_BYTES = 24 * 1024 * 1024
 MAX_ROWS = 20_000
 MAX_PREDICTION_CHARS = 20_000
-MAX_TOTAL_CHARS = 30_000_000
+MAX_TOTAL_CHARS = 20_000_000
 MAX_JSON_VALUES = 20 * MAX_ROWS
 MAX_CSV_COLUMNS = 1_000
 MAX_TEST_SET_BYTES = 512 * 1024 * 1024
@@ -122,10 +122,11 @@ def check_json_values(data: bytes, *, source: str, limit: int = MAX_JSON_VALUES)
             f"{MAX_ROWS:,} predictions of {limit // MAX_ROWS} values each", source=source)
 
 
-def check_rows(n: int, *, source: str, where: str = "") -> None:
+def check_rows(n: int, *, source: str, counted: bool = True) -> None:
+    """At most MAX_ROWS; `counted`=False when reading stopped at the first row too many."""
     if n > MAX_ROWS:
-        raise SubmissionError(f"{where}{'has ' if not where else ' has '}more than {MAX_ROWS:,} rows ({n:,}); "
-                              f"the largest test set has 10,000 studies", source=source)
+        raise SubmissionError(f"has more than {MAX_ROWS:,} rows{f' ({n:,})' if counted else ''}; "
+                              "the largest test set has 10,000 studies", source=source)
 
 
 def check_texts(texts: list, ids: list, *, source: str, shown: int = 10) -> None:

@@ -192,7 +192,7 @@ def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
             if not line.strip():
                 continue
             records.append(_strict_json(line, source=source, where=f"line {lineno}"))
-            L.check_rows(len(records), source=source)
+            L.check_rows(len(records), source=source, counted=False)
         return _rows_from_records(records, source=source, location="line", **columns)
     doc = _strict_json(data.decode("utf-8"), source=source, where="")
     del data
@@ -225,7 +225,7 @@ def _read_csv(data: bytes, *, source: str, ids, texts) -> RawPredictions:
         raise SubmissionError("empty CSV file: expected a header line (id,prediction) and one line per study", source=source) from None
     except pd.errors.ParserError as exc:
         raise SubmissionError(f"not a readable CSV: {_first_line(exc)}", source=source) from None
-    L.check_rows(len(frame), source=source)
+    L.check_rows(len(frame), source=source, counted=False)
     # CSV row numbers count the header as line 1
     raw = _read_table(frame, source=source, location="line", ids=ids, texts=texts)
     raw.rows = [(i, t, f"line {n + 2}") for n, (i, t, _) in enumerate(raw.rows)]

@@ -1,0 +1,179 @@
+"""Peak memory and time of reading a predictions file at and past the input limits
+(rexrank.input_limits), against an ordinary 10,000-study submission (issue 20.1).
+
+Each input is read in a fresh process, as `rexrank score` / `submit` / the Submit tab read
+it: `rexrank.submissions.load_predictions` against 10,000 test ids. Peak memory is the
+child's maximum resident set size (getrusage), pandas and pyarrow imported in every child
+before the clock starts, so the floor is the same; time is the read alone (the fastest
+of 3); 'work' is the read's own peak: Python's allocations (tracemalloc) and Arrow's pool.
+
+Goal: no input uses more than 2x the memory or time of the ordinary submission.
+
+    python input_limits.py [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rexrank import input_limits as L
+
+N = 10_000
+IDS = [f"RG{i:05d}" for i in range(N)]
+REPORT = ("The cardiomediastinal silhouette is within normal limits. The lungs are clear without focal "
+          "consolidation, pleural effusion or pneumothorax. No acute osseous abnormality. ")  # ~180 characters
+
+CHILD = r"""
+import json, resource, sys, time, tracemalloc
+import pandas, pyarrow, pyarrow.compute, pyarrow.parquet  # the floor every reader pays, before the clock
+from rexrank.errors import RexrankError
+from rexrank.submissions import load_predictions
+path, ids = sys.argv[1], [f"RG{i:05d}" for i in range(10_000)]
+
+def read():
+    try:
+        return f"accepted ({len(load_predictions(path, ids))} predictions)"
+    except RexrankError as exc:
+        return "refused: " + str(exc).split(": ", 1)[-1][:90]
+
+seconds = float("inf")
+for _ in range(3):  # the fastest of 3: the machine's other load is not the reader's cost
+    t0 = time.perf_counter()
+    outcome = read()
+    seconds = min(seconds, time.perf_counter() - t0)
+tracemalloc.start()  # a second read, traced: Python's allocations, and Arrow's from its pool
+read()
+python_mb = tracemalloc.get_traced_memory()[1] / 2**20
+arrow_mb = pyarrow.default_memory_pool().max_memory() / 2**20
+print(json.dumps({"maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "work_mb": python_mb + arrow_mb,
+                  "seconds": seconds, "outcome": outcome}))
+"""
+
+
+def jsonl(path: Path, rows) -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for sid, text in rows:
+            fh.write(json.dumps({"id": sid, "prediction": text}) + "\n")
+    return path
+
+
+def dictionary_parquet(path: Path, n_rows: int, text: str, *, chunk: int = 1_000_000) -> Path:
+    """`n_rows` rows of one id and one text, dictionary-encoded: small on disk, however many."""
+    chunk = min(chunk, n_rows)
+    zeros = pa.array(np.zeros(chunk, dtype=np.int32))
+    table = pa.table({"id": pa.DictionaryArray.from_arrays(zeros, ["RG00000"]),
+                      "prediction": pa.DictionaryArray.from_arrays(zeros, [text])})
+    with pq.ParquetWriter(path, table.schema, compression="zstd") as writer:
+        for start in range(0, n_rows, chunk):
+            writer.write_table(table.slice(0, min(chunk, n_rows - start)))
+    return path
+
+
+def rexrank_json(path: Path, prediction, findings: str) -> Path:
+    """The ReXrank submission format: the test JSON (as IU-Xray's, ~1 kB a study) plus
+    `model_prediction` in each study."""
+    doc = {sid: {"image_path": [f"{sid}/0.png", f"{sid}/1.png"], "key_image_path": f"{sid}/0.png", "context": "",
+                 "section_findings": findings, "section_impression": "No acute cardiopulmonary process.",
+                 "report": f"Findings: {findings} Impression: No acute cardiopulmonary process.", "site": "A",
+                 "is_abnormal": False, "frontal_lateral": ["Frontal", "Lateral"], "model_prediction": prediction(i)}
+           for i, sid in enumerate(IDS)}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def inputs(folder: Path) -> list[tuple[str, Path]]:
+    ordinary = [(sid, f"{REPORT * 5} Study {i}.") for i, sid in enumerate(IDS)]  # ~1 kB a report
+    pq.write_table(pa.table({"id": IDS, "prediction": [t for _, t in ordinary]}), folder / "ordinary.parquet")
+    at_limit = [(sid, (REPORT * 17)[: L.MAX_TOTAL_CHARS // N - 40]) for sid in IDS]  # ~2,000 characters each
+    past_rows = [(f"X{i}", "") for i in range(L.MAX_ROWS + 1)]
+    zero = folder / "zero.json"
+    zero.symlink_to("/dev/zero")
+    fifo = folder / "fifo.jsonl"
+    os.mkfifo(fifo)
+    return [
+        ("ordinary: 10,000 studies, ReXrank JSON (~0.5 kB reports)",
+         rexrank_json(folder / "ordinary.json", lambda i: f"{REPORT * 2} Study {i}.", REPORT * 2)),
+        ("ordinary: 10,000 studies, JSONL (~1 kB each)", jsonl(folder / "ordinary.jsonl", ordinary)),
+        ("ordinary: 10,000 studies, parquet", folder / "ordinary.parquet"),
+        ("at the limits: 10,000 x 2 kB = total-characters limit, JSONL", jsonl(folder / "at_limit.jsonl", at_limit)),
+        ("at the limits: ReXrank JSON of 10,000 studies near the byte cap",
+         rexrank_json(folder / "at_limit.json", lambda i: at_limit[i][1][:1_700], REPORT)),
+        ("parquet bomb: 20,000,000 rows", dictionary_parquet(folder / "bomb.parquet", 20_000_000, "")),
+        ("parquet bomb: 1 MB value on 20,000 rows", dictionary_parquet(folder / "dict.parquet", 20_000, "x" * 1_000_000)),
+        ("10 MB per study, 2 studies (20 MB), JSONL", jsonl(folder / "10mb2.jsonl", [(s, "x" * 10_000_000) for s in IDS[:2]])),
+        ("10 MB per study, 10 studies (100 MB), JSONL", jsonl(folder / "10mb10.jsonl", [(s, "x" * 10_000_000) for s in IDS[:10]])),
+        ("row limit + 1 (20,001 rows), JSONL", jsonl(folder / "rows.jsonl", past_rows)),
+        ("rows past the limit: 2,500,000 lines of CSV (~20 MB)", _csv_rows(folder / "rows.csv", 2_500_000)),
+        ("JSON values: [{},{},...] 7,000,000 objects (21 MB)", _json_values(folder / "values.json", 7_000_000)),
+        ("/dev/zero (via zero.json)", zero),
+        ("a FIFO", fifo),
+    ]
+
+
+def _csv_rows(path: Path, n: int) -> Path:
+    with path.open("w") as fh:
+        fh.write("id,prediction\n")
+        fh.writelines(f"{i},\n" for i in range(n))
+    return path
+
+
+def _json_values(path: Path, n: int) -> Path:
+    path.write_text("[" + ",".join(["{}"] * n) + "]")
+    return path
+
+
+def measure(path: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent / "src"),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, timeout=600, env=env)
+    if done.returncode != 0:
+        return {"maxrss_mb": float("nan"), "work_mb": float("nan"), "seconds": float("nan"), "outcome": "CRASHED: " + done.stderr.strip()[-200:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", help="build the inputs in this folder (default: a temporary one)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="rexrank-limits-") as tmp:
+        folder = Path(args.keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        cases = inputs(folder)
+        print(f"limits: {L.mib(L.MAX_FILE_BYTES)} a file, {L.MAX_ROWS:,} rows, {L.MAX_PREDICTION_CHARS:,} characters a "
+              f"prediction, {L.MAX_TOTAL_CHARS:,} in all, {L.MAX_JSON_VALUES:,} JSON values", flush=True)
+        rows, base = [], None
+        for i, (label, path) in enumerate(cases, 1):
+            size = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
+            figures = measure(path)
+            base = base or figures
+            rows.append((label, size, figures))
+            print(f"[{i}/{len(cases)}] {label}: {figures['maxrss_mb']:.0f} MB, {figures['seconds']:.2f} s", flush=True)
+        print("\npeak RSS: the child's maximum resident set (the imports alone set a floor above most reads); "
+              "'work': the read's own peak, Python allocations (tracemalloc) + Arrow's pool; "
+              "ratios against the first row (the ordinary ReXrank submission)")
+        print(f"{'input':<64} {'file':>8} {'peak RSS':>8} {'x':>5} {'work':>7} {'x':>5} {'time':>7} {'x':>5}  outcome")
+        worst_mem = worst_time = worst_work = 0.0
+        for label, size, f in rows:
+            work = f["work_mb"]
+            mem_ratio, work_ratio, time_ratio = f["maxrss_mb"] / base["maxrss_mb"], work / base["work_mb"], f["seconds"] / base["seconds"]
+            worst_mem, worst_time = max(worst_mem, mem_ratio), max(worst_time, time_ratio)
+            worst_work = max(worst_work, work_ratio)
+            print(f"{label:<64} {size / 2**20:>6.1f}MB {f['maxrss_mb']:>6.0f}MB {mem_ratio:>5.2f} {work:>5.0f}MB "
+                  f"{work_ratio:>5.2f} {f['seconds']:>6.2f}s {time_ratio:>5.2f}  {f['outcome']}")
+        met = worst_mem <= 2 and worst_work <= 2 and worst_time <= 2
+        print(f"\nworst: {worst_mem:.2f}x the ordinary submission's peak RSS, {worst_work:.2f}x its work memory, "
+              f"{worst_time:.2f}x its time (goal: <= 2x each): {'MET' if met else 'NOT MET'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -66,6 +66,26 @@ _register(
 )
 
 
+# ---- issue 20 (i20a): input limits and the private noise ----------------------------------
+_register(
+    Mutant("privacy-noise-scale", "Laplace noise on a private mean 10x too small (sensitivity w / 10n)",
+           "src/rexrank/backend/privacy.py", 'return {"mean": width / n, "ci95"', 'return {"mean": width / n / 10, "ci95"',
+           ("tests/test_private_attack.py::test_the_boundary_attack_does_no_better_than_epsilon_allows",
+            "tests/test_private_attack.py::test_the_noise_is_calibrated_and_unpredictable")),
+    Mutant("privacy-ci-sensitivity", "CI half-width's sensitivity without the 1.96 (noise too small for the CI)",
+           "src/rexrank/backend/privacy.py", '"ci95": CI_FACTOR * width / math.sqrt(n * (n - 1))}',
+           '"ci95": width / math.sqrt(n * (n - 1))}',
+           ("tests/test_private_attack.py::test_the_noise_is_calibrated_and_unpredictable",)),
+    Mutant("input-row-limit", "row limit checked at 1000x MAX_ROWS (a parquet bomb's rows are read)",
+           "src/rexrank/input_limits.py", "    if n > MAX_ROWS:\n", "    if n > MAX_ROWS * 1000:\n",
+           ("tests/test_input_limits.py::test_a_parquet_bomb_is_refused_from_its_metadata",
+            "tests/test_input_limits.py::test_rows_values_and_characters_are_limited")),
+    Mutant("input-byte-cap", "byte cap checked at 4x the limit before opening (the file is opened and read)",
+           "src/rexrank/input_limits.py", "    if st.st_size > cap:\n", "    if st.st_size > cap * 4:\n",
+           ("tests/test_input_limits.py::test_text_files_are_read_with_a_byte_cap",)),
+)
+
+
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / mutant.file

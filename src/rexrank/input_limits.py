@@ -103,19 +103,20 @@ def _error(error, message: str, path: Path) -> RexrankError:
     return error(message, source=str(path)) if error is SubmissionError else error(f"{path}: {message}")
 
 
-def check_json_values(data: bytes, *, source: str, limit: int = MAX_JSON_VALUES) -> None:
+def check_json_values(data: bytes, *, source: str, lines: bool = False, limit: int = MAX_JSON_VALUES) -> None:
     """At most `limit` JSON values in `data`, counted before parsing (a JSON parser makes a
     Python object of each: `[{},{},...]` costs ~100 bytes of memory per 3 bytes of file).
     Commas and brackets count the values; only when that bound is over the limit are the
-    strings (whose commas are text) taken out and the count made exact."""
+    strings (whose commas are text) taken out and the count made exact. `lines`: JSONL,
+    where each line is a value (elsewhere a newline is only layout)."""
     def count(b: bytes) -> int:
-        return b.count(b",") + b.count(b"{") + b.count(b"[") + b.count(b"\n")
+        return b.count(b",") + b.count(b"{") + b.count(b"[") + (b.count(b"\n") if lines else 0)
 
     if count(data) <= limit:
         return
     import re
 
-    bare = re.sub(rb'"(?:[^"\\]|\\.)*"', b"", data)
+    bare = re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b"", data)  # each string, escapes included
     if count(bare) > limit:
         raise SubmissionError(
             f"holds more than {limit:,} JSON values (objects, arrays, numbers, strings); the limit is "

@@ -185,7 +185,7 @@ def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
     data = L.read_capped(path, L.MAX_FILE_BYTES)
     if suffix == ".csv":
         return _read_csv(data, source=source, **columns)
-    L.check_json_values(data, source=source)
+    L.check_json_values(data, source=source, lines=suffix == ".jsonl")
     if suffix == ".jsonl":
         records = []
         for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
@@ -304,7 +304,12 @@ def validate_predictions(
     `outside_track_ids`: studies of the test set that this track does not score; a
     prediction for one is accepted and reported, not an error.
     """
+    from rexrank import input_limits as L
+
     source = raw.source
+    # again here: rows put together from several files (parquet shards of a Hub repo)
+    L.check_rows(len(raw.rows), source=source)
+    L.check_texts([r[1] for r in raw.rows], [r[0] for r in raw.rows], source=source)
     by_id: dict[str, tuple[str, str]] = {}
     duplicates: dict[str, list[str]] = {}
     bad_types: list[str] = []

@@ -191,13 +191,17 @@ def test_a_datasets_folder_is_limited_before_it_is_loaded(tmp_path):
 
 def test_a_million_duplicates_give_a_short_message():
     rows = [("EX001", "x", f"line {i + 1}") for i in range(1_000_000)]
-    rows += [(f"X{i}" * 5000, "x", f"line {i}") for i in range(30)] * 2  # long ids, many of them
+    with pytest.raises(SubmissionError) as caught:  # (today's code: a 12.9 MB message listing every line)
+        validate_predictions(RawPredictions(rows, "p.jsonl"), IDS)
+    assert str(caught.value) == "p.jsonl: has more than 20,000 rows (1,000,000); the largest test set has 10,000 studies"
+    # within the row limit: one id on 19,940 rows and 30 ids of 5,000+ characters twice each
+    rows = rows[:19_940] + [(f"X{i}" * 5000, "x", f"line {i}") for i in range(30)] * 2
     with pytest.raises(SubmissionError) as caught:
         validate_predictions(RawPredictions(rows, "p.jsonl"), IDS)
     message = str(caught.value)
     assert len(message) < 2000, len(message)
     assert message.startswith("p.jsonl: 31 study ids appear more than once: 'EX001' at line 1, line 2, line 3 "
-                              "and 999997 more places")
+                              "and 19937 more places")
     assert "(21 more)" in message
 
 

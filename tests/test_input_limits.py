@@ -81,6 +81,10 @@ def test_dev_zero_and_folders_are_one_line_errors(tmp_path, capsys, command):
     (folder / "data.arrow").symlink_to("/dev/zero")  # inside a folder too
     line = one_error_line(capsys, command, folder, tmp_path)
     assert "data.arrow: is a character device" in line
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    assert "cannot read it: Too many levels of symbolic links" in one_error_line(capsys, command, loop, tmp_path)
+    assert "holds more than 1,000 files" in one_error_line(capsys, command, "/usr", tmp_path)
 
 
 def test_a_test_set_file_that_is_a_fifo_or_device_is_one_line(tmp_path):

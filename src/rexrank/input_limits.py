@@ -210,13 +210,16 @@ def check_folder(path: Path, *, source: str) -> None:
     """A datasets folder: regular files only (a symlink to /dev/zero inside would never end),
     and at most MAX_FILE_BYTES in all (its arrow files are uncompressed)."""
     total, count = 0, 0
-    for child in path.rglob("*"):
-        count += 1
-        if count > 1000:
-            raise SubmissionError("holds more than 1,000 files: not a datasets folder", source=source)
-        st = check_regular(child, allow_dir=True)
-        if stat.S_ISREG(st.st_mode):
-            total += st.st_size
+    try:
+        for child in path.rglob("*"):
+            count += 1
+            if count > 1000:
+                raise SubmissionError("holds more than 1,000 files: not a datasets folder", source=source)
+            st = check_regular(child, allow_dir=True)
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    except OSError as exc:  # a sub-folder that cannot be listed
+        raise SubmissionError(f"cannot read the folder: {exc.strerror or exc}", source=source) from None
     if total > MAX_FILE_BYTES:
         raise SubmissionError(f"the folder's files are {mib(total)} together; the limit is {mib(MAX_FILE_BYTES)}",
                               source=source)

@@ -109,6 +109,7 @@ def inputs(folder: Path) -> list[tuple[str, Path]]:
          rexrank_json(folder / "at_limit.json", lambda i: at_limit[i][1][:1_700], REPORT)),
         ("parquet bomb: 20,000,000 rows", dictionary_parquet(folder / "bomb.parquet", 20_000_000, "")),
         ("parquet bomb: 1 MB value on 20,000 rows", dictionary_parquet(folder / "dict.parquet", 20_000, "x" * 1_000_000)),
+        ("parquet: 100,000 empty row groups (~13 MB of metadata)", _row_groups(folder / "groups.parquet", 100_000)),
         ("10 MB per study, 2 studies (20 MB), JSONL", jsonl(folder / "10mb2.jsonl", [(s, "x" * 10_000_000) for s in IDS[:2]])),
         ("10 MB per study, 10 studies (100 MB), JSONL", jsonl(folder / "10mb10.jsonl", [(s, "x" * 10_000_000) for s in IDS[:10]])),
         ("row limit + 1 (20,001 rows), JSONL", jsonl(folder / "rows.jsonl", past_rows)),
@@ -117,6 +118,14 @@ def inputs(folder: Path) -> list[tuple[str, Path]]:
         ("/dev/zero (via zero.json)", zero),
         ("a FIFO", fifo),
     ]
+
+
+def _row_groups(path: Path, n: int) -> Path:
+    table = pa.table({"id": ["RG00000"], "prediction": ["x"]}).slice(0, 0)
+    with pq.ParquetWriter(path, table.schema) as writer:
+        for _ in range(n):
+            writer.write_table(table)
+    return path
 
 
 def _csv_rows(path: Path, n: int) -> Path:

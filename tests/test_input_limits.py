@@ -139,6 +139,21 @@ def test_a_parquet_bomb_is_refused_from_its_metadata(tmp_path, monkeypatch):
         read_raw_predictions(wide)
 
 
+def test_parquet_metadata_is_limited_before_it_is_parsed(tmp_path):
+    # 5,000 empty row groups: no rows, and (at 50,000) a gigabyte to read them
+    groups = tmp_path / "groups.parquet"
+    table = pa.table({"id": ["EX001"], "prediction": ["x"]})
+    with pq.ParquetWriter(groups, table.schema) as writer:
+        for _ in range(5_000):
+            writer.write_table(table.slice(0, 0))
+    with pytest.raises(SubmissionError, match="has 5,000 row groups; the limit is 1,000"):
+        read_raw_predictions(groups)
+    footer = tmp_path / "footer.parquet"  # a file whose declared metadata is 20 MB
+    footer.write_bytes(b"PAR1" + b"\0" * 100 + (20_000_000).to_bytes(4, "little") + b"PAR1")
+    with pytest.raises(SubmissionError, match=r"its metadata is 19\.1 MiB; the limit is 1\.0 MiB"):
+        read_raw_predictions(footer)
+
+
 def test_a_dictionary_bomb_is_refused_before_it_expands(tmp_path):
     # one 1 MB value on 20,000 rows: a dictionary page of 1 MB on disk, 20 GB once expanded
     path = tmp_path / "dict.parquet"

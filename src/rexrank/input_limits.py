@@ -12,7 +12,9 @@ leaderboard's Submit tab, the backend), is held to:
     MAX_TOTAL_CHARS        characters in all predictions together
     MAX_JSON_VALUES        JSON values (objects, arrays, numbers, strings, ...) in a JSON
                            or JSONL file: 3 bytes (`{},`) make a Python object of ~100
-    MAX_CSV_COLUMNS        columns in a CSV header
+    MAX_CSV_COLUMNS        columns in a CSV header (and a parquet file)
+    MAX_PARQUET_FOOTER     bytes of a parquet file's metadata, read before it is parsed
+    MAX_ROW_GROUPS         row groups of a parquet file (50,000 empty ones cost 1 GB)
 
 They are set so that the largest test set (ReXGradient, 10,000 studies) fits twice over
 in the ReXrank submission format (the test JSON plus a prediction per study, ~1.5 kB a
@@ -37,6 +39,8 @@ MAX_PREDICTION_CHARS = 20_000
 MAX_TOTAL_CHARS = 20_000_000
 MAX_JSON_VALUES = 20 * MAX_ROWS
 MAX_CSV_COLUMNS = 1_000
+MAX_PARQUET_FOOTER = 1024 * 1024  # a parquet file's metadata, parsed whole before anything else
+MAX_ROW_GROUPS = 1_000
 MAX_TEST_SET_BYTES = 512 * 1024 * 1024
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -156,11 +160,16 @@ def parquet_columns(path: Path, id_names, text_names, *, source: str):
 
     from rexrank.submissions import _first_present
 
+    footer = _parquet_footer_length(path)
+    if footer > MAX_PARQUET_FOOTER:
+        raise SubmissionError(f"its metadata is {mib(footer)}; the limit is {mib(MAX_PARQUET_FOOTER)}", source=source)
     try:
         meta = pq.ParquetFile(path).metadata
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
         raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {_one_line(exc)})", source=source) from None
     check_rows(meta.num_rows, source=source)
+    if meta.num_row_groups > MAX_ROW_GROUPS:
+        raise SubmissionError(f"has {meta.num_row_groups:,} row groups; the limit is {MAX_ROW_GROUPS:,}", source=source)
     if meta.num_columns > MAX_CSV_COLUMNS:
         raise SubmissionError(f"has {meta.num_columns:,} columns; the limit is {MAX_CSV_COLUMNS:,}", source=source)
     names = meta.schema.to_arrow_schema().names
@@ -177,6 +186,18 @@ def parquet_columns(path: Path, id_names, text_names, *, source: str):
         raise SubmissionError(f"its {id_col!r} and {text_col!r} columns decompress to {mib(size)}; the limit is "
                               f"{mib(MAX_FILE_BYTES)}", source=source)
     return id_col, text_col
+
+
+def _parquet_footer_length(path: Path) -> int:
+    """The metadata length a parquet file declares in its last 8 bytes (length, b"PAR1");
+    0 when it has no such ending (pyarrow then says it is not parquet)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() < 8:
+            return 0
+        fh.seek(-8, os.SEEK_END)
+        tail = fh.read(8)
+    return int.from_bytes(tail[:4], "little") if tail[4:] == b"PAR1" else 0
 
 
 def check_expanded(table, *, source: str) -> None:

@@ -84,7 +84,10 @@ def read_capped(path: str | Path, cap: int, *, error=SubmissionError, what: str 
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise _error(error, f"is {kind_of(os.fstat(fd).st_mode)}, not a regular file", path)
-        data = fh.read(cap + 1)
+        try:
+            data = fh.read(cap + 1)
+        except OSError as exc:  # e.g. a /proc file with nothing to read yet (EAGAIN), an I/O error
+            raise _error(error, f"cannot read it: {exc.strerror or exc}", path) from None
     if len(data) > cap:
         raise _too_big(error, what, len(data), cap, path, at_least=True)
     return data

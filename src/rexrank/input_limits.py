@@ -230,6 +230,17 @@ def check_expanded(table, *, source: str) -> None:
                                   source=source)
 
 
+def expand(table):
+    """`table` with its dictionary columns decoded in Arrow (after `check_expanded`):
+    pandas would make categoricals of them first, at twice the memory."""
+    import pyarrow as pa
+
+    return pa.table({name: pa.chunked_array(
+        [c.dictionary_decode() if isinstance(c, pa.DictionaryArray) else c for c in table.column(name).chunks],
+        type=getattr(table.column(name).type, "value_type", table.column(name).type))
+        for name in table.column_names})
+
+
 def check_folder(path: Path, *, source: str) -> None:
     """A datasets folder: regular files only (a symlink to /dev/zero inside would never end),
     and at most MAX_FILE_BYTES in all (its arrow files are uncompressed)."""

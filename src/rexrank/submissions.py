@@ -170,7 +170,7 @@ def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
             # long value repeated on every row is small on disk and enormous once expanded
             table = pq.read_table(path, columns=[id_col, text_col], read_dictionary=[id_col, text_col])
             L.check_expanded(table, source=source)
-            frame = table.to_pandas()
+            frame = L.expand(table).to_pandas()
         except SubmissionError:
             raise
         except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file

@@ -135,7 +135,7 @@ def test_a_parquet_bomb_is_refused_from_its_metadata(tmp_path, monkeypatch):
     pq.write_table(pa.table({"id": ["EX001", "EX002", "EX003"], "prediction": [c * 15_000_000 for c in "abc"]}), wide,
                    compression="zstd")
     assert wide.stat().st_size < 100_000
-    with pytest.raises(SubmissionError, match=r"columns decompress to 42\.\d MiB; the limit is 24\.0 MiB"):
+    with pytest.raises(SubmissionError, match=r"columns decompress to 42\.\d MiB; the limit is 20\.0 MiB"):
         read_raw_predictions(wide)
 
 
@@ -172,11 +172,11 @@ def test_a_dictionary_bomb_is_refused_before_it_expands(tmp_path):
 def test_text_files_are_read_with_a_byte_cap(tmp_path, monkeypatch):
     big = tmp_path / "big.jsonl"
     with big.open("wb") as fh:  # sparse: nothing is written to disk
-        fh.truncate(L.MAX_FILE_BYTES + 1)
+        fh.truncate(L.MAX_TABLE_BYTES + 1)
     calls = []
     real = os.open
     monkeypatch.setattr(os, "open", lambda p, *a, **k: calls.append(p) or real(p, *a, **k))
-    with pytest.raises(SubmissionError, match=r"file is 24\.0 MiB \(25,165,825 bytes\); the limit is 24\.0 MiB"):
+    with pytest.raises(SubmissionError, match=r"file is 20\.0 MiB \(20,971,521 bytes\); the limit is 20\.0 MiB"):
         read_raw_predictions(big)
     assert str(big) not in map(str, calls)  # refused from its size, never opened
 
@@ -186,10 +186,12 @@ def test_text_files_are_read_with_a_byte_cap(tmp_path, monkeypatch):
     ("values.json", "[" + ",".join(["{}"] * 500_000) + "]", "holds more than 400,000 JSON values"),
     ("rows.jsonl", "".join(json.dumps({"id": f"S{i}", "prediction": ""}) + "\n" for i in range(20_001)),
      "has more than 20,000 rows"),
+    ("line.jsonl", json.dumps({"id": "S1", "prediction": "x"}) + "\n" + json.dumps({"id": "S2", "prediction": "y" * 300_000}),
+     "line 2 is 300,031 bytes, more than a line may hold"),
     ("rows.csv", "id,prediction\n" + "".join(f"S{i},\n" for i in range(25_000)), "has more than 20,000 rows"),
     ("header.csv", ",".join(f"c{i}" for i in range(5_000)) + "\n", "header line has more than 1,000 columns"),
-    ("total.jsonl", "".join(json.dumps({"id": f"S{i}", "prediction": "x" * 19_000}) + "\n" for i in range(1_100)),
-     "the predictions hold 20,900,000 characters together; the limit is 20,000,000"),
+    ("total.jsonl", "".join(json.dumps({"id": f"S{i}", "prediction": "x" * 19_000}) + "\n" for i in range(1_000)),
+     "the predictions hold 19,000,000 characters together; the limit is 18,000,000"),
 ])
 def test_rows_values_and_characters_are_limited(tmp_path, name, content, message):
     path = tmp_path / name

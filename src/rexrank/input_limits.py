@@ -4,9 +4,12 @@ is loaded, and the reading that keeps to them.
 Every predictions file, whatever the entry point (`rexrank score`, `rexrank submit`, the
 leaderboard's Submit tab, the backend), is held to:
 
-    MAX_FILE_BYTES         bytes of a JSON/JSONL/CSV file, or of a parquet file's two
-                           columns once decompressed (from its metadata), or of a
-                           datasets folder
+    MAX_FILE_BYTES         bytes of any file, and of a JSON file (the ReXrank format
+                           carries the test set's fields beside each prediction); the
+                           leaderboard's upload limit
+    MAX_TABLE_BYTES        bytes of a JSONL or CSV file (id and prediction only), of a
+                           parquet file's two columns once decompressed (from its
+                           metadata), of a datasets folder
     MAX_ROWS               rows (predictions) in a file; parquet: from its metadata
     MAX_PREDICTION_CHARS   characters in one prediction (a report is ~1,000)
     MAX_TOTAL_CHARS        characters in all predictions together
@@ -16,10 +19,12 @@ leaderboard's Submit tab, the backend), is held to:
     MAX_PARQUET_FOOTER     bytes of a parquet file's metadata, read before it is parsed
     MAX_ROW_GROUPS         row groups of a parquet file (50,000 empty ones cost 1 GB)
 
-They are set so that the largest test set (ReXGradient, 10,000 studies) fits twice over
-in the ReXrank submission format (the test JSON plus a prediction per study, ~1.5 kB a
-study), while the most a file within them can cost stays under twice the memory of an
-ordinary 10,000-study submission (benchmarks/input_limits.py measures it).
+They are set so that a submission for the largest test set (ReXGradient, 10,000 studies)
+may hold predictions of 1.8 kB on average (ReXrank's reports are a few hundred
+characters), in the ReXrank format with test-set fields of ~1.5 kB a study, while the
+most a file within them can cost stays under twice the memory and time of an ordinary
+10,000-study submission (~0.9 kB predictions) in the same format
+(benchmarks/input_limits.py measures it).
 
 Only regular files are read (a FIFO would block the reader forever, /dev/zero never
 ends); a symlink counts as what it points to. Test-set files, which come from the
@@ -27,20 +32,25 @@ organisers, have a larger byte cap (MAX_TEST_SET_BYTES) and no row limit.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from pathlib import Path
 
 from rexrank.errors import RexrankError, SubmissionError
 
-MAX_FILE_BYTES = 24 * 1024 * 1024
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_TABLE_BYTES = 20 * 1024 * 1024
 MAX_ROWS = 20_000
 MAX_PREDICTION_CHARS = 20_000
-MAX_TOTAL_CHARS = 20_000_000
+MAX_TOTAL_CHARS = 18_000_000
 MAX_JSON_VALUES = 20 * MAX_ROWS
 MAX_CSV_COLUMNS = 1_000
 MAX_PARQUET_FOOTER = 1024 * 1024  # a parquet file's metadata, parsed whole before anything else
 MAX_ROW_GROUPS = 1_000
+# a JSONL line: one prediction of MAX_PREDICTION_CHARS, each character written as a 6-byte
+# \uXXXX escape at worst (120,000 bytes), its id and other fields, with room
+MAX_LINE_BYTES = 256 * 1024
 MAX_TEST_SET_BYTES = 512 * 1024 * 1024
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -130,6 +140,23 @@ def check_json_values(data: bytes, *, source: str, lines: bool = False, limit: i
             f"{MAX_ROWS:,} predictions of {limit // MAX_ROWS} values each", source=source)
 
 
+def jsonl_lines(data: bytes, *, source: str):
+    """The lines of a JSONL file, each checked against MAX_LINE_BYTES before it is copied
+    out (a 10 MB line is refused without being decoded or parsed)."""
+    start = 0
+    for lineno in itertools.count(1):
+        if start >= len(data):
+            return
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        if end - start > MAX_LINE_BYTES:
+            raise SubmissionError(f"line {lineno} is {end - start:,} bytes, more than a line may hold "
+                                  f"({MAX_LINE_BYTES:,}): predictions longer than {MAX_PREDICTION_CHARS} characters "
+                                  "are refused (a report is ~1000)", source=source)
+        yield data[start:end]
+        start = end
+
+
 def check_rows(n: int, *, source: str, counted: bool = True) -> None:
     """At most MAX_ROWS; `counted`=False when reading stopped at the first row too many."""
     if n > MAX_ROWS:
@@ -185,9 +212,9 @@ def parquet_columns(path: Path, id_names, text_names, *, source: str):
             column = group.column(c)
             if column.path_in_schema in (id_col, text_col):
                 size += max(column.total_uncompressed_size, column.total_compressed_size)
-    if size > MAX_FILE_BYTES:
+    if size > MAX_TABLE_BYTES:
         raise SubmissionError(f"its {id_col!r} and {text_col!r} columns decompress to {mib(size)}; the limit is "
-                              f"{mib(MAX_FILE_BYTES)}", source=source)
+                              f"{mib(MAX_TABLE_BYTES)}", source=source)
     return id_col, text_col
 
 
@@ -225,8 +252,8 @@ def check_expanded(table, *, source: str) -> None:
         if longest > 4 * MAX_PREDICTION_CHARS:  # 4 bytes the most a character takes in UTF-8
             raise SubmissionError(f"column {name!r} holds a value of {longest:,} bytes; the limit is "
                                   f"{MAX_PREDICTION_CHARS:,} characters", source=source)
-        if total > MAX_FILE_BYTES:
-            raise SubmissionError(f"column {name!r} expands to {mib(total)}; the limit is {mib(MAX_FILE_BYTES)}",
+        if total > MAX_TABLE_BYTES:
+            raise SubmissionError(f"column {name!r} expands to {mib(total)}; the limit is {mib(MAX_TABLE_BYTES)}",
                                   source=source)
 
 
@@ -243,7 +270,7 @@ def expand(table):
 
 def check_folder(path: Path, *, source: str) -> None:
     """A datasets folder: regular files only (a symlink to /dev/zero inside would never end),
-    and at most MAX_FILE_BYTES in all (its arrow files are uncompressed)."""
+    and at most MAX_TABLE_BYTES in all (its arrow files are uncompressed)."""
     total, count = 0, 0
     try:
         for child in path.rglob("*"):
@@ -255,8 +282,8 @@ def check_folder(path: Path, *, source: str) -> None:
                 total += st.st_size
     except OSError as exc:  # a sub-folder that cannot be listed
         raise SubmissionError(f"cannot read the folder: {exc.strerror or exc}", source=source) from None
-    if total > MAX_FILE_BYTES:
-        raise SubmissionError(f"the folder's files are {mib(total)} together; the limit is {mib(MAX_FILE_BYTES)}",
+    if total > MAX_TABLE_BYTES:
+        raise SubmissionError(f"the folder's files are {mib(total)} together; the limit is {mib(MAX_TABLE_BYTES)}",
                               source=source)
 
 

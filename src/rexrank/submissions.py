@@ -139,7 +139,7 @@ def _read_dataset_folder(path: Path, *, source: str, ids, texts) -> RawPredictio
 
     from rexrank import input_limits as L
 
-    L.check_folder(path, source=source)  # regular files, MAX_FILE_BYTES in all, before datasets opens them
+    L.check_folder(path, source=source)  # regular files, MAX_TABLE_BYTES in all, before datasets opens them
     try:
         table = datasets.load_from_disk(str(path))
     except Exception as exc:  # datasets raises several types for a folder it cannot read
@@ -163,7 +163,7 @@ def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        L.check_size(path, L.MAX_FILE_BYTES)
+        L.check_size(path, L.MAX_FILE_BYTES)  # the decompressed columns: MAX_TABLE_BYTES, from the metadata
         id_col, text_col = L.parquet_columns(path, ids, texts, source=source)  # rows and sizes from the metadata
         try:
             # dictionary columns stay dictionaries until their expanded size is known: one
@@ -182,16 +182,16 @@ def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
             "or a datasets folder",
             source=source,
         )
-    data = L.read_capped(path, L.MAX_FILE_BYTES)
+    data = L.read_capped(path, L.MAX_FILE_BYTES if suffix == ".json" else L.MAX_TABLE_BYTES)
     if suffix == ".csv":
         return _read_csv(data, source=source, **columns)
     L.check_json_values(data, source=source, lines=suffix == ".jsonl")
     if suffix == ".jsonl":
         records = []
-        for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        for lineno, line in enumerate(L.jsonl_lines(data, source=source), 1):  # one line decoded at a time
             if not line.strip():
                 continue
-            records.append(_strict_json(line, source=source, where=f"line {lineno}"))
+            records.append(_strict_json(line.decode("utf-8"), source=source, where=f"line {lineno}"))
             L.check_rows(len(records), source=source, counted=False)
         return _rows_from_records(records, source=source, location="line", **columns)
     doc = _strict_json(data.decode("utf-8"), source=source, where="")

@@ -187,7 +187,7 @@ def test_text_files_are_read_with_a_byte_cap(tmp_path, monkeypatch):
     ("rows.jsonl", "".join(json.dumps({"id": f"S{i}", "prediction": ""}) + "\n" for i in range(20_001)),
      "has more than 20,000 rows"),
     ("line.jsonl", json.dumps({"id": "S1", "prediction": "x"}) + "\n" + json.dumps({"id": "S2", "prediction": "y" * 300_000}),
-     "line 2 is 300,031 bytes, more than a line may hold"),
+     "line 2 is 300,030 bytes, more than a line may hold"),
     ("rows.csv", "id,prediction\n" + "".join(f"S{i},\n" for i in range(25_000)), "has more than 20,000 rows"),
     ("header.csv", ",".join(f"c{i}" for i in range(5_000)) + "\n", "header line has more than 1,000 columns"),
     ("total.jsonl", "".join(json.dumps({"id": f"S{i}", "prediction": "x" * 19_000}) + "\n" for i in range(1_000)),

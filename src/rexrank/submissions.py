@@ -170,7 +170,9 @@ def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
             # long value repeated on every row is small on disk and enormous once expanded
             table = pq.read_table(path, columns=[id_col, text_col], read_dictionary=[id_col, text_col])
             L.check_expanded(table, source=source)
-            frame = L.expand(table).to_pandas()
+            table = L.expand(table)  # (the dictionary-encoded table is freed here, before pandas)
+            frame = table.to_pandas()
+            del table
         except SubmissionError:
             raise
         except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file

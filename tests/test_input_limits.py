@@ -191,7 +191,7 @@ def test_text_files_are_read_with_a_byte_cap(tmp_path, monkeypatch):
     ("rows.csv", "id,prediction\n" + "".join(f"S{i},\n" for i in range(25_000)), "has more than 20,000 rows"),
     ("header.csv", ",".join(f"c{i}" for i in range(5_000)) + "\n", "header line has more than 1,000 columns"),
     ("total.jsonl", "".join(json.dumps({"id": f"S{i}", "prediction": "x" * 19_000}) + "\n" for i in range(1_000)),
-     "the predictions hold 19,000,000 characters together; the limit is 18,000,000"),
+     "the predictions hold 19,000,000 characters together; the limit is 16,000,000"),
 ])
 def test_rows_values_and_characters_are_limited(tmp_path, name, content, message):
     path = tmp_path / name

@@ -20,7 +20,7 @@ leaderboard's Submit tab, the backend), is held to:
     MAX_ROW_GROUPS         row groups of a parquet file (50,000 empty ones cost 1 GB)
 
 They are set so that a submission for the largest test set (ReXGradient, 10,000 studies)
-may hold predictions of 1.8 kB on average (ReXrank's reports are a few hundred
+may hold predictions of 1.6 kB on average (ReXrank's reports are a few hundred
 characters), in the ReXrank format with test-set fields of ~1.5 kB a study, while the
 most a file within them can cost stays under twice the memory and time of an ordinary
 10,000-study submission (~0.9 kB predictions) in the same format
@@ -43,7 +43,7 @@ MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_TABLE_BYTES = 20 * 1024 * 1024
 MAX_ROWS = 20_000
 MAX_PREDICTION_CHARS = 20_000
-MAX_TOTAL_CHARS = 18_000_000
+MAX_TOTAL_CHARS = 16_000_000
 MAX_JSON_VALUES = 20 * MAX_ROWS
 MAX_CSV_COLUMNS = 1_000
 MAX_PARQUET_FOOTER = 1024 * 1024  # a parquet file's metadata, parsed whole before anything else

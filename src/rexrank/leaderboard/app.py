@@ -6,7 +6,8 @@ per test set, Model, Plots, About, Submit. Every table is computed by
 `?model=NAME` in the page's address opens the Model tab on that model.
 
 Named API endpoints (for gradio_client): /views, /leaderboard, /model, /plots, /submit,
-/queue, /reload.
+/status, /queue, /reload. `/submit` takes the submitter's Hub token as gradio's OAuth token
+(the Space's sign-in, or `Client(..., oauth_token=...)`): `rexrank submit --leaderboard`.
 """
 from __future__ import annotations
 
@@ -39,7 +40,14 @@ from rexrank.leaderboard.page_style import (
 )
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS, TRACK_LABELS, coverage_notes
 from rexrank.leaderboard.source import LeaderboardSource
-from rexrank.leaderboard.submit import describe_error, describe_request, file_request, is_hub_store
+from rexrank.leaderboard.submit import (
+    describe_error,
+    describe_request,
+    error_text,
+    file_request,
+    is_hub_store,
+    public_request,
+)
 from rexrank.results_schema import DEFAULT_RANK_KEY
 from rexrank.store.names import display
 from rexrank.submissions import ID_COLUMNS, SUBMISSION_JSON_FIELD, TEXT_COLUMNS
@@ -103,6 +111,21 @@ def _plots(source: LeaderboardSource, test_set: str, track: str):
     if box is None:
         notes.append(f"No results in the {TRACK_LABELS[track]} track.")
     return corr, box, "\n".join(notes)
+
+
+def _public_status(store, request_id: str) -> dict:
+    """`/status`: {"found", "request" (public fields), "results", "notes", "error"}."""
+    from rexrank.store.records import status_view
+
+    try:
+        request = store.get_request((request_id or "").strip())
+        result = (store.get_result(request["result_id"], test_set=request["test_set"], track=request["track"])
+                  if request.get("result_id") else None)
+    except Exception as exc:  # an unknown id, an unreadable record: a message, not a traceback
+        return {"found": False, "error": error_text(exc), "request": None, "results": None}
+    view = status_view(request, result)
+    return {"found": True, "error": None, "request": public_request(request), "results": view["results"],
+            "notes": view.get("notes", [])}
 
 
 def build_app(source: LeaderboardSource):
@@ -251,8 +274,10 @@ def build_app(source: LeaderboardSource):
                     gr.Markdown("This leaderboard runs without a store: submissions are off.")
                 else:
                     gr.Markdown(
-                        f"File predictions for scoring into **{store.name}**. They are validated now; the backend "
-                        f"scores them and the result appears on the leaderboard. {_formats_help()}"
+                        f"File predictions for scoring into **{store.name}**: upload a file, or name a predictions "
+                        "dataset you pushed to the Hub (it is read at the commit it points to now; later pushes "
+                        "change nothing; a private one is read with your sign-in). They are validated now; the "
+                        f"backend scores them and the result appears on the leaderboard. {_formats_help()}"
                     )
                     if hub:
                         gr.LoginButton()
@@ -271,29 +296,43 @@ def build_app(source: LeaderboardSource):
                     sub_trained = gr.CheckboxGroup(
                         [(TEST_SET_LABELS[t], t) for t in tab_test_sets], label="Trained on the training split of"
                     )
-                    sub_file = gr.File(label="Predictions file", type="filepath")
+                    with gr.Row():
+                        sub_file = gr.File(label="Predictions file", type="filepath")
+                        sub_hub = gr.Textbox(label="…or a predictions dataset on the Hub",
+                                             placeholder="USER/REPO or USER/REPO@REVISION", elem_id="submit-hub-dataset")
                     sub_btn = gr.Button("Validate and submit", variant="primary")
                     sub_out = gr.Markdown(elem_id="submit-result")
+                    sub_json = gr.JSON(visible=False)  # the same answer for API clients
                     queue_df = gr.Dataframe(label="Queue", interactive=False, wrap=True, elem_classes=[TABLE_CLASS])
 
-                    def submit(file, test_set, track_, model_name, institution, url, trained, typed_name,
-                               profile: gr.OAuthProfile | None = None):
+                    def submit(file, hub_dataset, test_set, track_, model_name, institution, url, trained, typed_name,
+                               oauth_token: gr.OAuthToken | None = None):
+                        """File predictions (an uploaded file, or USER/REPO[@REVISION] on the Hub) as the
+                        account of the Hub token sent (`Client(..., oauth_token=HF_TOKEN)`)."""
                         try:
                             request = file_request(
-                                store, predictions=file, test_set=test_set, track=track_, model_name=model_name,
-                                institution=institution, model_url=url, trained_on=trained,
-                                hf_username=profile.username if profile is not None else None, typed_name=typed_name,
+                                store, predictions=file, hub_dataset=hub_dataset, test_set=test_set, track=track_,
+                                model_name=model_name, institution=institution, model_url=url, trained_on=trained,
+                                token=oauth_token.token if oauth_token is not None else None, typed_name=typed_name,
                             )
                         except Exception as exc:  # every failure becomes a message for the submitter
-                            return describe_error(exc, upload=file), queue()
-                        return describe_request(request), queue()
+                            answer = {"filed": False, "error": error_text(exc, upload=file), "request": None}
+                            return describe_error(exc, upload=file), answer, queue()
+                        answer = {"filed": True, "error": None, "request": public_request(request, own=True)}
+                        return describe_request(request), answer, queue()
 
                     sub_btn.click(
                         submit,
-                        [sub_file, sub_test_set, sub_track, sub_model, sub_inst, sub_url, sub_trained, name_box],
-                        [sub_out, queue_df],
+                        [sub_file, sub_hub, sub_test_set, sub_track, sub_model, sub_inst, sub_url, sub_trained, name_box],
+                        [sub_out, sub_json, queue_df],
                         api_name="submit",
                     )
+
+                    def request_status(request_id: str) -> dict:
+                        """One request's public fields and, once scored, its leaderboard values."""
+                        return _public_status(store, request_id)
+
+                    gr.api(request_status, api_name="status")
                     demo.load(queue, None, queue_df, api_name="queue")
 
         view_outputs.append(status)

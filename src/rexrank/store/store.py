@@ -240,7 +240,7 @@ class Store(QueueOperations):
         trained_on: Iterable[str] = (),
         data_dir: str | Path | None = None,
         hub_endpoint: str | None = None,
-        hub_token: str | None = None,
+        hub_token: str | bool | None = None,
         source_label: str | None = None,
         now: float | None = None,
         id_column: str | None = None,
@@ -251,7 +251,10 @@ class Store(QueueOperations):
         test_set, track: e.g. "iu_xray", "findings" (rexrank.testsets.registry).
         predictions: a file (ReXrank submission JSON, CSV/JSONL/JSON list with id and
             prediction columns, parquet), a `datasets.save_to_disk` folder, or
-            "hf://USER/REPO[@REVISION]" (a Hub dataset repo; pinned to its commit).
+            "hf://USER/REPO[@REVISION]" (a Hub dataset repo: read at the commit the revision
+            resolves to now; the request records the repo and that commit's sha).
+        hub_token: whose access reads an hf:// dataset (None: HF_TOKEN or the saved login;
+            False: none, the repo must be public).
         model_name, submitter (user or org name; the quota counts per submitter),
         institution, model_url, trained_on (test set names the model was trained on).
         data_dir: where the test set's JSON is (needed for MIMIC-CXR / CheXpert Plus; for
@@ -265,7 +268,8 @@ class Store(QueueOperations):
         with a message for the submitter if they are invalid, identical to an earlier
         request (same predictions and model name), or over the submitter's quota.
         """
-        from rexrank.store.predictions import content_sha256, read_raw_from_hub, to_parquet_bytes, validate_for
+        from rexrank.store.hub_predictions import read_raw_from_hub
+        from rexrank.store.predictions import content_sha256, to_parquet_bytes, validate_for
         from rexrank.testsets.registry import TEST_SETS, check_track, get_spec
 
         model_name, submitter = (model_name or "").strip(), (submitter or "").strip()
@@ -285,9 +289,13 @@ class Store(QueueOperations):
             raise SubmissionError(f"--trained-on: unknown test set(s) {unknown}; known: {', '.join(TEST_SETS)}")
 
         source = str(predictions)
+        hub_fields: dict = {}
         if source.startswith("hf://"):
-            raw, source = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token,
-                                            id_column=id_column, prediction_column=prediction_column)
+            raw, dataset = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token,
+                                             id_column=id_column, prediction_column=prediction_column)
+            # the commit read, not the revision asked for: what is scored is exactly this commit
+            source, hub_fields = dataset.pinned, {"repo": dataset.repo_id, "revision": dataset.sha,
+                                                  "files": list(dataset.files)}
         else:
             raw = _read_raw_local(predictions, id_column=id_column, prediction_column=prediction_column)
             source = source_label or source
@@ -323,6 +331,7 @@ class Store(QueueOperations):
                     "n": len(preds),
                     "n_empty": preds.n_empty,
                     "ids_checked": ids_checked,
+                    **hub_fields,
                 },
                 "worker": None,
                 "lease_expires": None,

@@ -66,6 +66,27 @@ _register(
 )
 
 
+# ---- issue 19 (i19): push, then submit: the commit read, the submitter, whose token reads ----
+_register(
+    Mutant("hub-sha-pinning", "a Hub predictions dataset downloaded at the revision asked for (the branch's head "
+           "at download time), not at the commit it resolved to",
+           "src/rexrank/store/hub_predictions.py", "revision=dataset.sha,", "revision=dataset.revision,",
+           ("tests/test_submit_hub.py::test_a_push_while_the_space_reads_changes_nothing",)),
+    Mutant("whoami-identity", "on a Hub store, a typed submitter name stands in for the token's account",
+           "src/rexrank/leaderboard/submit.py", "        submitter = verified_user(token, endpoint=endpoint)\n",
+           "        submitter = (typed_name or \"\").strip() or verified_user(token, endpoint=endpoint)\n",
+           ("tests/test_submit_hub.py::test_python_submit_uploads_a_local_file_through_the_same_api",)),
+    Mutant("space-token-fallback", "the Space reads a submitter's dataset with its own HF_TOKEN (which can read "
+           "the organisers' private requests repo)",
+           "src/rexrank/leaderboard/submit.py", "hub_token=token or False,", "hub_token=None,",
+           ("tests/test_submit_hub.py::test_the_space_reads_a_dataset_with_the_submitters_token_never_its_own",)),
+    Mutant("hub-size-before-download", "a predictions dataset's size not checked from the Hub's metadata "
+           "(downloaded first)",
+           "src/rexrank/store/hub_predictions.py", "    if total > max_bytes():", "    if False:",
+           ("tests/test_submit_hub.py::test_sizes_are_checked_from_the_metadata_before_any_download",)),
+)
+
+
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / mutant.file

@@ -241,6 +241,28 @@ def test_a_revision_is_pinned_to_its_commit_and_unknown_ones_are_refused(hub, tm
     assert "expected hf://USER/REPO" in _refused(tmp_path / "c", "alice")
 
 
+def test_a_push_while_the_space_reads_changes_nothing(hub, tmp_path, monkeypatch):
+    """The commit resolved first is the one read: a push landing between the resolution
+    and the download is not mixed in."""
+    import rexrank.store.hub_predictions as hub_predictions
+
+    rows = example_rows()
+    sha1 = push(rows, tmp_path, repo="alice/racing")
+    resolve = hub_predictions.resolve
+
+    def resolve_then_push(*args, **kwargs):
+        found = resolve(*args, **kwargs)
+        push({k: "Changed meanwhile." for k in rows}, tmp_path, repo="alice/racing")
+        return found
+
+    monkeypatch.setattr(hub_predictions, "resolve", resolve_then_push)
+    request = _file(tmp_path / "a", "alice/racing")
+    monkeypatch.setattr(hub_predictions, "resolve", resolve)
+    direct = _file(tmp_path / "b", f"alice/racing@{sha1}")  # the first commit, read alone
+    assert request["predictions"]["revision"] == sha1
+    assert request["predictions"]["sha256"] == direct["predictions"]["sha256"]
+
+
 def test_which_file_holds_the_predictions(hub, tmp_path):
     rows = example_rows()
     push(rows, tmp_path, repo="alice/two-files", name="a.jsonl")

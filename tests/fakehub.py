@@ -317,8 +317,8 @@ class FakeHub:
             return {"warnings": []}
 
         @app.get("/api/agent-harnesses")
-        def harnesses():
-            return []
+        def harnesses():  # the shape the `hf` command line reads (huggingface_hub.utils._detect_agent)
+            return {"standardEnvVars": [], "harnesses": {}}
 
         @app.post("/api/repos/create")
         async def create(request: Request):

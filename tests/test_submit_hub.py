@@ -196,6 +196,13 @@ def test_the_space_reads_a_dataset_with_the_submitters_token_never_its_own(hub, 
     assert hub.commits("rexrank/requests") == before
 
 
+def test_the_servers_own_token_never_submits(hub, tmp_path, monkeypatch):
+    """Outside a Space gradio mocks the sign-in with the server's login: that token files nothing."""
+    push(example_rows(), tmp_path, repo="alice/own-token")
+    monkeypatch.setenv("HF_TOKEN", ALICE)  # as if this server ran logged in as alice
+    assert "the token sent is this server's own" in _refused(tmp_path, "alice/own-token")
+
+
 def test_python_submit_uploads_a_local_file_through_the_same_api(hub, leaderboard, monkeypatch, tmp_path):
     import rexrank
 

@@ -81,9 +81,9 @@ def _formats_help() -> str:
     texts = "/".join(f"`{c}`" for c in TEXT_COLUMNS)
     return (
         f"Formats: ReXrank submission JSON (the test JSON plus `{SUBMISSION_JSON_FIELD}`), CSV/JSONL (or a JSON "
-        f"list) with {ids} and {texts} columns, or parquet with the same columns. A `datasets` folder, or a "
-        "file whose columns have other names, can be submitted from the command line: `rexrank submit "
-        "--predictions FOLDER`, `rexrank submit --id-column NAME --prediction-column NAME`."
+        f"list) with {ids} and {texts} columns, or parquet with the same columns. A `datasets` dataset: push it "
+        "to the Hub (`Dataset.push_to_hub`) and name its repo here. From the command line: `rexrank submit "
+        "--leaderboard ORG/SPACE --predictions hf://USER/REPO` (as the account of your HF_TOKEN)."
     )
 
 

@@ -27,6 +27,17 @@ def _hub_endpoint(store) -> str | None:
     return getattr(getattr(store, "requests", None), "endpoint", None) or os.environ.get("HF_ENDPOINT") or None
 
 
+def _server_tokens(store) -> set[str]:
+    tokens = {os.environ.get("HF_TOKEN"), getattr(getattr(store, "requests", None), "token", None)}
+    try:
+        from huggingface_hub import get_token
+
+        tokens.add(get_token())
+    except ImportError:  # a local store without the Hub client
+        pass
+    return {t for t in tokens if t}
+
+
 def file_request(
     store,
     *,
@@ -52,6 +63,10 @@ def file_request(
     if not predictions and not hub_dataset:
         raise SubmissionError("no predictions: upload a file or name a predictions dataset on the Hub (USER/REPO)")
     endpoint = _hub_endpoint(store)
+    if token and token in _server_tokens(store):
+        # gradio mocks the sign-in outside a Space with the server's own login: never a submitter
+        raise SubmissionError("the token sent is this server's own: submit with your own token (HF_TOKEN or "
+                              "`hf auth login` on your machine, then `rexrank submit --leaderboard`)")
     if is_hub_store(store):
         submitter = verified_user(token, endpoint=endpoint)
     else:

@@ -82,8 +82,10 @@ def _formats_help() -> str:
     return (
         f"Formats: ReXrank submission JSON (the test JSON plus `{SUBMISSION_JSON_FIELD}`), CSV/JSONL (or a JSON "
         f"list) with {ids} and {texts} columns, or parquet with the same columns. A `datasets` dataset: push it "
-        "to the Hub (`Dataset.push_to_hub`) and name its repo here. From the command line: `rexrank submit "
-        "--leaderboard ORG/SPACE --predictions hf://USER/REPO` (as the account of your HF_TOKEN)."
+        "to the Hub (`Dataset.push_to_hub`) and name its repo here. Columns with other names: rename them (the "
+        "`--id-column`/`--prediction-column` options are `rexrank score`'s and the organisers' `rexrank submit "
+        "--store`'s). From the command line: `rexrank submit --leaderboard ORG/SPACE --predictions hf://USER/REPO` "
+        "(as the account of your HF_TOKEN)."
     )
 
 

@@ -24,6 +24,8 @@ DATA_SUFFIXES = (".parquet", ".json", ".jsonl", ".csv")
 MAX_BYTES_ENV = "REXRANK_MAX_PREDICTIONS_MB"
 DEFAULT_MAX_MB = 200  # 10,000 reports of a few KB each are well under 100 MB in any format
 MAX_FILES = 64
+# metadata files `datasets` writes beside the data (save_to_disk, older push_to_hub): never predictions
+DATASETS_METADATA = {"dataset_info.json", "dataset_infos.json", "dataset_dict.json", "state.json"}
 # `datasets.push_to_hub` writes one split as data/<split>-00000-of-00003.parquet, ...
 _SHARD = re.compile(r"^(?P<split>.+)-\d{5}-of-(?P<total>\d{5})\.parquet$")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
@@ -69,6 +71,7 @@ def choose_files(repo_id: str, files: dict[str, int]) -> tuple[str, ...]:
     """Which of the repo's files (path -> size) hold the predictions; a SubmissionError when
     none does or several could and none is clearly the one."""
     candidates = sorted(p for p in files if PurePosixPath(p).suffix.lower() in DATA_SUFFIXES
+                        and PurePosixPath(p).name not in DATASETS_METADATA
                         and not any(part.startswith(".") for part in PurePosixPath(p).parts))
     if not candidates:
         raise SubmissionError(f"no predictions file ({', '.join(DATA_SUFFIXES)}) in the dataset repo", source=repo_id)

@@ -27,7 +27,14 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _client(leaderboard: str, token: str | None):
-    from gradio_client import Client
+    import inspect
+
+    try:
+        from gradio_client import Client
+    except ImportError:
+        raise SubmissionError("submitting to a leaderboard needs gradio_client: pip install 'gradio_client>=2.7'") from None
+    if "oauth_token" not in inspect.signature(Client).parameters:  # how the token reaches the Space
+        raise SubmissionError("submitting to a leaderboard needs gradio_client 2.7 or later: pip install -U gradio_client")
 
     try:
         return Client(leaderboard, oauth_token=token, verbose=False, download_files=False)

@@ -246,6 +246,20 @@ def test_a_revision_is_pinned_to_its_commit_and_unknown_ones_are_refused(hub, tm
     assert "alice/nothing-here: no dataset repo by that name" in _refused(tmp_path / "a", "hf://alice/nothing-here")
     assert "alice/revs: no revision 'v9' in the dataset repo" in _refused(tmp_path / "b", "alice/revs@v9")
     assert "expected hf://USER/REPO" in _refused(tmp_path / "c", "alice")
+    page = _file(tmp_path / "d", f"https://huggingface.co/datasets/alice/revs/tree/{sha1}")  # the repo page's address
+    assert page["predictions"]["revision"] == sha1
+
+
+def test_a_file_and_a_dataset_together_or_neither_are_refused(hub, tmp_path):
+    from rexrank.leaderboard.submit import file_request
+
+    store = open_store(tmp_path / "store")
+    common = dict(test_set="example", track="findings", model_name="m", token=ALICE)
+    with pytest.raises(SubmissionError, match=r"both a file and a dataset on the Hub \(alice/x\)"):
+        file_request(store, predictions=str(tmp_path / "p.csv"), hub_dataset="alice/x", **common)
+    with pytest.raises(SubmissionError, match="no predictions: upload a file or name a predictions dataset"):
+        file_request(store, **common)
+    assert store.list_requests() == []
 
 
 def test_a_push_while_the_space_reads_changes_nothing(hub, tmp_path, monkeypatch):

@@ -76,8 +76,10 @@ def file_request(
     if model_url and not model_url.strip().startswith(("http://", "https://")):
         raise SubmissionError(f"model URL must start with http:// or https:// (got {model_url.strip()!r})")
     if hub_dataset:
-        source = hub_dataset if hub_dataset.startswith("hf://") else f"hf://{hub_dataset}"
-        label = None
+        from rexrank.store.hub_predictions import parse_spec
+
+        repo_id, revision = parse_spec(hub_dataset)  # USER/REPO, hf://..., or the repo page's address
+        source, label = f"hf://{repo_id}" + (f"@{revision}" if revision else ""), None
     else:
         source, label = predictions, Path(predictions).name
     return store.submit(

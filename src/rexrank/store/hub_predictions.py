@@ -53,8 +53,13 @@ def _mb(n: int) -> str:
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
-    """`hf://USER/REPO[@REV]` (or `hf://datasets/USER/REPO`, or `USER/REPO[@REV]`) -> (repo id, revision)."""
-    text = str(spec).strip().removeprefix("hf://").removeprefix("datasets/")
+    """`hf://USER/REPO[@REV]` (or `hf://datasets/USER/REPO`, `USER/REPO[@REV]`, or the repo's page
+    https://huggingface.co/datasets/USER/REPO[/tree/REV]) -> (repo id, revision)."""
+    text = str(spec).strip()
+    page = re.match(r"^https?://[^/]+/datasets/([^/]+/[^/]+?)(?:/tree/([^/]+))?/?$", text)
+    if page:
+        text = page[1] + (f"@{page[2]}" if page[2] else "")
+    text = text.removeprefix("hf://").removeprefix("datasets/")
     repo_id, _, revision = text.partition("@")
     if not _REPO_ID.match(repo_id) or "--" in repo_id or ".." in repo_id:
         raise SubmissionError(f"expected hf://USER/REPO or hf://USER/REPO@REVISION (a Hub dataset repo), got {spec!r}")

@@ -216,7 +216,7 @@ def test_python_submit_uploads_a_local_file_through_the_same_api(hub, leaderboar
     status = rexrank.submission_status(filed["id"], leaderboard=url)
     assert status["request"]["status"] == "PENDING"
     with pytest.raises(SubmissionError, match="no request"):
-        rexrank.submission_status("20990101T000000-nope", leaderboard=url)
+        rexrank.submission_status("20990101T000000.000000-0123456789", leaderboard=url)
 
 
 # ---- bad input: a one-line message naming the repo, nothing filed -------------------------

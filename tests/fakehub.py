@@ -10,7 +10,7 @@ Covers (as huggingface_hub 2.4 calls them): repo create / info (with `expand`) /
 preupload (always "regular" uploads), commit (NDJSON; a stale `parentCommit` -> 412), tree
 listing, paths-info, resolve (HEAD/GET) for models, datasets and spaces, Space variables,
 README.md metadata validation (YAML only), whoami, file sizes and LFS fields in repo info
-(`files_metadata=True`). Not covered: LFS / xet uploads, branches and PRs, pagination.
+(`files_metadata=True`), the agent registry the `hf` command line reads. Not covered: LFS / xet uploads, branches and PRs, pagination.
 
 Test hooks: `hub.commits(repo)` counts commits, `hub.fail_next_commits` injects conflicts,
 `hub.drop_commit[repo_id] = "before" | "after"` cuts the connection of that repo's next

@@ -219,6 +219,18 @@ def test_python_submit_uploads_a_local_file_through_the_same_api(hub, leaderboar
         rexrank.submission_status("20990101T000000.000000-0123456789", leaderboard=url)
 
 
+def test_leaderboard_route_refuses_what_only_a_store_reads(capsys, tmp_path):
+    """Nothing is sent: these are the command line's own checks."""
+    code, _, err = cli(capsys, "submit", "--leaderboard", "http://127.0.0.1:9/", "--predictions", "p.csv",
+                       "--dataset", "example", "--model-name", "m", "--id-column", "dicom_id")
+    assert code == 1 and "--id-column: only with --store" in err
+    code, _, err = cli(capsys, "status", "--leaderboard", "http://127.0.0.1:9/")
+    assert code == 1 and "--leaderboard needs a request id" in err
+    code, _, err = cli(capsys, "submit", "--store", str(tmp_path / "s"), "--predictions", "p.csv", "--dataset",
+                       "example", "--model-name", "m")
+    assert code == 1 and "--store needs --submitter" in err
+
+
 # ---- bad input: a one-line message naming the repo, nothing filed -------------------------
 
 def _file(tmp_path, spec: str, token: str = ALICE):

@@ -59,6 +59,7 @@ class QueueOperations:
         and indexed in the same commit; a store of the earlier layout (every request in
         queue/) is moved and indexed first, once."""
         moved: list[int] = []
+        self.ensure_requests_indexed()
 
         def decide(snap: Snapshot):
             ts = R.now()

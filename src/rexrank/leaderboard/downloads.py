@@ -37,9 +37,9 @@ def escape_formulas(table: pd.DataFrame) -> pd.DataFrame:
 
 
 class CsvFiles:
-    def __init__(self, folder: str | Path | None = None, *, keep: int = KEEP_FILES):
+    def __init__(self, folder: str | Path | None = None, *, keep: int | None = None):
         self.folder = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="rexrank-csv-"))
-        self.keep = keep
+        self.keep = KEEP_FILES if keep is None else keep
         self._lock = threading.Lock()
 
     def write(self, table: pd.DataFrame, name: str) -> str:

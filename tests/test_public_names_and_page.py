@@ -384,3 +384,25 @@ def test_intact_per_study_files_give_the_tests(tmp_path):
     sig = neighbour_significance(source, "Beta", resamples=50)
     assert len(sig) == 2 and all(r.startswith(("better", "worse")) for r in sig["Result"])
     assert source.problems == []
+
+
+def test_a_store_indexed_by_an_earlier_name_key_is_reindexed_before_the_rules_read_it(tmp_path, rogue):
+    """Index files are named by name_key: after the key changed, a worker rebuilds them once
+    (else a lookalike would look up a file that the owner's request is not in)."""
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    owner = submit(store, model_name="Libra-X", submitter="alice")
+    store.claim("w0", lease_seconds=60)
+    store.fail(owner["id"], "w0", error="the worker stopped", kind="internal")  # settled, no result: the index alone knows
+    index = root / "requests" / "index"
+    assert json.loads((index / "layout.json").read_text()) == R.REQUESTS_LAYOUT_CONTENT
+    # as an earlier version left it: no layout file, the name files under other keys
+    (index / "layout.json").unlink()
+    for folder in ("names", "submitters"):
+        for path in (index / folder).iterdir():
+            path.rename(path.with_name("0" * 32 + path.name[32:] if not path.name.startswith("0") else "1" + path.name[1:]))
+    sneaked = rogue(open_store(root, quota=Quota(0)), variant(tmp_path, 2), model_name="Iibra-X", submitter="mallory")
+    Worker(open_store(root, quota=Quota(0)), metrics="bleu2", worker_id="w").run(once=True)
+    refused = store.get_request(sneaked["id"])
+    assert refused["status"] == FAILED and "belongs to another submitter" in refused["error"]
+    assert json.loads((index / "layout.json").read_text()) == R.REQUESTS_LAYOUT_CONTENT

@@ -210,19 +210,23 @@ class Store(QueueOperations):
 
         transact(self.results, decide)
 
-    def ensure_requests_indexed(self) -> None:
-        """Rebuild the request indexes once when they name files by an earlier name key
-        (rexrank.store.names.NAME_KEY_VERSION): the submission rules look names up there."""
+    def requests_index_stale(self, snap: Snapshot) -> bool:
+        """Whether the request indexes name their files by an earlier name key
+        (rexrank.store.names.NAME_KEY_VERSION) and must be rebuilt before the submission
+        rules look names up there (read once per Store: one small file)."""
         if self._requests_indexed:
-            return
-        snap = self.requests.snapshot()
-        if (load_index(self.requests, snap, R.REQUESTS_LAYOUT) != R.REQUESTS_LAYOUT_CONTENT
-                and self.requests.read_optional(snap, R.RECENT_INDEX) is not None):
-            from rexrank.store.layout import index_requests
+            return False
+        stale = (load_index(self.requests, snap, R.REQUESTS_LAYOUT) != R.REQUESTS_LAYOUT_CONTENT
+                 and self.requests.read_optional(snap, R.RECENT_INDEX) is not None)
+        self._requests_indexed = not stale
+        return stale
 
-            n = index_requests(self)
-            log.info("%s: re-indexed %d settled request(s) by the names as this version compares them", self.name, n)
+    def reindex_requests_by_names(self) -> None:
+        from rexrank.store.layout import index_requests
+
+        n = index_requests(self)
         self._requests_indexed = True
+        log.info("%s: re-indexed %d settled request(s) by the names as this version compares them", self.name, n)
 
     def ensure_results_indexed(self) -> None:
         """Index the results of a store written before the index existed (once, logged)."""

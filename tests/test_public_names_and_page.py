@@ -406,3 +406,18 @@ def test_a_store_indexed_by_an_earlier_name_key_is_reindexed_before_the_rules_re
     refused = store.get_request(sneaked["id"])
     assert refused["status"] == FAILED and "belongs to another submitter" in refused["error"]
     assert json.loads((index / "layout.json").read_text()) == R.REQUESTS_LAYOUT_CONTENT
+
+
+def test_a_metrics_checkpoint_path_on_the_server_is_published_by_its_base_name(tmp_path, monkeypatch):
+    from rexrank.metrics.bleu2 import Bleu2
+
+    server = "/srv/rexrank/secret-models/bleu-tokenizer.json"
+    monkeypatch.setattr(Bleu2, "config", lambda self: {"checkpoint": {"path": server, "repo_id": "org/tok"},
+                                                       "base_url": "http://llm.internal:8000/v1"})
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    submit(store)
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
+    config = store.list_results()[0]["provenance"]["metrics"]["bleu2"]["config"]
+    assert config["checkpoint"] == {"path": "bleu-tokenizer.json", "repo_id": "org/tok"}
+    assert config["base_url"] == "http://llm.internal:8000/v1"
+    assert "/srv/" not in json.dumps(store.list_results())

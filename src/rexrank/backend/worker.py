@@ -294,7 +294,8 @@ class Worker:
     def result_record(self, request: dict, results: dict, *, private: bool) -> dict:
         from rexrank.results_schema import leaderboard_values
 
-        provenance = {name: s["provenance"] for name, s in results["metrics"].items()}
+        # checkpoint and model files by their base names: the server's folders are not published
+        provenance = R.public_paths({name: s["provenance"] for name, s in results["metrics"].items()})
         if private:  # rounded before anything is derived from it (rexrank.backend.privacy)
             results = private_results(results)
         summaries = {}

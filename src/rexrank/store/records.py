@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from datetime import datetime, timezone
 
@@ -114,6 +115,22 @@ def public_source(source) -> str:
     if text.startswith("hf://"):
         return text
     return text.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+_LOCAL_PATH = re.compile(r"^(?:/|~|[A-Za-z]:[\\/]|\\\\|\.{1,2}[\\/])")
+
+
+def public_paths(obj):
+    """`obj` (JSON values) with every string that is a local path (/..., ~..., C:\..., ./...)
+    cut to its base name: a metric's provenance names the backend's checkpoint files, and
+    the server's folders are nobody's business (a Hub id or a URL is kept)."""
+    if isinstance(obj, dict):
+        return {k: public_paths(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [public_paths(v) for v in obj]
+    if isinstance(obj, str) and _LOCAL_PATH.match(obj):
+        return public_source(obj)
+    return obj
 
 
 def public_store_name(store_name: str) -> str:

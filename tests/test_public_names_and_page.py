@@ -106,6 +106,13 @@ def test_a_lookalike_of_a_published_name_is_the_same_name(tmp_path, rogue, publi
     assert all(r["source"] == "published" for r in store.list_results())
 
 
+def test_a_record_written_by_hand_shows_no_default_ignorable_character():
+    rec = record("Med\u034fVersa\ufe0f\u115f\u17b4", rid="r1", bleu2=0.1)
+    rec["institution"] = "Lab\u180b\U000e0100"
+    row = records_frame([rec]).iloc[0]
+    assert row["model_name"] == "MedVersa" and row["institution"] == "Lab"
+
+
 def test_distinct_names_stay_distinct():
     for a, b in (("MAIRA-2", "MAIRA-3"), ("MAIRA-2", "MAIRA_2"), ("MedVersa", "MedVerse"), ("RGRG", "RGRC"),
                  ("CXRMate-ED", "CXRMate-RRG24")):
@@ -140,6 +147,12 @@ def test_the_model_url_is_http_and_checked_by_the_store_and_the_cli(tmp_path, ca
     sneaked = rogue(store, model_url=url)
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     assert store.get_request(sneaked["id"])["status"] == FAILED and store.list_results() == []
+
+
+@pytest.mark.parametrize("ch", ["\u034f", "\ufe0f", "\u115f", "\u1160", "\u3164", "\uffa0", "\u17b4", "\u180b", "\U000e0100"])
+def test_a_new_name_holding_a_default_ignorable_character_is_refused(ch):
+    with pytest.raises(SubmissionError, match="invisible or control character"):
+        check_name("model name", f"Fresh{ch}Model")
 
 
 def test_no_name_begins_with_a_formula_character_tab_or_return():

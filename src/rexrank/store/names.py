@@ -35,6 +35,13 @@ _INVISIBLE = {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"}
 # Hub user and organisation names: what a submitter is
 SUBMITTER_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._ -]{0,94}[A-Za-z0-9._-])?")
 
+# Default_Ignorable_Code_Point (Unicode DerivedCoreProperties.txt, 15.1): shown as nothing,
+# whatever their category (U+034F is Mn, U+115F a letter, U+FE0F a variation selector)
+_DEFAULT_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+
 
 def _is_invisible(ch: str) -> bool:
     return unicodedata.category(ch) in _INVISIBLE
@@ -43,17 +50,11 @@ def _is_invisible(ch: str) -> bool:
 def display(text, *, keep_newlines: bool = False) -> str:
     """`text` without escape sequences or control/formatting characters (for terminals,
     logs and pages). `keep_newlines` keeps line breaks and tabs (multi-line messages)."""
-    text = _ANSI.sub("", str(text))
+    text = _DEFAULT_IGNORABLE.sub("", _ANSI.sub("", str(text)))
     keep = {"\n", "\t"} if keep_newlines else set()
     return "".join(ch for ch in text if ch in keep or not _is_invisible(ch))
 
 
-# Default_Ignorable_Code_Point (Unicode DerivedCoreProperties.txt, 15.1): shown as nothing,
-# whatever their category (U+034F is Mn, U+115F a letter, U+FE0F a variation selector)
-_DEFAULT_IGNORABLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
-)
 # dash variants read as "-": Pd is the dash category (U+2010, U+2013, U+2014, ...); the
 # others are minus signs and hyphen-like symbols outside it
 _DASHES = {"\u2212", "\u2043", "\u02d7", "\u2796", "\ufe63", "\uff0d", "\u00af"}
@@ -131,7 +132,7 @@ def check_visible(label: str, text: str) -> None:
     """Refuse a name that holds escape sequences or invisible characters (they would be
     dropped on display, so two different-looking names could show alike)."""
     for pos, ch in enumerate(text):
-        if ch in " " or not _is_invisible(ch):
+        if ch == " " or not (_is_invisible(ch) or _DEFAULT_IGNORABLE.match(ch)):
             continue
         name = unicodedata.name(ch, f"U+{ord(ch):04X}")
         raise SubmissionError(

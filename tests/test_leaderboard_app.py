@@ -108,7 +108,7 @@ def test_model_endpoint(served):
     assert significance["data"] == [] and significance["headers"] == ["Test set", "Track", "Neighbour", "Result"]
     # a name without results: named (empty) tables, not gradio's "1 2 3" placeholder headers
     header, results, significance = client.predict("No-Such-Model", "radcliq_v1_inv", api_name="/model")
-    assert header == "No results for model **No-Such-Model**."
+    assert header == "No such model on this leaderboard: pick one from the list."
     assert results["headers"][:3] == ["Test set", "Track", "Rank"] and results["data"] == []
 
 

@@ -21,6 +21,7 @@ from rexrank.leaderboard.about import about_markdown
 from rexrank.leaderboard.downloads import CsvFiles
 from rexrank.leaderboard.model_page import (
     MODEL_QUERY_PARAMETER,
+    NOT_FOUND_PICK,
     PER_STUDY_COLUMN,
     RESULT_COLUMNS,
     SIGNIFICANCE_COLUMNS,
@@ -138,18 +139,19 @@ def build_app(source: LeaderboardSource):
 
     def page(track: str, rank_by: str, query: str) -> list:
         """Overview grid and CSV, then per test set: note, grid, CSV (the `views` outputs but status)."""
-        return source.cached(("page", track, rank_by, query), lambda: build_page(track, rank_by, query))
+        built = source.cached(("page", track, rank_by, query), lambda: build_page(track, rank_by, query))
+        # the CSV files are written (or found, by content) on every call: the folder keeps a
+        # bounded number, so a path remembered with the views may have been removed since
+        return [csv_files.write(*item) if isinstance(item, tuple) else item for item in built]
 
     def build_page(track: str, rank_by: str, query: str) -> list:
         # tables of test sets without a new result since the last page are kept (part cache)
         frame, cached = source.part_cache()
         views = tables.page_views(frame, track, rank_by, query, test_sets=tab_test_sets, cached=cached)
         suffix = f"{track}_by-{rank_by}" + ("_search" if (query or "").strip() else "")
-        out = [views.overview, csv_files.write(views.overview_plain, f"rexrank_overview_{suffix}")]
+        out = [views.overview, (views.overview_plain, f"rexrank_overview_{suffix}")]
         for test_set, view in views.tables.items():
-            csv = cached(("csv", rank_by, query), (test_set, track),
-                         lambda: csv_files.write(view.plain, f"rexrank_{test_set}_{suffix}"))
-            out += [view.note, view.display, csv]
+            out += [view.note, view.display, (view.plain, f"rexrank_{test_set}_{suffix}")]
         return out
 
     def views(track: str, rank_by: str, query: str):
@@ -180,7 +182,8 @@ def build_app(source: LeaderboardSource):
         frame = source.frame(force=True)
         choices = model_choices(frame)
         wanted = (request.query_params.get(MODEL_QUERY_PARAMETER) or "").strip() if request else ""
-        picked = wanted or (choices[0] if choices else None)
+        # an unknown name is not put into the picker: it would show the link's text there
+        picked = (wanted if wanted in choices else NOT_FOUND_PICK) if wanted else (choices[0] if choices else None)
         tab = gr.Tabs(selected="model") if wanted else gr.Tabs()
         return gr.update(choices=choices, value=picked), _status(source), tab
 
@@ -276,7 +279,7 @@ def build_app(source: LeaderboardSource):
                     gr.Markdown("This leaderboard runs without a store: submissions are off.")
                 else:
                     gr.Markdown(
-                        f"File predictions for scoring into **{store.name}**: upload a file, or name a predictions "
+                        f"File predictions for scoring into **{tables.md_escape(source.label)}**: upload a file, or name a predictions "
                         "dataset you pushed to the Hub (it is read at the commit it points to now; later pushes "
                         "change nothing; a private one is read with your sign-in). They are validated now; the "
                         f"backend scores them and the result appears on the leaderboard. {_formats_help()}"

@@ -113,6 +113,7 @@ class LocalRepo:
         return data
 
     def read_optional(self, snapshot: Snapshot, path: str) -> bytes | None:
+        _check_inside(self.name, path)
         try:
             return (self.root / path).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
@@ -120,8 +121,7 @@ class LocalRepo:
 
     def commit(self, changes: dict[str, bytes | None], *, message: str, parent: str) -> str:
         for path in changes:
-            if path.startswith((".", "/")) or ".." in Path(path).parts or "/." in path:
-                raise StoreError(f"{self.name}: refusing to write outside the store: {path!r}")
+            _check_inside(self.name, path)
         with self._locked(fcntl.LOCK_EX):
             self._finish_interrupted_commit()
             current = self._version()
@@ -183,6 +183,13 @@ class LocalRepo:
             os.ftruncate(fd, len(data))
         finally:
             os.close(fd)
+
+
+def _check_inside(name: str, path: str) -> None:
+    """A path inside the store, not one of its own dot-files (a record's text never decides
+    which file outside it is read or written)."""
+    if path.startswith((".", "/")) or ".." in Path(path).parts or "/." in path or "\x00" in path:
+        raise StoreError(f"{name}: refusing a path outside the store: {path[:80]!r}")
 
 
 def _temp_file(root: Path, path: str, data: bytes) -> str:

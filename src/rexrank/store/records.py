@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from datetime import datetime, timezone
+
+from rexrank.errors import RexrankError
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 STATUSES = (PENDING, RUNNING, FINISHED, FAILED)
@@ -61,13 +64,33 @@ REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFI
 RESULTS_DATA_PREFIXES = (RECORDS_DIR, PER_STUDY_DIR, INDEX_DIR)
 
 
+# what `new_request_id` makes: the only ids a path is ever built from (no "../", no 300 characters)
+REQUEST_ID = re.compile(r"\d{8}T\d{6}\.\d{6}-[0-9a-f]{10}")
+REQUEST_ID_EXAMPLE = "20260101T120000.000000-0123456789"
+
+
+class BadRequestId(RexrankError, ValueError):
+    """Not a request id; str() says so in one line, without repeating the whole text."""
+
+
+def check_request_id(request_id) -> str:
+    """`request_id` if it has the format `new_request_id` gives, else BadRequestId: checked
+    before any path is built from an id a user or a record supplied."""
+    if isinstance(request_id, str) and REQUEST_ID.fullmatch(request_id):
+        return request_id
+    text = repr(request_id)
+    shown = text if len(text) <= 60 else f"{text[:40]}... ({len(str(request_id))} characters)"
+    raise BadRequestId(f"{shown} is not a request id (expected the form {REQUEST_ID_EXAMPLE})")
+
+
 def request_path(request_id: str, status: str = PENDING) -> str:
     """Where a request with `status` lives: queue/ while open, done/ once settled."""
-    return f"{DONE_DIR if status in SETTLED else QUEUE_DIR}{request_id}.json"
+    return f"{DONE_DIR if status in SETTLED else QUEUE_DIR}{check_request_id(request_id)}.json"
 
 
 def request_paths(request_id: str) -> tuple[str, str]:
     """Both places a request can be (the queue first)."""
+    check_request_id(request_id)
     return f"{QUEUE_DIR}{request_id}.json", f"{DONE_DIR}{request_id}.json"
 
 
@@ -84,7 +107,7 @@ def result_shard(path: str) -> str:
 
 
 def predictions_path(request_id: str) -> str:
-    return f"{PREDICTIONS_DIR}{request_id}/test.parquet"
+    return f"{PREDICTIONS_DIR}{check_request_id(request_id)}/test.parquet"
 
 
 def _safe(part: str) -> str:
@@ -173,6 +196,10 @@ def parse_request(data: bytes, path: str) -> dict:
     """A queue file's record, checked enough that every queue operation can rely on it."""
     record = _load(data)
     _check_fields(record, REQUEST_FIELDS)
+    try:
+        check_request_id(record["id"])
+    except BadRequestId as exc:
+        raise BadRecord(str(exc)) from None
     if path not in request_paths(record["id"]):
         raise BadRecord(f"holds request id {record['id']!r}, which belongs in {request_path(record['id'], record['status'])}")
     if record["status"] not in STATUSES:

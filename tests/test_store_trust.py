@@ -7,9 +7,12 @@ import json
 
 import pytest
 
+from rexrank.backend.worker import Worker
 from rexrank.cli.main import main
+from rexrank.errors import SubmissionError
 from rexrank.store import open_store
-from test_store import submit
+from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
+from test_store import submit, variant, write_jsonl
 
 
 def run(capsys, *args):
@@ -40,3 +43,30 @@ def test_a_forged_predictions_path_is_never_read(tmp_path):
     (tmp_path / "secret.parquet").write_bytes(b"secret")
     path.write_text(json.dumps({**req, "predictions": {**req["predictions"], "path": "../../secret.parquet"}}))
     assert store.read_predictions(store.get_request(req["id"])) != b"secret"
+
+
+# ---- privacy and quota: from the registry and the store, never from the request -----------
+
+def rewrite(root, request_id: str, **fields) -> None:
+    """Edit an open request's file as a writer with access to the store could."""
+    path = root / "requests" / "queue" / f"{request_id}.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+
+
+def test_a_request_saying_private_false_still_pays_for_a_failed_private_validation(tmp_path, private_set):
+    data_dir, _ = private_set
+    store = open_store(tmp_path / "s")
+    probe = write_jsonl(tmp_path / "probe.jsonl", {"RG000": "x", "RG999": "y"})
+    req = submit(store, probe, test_set="rexgradient")
+    rewrite(tmp_path / "s", req["id"], private=False)
+    Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
+    assert store.get_request(req["id"])["failure_kind"] == "validation"
+    with pytest.raises(SubmissionError, match="already has 1 submission"):
+        submit(store, write_jsonl(tmp_path / "probe2.jsonl", {"RG001": "x"}), test_set="rexgradient", model_name="b")
+
+
+def test_a_cancelled_request_counts_against_the_quota(tmp_path):
+    store = open_store(tmp_path / "s")
+    store.cancel(submit(store)["id"])
+    with pytest.raises(SubmissionError, match="already has 1 submission"):
+        submit(store, variant(tmp_path, 1), model_name="model-b")

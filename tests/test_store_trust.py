@@ -4,13 +4,15 @@ cancel versus publication, read-only stores, stopped readers, a full disk."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from rexrank.backend.worker import Worker
 from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
-from rexrank.store import open_store
+from rexrank.store import FAILED, FINISHED, Quota, open_store
+from rexrank.store import records as R
 from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
 from test_store import submit, variant, write_jsonl
 
@@ -70,3 +72,45 @@ def test_a_cancelled_request_counts_against_the_quota(tmp_path):
     store.cancel(submit(store)["id"])
     with pytest.raises(SubmissionError, match="already has 1 submission"):
         submit(store, variant(tmp_path, 1), model_name="model-b")
+
+
+# ---- time: the server's, never the writer's ----------------------------------------------
+
+YEAR = 365 * 86400
+
+
+def forge(tmp_path, n: int, **fields) -> dict:
+    """A request written straight into the store (no client check), its fields then edited."""
+    req = submit(open_store(tmp_path / "s", quota=Quota(0)), variant(tmp_path, n), model_name=f"m{n}",
+                 **{k: v for k, v in fields.items() if k == "submitter"})
+    rewrite(tmp_path / "s", req["id"], **{k: v for k, v in fields.items() if k != "submitter"})
+    return req
+
+
+@pytest.mark.parametrize("shift", [-30 * 86400, +YEAR])
+def test_a_request_dated_by_its_writer_still_obeys_the_quota(tmp_path, shift):
+    store = open_store(tmp_path / "s")  # 1 per 7 days
+    first = submit(store)
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
+    assert store.get_request(first["id"])["status"] == FINISHED
+    forged = forge(tmp_path, 1, submitted_time=R.iso(time.time() + shift), received_time=R.iso(time.time() + shift))
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
+    final = store.get_request(forged["id"])
+    assert final["status"] == FAILED and "already has 1 submission" in final["error"], final
+    assert abs(R.parse_iso(final["submitted_time"]) - time.time()) < 60  # the server's time, shown
+
+
+def test_a_request_dated_back_does_not_jump_the_queue_and_shows_the_servers_date(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    running = submit(store, variant(tmp_path, 0), model_name="m0")
+    waiting = submit(store, variant(tmp_path, 1), model_name="m1", submitter="bob")
+    assert store.claim("w", lease_seconds=60)["id"] == running["id"]  # the backend sees `waiting` now
+    time.sleep(1.1)
+    forged = forge(tmp_path, 2, submitter="carol", submitted_time="2001-01-01T00:00:00Z")
+    assert store.claim("w", lease_seconds=60)["id"] == waiting["id"]
+    shown = {r["id"]: r["submitted_time"] for r in store.queue_view()}
+    assert shown[forged["id"]] > shown[waiting["id"]] > "2026"
+    store.release(waiting["id"], "w", reason="test")
+    Worker(store, metrics="bleu2", worker_id="w2").run(once=True)
+    dates = {r["id"]: r["date"] for r in store.list_results()}
+    assert dates[forged["id"]] == R.iso(time.time())[:10]

@@ -31,20 +31,24 @@ class QueueOperations:
         found.update({req["id"]: req for _, req in self._queued(snap)})  # the live record wins
         return list(found.values())
 
-    def _update(self, request_id: str, change, message: str):
+    def _update(self, request_id: str, change, message: str, *, arrivals: bool = False):
         """Apply `change(request) -> new request | None` atomically (moving the request
         between queue/ and done/ as its status says); returns the new request, or None
-        if `change` declined."""
+        if `change` declined. `arrivals`: also register the requests that arrived since
+        the backend last looked (a busy worker's lease renewals keep their times close)."""
 
         def decide(snap: Snapshot):
+            edit = IndexEdit(self.requests, snap)
+            ts = R.now()
+            if arrivals:
+                stamp_arrivals(edit, self._queued(snap), ts)
             found = self._find_request(snap, request_id)
             if found is None:
                 raise StoreError(f"no request {request_id!r} in {self.name}")
-            path, current = found
+            [(path, current)] = stamp_arrivals(edit, [found], ts)
             new = change(current)
             if new is None:
                 return None
-            edit = IndexEdit(self.requests, snap)
             changes = edit.move_request(path, current, new)
             return {**changes, **edit.changes()}, f"{message} {request_id}", new
 
@@ -64,7 +68,7 @@ class QueueOperations:
             ts = R.now()
             edit = IndexEdit(self.requests, snap)
             changes: dict[str, bytes | None] = {}
-            queued = self._queued(snap)
+            queued = sorted(stamp_arrivals(edit, self._queued(snap), ts), key=lambda pr: (pr[1]["submitted_time"], pr[1]["id"]))
             settled = [(path, req) for path, req in queued if req["status"] in R.SETTLED]
             if len(settled) > MOVE_IN_A_CLAIM:
                 raise _EarlierLayout(len(settled))
@@ -88,7 +92,9 @@ class QueueOperations:
                 changes.update(edit.move_request(path, req, claimed))
                 break
             if not changes:
-                return None
+                # nothing to claim; register what arrived (the server's time for it)
+                arrived = edit.changes()
+                return (arrived, "register received requests", None) if arrived else None
             message = f"claim {claimed['id']} by {worker_id}" if claimed else "fail interrupted requests"
             if settled:
                 message += f"; move {len(settled)} settled request(s) to {R.DONE_DIR}"
@@ -122,6 +128,7 @@ class QueueOperations:
             request_id,
             self._holder_guard(worker_id, lambda r: {**r, "lease_expires": R.now() + lease_seconds}),
             "renew lease",
+            arrivals=True,
         )
         return new is not None
 
@@ -200,8 +207,9 @@ class QueueOperations:
             snap = self.requests.snapshot(R.QUEUE_DIR)
             history = self._history(snap, model_name=request["model_name"], submitter=request["submitter"])
         key = (request["submitted_time"], request["id"])
+        # dated by the server (R.with_server_time); one not seen yet arrived after this one
         earlier = [r for r in history if r["id"] != request["id"]
-                   and ((r["submitted_time"], r["id"]) < key or r["status"] == R.FINISHED)]
+                   and (((r["submitted_time"], r["id"]) < key and _seen(r)) or r["status"] == R.FINISHED)]
         try:
             check_policy(earlier, self.results_named(request["model_name"]), request,
                          now=R.parse_iso(request["submitted_time"]), quota=self.quota)
@@ -216,6 +224,24 @@ MOVE_IN_A_CLAIM = 25  # more settled requests in queue/ than this: a store of th
 class _EarlierLayout(Exception):
     def __init__(self, n: int):
         self.n = n
+
+
+def _seen(request: dict) -> bool:
+    """Dated by the backend: open and registered, or settled (written by the backend)."""
+    return request["status"] not in R.OPEN or "received_time" in request
+
+
+def stamp_arrivals(edit: IndexEdit, requests: list[tuple[str, dict]], ts: float) -> list[tuple[str, dict]]:
+    """Open requests the backend has not seen before are received now: registered in
+    `edit`, and returned dated `ts` (the server's time, never their writer's)."""
+    when = R.iso(ts)
+    out = []
+    for path, req in requests:
+        if path.startswith(R.QUEUE_DIR) and req["status"] in R.OPEN and "received_time" not in req:
+            edit.receive(req["id"], when)
+            req = {**req, "submitted_time": when, "received_time": when}
+        out.append((path, req))
+    return out
 
 
 def transition(req: dict, status: str, ts: float, **fields) -> dict:

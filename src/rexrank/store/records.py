@@ -9,6 +9,7 @@ requests repo:
     index/names/<key>.json          settled requests by model name, and
     index/submitters/<key>.json     by submitter (summaries: what the submission rules read)
     index/recent.json               the last RECENT_LIMIT settled requests (the queue tables)
+    index/received.json             when the backend first saw each open request
     config.json                     the store's settings (rexrank.store.config)
 results repo:
     records/<test_set>/<track>/<id>.json      result records (rexrank.results_schema format)
@@ -50,6 +51,9 @@ PREDICTIONS_DIR = "predictions/"
 REQUEST_NAMES_DIR = "index/names/"
 REQUEST_SUBMITTERS_DIR = "index/submitters/"
 RECENT_INDEX = "index/recent.json"
+# when the backend first saw each open request (the server's time, which quota windows,
+# queue order and displayed dates use): written only by the backend, never by a filer
+RECEIVED_INDEX = "index/received.json"
 RECENT_LIMIT = 100
 CONFIG_FILE = "config.json"
 
@@ -218,6 +222,21 @@ def parse_request(data: bytes, path: str) -> dict:
         if key in record and (isinstance(record[key], bool) or not isinstance(record[key], types)):
             raise BadRecord(f"{key} is {type(record[key]).__name__}")
     return record
+
+
+def with_server_time(path: str, request: dict, received: dict) -> dict:
+    """An open request as the server dates it: `submitted_time` (and `received_time`) is
+    when the backend first saw it (`received`, its register), whatever time the file's
+    writer put there; a request not seen yet has no `received_time`. Settled requests
+    were written by the backend itself and are returned as they are."""
+    if not path.startswith(QUEUE_DIR) or request["status"] not in OPEN:
+        return request
+    out = dict(request)
+    out.pop("received_time", None)
+    when = received.get(request["id"])
+    if isinstance(when, str):
+        out["submitted_time"] = out["received_time"] = when
+    return out
 
 
 SUMMARY_FIELDS = ("id", "status", "failure_kind", "private", "submitted_time", "submitter", "model_name", "test_set",

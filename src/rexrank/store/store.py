@@ -69,7 +69,14 @@ class Store(QueueOperations):
         """(path, request) in the queue, oldest first: open requests, and in a store of the
         earlier layout settled ones too (the next claim moves them to done/)."""
         found = self._read_records("requests", snap, [R.QUEUE_DIR], R.parse_request)
+        received = self._received(snap)
+        found = [(path, R.with_server_time(path, req, received)) for path, req in found]
         return sorted(found, key=lambda pr: (pr[1]["submitted_time"], pr[1]["id"]))
+
+    def _received(self, snap: Snapshot) -> dict:
+        """The backend's register of when it first saw each open request."""
+        received = load_index(self.requests, snap, R.RECEIVED_INDEX).get("requests", {})
+        return received if isinstance(received, dict) else {}
 
     def problems(self) -> list[Problem]:
         """Queue and result files skipped because they cannot be used (re-read now)."""
@@ -87,7 +94,10 @@ class Store(QueueOperations):
         wanted = set(R.STATUSES) if status is None else {status} if isinstance(status, str) else set(status)
         folders = [R.QUEUE_DIR] if wanted <= set(R.OPEN) else [R.QUEUE_DIR, R.DONE_DIR]
         with consistent_reads(self.requests):
-            found = self._read_records("requests", self.requests.snapshot(*folders), folders, R.parse_request)
+            snap = self.requests.snapshot(*folders)
+            received = self._received(snap)
+            found = [(path, R.with_server_time(path, req, received))
+                     for path, req in self._read_records("requests", snap, folders, R.parse_request)]
         latest: dict[str, dict] = {}
         for _, req in found:  # a request in both places (edited by hand): the later state
             if req["id"] not in latest or len(req.get("history") or []) > len(latest[req["id"]].get("history") or []):
@@ -112,7 +122,7 @@ class Store(QueueOperations):
         if data is None:
             return None
         try:
-            return path, R.parse_request(data, path)
+            return path, R.with_server_time(path, R.parse_request(data, path), self._received(snap))
         except R.BadRecord as exc:
             raise StoreError(f"request {request_id!r} in {self.name} cannot be read: {exc}") from None
 

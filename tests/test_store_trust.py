@@ -13,7 +13,7 @@ from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store import records as R
-from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
+from test_backend import cli, private_set, test_metrics  # noqa: F401 (fixtures)
 from test_store import submit, variant, write_jsonl
 
 
@@ -114,3 +114,23 @@ def test_a_request_dated_back_does_not_jump_the_queue_and_shows_the_servers_date
     Worker(store, metrics="bleu2", worker_id="w2").run(once=True)
     dates = {r["id"]: r["date"] for r in store.list_results()}
     assert dates[forged["id"]] == R.iso(time.time())[:10]
+
+
+# ---- leases: one clock -------------------------------------------------------------------
+
+def test_two_backends_whose_clocks_differ_by_15_minutes_score_each_request_once(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    ids = {submit(store, variant(tmp_path, i), model_name=f"m{i}")["id"] for i in range(4)}
+    log = tmp_path / "calls.log"
+    procs = [cli("backend", "--store", str(tmp_path / "s"), "--once", "--metrics", "counting", "--worker-id", f"p{i}",
+                 "--lease-seconds", "2", "--quota", "0",
+                 env={"REXRANK_TEST_LOG": str(log), "REXRANK_TEST_SLOW": "1.5", "REXRANK_TEST_CLOCK_SKEW": str(skew)})
+             for i, skew in enumerate([0, 15 * 60])]
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+    requests = store.list_requests()
+    assert {r["id"] for r in requests} == ids and {r["status"] for r in requests} == {FINISHED}
+    assert all(r["attempts"] == 1 for r in requests), [(r["id"], r["attempts"]) for r in requests]
+    calls = [line.split()[0] for line in log.read_text().splitlines()]
+    assert len(calls) == len(set(calls)) == 4  # each scored once: no live lease was taken

@@ -7,6 +7,8 @@ same commit that indexes it for the submission rules (rexrank.store.index).
 from __future__ import annotations
 
 import logging
+import time
+import uuid
 
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
@@ -76,8 +78,10 @@ class QueueOperations:
                 changes.update(edit.move_request(path, req, req))
             moved[:] = [len(settled)]
             claimed = None
+            leases = self._lease_clock()
+            leases.forget({req["id"] for _, req in queued if req["status"] == R.RUNNING})
             for path, req in queued:
-                expired = req["status"] == R.RUNNING and (req.get("lease_expires") or 0) < ts
+                expired = req["status"] == R.RUNNING and leases.expired(req, lease_seconds)
                 if req["status"] != R.PENDING and not expired:
                     continue
                 if expired and req.get("attempts", 0) >= max_attempts:
@@ -88,7 +92,8 @@ class QueueOperations:
                     )))
                     continue
                 claimed = transition(req, R.RUNNING, ts, worker=worker_id, lease_expires=ts + lease_seconds,
-                                     attempts=req.get("attempts", 0) + 1, started_time=R.iso(ts))
+                                     attempts=req.get("attempts", 0) + 1, started_time=R.iso(ts),
+                                     **new_lease(lease_seconds))
                 changes.update(edit.move_request(path, req, claimed))
                 break
             if not changes:
@@ -113,7 +118,14 @@ class QueueOperations:
         if moved and moved[0]:
             log.info("%s: moved %d settled request(s) from %s to %s and indexed them (the store layout of this "
                      "version: workers list only open requests)", self.name, moved[0], R.QUEUE_DIR, R.DONE_DIR)
+        if claimed is not None:
+            self._lease_clock().observe(claimed)  # our own lease: its age counts from now
         return claimed
+
+    def _lease_clock(self) -> "LeaseClock":
+        if getattr(self, "_leases", None) is None:
+            self._leases = LeaseClock()
+        return self._leases
 
     def _holder_guard(self, worker_id: str, update):
         def change(req):
@@ -126,10 +138,13 @@ class QueueOperations:
         """Extend this worker's lease; False if it no longer holds the request."""
         new = self._update(
             request_id,
-            self._holder_guard(worker_id, lambda r: {**r, "lease_expires": R.now() + lease_seconds}),
+            self._holder_guard(worker_id, lambda r: {**r, "lease_expires": R.now() + lease_seconds,
+                                                     **new_lease(lease_seconds)}),
             "renew lease",
             arrivals=True,
         )
+        if new is not None:
+            self._lease_clock().observe(new)
         return new is not None
 
     def finish(self, request_id: str, worker_id: str, *, result_id: str, notes: list[str] | None = None) -> bool:
@@ -224,6 +239,52 @@ MOVE_IN_A_CLAIM = 25  # more settled requests in queue/ than this: a store of th
 class _EarlierLayout(Exception):
     def __init__(self, n: int):
         self.n = n
+
+
+MAX_LEASE_SECONDS = 86400.0  # a lease a request's writer says lasts longer still ends after a day
+
+
+def new_lease(lease_seconds: float) -> dict:
+    """A fresh lease: a token that changes at every claim and renewal, and how long its
+    holder asked for (a duration, not a time: comparing two hosts' clocks is what let a
+    backend 15 minutes ahead take live leases)."""
+    return {"lease_token": uuid.uuid4().hex[:16], "lease_seconds": float(lease_seconds)}
+
+
+class LeaseClock:
+    """When this process first saw each RUNNING request's current lease token, on its own
+    monotonic clock. A lease has expired when its token has not changed for the lease's
+    duration as this process measured it: only one host's clock is ever read, so clocks
+    set apart (or changed while a worker runs) neither steal a live lease nor keep a dead
+    one. A process that starts after a worker died waits one lease from its first look."""
+
+    def __init__(self):
+        self._seen: dict[str, tuple[tuple, float]] = {}
+
+    @staticmethod
+    def _token(req: dict) -> tuple:
+        # a store of an earlier version has no token: any change of these is a renewal
+        return req.get("lease_token"), req.get("worker"), req.get("attempts"), req.get("lease_expires")
+
+    def observe(self, req: dict) -> float:
+        """Record `req`'s lease; returns how long (seconds) this process has seen it unchanged."""
+        token, now = self._token(req), time.monotonic()
+        seen = self._seen.get(req["id"])
+        if seen is None or seen[0] != token:
+            self._seen[req["id"]] = (token, now)
+            return 0.0
+        return now - seen[1]
+
+    def expired(self, req: dict, default_seconds: float) -> bool:
+        duration = req.get("lease_seconds")
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 < duration <= MAX_LEASE_SECONDS:
+            duration = default_seconds
+        return self.observe(req) >= duration
+
+    def forget(self, running: set[str]) -> None:
+        """Drop what is known of requests no longer RUNNING."""
+        for rid in [r for r in self._seen if r not in running]:
+            del self._seen[rid]
 
 
 def _seen(request: dict) -> bool:

@@ -15,6 +15,7 @@ from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store import records as R
 from test_backend import cli, private_set, test_metrics  # noqa: F401 (fixtures)
 from test_store import submit, variant, write_jsonl
+from test_store_hub import fake_hub, hub  # noqa: F401 (fixtures)
 
 
 def run(capsys, *args):
@@ -134,3 +135,41 @@ def test_two_backends_whose_clocks_differ_by_15_minutes_score_each_request_once(
     assert all(r["attempts"] == 1 for r in requests), [(r["id"], r["attempts"]) for r in requests]
     calls = [line.split()[0] for line in log.read_text().splitlines()]
     assert len(calls) == len(set(calls)) == 4  # each scored once: no live lease was taken
+
+
+# ---- cancel means nothing published ------------------------------------------------------
+
+@pytest.fixture(params=["local", "hub"])
+def any_store(request, tmp_path):
+    """A local store, and a Hub store on the fake Hub (its commits name their parent)."""
+    if request.param == "local":
+        return open_store(tmp_path / "s")
+    request.getfixturevalue("hub")
+    return open_store(f"hf://trust-{tmp_path.name[-20:].replace('_', '-')}")
+
+
+def test_a_cancel_just_before_publication_publishes_nothing(any_store, monkeypatch):
+    store = any_store
+    req = submit(store)
+    score = Worker.score
+
+    def score_then_cancelled(self, request):  # the maintainers cancel as scoring ends
+        out = score(self, request)
+        store.cancel(request["id"], reason="withdrawn")
+        return out
+
+    monkeypatch.setattr(Worker, "score", score_then_cancelled)
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)  # lease renewals far off
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["failure_kind"] == "cancelled"
+    assert store.list_results() == []
+
+
+def test_a_request_being_published_can_no_longer_be_cancelled(tmp_path, capsys):
+    store = open_store(tmp_path / "s")
+    req = submit(store)
+    store.claim("w", lease_seconds=60)
+    assert store.begin_publish(req["id"], "w")
+    code, out, err = run(capsys, "cancel", req["id"], "--store", str(tmp_path / "s"))
+    assert code == 1 and "being published; too late to cancel" in err and len(err.strip().splitlines()) == 1
+    assert store.finish(req["id"], "w", result_id=req["id"])

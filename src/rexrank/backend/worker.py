@@ -213,8 +213,10 @@ class Worker:
             if not keeper.lost.is_set():
                 self.store.fail(rid, self.worker_id, error=message, kind=kind)
             return self.store.get_request(rid)
-        if keeper.lost.is_set():
-            log.warning("%s: lease lost while scoring; discarding this worker's result", rid)
+        if keeper.lost.is_set() or not self.store.begin_publish(rid, self.worker_id):
+            # cancelled, or taken by another worker, since the last renewal: the publishing
+            # step is a commit on the version in which this worker holds it, so it failed
+            log.warning("%s: no longer held by this worker (cancelled or taken over); nothing published", rid)
             return self.store.get_request(rid)
         self.store.add_result(record, per_study=per_study)
         notes = [f"{name} was not scored: {why}" for name, why in self.not_scored.items()]

@@ -147,6 +147,18 @@ class QueueOperations:
             self._lease_clock().observe(new)
         return new is not None
 
+    def begin_publish(self, request_id: str, worker_id: str) -> bool:
+        """The step before a worker publishes: a commit made on the version in which it
+        still holds the request (refused if the request changed since: a cancel, another
+        worker's claim), marking it as being published, after which a cancel is refused.
+        False: nothing may be published."""
+        new = self._update(
+            request_id,
+            self._holder_guard(worker_id, lambda r: {**r, "publishing": True}),
+            "publish",
+        )
+        return new is not None
+
     def finish(self, request_id: str, worker_id: str, *, result_id: str, notes: list[str] | None = None) -> bool:
         """Settle as FINISHED; `notes` tell the submitter what the result does not hold
         (e.g. a metric of the store's set that this backend cannot run)."""
@@ -200,19 +212,24 @@ class QueueOperations:
 
     def cancel(self, request_id: str, *, reason: str = "") -> dict:
         """Withdraw a PENDING or RUNNING request (maintainers): FAILED, kind "cancelled"
-        (no quota used, its model name stays free). A worker scoring it loses its lease and
-        writes nothing."""
+        (it counts against the quota like a finished one; its model name stays free). A
+        worker scoring it publishes nothing: its publishing step is a commit that fails
+        once the request changed. A request whose result is being published can no longer
+        be cancelled (StoreError)."""
         ts = R.now()
         current = self.get_request(request_id)
         if current["status"] not in (R.PENDING, R.RUNNING):
             raise StoreError(f"request {request_id} is {current['status']}; only PENDING or RUNNING requests can be cancelled")
         message = "cancelled by the maintainers" + (f": {reason}" if reason else "")
-        return self._update(
-            request_id,
-            lambda r: transition(r, R.FAILED, ts, error=message, failure_kind=R.CANCELLED, worker=None, lease_expires=None)
-            if r["status"] in (R.PENDING, R.RUNNING) else None,
-            "cancel",
-        ) or self.get_request(request_id)
+
+        def change(r):
+            if r["status"] not in (R.PENDING, R.RUNNING):
+                return None
+            if r.get("publishing"):
+                raise StoreError(f"request {request_id}: its result is being published; too late to cancel it")
+            return transition(r, R.FAILED, ts, error=message, failure_kind=R.CANCELLED, worker=None, lease_expires=None)
+
+        return self._update(request_id, change, "cancel") or self.get_request(request_id)
 
     def policy_problem(self, request: dict) -> str | None:
         """The backend's own check of the submission rules (rexrank.store.policy) for a

@@ -3,8 +3,15 @@
 cancel versus publication, read-only stores, stopped readers, a full disk."""
 from __future__ import annotations
 
+import base64
 import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,8 +20,8 @@ from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store import records as R
-from test_backend import cli, private_set, test_metrics  # noqa: F401 (fixtures)
-from test_store import submit, variant, write_jsonl
+from test_backend import HELPER, cli, private_set, test_metrics  # noqa: F401 (fixtures)
+from test_store import example_rows, submit, variant, write_jsonl
 from test_store_hub import fake_hub, hub  # noqa: F401 (fixtures)
 
 
@@ -173,3 +180,137 @@ def test_a_request_being_published_can_no_longer_be_cancelled(tmp_path, capsys):
     code, out, err = run(capsys, "cancel", req["id"], "--store", str(tmp_path / "s"))
     assert code == 1 and "being published; too late to cancel" in err and len(err.strip().splitlines()) == 1
     assert store.finish(req["id"], "w", result_id=req["id"])
+
+
+# ---- a store that fails cleanly ----------------------------------------------------------
+
+def namespace_available() -> bool:
+    """Private mounts (read-only binds, a tiny tmpfs) in a throw-away mount namespace."""
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=4k tmpfs /mnt"],
+                           capture_output=True)
+    return probe.returncode == 0
+
+
+needs_mounts = pytest.mark.skipif(not namespace_available(), reason="needs `unshare -m` and mount (root)")
+RX = f"{sys.executable} {HELPER}"
+
+
+def in_namespace(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=300)
+
+
+def results_of(out: Path, name: str) -> tuple[int, str, str]:
+    return (int((out / f"{name}.rc").read_text()), (out / f"{name}.out").read_text(), (out / f"{name}.err").read_text())
+
+
+@needs_mounts
+def test_every_reader_works_on_a_read_only_store_and_a_writer_says_so_in_one_line(tmp_path):
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    done = submit(store)
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
+    waiting = submit(store, variant(tmp_path, 1), model_name="m1")
+    out = tmp_path / "out"
+    out.mkdir()
+    leaderboard = ("from rexrank.leaderboard.source import LeaderboardSource; from rexrank.store import open_store; "
+                   f"print(len(LeaderboardSource.from_store(open_store('{root}', create=False), ttl=0).frame()))")
+    commands = {"list": f"{RX} status --store {root}", "one": f"{RX} status {done['id']} --store {root} --json",
+                "board": f"{sys.executable} -c \"{leaderboard}\"", "cancel": f"{RX} cancel {waiting['id']} --store {root}"}
+    script = f"mount --bind {root} {root} && mount -o remount,bind,ro {root} || exit 99\n" + "\n".join(
+        f"{cmd} > {out}/{name}.out 2> {out}/{name}.err; echo $? > {out}/{name}.rc" for name, cmd in commands.items())
+    assert in_namespace(script).returncode == 0
+    code, listing, err = results_of(out, "list")
+    assert code == 0 and done["id"] in listing and waiting["id"] in listing, err
+    code, one, err = results_of(out, "one")
+    assert code == 0 and json.loads(one)["status"] == FINISHED, err
+    code, board, err = results_of(out, "board")
+    assert code == 0 and board.strip() == "1", err
+    code, _, err = results_of(out, "cancel")
+    assert code == 1 and err.strip().splitlines() == [err.strip()] and "Read-only file system" in err, err
+    assert store.get_request(waiting["id"])["status"] == "PENDING"
+
+
+STOPPED_READER = """
+import os, signal, sys
+import rexrank.store.store as store_module
+from rexrank.store import open_store
+read = store_module.Store._read_records
+def stop_midway(self, *args, **kw):
+    found = read(self, *args, **kw)
+    os.kill(os.getpid(), signal.SIGSTOP)  # Ctrl-Z while `rexrank status` lists the queue
+    return found
+store_module.Store._read_records = stop_midway
+open_store(sys.argv[1], create=False).list_requests()
+"""
+
+
+def test_a_stopped_reader_does_not_block_writers(tmp_path):
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    submit(store)
+    reader = subprocess.Popen([sys.executable, "-c", STOPPED_READER, str(root)])
+    try:
+        deadline = time.time() + 60
+        while Path(f"/proc/{reader.pid}/stat").read_text().split(") ")[1][0] != "T":
+            assert reader.poll() is None and time.time() < deadline
+            time.sleep(0.02)
+        filed = []
+        writer = threading.Thread(target=lambda: filed.append(submit(store, variant(tmp_path, 1), model_name="m1")),
+                                  daemon=True)
+        writer.start()
+        writer.join(10)
+        assert filed, "the writer waited for the stopped reader"
+    finally:
+        reader.kill()
+        reader.wait()
+
+
+def big_predictions(tmp_path) -> Path:
+    """Valid predictions of ~110 kB that do not compress: more than the tiny disk holds."""
+    rows = {sid: base64.b64encode(os.urandom(4500)).decode() for sid in example_rows()}
+    return write_jsonl(tmp_path / "big.jsonl", rows)
+
+
+@needs_mounts
+def test_a_full_disk_at_submission_is_one_line_and_leaves_nothing_behind(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    submit_cmd = (f"{RX} submit --store {disk}/s --dataset example --predictions {big_predictions(tmp_path)} "
+                  "--model-name m --submitter alice")
+    script = (f"mount -t tmpfs -o size=64k tmpfs {disk} || exit 99\n"
+              f"{submit_cmd} > {out}/submit.out 2> {out}/submit.err; echo $? > {out}/submit.rc\n"
+              f"cd {disk}/s && find . > {out}/files.out; echo 0 > {out}/files.rc; : > {out}/files.err")
+    assert in_namespace(script).returncode == 0
+    code, _, err = results_of(out, "submit")
+    assert code == 1 and "No space left on device" in err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+    files = results_of(out, "files")[1].split()
+    assert not [f for f in files if f.startswith(("./requests/predictions/", "./requests/queue/")) or ".tmp-" in f], files
+
+
+@needs_mounts
+def test_a_full_disk_when_publishing_puts_the_request_back_at_once(tmp_path):
+    root = tmp_path / "s"
+    store = open_store(root)
+    req = submit(store)
+    out = tmp_path / "out"
+    out.mkdir()
+    script = (f"mount -t tmpfs -o size=64k tmpfs {root}/results || exit 99\n"
+              f"{sys.executable} -c \"from rexrank.store.local import LocalRepo; LocalRepo('{root}/results')\"\n"
+              f"dd if=/dev/zero of={root}/results/.fill bs=4096 2>/dev/null\n"
+              f"{RX} backend --store {root} --once --metrics bleu2 > {out}/backend.out 2> {out}/backend.err; "
+              f"echo $? > {out}/backend.rc\n"
+              f"cd {root}/results && find . -name '.tmp-*' -o -path './records/*' -o -path './per_study/*' "
+              f"> {out}/left.out; echo 0 > {out}/left.rc; : > {out}/left.err")
+    assert in_namespace(script).returncode == 0
+    code, _, err = results_of(out, "backend")
+    last = err.strip().splitlines()[-1]
+    assert code == 1 and "No space left on device" in last and "is PENDING again" in last, err
+    assert "Traceback" not in err
+    assert results_of(out, "left")[1].split() == []  # no temporary file, no record, no empty folder
+    after = store.get_request(req["id"])
+    assert after["status"] == "PENDING" and after["attempts"] == 0

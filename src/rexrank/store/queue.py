@@ -235,9 +235,10 @@ class QueueOperations:
         """The backend's own check of the submission rules (rexrank.store.policy) for a
         request, against the requests filed before it and those already scored (a request
         dated back by a rogue client still meets them): a message, or None if it passes."""
-        with consistent_reads(self.requests):  # another worker may settle a listed request meanwhile
-            snap = self.requests.snapshot(R.QUEUE_DIR)
-            history = self._history(snap, model_name=request["model_name"], submitter=request["submitter"])
+        history = consistent_reads(  # another worker may settle a listed request meanwhile
+            self.requests,
+            lambda: self._history(self.requests.snapshot(R.QUEUE_DIR), model_name=request["model_name"],
+                                  submitter=request["submitter"]))
         key = (request["submitted_time"], request["id"])
         # dated by the server (R.with_server_time); one not seen yet arrived after this one
         earlier = [r for r in history if r["id"] != request["id"]

@@ -93,11 +93,13 @@ class Store(QueueOperations):
         request of the history unless only open statuses are asked for."""
         wanted = set(R.STATUSES) if status is None else {status} if isinstance(status, str) else set(status)
         folders = [R.QUEUE_DIR] if wanted <= set(R.OPEN) else [R.QUEUE_DIR, R.DONE_DIR]
-        with consistent_reads(self.requests):
+        def read():
             snap = self.requests.snapshot(*folders)
             received = self._received(snap)
-            found = [(path, R.with_server_time(path, req, received))
-                     for path, req in self._read_records("requests", snap, folders, R.parse_request)]
+            return [(path, R.with_server_time(path, req, received))
+                    for path, req in self._read_records("requests", snap, folders, R.parse_request)]
+
+        found = consistent_reads(self.requests, read)
         latest: dict[str, dict] = {}
         for _, req in found:  # a request in both places (edited by hand): the later state
             if req["id"] not in latest or len(req.get("history") or []) > len(latest[req["id"]].get("history") or []):
@@ -108,10 +110,13 @@ class Store(QueueOperations):
     def queue_view(self) -> list[dict]:
         """What the queue tables show, newest first: every open request and the last
         RECENT_LIMIT settled ones (as summaries with their error), whatever the history holds."""
-        with consistent_reads(self.requests):
+        def read():
             snap = self.requests.snapshot(R.QUEUE_DIR)
             shown = {e["id"]: e for e in load_index(self.requests, snap, R.RECENT_INDEX).get("requests", [])}
             shown.update({req["id"]: req for _, req in self._queued(snap)})
+            return shown
+
+        shown = consistent_reads(self.requests, read)
         return sorted(shown.values(), key=lambda r: (r["submitted_time"], r["id"]), reverse=True)
 
     def _find_request(self, snap: Snapshot, request_id: str) -> tuple[str, dict] | None:
@@ -127,8 +132,8 @@ class Store(QueueOperations):
             raise StoreError(f"request {request_id!r} in {self.name} cannot be read: {exc}") from None
 
     def get_request(self, request_id: str) -> dict:
-        with consistent_reads(self.requests):
-            found = self._find_request(self.requests.snapshot(R.QUEUE_DIR), request_id)
+        R.check_request_id(request_id)
+        found = consistent_reads(self.requests, lambda: self._find_request(self.requests.snapshot(R.QUEUE_DIR), request_id))
         if found is None:
             raise StoreError(f"no request {request_id!r} in {self.name}")
         return found[1]

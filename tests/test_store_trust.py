@@ -95,13 +95,22 @@ def forge(tmp_path, n: int, **fields) -> dict:
     return req
 
 
+@pytest.mark.parametrize("seen_first", [False, True], ids=["edited-before-the-backend-saw-it", "edited-after"])
 @pytest.mark.parametrize("shift", [-30 * 86400, +YEAR])
-def test_a_request_dated_by_its_writer_still_obeys_the_quota(tmp_path, shift):
+def test_a_request_dated_by_its_writer_still_obeys_the_quota(tmp_path, shift, seen_first):
     store = open_store(tmp_path / "s")  # 1 per 7 days
     first = submit(store)
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     assert store.get_request(first["id"])["status"] == FINISHED
-    forged = forge(tmp_path, 1, submitted_time=R.iso(time.time() + shift), received_time=R.iso(time.time() + shift))
+    dated = {"submitted_time": R.iso(time.time() + shift), "received_time": R.iso(time.time() + shift)}
+    if seen_first:  # the backend sees it while claiming another request, then its file is edited
+        other = submit(store, variant(tmp_path, 2), model_name="m2", submitter="bob")
+        forged = forge(tmp_path, 1)
+        assert store.claim("w", lease_seconds=60)["id"] == other["id"]
+        rewrite(tmp_path / "s", forged["id"], **dated)
+        store.release(other["id"], "w", reason="test")
+    else:
+        forged = forge(tmp_path, 1, **dated)
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     final = store.get_request(forged["id"])
     assert final["status"] == FAILED and "already has 1 submission" in final["error"], final

@@ -95,6 +95,15 @@ class IndexEdit:
         if self.file(R.RECEIVED_INDEX).get("requests", {}).get(request_id) != when:
             self._section(R.RECEIVED_INDEX, "requests", {})[request_id] = when
 
+    def forget_received(self, open_ids: set[str]) -> None:
+        """Drop register entries of requests no longer in the queue (removed by hand)."""
+        received = self.file(R.RECEIVED_INDEX).get("requests", {})
+        gone = [rid for rid in received if rid not in open_ids]
+        if gone:
+            section = self._section(R.RECEIVED_INDEX, "requests", {})
+            for rid in gone:
+                section.pop(rid, None)
+
     def move_request(self, old_path: str | None, old: dict | None, new: dict) -> dict[str, bytes | None]:
         """Changes that write `new` where its status puts it (queue/ or done/), remove the
         file it was read from if that is elsewhere, and keep the settled index and the

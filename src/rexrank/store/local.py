@@ -55,8 +55,9 @@ class LocalRepo:
                     _atomic_write(self.root / _VERSION_FILE, b"0", sync=True)
                 self._finish_interrupted_commit()
                 _remove_stale_temp_files(self.root)
-        except OSError as exc:
-            raise StoreError(f"cannot open store folder {self.root}: {_why(exc)}") from None
+        except OSError as exc:  # e.g. files of another user: readable, and a commit says why not
+            log.info("%s: opened for reading only (%s)", self.name, _why(exc))
+            self.writable = False
 
     @contextmanager
     def _locked(self):

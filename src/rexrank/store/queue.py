@@ -71,6 +71,7 @@ class QueueOperations:
             edit = IndexEdit(self.requests, snap)
             changes: dict[str, bytes | None] = {}
             queued = sorted(stamp_arrivals(edit, self._queued(snap), ts), key=lambda pr: (pr[1]["submitted_time"], pr[1]["id"]))
+            edit.forget_received({req["id"] for _, req in queued})
             settled = [(path, req) for path, req in queued if req["status"] in R.SETTLED]
             if len(settled) > MOVE_IN_A_CLAIM:
                 raise _EarlierLayout(len(settled))

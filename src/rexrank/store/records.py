@@ -234,9 +234,17 @@ def with_server_time(path: str, request: dict, received: dict) -> dict:
     out = dict(request)
     out.pop("received_time", None)
     when = received.get(request["id"])
-    if isinstance(when, str):
+    if _is_iso(when):
         out["submitted_time"] = out["received_time"] = when
     return out
+
+
+def _is_iso(text) -> bool:
+    try:
+        parse_iso(text)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 SUMMARY_FIELDS = ("id", "status", "failure_kind", "private", "submitted_time", "submitter", "model_name", "test_set",

@@ -18,7 +18,7 @@ import pytest
 from rexrank.backend.worker import Worker
 from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
-from rexrank.store import FAILED, FINISHED, Quota, open_store
+from rexrank.store import FAILED, FINISHED, Quota, StoreError, open_store
 from rexrank.store import records as R
 from test_backend import HELPER, cli, private_set, test_metrics  # noqa: F401 (fixtures)
 from test_store import example_rows, submit, variant, write_jsonl
@@ -323,3 +323,46 @@ def test_a_full_disk_when_publishing_puts_the_request_back_at_once(tmp_path):
     assert results_of(out, "left")[1].split() == []  # no temporary file, no record, no empty folder
     after = store.get_request(req["id"])
     assert after["status"] == "PENDING" and after["attempts"] == 0
+
+
+STOPPED_WRITER = """
+import os, signal, sys
+import rexrank.store.local as local
+from rexrank.store import open_store
+commit = local.LocalRepo._commit_locked
+def stop_midway(self, *args, **kw):
+    os.kill(os.getpid(), signal.SIGSTOP)  # Ctrl-Z while `rexrank cancel` holds the write lock
+    return commit(self, *args, **kw)
+local.LocalRepo._commit_locked = stop_midway
+open_store(sys.argv[1], create=False).cancel(sys.argv[2])
+"""
+
+
+def test_a_writer_waiting_for_a_stopped_writer_ends_with_a_message_naming_it(tmp_path, monkeypatch):
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    req = submit(store)
+    holder = subprocess.Popen([sys.executable, "-c", STOPPED_WRITER, str(root), req["id"]])
+    try:
+        deadline = time.time() + 60
+        while Path(f"/proc/{holder.pid}/stat").read_text().split(") ")[1][0] != "T":
+            assert holder.poll() is None and time.time() < deadline
+            time.sleep(0.02)
+        monkeypatch.setenv("REXRANK_LOCK_WAIT", "1")
+        errors = []
+
+        def file():
+            try:
+                submit(store, variant(tmp_path, 1), model_name="m1")
+            except StoreError as exc:
+                errors.append(str(exc))
+
+        writer = threading.Thread(target=file, daemon=True)
+        writer.start()
+        writer.join(30)
+        assert not writer.is_alive(), "the writer waited for the stopped writer with no end"
+        assert len(errors) == 1 and f"held for 1 s by pid {holder.pid} (" in errors[0] and "resume it" in errors[0]
+        assert store.get_request(req["id"])["status"] == "PENDING"  # and readers still read
+    finally:
+        holder.kill()
+        holder.wait()

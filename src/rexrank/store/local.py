@@ -17,12 +17,14 @@ import fcntl
 import json
 import logging
 import os
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+from rexrank.store.names import display
 from rexrank.store.repo import ConflictError, Snapshot, StoreError, StoreWriteError
 
 log = logging.getLogger("rexrank.store")
@@ -32,6 +34,7 @@ _TEMP_PREFIX = ".tmp-"
 _LOCK_FILE = ".rexrank-lock"
 _JOURNAL_FILE = ".rexrank-journal"
 _READ_ATTEMPTS = 200
+DEFAULT_LOCK_WAIT = 120.0
 
 
 class LocalRepo:
@@ -61,13 +64,39 @@ class LocalRepo:
 
     @contextmanager
     def _locked(self):
-        """The writers' lock (exclusive); an OSError opening it says the store is read-only."""
+        """The writers' lock (exclusive; held for one commit). An OSError opening it says the
+        store is read-only. A wait longer than REXRANK_LOCK_WAIT seconds (default 120) ends
+        with a message naming the holder: e.g. a writer stopped with Ctrl-Z."""
         with open(self.root / _LOCK_FILE, "a+b") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            self._wait_for_lock(fh)
             try:
+                fh.truncate(0)  # who holds it, for a writer that waits too long ("a" mode: written at 0)
+                fh.write(f"pid {os.getpid()} ({' '.join(sys.argv)[:200]})".encode("utf-8", "replace"))
+                fh.flush()
                 yield
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def _wait_for_lock(self, fh) -> None:
+        try:
+            limit = float(os.environ.get("REXRANK_LOCK_WAIT", "") or DEFAULT_LOCK_WAIT)
+        except ValueError:
+            limit = DEFAULT_LOCK_WAIT
+        start, pause = time.monotonic(), 0.0005
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                waited = time.monotonic() - start
+                if waited > limit:
+                    fh.seek(0)
+                    holder = fh.read(300).decode("utf-8", "replace").strip() or "another process"
+                    raise StoreError(f"{self.name}: the store's write lock has been held for {waited:.0f} s by "
+                                     f"{display(holder)}; if that process is stopped (Ctrl-Z), resume it (fg) "
+                                     "or end it") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
 
     def read_consistently(self, read):
         """`read()` (a listing and the reads that follow it) as of one version, without a

@@ -34,7 +34,8 @@ def run(capsys, *args):
 # ---- request ids -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("command", ["status", "cancel", "requeue"])
-@pytest.mark.parametrize("bad_id", ["../../x", "a" * 300, "queue/../../x", "x\x00y"])
+@pytest.mark.parametrize("bad_id", ["../../x", "a" * 300, "queue/../../x", "x\x00y",
+                                    "\u0662" * 8 + "T000000.000000-0123456789"])  # Arabic-Indic digits
 def test_odd_request_ids_are_refused_before_any_path_is_built(tmp_path, capsys, command, bad_id):
     store = open_store(tmp_path / "s")
     req = submit(store)
@@ -366,3 +367,8 @@ def test_a_writer_waiting_for_a_stopped_writer_ends_with_a_message_naming_it(tmp
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_waiting_request_that_says_it_is_being_published_can_still_be_cancelled(tmp_path):
+    forged = forge(tmp_path, 1, publishing=True)
+    assert open_store(tmp_path / "s").cancel(forged["id"])["failure_kind"] == "cancelled"

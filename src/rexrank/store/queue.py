@@ -190,7 +190,8 @@ class QueueOperations:
         ts = R.now()
 
         def back(r):
-            new = transition(r, R.PENDING, ts, worker=None, lease_expires=None, attempts=max(0, r.get("attempts", 1) - 1))
+            new = transition(r, R.PENDING, ts, worker=None, lease_expires=None, attempts=max(0, r.get("attempts", 1) - 1),
+                             publishing=False)
             new["history"][-1]["note"] = reason
             return new
 
@@ -207,7 +208,7 @@ class QueueOperations:
         return self._update(
             request_id,
             lambda r: transition(r, R.PENDING, ts, worker=None, lease_expires=None, error=None, failure_kind=None,
-                                 attempts=0) if r["status"] in (R.FAILED, R.RUNNING) else None,
+                                 attempts=0, publishing=False) if r["status"] in (R.FAILED, R.RUNNING) else None,
             "requeue",
         ) or self.get_request(request_id)
 
@@ -226,7 +227,7 @@ class QueueOperations:
         def change(r):
             if r["status"] not in (R.PENDING, R.RUNNING):
                 return None
-            if r.get("publishing"):
+            if r["status"] == R.RUNNING and r.get("publishing"):
                 raise StoreError(f"request {request_id}: its result is being published; too late to cancel it")
             return transition(r, R.FAILED, ts, error=message, failure_kind=R.CANCELLED, worker=None, lease_expires=None)
 

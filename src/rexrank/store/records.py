@@ -69,7 +69,7 @@ RESULTS_DATA_PREFIXES = (RECORDS_DIR, PER_STUDY_DIR, INDEX_DIR)
 
 
 # what `new_request_id` makes: the only ids a path is ever built from (no "../", no 300 characters)
-REQUEST_ID = re.compile(r"\d{8}T\d{6}\.\d{6}-[0-9a-f]{10}")
+REQUEST_ID = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{6}-[0-9a-f]{10}")  # ASCII digits only
 REQUEST_ID_EXAMPLE = "20260101T120000.000000-0123456789"
 
 

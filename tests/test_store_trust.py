@@ -89,29 +89,39 @@ YEAR = 365 * 86400
 
 
 def forge(tmp_path, n: int, **fields) -> dict:
-    """A request written straight into the store (no client check), its fields then edited."""
-    req = submit(open_store(tmp_path / "s", quota=Quota(0)), variant(tmp_path, n), model_name=f"m{n}",
+    """A request written straight into the store's files, not through the filing API (no
+    check, no entry in the backend's register), with fields its writer chose."""
+    scratch = tmp_path / f"scratch{n}"
+    req = submit(open_store(scratch, quota=Quota(0)), variant(tmp_path, n), model_name=f"m{n}",
                  **{k: v for k, v in fields.items() if k == "submitter"})
+    for path in (R.request_path(req["id"]), R.predictions_path(req["id"])):
+        target = tmp_path / "s" / "requests" / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(scratch / "requests" / path, target)
     rewrite(tmp_path / "s", req["id"], **{k: v for k, v in fields.items() if k != "submitter"})
     return req
 
 
-@pytest.mark.parametrize("seen_first", [False, True], ids=["edited-before-the-backend-saw-it", "edited-after"])
+@pytest.mark.parametrize("how", ["written-straight-into-the-store", "seen-by-the-backend-then-edited",
+                                 "filed-through-the-api-then-edited"])
 @pytest.mark.parametrize("shift", [-30 * 86400, +YEAR])
-def test_a_request_dated_by_its_writer_still_obeys_the_quota(tmp_path, shift, seen_first):
+def test_a_request_dated_by_its_writer_still_obeys_the_quota(tmp_path, shift, how):
     store = open_store(tmp_path / "s")  # 1 per 7 days
     first = submit(store)
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     assert store.get_request(first["id"])["status"] == FINISHED
     dated = {"submitted_time": R.iso(time.time() + shift), "received_time": R.iso(time.time() + shift)}
-    if seen_first:  # the backend sees it while claiming another request, then its file is edited
+    if how == "written-straight-into-the-store":
+        forged = forge(tmp_path, 1, **dated)
+    elif how == "seen-by-the-backend-then-edited":  # seen while the backend claims another request
         other = submit(store, variant(tmp_path, 2), model_name="m2", submitter="bob")
         forged = forge(tmp_path, 1)
         assert store.claim("w", lease_seconds=60)["id"] == other["id"]
         rewrite(tmp_path / "s", forged["id"], **dated)
         store.release(other["id"], "w", reason="test")
-    else:
-        forged = forge(tmp_path, 1, **dated)
+    else:  # filed by a client that skips the quota check, then its file edited
+        forged = submit(open_store(tmp_path / "s", quota=Quota(0)), variant(tmp_path, 1), model_name="m1")
+        rewrite(tmp_path / "s", forged["id"], **dated)
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     final = store.get_request(forged["id"])
     assert final["status"] == FAILED and "already has 1 submission" in final["error"], final

@@ -68,7 +68,7 @@ _register(
 
 # ---- issue 19/20 (i19s): the server owns time and leases; cancel; request ids ----------------
 _register(
-    Mutant("quota-time-source", "an open request dated by its writer's submitted_time, not when the backend first saw it",
+    Mutant("quota-time-source", "an open request dated by its writer's submitted_time, not the server's register",
            "src/rexrank/store/records.py", 'out["submitted_time"] = out["received_time"] = when',
            'out["received_time"] = when',
            ("tests/test_store_trust.py::test_a_request_dated_by_its_writer_still_obeys_the_quota",)),

@@ -9,7 +9,7 @@ requests repo:
     index/names/<key>.json          settled requests by model name, and
     index/submitters/<key>.json     by submitter (summaries: what the submission rules read)
     index/recent.json               the last RECENT_LIMIT settled requests (the queue tables)
-    index/received.json             when the backend first saw each open request
+    index/received.json             when each open request was filed (or first seen)
     config.json                     the store's settings (rexrank.store.config)
 results repo:
     records/<test_set>/<track>/<id>.json      result records (rexrank.results_schema format)
@@ -51,8 +51,9 @@ PREDICTIONS_DIR = "predictions/"
 REQUEST_NAMES_DIR = "index/names/"
 REQUEST_SUBMITTERS_DIR = "index/submitters/"
 RECENT_INDEX = "index/recent.json"
-# when the backend first saw each open request (the server's time, which quota windows,
-# queue order and displayed dates use): written only by the backend, never by a filer
+# when each open request was filed (the server's time, which quota windows, queue order and
+# displayed dates use): the filing server's clock for filings through Store.submit, else
+# when the backend first saw the request file; never a time written in the request
 RECEIVED_INDEX = "index/received.json"
 RECENT_LIMIT = 100
 CONFIG_FILE = "config.json"
@@ -226,9 +227,10 @@ def parse_request(data: bytes, path: str) -> dict:
 
 def with_server_time(path: str, request: dict, received: dict) -> dict:
     """An open request as the server dates it: `submitted_time` (and `received_time`) is
-    when the backend first saw it (`received`, its register), whatever time the file's
-    writer put there; a request not seen yet has no `received_time`. Settled requests
-    were written by the backend itself and are returned as they are."""
+    the time in the register (`received`: filed through the API, or first seen by the
+    backend), whatever time the file's writer put there; a request file not seen yet has
+    no `received_time`. Settled requests were written by the backend itself and are
+    returned as they are."""
     if not path.startswith(QUEUE_DIR) or request["status"] not in OPEN:
         return request
     out = dict(request)

@@ -76,6 +76,15 @@ def test_a_request_saying_private_false_still_pays_for_a_failed_private_validati
         submit(store, write_jsonl(tmp_path / "probe2.jsonl", {"RG001": "x"}), test_set="rexgradient", model_name="b")
 
 
+def test_a_private_filing_with_more_rows_than_the_set_has_studies_is_refused_at_filing(tmp_path):
+    from rexrank.testsets.registry import get_spec
+
+    n = get_spec("rexgradient").n_studies
+    rows = write_jsonl(tmp_path / "many.jsonl", {f"RG{i:05d}": "x" for i in range(n + 1)})
+    with pytest.raises(SubmissionError, match=f"{n + 1} predictions, but .* has {n} studies"):
+        submit(open_store(tmp_path / "s"), rows, test_set="rexgradient")
+
+
 def test_a_cancelled_request_counts_against_the_quota(tmp_path):
     store = open_store(tmp_path / "s")
     store.cancel(submit(store)["id"])

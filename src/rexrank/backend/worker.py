@@ -219,6 +219,7 @@ class Worker:
             if not keeper.lost.is_set():
                 self.store.fail(rid, self.worker_id, error=message, kind=kind)
             return self.store.get_request(rid)
+        published = False
         try:
             if keeper.lost.is_set() or not self.store.begin_publish(rid, self.worker_id):
                 # cancelled, or taken by another worker, since the last renewal: the publishing
@@ -226,9 +227,13 @@ class Worker:
                 log.warning("%s: no longer held by this worker (cancelled or taken over); nothing published", rid)
                 return self.store.get_request(rid)
             self.store.add_result(record, per_study=per_study)
+            published = True
             notes = [f"{name} was not scored: {why}" for name, why in self.not_scored.items()]
             finished = self.store.finish(rid, self.worker_id, result_id=record["id"], notes=notes)
-        except StoreWriteError as exc:  # a full disk, a read-only store: nothing of the commit was written
+        except StoreWriteError as exc:  # a full disk, a read-only store: nothing of that commit was written
+            if published:  # the result is out: the next worker to claim the request marks it FINISHED
+                raise BackendStop(f"cannot write: {exc}; the result of {rid} is published and the request stays "
+                                  "RUNNING until its lease ends — free space and start the worker again") from None
             self._give_back(rid, str(exc))
         if not finished:
             log.warning("%s: lease lost before FINISHED; the holder settles it (same result id)", rid)

@@ -107,6 +107,27 @@ _register(
            (f"{_PUBLIC}::test_a_per_study_path_in_a_record_is_never_read",)),
 )
 
+# ---- issue 19/20 (i19s): the server owns time and leases; cancel; request ids ----------------
+_register(
+    Mutant("quota-time-source", "an open request dated by its writer's submitted_time, not the server's register",
+           "src/rexrank/store/records.py", 'out["submitted_time"] = out["received_time"] = when',
+           'out["received_time"] = when',
+           ("tests/test_store_trust.py::test_a_request_dated_by_its_writer_still_obeys_the_quota",)),
+    Mutant("lease-clock", "a lease judged expired by comparing its holder's lease_expires with this host's clock",
+           "src/rexrank/store/queue.py", "return self.observe(req) >= duration",
+           'return (req.get("lease_expires") or 0) < time.time()',
+           ("tests/test_store_trust.py::test_two_backends_whose_clocks_differ_by_15_minutes_score_each_request_once",)),
+    Mutant("cancel-check", "the worker publishes without its conditional publishing step (only the lease flag)",
+           "src/rexrank/backend/worker.py", "if keeper.lost.is_set() or not self.store.begin_publish(rid, self.worker_id):",
+           "if keeper.lost.is_set():",
+           ("tests/test_store_trust.py::test_a_cancel_just_before_publication_publishes_nothing",)),
+    Mutant("request-id-format", "any string accepted as a request id (paths built from '../../x')",
+           "src/rexrank/store/records.py", "if isinstance(request_id, str) and REQUEST_ID.fullmatch(request_id):",
+           "if isinstance(request_id, str):",
+           ("tests/test_store_trust.py::test_odd_request_ids_are_refused_before_any_path_is_built",)),
+)
+
+
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / mutant.file

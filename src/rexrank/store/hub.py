@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 
-from rexrank.store.repo import ConflictError, Snapshot, StoreError, git_blob_oid
+from rexrank.store.repo import ConflictError, Snapshot, StoreError, StoreWriteError, git_blob_oid
 
 MAX_CACHED_BYTES = 256 * 1024 * 1024
 
@@ -135,7 +135,7 @@ class HubRepo:
         except HfHubHTTPError as exc:
             if _status(exc) in (409, 412):  # the branch moved since `parent`
                 raise ConflictError(f"{self.name}: moved past {parent[:12]}") from None
-            raise StoreError(f"{self.name}: commit failed: {exc}") from None
+            raise StoreWriteError(f"{self.name}: commit failed: {exc}") from None
         except Exception as exc:  # connection errors: the commit may or may not have landed;
             # the caller's transaction re-reads, so report it as a conflict to retry safely
             raise ConflictError(f"{self.name}: commit interrupted ({type(exc).__name__}: {exc})") from None

@@ -18,7 +18,8 @@ MAX_PREDICTION_CHARS = 20_000
 @dataclass(frozen=True)
 class Quota:
     """At most `limit` submissions per submitter, test set and track in `days` days
-    (FAILED requests do not count, except failed validation on a private test set).
+    (FAILED requests do not count, except cancelled ones and failed validation on a
+    private test set).
     `limit <= 0` disables the quota."""
 
     limit: int = 1
@@ -45,12 +46,22 @@ def same_submitter(a: str, b: str) -> bool:
     return name_key(a) == name_key(b)
 
 
+def is_private(test_set: str) -> bool:
+    """From the test-set registry, never from a request (whose writer chose its fields)."""
+    from rexrank.testsets.registry import TEST_SETS
+
+    spec = TEST_SETS.get(test_set)
+    return bool(spec is not None and spec.private)
+
+
 def counts_for_quota(request: dict) -> bool:
-    """FAILED requests do not use up the quota, except a private test set's failed
-    validation: otherwise each failed probe would be a free question about its studies."""
+    """FAILED requests do not use up the quota, except a cancelled one (cancelling must not
+    be a way to retry for free) and a private test set's failed validation: otherwise each
+    failed probe would be a free question about its studies."""
     if request["status"] != FAILED:
         return True
-    return bool(request.get("private")) and request.get("failure_kind") == VALIDATION
+    kind = request.get("failure_kind")
+    return kind == CANCELLED or (kind == VALIDATION and is_private(request["test_set"]))
 
 
 def check_quota(requests: list[dict], *, submitter: str, test_set: str, track: str, now: float, quota: Quota) -> None:

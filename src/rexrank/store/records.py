@@ -147,7 +147,7 @@ _LOCAL_PATH = re.compile(r"^(?:/|~|[A-Za-z]:[\\/]|\\\\|\.{1,2}[\\/])")
 
 
 def public_paths(obj):
-    """`obj` (JSON values) with every string that is a local path (/..., ~..., C:\..., ./...)
+    r"""`obj` (JSON values) with every string that is a local path (/..., ~..., C:\..., ./...)
     cut to its base name: a metric's provenance names the backend's checkpoint files, and
     the server's folders are nobody's business (a Hub id or a URL is kept)."""
     if isinstance(obj, dict):

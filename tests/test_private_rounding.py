@@ -184,15 +184,21 @@ def test_failed_validation_on_a_private_set_uses_the_quota(tmp_path, big_private
     assert refused["status"] == FAILED and "already has 1 submission" in refused["error"]
 
 
-def test_a_server_holding_the_private_set_validates_in_counts(tmp_path, big_private_set):
+def test_a_filing_holding_the_private_set_still_checks_structure_only(tmp_path, big_private_set):
+    # issue 19.3: the public service never consults the private set, whatever its data dir
+    # holds; the backend checks membership, answers in counts and counts the attempt
     data_dir, _ = big_private_set
     store = open_store(tmp_path / "s")
     probe = write_jsonl(tmp_path / "probe.jsonl", {"RG0001": "x", "RG0002": "y", "GUESS-1": "z"})
-    with pytest.raises(SubmissionError) as caught:
-        submit(store, probe, test_set="rexgradient", data_dir=data_dir / "rexgradient")
-    message = str(caught.value)
+    filed = submit(store, probe, test_set="rexgradient", data_dir=data_dir / "rexgradient")
+    assert filed["predictions"]["ids_checked"] is False
+    Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
+    message = store.get_request(filed["id"])["error"]
     assert f"{N - 2} of {N} studies have no prediction" in message and "1 submitted study ids are not in" in message
     assert "RG0" not in message and "GUESS" not in message
+    with pytest.raises(SubmissionError, match="already has 1 submission"):
+        submit(store, write_jsonl(tmp_path / "probe2.jsonl", {"RG0003": "x"}), test_set="rexgradient",
+               data_dir=data_dir / "rexgradient", model_name="model-b")
 
 
 def test_a_coverage_failure_on_a_private_set_names_no_study(tmp_path, private_set):

@@ -109,10 +109,12 @@ class WeightsUnavailable(AdvisedError):
             listed = ", ".join(others)
             if terms == "cli":
                 return (f"{outer} also lacks {listed}. Fetch all it needs where the Hub is reachable with "
-                        f"`rexrank weights download {outer}`; `rexrank weights status {outer}` shows each one "
-                        "with the option that points at a local copy")
+                        f"`rexrank weights download {outer}`; with local copies, pass `{setting}` for this one, and "
+                        f"`rexrank weights status {outer}` shows each other one with its option")
             return (f"{outer} also lacks {listed}. Fetch all it needs where the Hub is reachable with "
-                    f"rexrank.models.weights.download([{outer!r}]) (command line: rexrank weights download {outer})")
+                    f"rexrank.models.weights.download([{outer!r}]) (command line: rexrank weights download {outer}); "
+                    f"with local copies, pass {setting} for this one and the others' options as "
+                    f"rexrank.models.weights.status([{outer!r}]) lists them")
         if terms == "cli":
             if ours:
                 return (f"Fetch it where the Hub is reachable with `rexrank weights download {outer}`, or download it "

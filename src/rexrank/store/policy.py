@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rexrank.errors import SubmissionError
 from rexrank.input_limits import check_texts
-from rexrank.store.names import check_submitter, check_visible, display, name_key, same_name
+from rexrank.store.names import check_name, check_one_script, check_submitter, check_url, display, name_key, same_name
 from rexrank.store.records import CANCELLED, FAILED, REFUSED, VALIDATION, iso, parse_iso
 
 
@@ -17,7 +17,8 @@ from rexrank.store.records import CANCELLED, FAILED, REFUSED, VALIDATION, iso, p
 @dataclass(frozen=True)
 class Quota:
     """At most `limit` submissions per submitter, test set and track in `days` days
-    (FAILED requests do not count, except failed validation on a private test set).
+    (FAILED requests do not count, except cancelled ones and failed validation on a
+    private test set).
     `limit <= 0` disables the quota."""
 
     limit: int = 1
@@ -44,12 +45,22 @@ def same_submitter(a: str, b: str) -> bool:
     return name_key(a) == name_key(b)
 
 
+def is_private(test_set: str) -> bool:
+    """From the test-set registry, never from a request (whose writer chose its fields)."""
+    from rexrank.testsets.registry import TEST_SETS
+
+    spec = TEST_SETS.get(test_set)
+    return bool(spec is not None and spec.private)
+
+
 def counts_for_quota(request: dict) -> bool:
-    """FAILED requests do not use up the quota, except a private test set's failed
-    validation: otherwise each failed probe would be a free question about its studies."""
+    """FAILED requests do not use up the quota, except a cancelled one (cancelling must not
+    be a way to retry for free) and a private test set's failed validation: otherwise each
+    failed probe would be a free question about its studies."""
     if request["status"] != FAILED:
         return True
-    return bool(request.get("private")) and request.get("failure_kind") == VALIDATION
+    kind = request.get("failure_kind")
+    return kind == CANCELLED or (kind == VALIDATION and is_private(request["test_set"]))
 
 
 def check_quota(requests: list[dict], *, submitter: str, test_set: str, track: str, now: float, quota: Quota) -> None:
@@ -129,11 +140,14 @@ def check_owner(requests: list[dict], results: list[dict], *, model_name: str, s
 
 
 def check_names(*, model_name: str, submitter: str, institution: str = "", model_url: str = "") -> None:
-    """Names as the leaderboard can show them: visible characters only; a submitter is a
-    Hub user or organisation name."""
+    """Names as the leaderboard can show them (rexrank.store.names: the visible repertoire,
+    nothing a spreadsheet reads as a formula); a submitter is a Hub user or organisation
+    name; a model URL is http(s)."""
     check_submitter(submitter)
-    for label, value in (("model name", model_name), ("institution", institution), ("model URL", model_url)):
-        check_visible(label, value or "")
+    check_name("model name", model_name)
+    if institution:
+        check_name("institution", institution)
+    check_url("model URL", model_url or "")
 
 
 def check_policy(
@@ -148,6 +162,8 @@ def check_policy(
                     test_set=request["test_set"], track=request["track"])
     check_quota(earlier, submitter=request["submitter"], test_set=request["test_set"], track=request["track"],
                 now=now, quota=quota)
+    for label, value in (("model name", request["model_name"]), ("institution", request.get("institution") or "")):
+        check_one_script(label, value)
 
 
 def check_approved(approved: list[str] | None, *, submitter: str, test_set: str) -> None:

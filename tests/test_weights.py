@@ -219,7 +219,7 @@ def put_file(cache, repo_id, revision, filename, content: bytes, *, blob: str | 
 
 def test_status_of_sembscore_cached_missing_and_wrong_bytes(hub_cache, capsys):
     from rexrank.models import chexbert as C
-    from rexrank.models.pins import RRG_SCORERS_SHA256
+    from rexrank.catalogue import RRG_SCORERS_SHA256
 
     pinned = RRG_SCORERS_SHA256["chexbert.pth"]
     # stored under its pinned content address: trusted as the official file without re-reading
@@ -270,7 +270,7 @@ def test_radgraph_encoder_is_read_from_the_cached_archive(hub_cache, tmp_path):
     import io
     import tarfile
 
-    from rexrank.models.pins import RRG_SCORERS_REPO, RRG_SCORERS_REVISION, radgraph_encoder_revision
+    from rexrank.catalogue import RRG_SCORERS_REPO, RRG_SCORERS_REVISION, radgraph_encoder_revision
 
     encoder = "microsoft/BiomedVLP-CXR-BERT-general"
     config = json.dumps({"model": {"embedder": {"token_embedders": {"bert": {"model_name": encoder}}}}}).encode()
@@ -326,12 +326,15 @@ def publish(hub, repo_id: str, files: dict[str, bytes]) -> str:
 
 
 def test_download_fetches_a_model_folder_and_verifies_it(fake_hub, monkeypatch, capsys):
-    import rexrank.metrics.bertscore as bertscore
+    from dataclasses import replace
+
+    from rexrank import catalogue
 
     files = {"config.json": b'{"model_type": "roberta"}', "vocab.json": b"{}", "merges.txt": b"#version: 0.2\n",
              "model.safetensors": b"weights" * 100, "pytorch_model.bin": b"same weights, other format", "tf_model.h5": b"tf"}
-    commit = publish(fake_hub, bertscore.DEFAULT_MODEL, files)
-    monkeypatch.setattr(bertscore, "DEFAULT_REVISION", commit)
+    commit = publish(fake_hub, catalogue.DISTILROBERTA.repo_id, files)
+    (need,) = catalogue.METRIC_NEEDS["bertscore"]
+    monkeypatch.setitem(catalogue.METRIC_NEEDS, "bertscore", (replace(need, checkpoint=replace(need.checkpoint, revision=commit)),))
     assert weights.status(["bertscore"])[0].state == weights.MISSING
     assert main(["weights", "download", "bertscore"]) == 0
     out = capsys.readouterr().out

@@ -146,6 +146,9 @@ RATE_NER = Checkpoint("Angelakeke/RaTE-NER-Deberta", "66d4b8189374f9b137e1b86339
                       size="about 0.7 GB")
 BIOLORD = Checkpoint("FremyCompany/BioLORD-2023-C", "bbe32ad7713d398847c80f9699c72df16a44f4ad",
                      licence="other: ihtsdo-and-nlm-licences (UMLS / SNOMED CT terms)", size="about 0.4 GB")
+# Stanza keeps its models in its own folder and fetches the release matching its own version
+STANZA_RADIOLOGY = Checkpoint("stanfordnlp/stanza-en", "the installed stanza's release", licence="Apache-2.0",
+                              size="about 0.4 GB (radiology NER, its character LMs and word vectors, tokenizer)")
 GREEN = Checkpoint("StanfordAIMI/GREEN-radllama2-7b", "main",  # revision not pinned: the official runs load main
                    licence="llama2 (model card of StanfordAIMI/GREEN-RadLlama2-7b)", size="about 13.5 GB")
 
@@ -157,7 +160,8 @@ class Need:
     """One checkpoint a metric loads, and the option of `component` that points at a local copy.
 
     kind: "file" (one file, `checkpoint.filename`), "model" (config + tokenizer + weights),
-    "tokenizer" (config + tokenizer) or "snapshot" (the whole repository).
+    "tokenizer" (config + tokenizer), "snapshot" (the whole repository) or "stanza" (Stanza's
+    own resources folder, filled by Stanza's downloader).
     named_in: for a checkpoint named inside another one (RadGraph's encoder, named in its
     archive's config), that other checkpoint; `checkpoint` is then None until it is read.
     """
@@ -195,6 +199,8 @@ LLM_ENDPOINT_METRICS = ("fineradscore", "spec_cxr")  # judged by a served LLM: n
 # metric -> the checkpoints it loads with its default options (every registered metric is a key)
 METRIC_NEEDS: dict[str, tuple[Need, ...]] = {
     "bleu2": (),
+    "rouge": (),
+    "temporal_f1": (Need(STANZA_RADIOLOGY, "stanza_dir", "stanza", "Stanza radiology NER (ner='stanza')", "temporal_f1"),),
     "bertscore": _BERTSCORE,
     "sembscore": _SEMBSCORE,
     "radgraph": radgraph_needs(),

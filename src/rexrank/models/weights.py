@@ -102,6 +102,10 @@ class NeedStatus:
         return option_for(self.metric, self.need, value, terms=terms)
 
     def download_command(self, *, terms: str | None = None) -> str:
+        if self.need.kind == "stanza":
+            from rexrank.models.stanza_ner import download_command as stanza_command
+
+            return stanza_command()
         return download_command(self.need.checkpoint, self.need.files, terms=terms) if self.need.checkpoint else ""
 
 
@@ -123,6 +127,8 @@ def _status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
         return NeedStatus(metric, need, UNKNOWN)  # its label says why
     if need.kind == "file":
         return _file_status(metric, need, verify=verify)
+    if need.kind == "stanza":
+        return _stanza_status(metric, need)
     if need.kind == "snapshot":
         return _snapshot_status(metric, need, verify=verify)
     return _folder_status(metric, need, verify=verify)
@@ -183,6 +189,17 @@ def _snapshot_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
         if problem:
             return NeedStatus(metric, need, WRONG_HASH, local, size, problem)
     return NeedStatus(metric, need, CACHED, local, size, f"{len(files)} files" + (", verified" if verify else ""))
+
+
+def _stanza_status(metric: str, need: Need) -> NeedStatus:
+    from rexrank.models.stanza_ner import LANG, installed_version, is_cached, resources_dir
+
+    folder = resources_dir()
+    if not is_cached():
+        return NeedStatus(metric, need, MISSING, detail=f"not in {folder}")
+    files = [p for p in (folder / LANG).rglob("*") if p.is_file()]
+    return NeedStatus(metric, need, CACHED, folder, sum(p.stat().st_size for p in files),
+                      f"{len(files)} files, stanza {installed_version() or 'not installed'}")
 
 
 def _hash_problem(path: Path, pinned: str | None, *, verify: bool) -> str:
@@ -258,6 +275,16 @@ def fetch_need(metric: str, need: Need) -> NeedStatus:
     if before.state == CACHED:
         return before
     try:
+        if need.kind == "stanza":
+            from rexrank.models.stanza_ner import download as stanza_download
+
+            try:
+                stanza_download()
+            except MetricError as exc:  # stanza itself is not installed
+                return NeedStatus(metric, need, MISSING, detail=str(exc))
+            except Exception as exc:  # stanza's downloader: HTTP, transport and disk errors alike
+                return NeedStatus(metric, need, MISSING, detail=f"cannot be fetched ({type(exc).__name__}: {exc})")
+            return _status(metric, need, verify=True)
         if need.kind in ("file", "snapshot"):
             fetch(checkpoint, option=need.option, force=before.state == WRONG_HASH)
         else:

@@ -31,7 +31,7 @@ def documented_options(text: str) -> list[str]:
 
 def test_every_metric_has_a_module():
     assert NAMES == ["bertscore", "bleu2", "fineradscore", "green", "radcliq", "radgraph", "ratescore", "rouge",
-                     "sembscore", "spec_cxr", "temporal_f1"]
+                     "sembscore", "spec_cxr", "srr_bert", "temporal_f1"]
 
 
 @pytest.mark.parametrize("name", NAMES)

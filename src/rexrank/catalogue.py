@@ -146,6 +146,12 @@ RATE_NER = Checkpoint("Angelakeke/RaTE-NER-Deberta", "66d4b8189374f9b137e1b86339
                       size="about 0.7 GB")
 BIOLORD = Checkpoint("FremyCompany/BioLORD-2023-C", "bbe32ad7713d398847c80f9699c72df16a44f4ad",
                      licence="other: ihtsdo-and-nlm-licences (UMLS / SNOMED CT terms)", size="about 0.4 GB")
+# SRR-BERT (Delbrouck et al., ACL 2025), as RadEval loads it: revision not pinned (no commit of it could be
+# read where this was written; RadEval loads main), tokenizer CXR-BERT-general (pinned above)
+SRR_BERT = Checkpoint("StanfordAIMI/SRR-BERT-Leaves-with-Statuses", "main", licence="see its model card (StanfordAIMI)",
+                      size="about 0.4 GB (a BERT-base classifier)")
+PUNKT_TAB = Checkpoint("nltk_data/tokenizers/punkt_tab", "NLTK's downloader", licence="Apache-2.0 (NLTK data)",
+                       size="about 5 MB")
 # Stanza keeps its models in its own folder and fetches the release matching its own version
 STANZA_RADIOLOGY = Checkpoint("stanfordnlp/stanza-en", "the installed stanza's release", licence="Apache-2.0",
                               size="about 0.4 GB (radiology NER, its character LMs and word vectors, tokenizer)")
@@ -160,8 +166,9 @@ class Need:
     """One checkpoint a metric loads, and the option of `component` that points at a local copy.
 
     kind: "file" (one file, `checkpoint.filename`), "model" (config + tokenizer + weights),
+    "weights" (config + weights, the tokenizer coming from elsewhere),
     "tokenizer" (config + tokenizer), "snapshot" (the whole repository) or "stanza" (Stanza's
-    own resources folder, filled by Stanza's downloader).
+    own resources folder, filled by Stanza's downloader) or "nltk" (NLTK data, its downloader).
     named_in: for a checkpoint named inside another one (RadGraph's encoder, named in its
     archive's config), that other checkpoint; `checkpoint` is then None until it is read.
     """
@@ -176,8 +183,8 @@ class Need:
 
     @property
     def files(self) -> tuple[str, ...]:
-        if self.kind in ("model", "tokenizer"):
-            return model_files(weights=self.kind == "model")
+        if self.kind in ("model", "tokenizer", "weights"):
+            return model_files(weights=self.kind != "tokenizer", tokenizer=self.kind != "weights")
         return ()
 
     def label(self) -> str:
@@ -200,6 +207,9 @@ LLM_ENDPOINT_METRICS = ("fineradscore", "spec_cxr")  # judged by a served LLM: n
 METRIC_NEEDS: dict[str, tuple[Need, ...]] = {
     "bleu2": (),
     "rouge": (),
+    "srr_bert": (Need(SRR_BERT, "model_path", "weights", "SRR-BERT classifier (revision not pinned)", "srr_bert"),
+                 Need(CXR_BERT_GENERAL, "tokenizer_path", "tokenizer", "CXR-BERT tokenizer", "srr_bert"),
+                 Need(PUNKT_TAB, "", "nltk", "NLTK English sentence splitter (punkt_tab)", "srr_bert")),
     "temporal_f1": (Need(STANZA_RADIOLOGY, "stanza_dir", "stanza", "Stanza radiology NER (ner='stanza')", "temporal_f1"),),
     "bertscore": _BERTSCORE,
     "sembscore": _SEMBSCORE,

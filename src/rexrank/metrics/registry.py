@@ -16,6 +16,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "radcliq": ("rexrank.metrics.radcliq:RadCliQ", "models"),
     "radgraph": ("rexrank.metrics.radgraph:RadGraph", "models"),
     "ratescore": ("rexrank.metrics.ratescore:RaTEScore", "models"),
+    "srr_bert": ("rexrank.metrics.srr_bert:SRRBert", "models"),
     "green": ("rexrank.metrics.green:Green", "models"),  # transformers by default; openai for an endpoint
     "fineradscore": ("rexrank.metrics.fineradscore:FineRadScore", "llm"),
     "spec_cxr": ("rexrank.metrics.spec_cxr:SpecCxr", "llm"),

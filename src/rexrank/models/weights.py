@@ -94,7 +94,10 @@ class NeedStatus:
     detail: str = ""
 
     def local_option(self, *, terms: str | None = None) -> str:
-        """The option pointing at the cached copy, or at DIR after `hf download`."""
+        """The option pointing at the cached copy, or at DIR after `hf download` ('' when
+        no option can: NLTK data is found on NLTK's own search path)."""
+        if not self.need.option:
+            return ""
         if self.state == CACHED and self.path is not None:
             return option_for(self.metric, self.need, str(self.path), terms=terms)
         checkpoint = self.need.checkpoint
@@ -106,6 +109,8 @@ class NeedStatus:
             from rexrank.models.stanza_ner import download_command as stanza_command
 
             return stanza_command()
+        if self.need.kind == "nltk":
+            return "python -m nltk.downloader punkt_tab"
         return download_command(self.need.checkpoint, self.need.files, terms=terms) if self.need.checkpoint else ""
 
 
@@ -129,6 +134,8 @@ def _status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
         return _file_status(metric, need, verify=verify)
     if need.kind == "stanza":
         return _stanza_status(metric, need)
+    if need.kind == "nltk":
+        return _nltk_status(metric, need)
     if need.kind == "snapshot":
         return _snapshot_status(metric, need, verify=verify)
     return _folder_status(metric, need, verify=verify)
@@ -158,9 +165,9 @@ def _folder_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
     lacking = []
     if CONFIG_FILE not in found:
         lacking.append(CONFIG_FILE)
-    if not any(n in found for n in TOKENIZER_FILES):
+    if need.kind != "weights" and not any(n in found for n in TOKENIZER_FILES):
         lacking.append("tokenizer files")
-    if need.kind == "model" and not any(n in found for n in WEIGHT_FILES):
+    if need.kind in ("model", "weights") and not any(n in found for n in WEIGHT_FILES):
         lacking.append(" or ".join(WEIGHT_FILES))
     size = sum(p.stat().st_size for p in found.values()) if found else None
     folder = found[CONFIG_FILE].parent if CONFIG_FILE in found else None
@@ -200,6 +207,19 @@ def _stanza_status(metric: str, need: Need) -> NeedStatus:
     files = [p for p in (folder / LANG).rglob("*") if p.is_file()]
     return NeedStatus(metric, need, CACHED, folder, sum(p.stat().st_size for p in files),
                       f"{len(files)} files, stanza {installed_version() or 'not installed'}")
+
+
+def _nltk_status(metric: str, need: Need) -> NeedStatus:
+    import nltk
+
+    from rexrank.models.srr_bert import PUNKT
+
+    try:
+        found = Path(str(nltk.data.find(PUNKT)))
+    except LookupError:
+        return NeedStatus(metric, need, MISSING, detail="not on NLTK's data path")
+    files = [p for p in found.rglob("*") if p.is_file()]
+    return NeedStatus(metric, need, CACHED, found, sum(p.stat().st_size for p in files), f"{len(files)} files")
 
 
 def _hash_problem(path: Path, pinned: str | None, *, verify: bool) -> str:
@@ -275,6 +295,12 @@ def fetch_need(metric: str, need: Need) -> NeedStatus:
     if before.state == CACHED:
         return before
     try:
+        if need.kind == "nltk":
+            import nltk
+
+            if not nltk.download("punkt_tab", quiet=True, raise_on_error=True):
+                return NeedStatus(metric, need, MISSING, detail="NLTK's downloader could not fetch punkt_tab")
+            return _status(metric, need, verify=True)
         if need.kind == "stanza":
             from rexrank.models.stanza_ner import download as stanza_download
 
@@ -300,7 +326,8 @@ def _fetch_folder(need: Need, *, force: bool) -> None:
     from huggingface_hub import snapshot_download
 
     checkpoint = need.checkpoint
-    rounds = [[CONFIG_FILE, *TOKENIZER_FILES]] + ([[name] for name in WEIGHT_FILES] if need.kind == "model" else [])
+    first = [CONFIG_FILE] if need.kind == "weights" else [CONFIG_FILE, *TOKENIZER_FILES]
+    rounds = [first] + ([[name] for name in WEIGHT_FILES] if need.kind in ("model", "weights") else [])
     for patterns in rounds:
         try:
             folder = Path(snapshot_download(checkpoint.repo_id, revision=checkpoint.revision, allow_patterns=patterns,

@@ -58,6 +58,7 @@ def test_per_study_equals_official_rouge_score_on_iu_xray():
 def test_tokens_are_rouge_scores():
     # non-alphanumerics split words; only words longer than 3 characters are stemmed
     assert tokenize("Effusions, RE-demonstrated; lungs/were 2.5cm") == ["effus", "re", "demonstr", "lung", "were", "2", "5cm"]
+    assert tokenize("Effusion was seen, has ribs") == ["effus", "was", "seen", "has", "rib"]  # "was" is not "wa"
     assert tokenize("Effusions were", stem=False) == ["effusions", "were"]
     assert tokenize("... ---") == []
 

@@ -36,6 +36,7 @@ def tiny_model(tmp_path_factory):
 
 def _metric(tiny_model, **options):
     model_dir, tokenizer_dir = tiny_model
+    options = {"cache": False, **options}
     return SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", progress=False, **options)
 
 
@@ -98,6 +99,18 @@ def test_each_distinct_sentence_is_classified_once(tiny_model, stand_in_splitter
     metric.labeler.labels = lambda texts, **kw: seen.extend(texts) or labels(texts, **kw)
     metric.score(["No effusion. Heart normal.", "No effusion."], ["Heart normal.", "No effusion. Heart normal."])
     assert sorted(seen) == ["Heart normal.", "No effusion."]
+
+
+def test_references_come_from_the_reference_cache_on_a_second_submission(tiny_model, stand_in_splitter, tmp_path):
+    refs = ["No effusion. Heart normal.", "Mild edema."]
+    first = _metric(tiny_model, cache=True, cache_dir=str(tmp_path)).score(["Heart normal.", "No edema."], refs)
+    metric = _metric(tiny_model, cache=True, cache_dir=str(tmp_path))
+    seen = []
+    labels = metric.labeler.labels
+    metric.labeler.labels = lambda texts, **kw: seen.extend(texts) or labels(texts, **kw)
+    again = metric.score(["Heart normal.", "No edema."], refs)
+    assert seen == ["Heart normal.", "No edema."]  # the predictions' sentences only
+    np.testing.assert_array_equal(again.primary, first.primary)
 
 
 def test_missing_sentence_model_fails_fast_naming_the_fix(monkeypatch):

@@ -10,7 +10,8 @@ its reference.
   labels, zero_division=0)` "weighted avg" precision, recall and F1 over all studies.
 The primary per-study column `srr_bert` is the per-study F1 (the leaderboard shows its mean);
 the corpus value `srr_bert` is the weighted F1 RadEval reports.
-Each distinct sentence is classified once per run.
+Each distinct sentence is classified once per run; the references' labels are kept in the
+reference cache (keyed by the loaded files), so a second submission classifies only its own.
 """
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ class SRRBert(Metric):
 
     def __init__(self, model: str = SRR_BERT.repo_id, revision: str = SRR_BERT.revision, model_path: str | None = None,
                  tokenizer_path: str | None = None, batch_size: int = 32, device: str | None = None,
-                 progress: bool = True, run_context=None):
+                 cache: bool = True, cache_dir: str | None = None, progress: bool = True, run_context=None):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise MetricError(f"srr_bert: batch_size must be a positive integer, got {batch_size!r}")
         self.checkpoint = Checkpoint(model, revision, path=model_path, licence=SRR_BERT.licence)
@@ -85,6 +86,8 @@ class SRRBert(Metric):
                           else CXR_BERT_GENERAL)
         self.batch_size = batch_size
         self.device = device
+        self.cache = cache
+        self.cache_dir = cache_dir
         self.progress = progress
         self.run_context = run_context
         self._labeler = None
@@ -103,7 +106,7 @@ class SRRBert(Metric):
                 self.batch_size, self.device)
 
     def run_key(self) -> Any:
-        return (self.name, self._model_key())
+        return (self.name, self._model_key(), self.cache, self.cache_dir)
 
     @property
     def labeler(self):
@@ -114,6 +117,22 @@ class SRRBert(Metric):
             self._labeler = shared_model(self._model_key(), lambda: SRRBertLabeler(
                 self.checkpoint, self.tokenizer, device=self.device, batch_size=self.batch_size))
         return self._labeler
+
+    def all_labels(self, predictions: list[str], references: list[str]) -> dict[str, np.ndarray]:
+        """Every distinct report's labels: references from the on-disk reference cache where it
+        has them, the rest in one pass (a sentence in both sides is classified once)."""
+        import nltk
+
+        from rexrank.refcache import ReferenceCache
+
+        cache = ReferenceCache(f"srr_bert/v1/{self.labeler.identity}/nltk-{nltk.__version__}", self.cache_dir,
+                               enabled=self.cache)
+        known = {t: cache.get(t) for t in dict.fromkeys(references)}
+        missing = [t for t, v in known.items() if v is None]
+        computed = self.report_labels(missing + predictions)
+        for text in missing:
+            cache.put(text, computed[text])
+        return {**{t: v for t, v in known.items() if v is not None}, **computed}
 
     def report_labels(self, texts: list[str]) -> dict[str, np.ndarray]:
         """Each distinct report's labels: the union over its sentences' labels."""
@@ -132,7 +151,10 @@ class SRRBert(Metric):
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         if not predictions:
             return self._result_from_columns({self.name: [], "srr_bert_precision": [], "srr_bert_recall": []})
-        labels = self.report_labels(predictions + references)
+        from rexrank.models.srr_bert import require_punkt
+
+        require_punkt()
+        labels = self.all_labels(predictions, references)
         hyps = np.array([labels[t] for t in predictions]).reshape(len(predictions), -1)
         refs = np.array([labels[t] for t in references]).reshape(len(references), -1)
         precision, recall, f1 = per_study_prf(refs, hyps)

@@ -73,8 +73,12 @@ class SRRBertLabeler:
         from rexrank.models.checkpoints import pick_device
         from rexrank.models.encoders import fetch_files
 
+        from rexrank.models.encoders import folder_fingerprint
+
         model_dir = fetch_files(checkpoint, option="model_path", tokenizer=False)
         tokenizer_dir = fetch_files(tokenizer, option="tokenizer_path", weights=False)
+        # names the loaded files (the classifier's revision is not pinned): keys the reference cache
+        self.identity = f"{folder_fingerprint(model_dir)}-{folder_fingerprint(tokenizer_dir)}"
         self.device = pick_device(device)  # imports torch: after the weights are found
         from transformers import BertForSequenceClassification, BertTokenizer
 

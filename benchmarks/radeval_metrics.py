@@ -1,9 +1,10 @@
 """Cold and warm time of RadEval's metrics in rexrank (ROUGE, Temporal F1, SRR-BERT) on
 synthetic report pairs (default 200).
 
-- cold: a fresh metric instance, nothing loaded (SRR-BERT: its model is read from disk);
-- warm: a second `score` of the same instance on new predictions (model loaded; what the
-  next submission on a loaded worker costs);
+- cold: a fresh metric instance, nothing loaded (SRR-BERT: its model is read from disk, its
+  reference cache is empty);
+- warm: a second `score` of the same instance on new predictions (model loaded, SRR-BERT's
+  references from its reference cache: what the next submission on a loaded worker costs);
 - SRR-BERT bare: loading the same model and one batched forward pass over the distinct
   sentences (batches of 32, tokenisation included), nothing else: the floor.
 SRR-BERT runs a random-weight model of the real architecture (bert-base BertConfig,
@@ -93,6 +94,7 @@ def main() -> None:
         rows: dict[str, list[tuple[float, float]]] = {name: [] for name in options}
         bare = []
         for r in range(args.rounds):
+            options["srr_bert"]["cache_dir"] = str(Path(tmp) / f"cache-{r}")  # empty for each cold run
             for name, opts in options.items():
                 shared.clear()
                 metric = get_metric(name, **opts)

@@ -10,6 +10,7 @@ import os
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -299,7 +300,11 @@ def test_default_needs_are_what_the_metrics_load():
     assert [n.checkpoint for n in weights.default_needs("ratescore")] == [rate.ner, rate.embedding]
     green = get_metric("green")
     assert weights.default_needs("green")[0].checkpoint.repo_id == green.settings.model
+    srr = get_metric("srr_bert")
+    assert [n.checkpoint for n in weights.default_needs("srr_bert")[:2]] == [srr.checkpoint, srr.tokenizer]
+    assert [n.kind for n in weights.default_needs("temporal_f1")] == ["stanza"]
     assert weights.default_needs("bleu2") == [] and weights.default_needs("spec_cxr") == []
+    assert weights.default_needs("rouge") == []
     with pytest.raises(MetricError, match="unknown metric"):
         weights.default_needs("bleu4")
 
@@ -397,3 +402,38 @@ def test_download_radgraph_xl_fetches_its_archive_too(fake_hub, monkeypatch, cap
     asked.clear()
     main(["weights", "download", "bleu2"])
     assert asked == []
+
+
+def test_download_fetches_stanza_and_nltk_data_with_their_own_downloaders(fake_hub, monkeypatch, tmp_path, capsys):
+    """temporal_f1's Stanza model and srr_bert's punkt_tab live outside the hub cache: status
+    looks where Stanza and NLTK look, download calls their downloaders (stand-ins here)."""
+    import sys
+    import types
+
+    import nltk
+
+    resources, nltk_dir = tmp_path / "stanza", tmp_path / "nltk_data"
+    monkeypatch.setenv("STANZA_RESOURCES_DIR", str(resources))
+    monkeypatch.setattr(nltk.data, "path", [str(nltk_dir)])
+
+    def stanza_download(lang, model_dir, package, processors, verbose):
+        assert (lang, package, processors) == ("en", "radiology", {"tokenize": "default", "ner": "radiology"})
+        (Path(model_dir) / "en" / "ner").mkdir(parents=True)
+        (Path(model_dir) / "en" / "ner" / "radiology.pt").write_bytes(b"w" * 10)
+        (Path(model_dir) / "resources.json").write_text("{}")
+
+    def nltk_download(name, quiet, raise_on_error):
+        (nltk_dir / "tokenizers" / "punkt_tab" / "english").mkdir(parents=True)
+        (nltk_dir / "tokenizers" / "punkt_tab" / "english" / "sent_starters.txt").write_text("the\n")
+        return True
+
+    monkeypatch.setitem(sys.modules, "stanza", types.SimpleNamespace(__version__="1.10.1", download=stanza_download))
+    monkeypatch.setattr(nltk, "download", nltk_download)
+    assert [s.state for s in weights.status(["temporal_f1"])] == [weights.MISSING]
+    assert main(["weights", "status", "temporal_f1"]) == 1
+    assert "rexrank weights download temporal_f1" in capsys.readouterr().out
+    statuses = weights.download(["temporal_f1"])
+    assert [s.state for s in statuses] == [weights.CACHED] and str(resources) in str(statuses[0].path)
+    punkt = [s for s in weights.status(["srr_bert"]) if s.need.kind == "nltk"]
+    assert [s.state for s in punkt] == [weights.MISSING]
+    assert weights.fetch_need("srr_bert", punkt[0].need).state == weights.CACHED

@@ -145,6 +145,22 @@ _register(
     Mutant("input-byte-cap", "byte cap checked at 4x the limit before opening (the file is opened and read)",
            "src/rexrank/input_limits.py", "    if st.st_size > cap:\n", "    if st.st_size > cap * 4:\n",
            ("tests/test_input_limits.py::test_text_files_are_read_with_a_byte_cap",)),
+# ---- issue 22 (i22m): ROUGE, Temporal F1 and SRR-BERT formulas ----------------------------------
+_register(
+    Mutant("rouge-stemmer-off", "ROUGE's default without the Porter stemmer (rouge_score's own default, not RadEval's)",
+           "src/rexrank/metrics/rouge.py", "def __init__(self, use_stemmer: bool = True):",
+           "def __init__(self, use_stemmer: bool = False):",
+           ("tests/test_rouge.py::test_per_study_equals_official_rouge_score_on_iu_xray",)),
+    Mutant("temporal-empty-reference", "Temporal F1 gives 0 instead of epsilon when only the prediction has temporal words",
+           "src/rexrank/metrics/temporal_f1.py", "return 1.0 if not prediction else epsilon",
+           "return 1.0 if not prediction else 0.0",
+           ("tests/test_temporal_f1.py::test_per_study_equals_radeval_where_cleanup_and_ner_disagree",)),
+    Mutant("srr-bert-per-study-f1", "SRR-BERT per-study F1 without RadEval's eps in the denominator",
+           "src/rexrank/metrics/srr_bert.py", "2 * tp / (2 * tp + fp + fn + eps)", "2 * tp / np.maximum(2 * tp + fp + fn, 1)",
+           ("tests/test_srr_bert.py::test_per_study_and_corpus_equal_radeval_on_iu_xray",)),
+    Mutant("srr-bert-weighted-by-predictions", "SRR-BERT corpus F1 weighted by predicted instead of reference label counts",
+           "src/rexrank/metrics/srr_bert.py", "weights = support / support.sum()", "weights = predicted / max(predicted.sum(), 1)",
+           ("tests/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",)),
 )
 
 

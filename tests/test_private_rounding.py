@@ -116,7 +116,8 @@ EXPECTED_DECIMALS = {  # column: {n: (mean, ci95)}
 EXPECTED_RANGE = {"bleu2": (0, 1), "radgraph": (0, 1), "ratescore": (0, 1), "green": (0, 1),
                   "bertscore": (-1, 1), "sembscore": (-1, 1), "fineradscore": (0, 4),
                   "fineradscore_no_error": (0, 1), "fineradscore_no_actionable_error": (0, 1),
-                  "fineradscore_no_significant_error": (0, 1), "radcliq": (-1.4407, 5.0958)}
+                  "fineradscore_no_significant_error": (0, 1), "radcliq": (-1.4407, 5.0958),
+                  "rouge": (0, 1), "temporal_f1": (0, 1), "srr_bert": (0, 1)}
 
 
 def test_the_published_precision_hides_one_study_for_any_size():

@@ -56,6 +56,19 @@ LLM = {
 
 OPTIONS: dict[str, dict[str, str]] = {
     "bleu2": {},
+    "rouge": {
+        "use_stemmer": "Porter-stem words longer than 3 characters before matching (RadEval: on; rouge_score's own default: off).",
+    },
+    "temporal_f1": {
+        "ner": "'stanza' (official: keywords plus Stanza's radiology NER; needs stanza and its model) or 'keywords' (keyword search only, no model).",
+        "stanza_dir": "Stanza resources folder holding the radiology model; None = $STANZA_RESOURCES_DIR or ~/stanza_resources.",
+    },
+    "srr_bert": {
+        "model": "SRR-BERT hub id (default: StanfordAIMI/SRR-BERT-Leaves-with-Statuses, as RadEval).",
+        "revision": "its hub revision (RadEval loads main; not pinned).",
+        "model_path": "local folder with the classifier's config and weights; wins over the hub.",
+        "tokenizer_path": "local folder with the CXR-BERT-general tokenizer; None = microsoft/BiomedVLP-CXR-BERT-general at its pinned commit.",
+    },
     "bertscore": {
         "model": "hub id or local folder of the encoder (default: distilroberta-base at its pinned commit).",
         "revision": "hub revision of `model`; None = the pinned commit for the default model, else 'main'.",
@@ -120,6 +133,9 @@ OPTIONS: dict[str, dict[str, str]] = {
 
 RETURNS = {
     "bleu2": "bleu2 (corpus mean of the per-study BLEU-2) and per_study (one score per pair, input order).",
+    "rouge": "rouge (mean ROUGE-L F1), rouge1, rouge2, rougeL (means of the per-study F1), per_study (ROUGE-L), per_study_columns (rouge1, rouge2, rougeL), config.",
+    "temporal_f1": "temporal_f1 (mean per-study temporal-entity F1), per_study, config.",
+    "srr_bert": "srr_bert (RadEval's corpus value: weighted F1 over the 163 labels), srr_bert_precision, srr_bert_recall (weighted), srr_bert_mean_f1 (mean of the per-study F1), per_study (F1), per_study_columns (precision, recall), config.",
     "bertscore": "bertscore (mean rescaled F1), bertscore_precision, bertscore_recall, per_study, per_study_columns, config.",
     "sembscore": "sembscore (mean cosine), per_study, details (CheXbert labels and F1 when labels=True), config.",
     "radgraph": "radgraph (mean radgraph_combined), per_study, the entity/relation F1 and reward levels under per_study_columns, config.",
@@ -140,6 +156,19 @@ EXAMPLES = {
     ...                     references=["No pneumothorax or effusion.", "The heart is normal in size."])
     >>> round(out["bleu2"], 4), [round(s, 4) for s in out["per_study"]]
     (0.3491, [0.363, 0.3352])
+''',
+    "rouge": _LOAD.format(var="rouge", name="rouge") + '''    >>> out = rouge.compute(predictions=["No pneumothorax.", "Heart size is normal."],
+    ...                     references=["No pneumothorax or effusion.", "The heart is normal in size."])
+    >>> round(out["rouge1"], 4), round(out["rouge2"], 4), [round(s, 4) for s in out["per_study"]]
+    (0.7333, 0.375, [0.6667, 0.6])
+''',
+    "temporal_f1": _LOAD.format(var="temporal", name="temporal_f1") + '''    >>> out = temporal.compute(predictions=["Stable cardiomegaly. New effusion."],
+    ...                        references=["Unchanged cardiomegaly, new small effusion."], ner="keywords")
+    >>> round(out["temporal_f1"], 4)
+    0.5
+''',
+    "srr_bert": _LOAD.format(var="srr", name="srr_bert") + '''    >>> out = srr.compute(predictions=["Small left pleural effusion."], references=["No pleural effusion."])  # doctest: +SKIP
+    >>> out["srr_bert"], out["per_study"]  # doctest: +SKIP
 ''',
     "bertscore": _LOAD.format(var="bertscore", name="bertscore") + '''    >>> out = bertscore.compute(predictions=["No pneumothorax."], references=["No pneumothorax or effusion."])  # doctest: +SKIP
     >>> out["bertscore"], out["per_study_columns"]["bertscore_precision"]  # doctest: +SKIP

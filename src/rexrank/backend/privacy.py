@@ -126,6 +126,9 @@ PER_STUDY_RANGE: dict[str, tuple[float, float]] = {
     "fineradscore_no_error": (0.0, 1.0),
     "fineradscore_no_actionable_error": (0.0, 1.0),
     "fineradscore_no_significant_error": (0.0, 1.0),
+    "rouge": (0.0, 1.0),  # F1 values
+    "temporal_f1": (0.0, 1.0),
+    "srr_bert": (0.0, 1.0),
 }
 PER_STUDY_RANGE["radcliq"] = _radcliq_v1_range()
 

@@ -67,11 +67,14 @@ def format_status(statuses) -> str:
             if s.detail:
                 info.append(s.detail)
             lines.append("             " + "; ".join(info))
+            option = s.local_option(terms='cli')  # '' where no option points at a copy (NLTK data)
             if s.state == CACHED:
-                lines.append(f"             local copy: {s.local_option(terms='cli')}")
+                if option:
+                    lines.append(f"             local copy: {option}")
             else:
                 lines.append(f"             or fetch elsewhere: {s.download_command(terms='cli')}")
-                lines.append(f"             then: {s.local_option(terms='cli')}")
+                if option:
+                    lines.append(f"             then: {option}")
     return "\n".join(lines)
 
 

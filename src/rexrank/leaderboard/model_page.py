@@ -32,6 +32,9 @@ PER_STUDY_COLUMN = {
     "ratescore": ("ratescore", False),
     "green": ("green", False),
     "fineradscore_inv": ("fineradscore", True),
+    "rouge": ("rouge", False),
+    "temporal_f1": ("temporal_f1", False),
+    "srr_bert": ("srr_bert", False),
 }
 SIGNIFICANCE_RESAMPLES = 1000
 ALPHA = 0.05

@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from rexrank.catalogue import GREEN
 from rexrank.errors import MetricError
 from rexrank.llm import LLMRequest
 from rexrank.metrics.base import MetricResult
@@ -40,7 +41,7 @@ from rexrank.metrics.green_text import (
 )
 from rexrank.metrics.llm_common import LLMMetric, failure_report
 
-DEFAULT_MODEL = "StanfordAIMI/GREEN-radllama2-7b"
+DEFAULT_MODEL = GREEN.repo_id
 TOTAL_LENGTH = 2048
 FALLBACK_MAX_TOKENS = 1024  # completions endpoint without a local tokenizer (see card)
 UNPARSEABLE = ("zero", "fail")
@@ -62,7 +63,7 @@ class Green(LLMMetric):
     higher_is_better = True
     default_backend = "transformers"
     default_model = DEFAULT_MODEL
-    backend_kwargs = {"licence": "llama2 (model card of StanfordAIMI/GREEN-RadLlama2-7b)"}
+    backend_kwargs = {"licence": GREEN.licence}
 
     def __init__(
         self,

@@ -174,7 +174,10 @@ class Green(LLMMetric):
         requests, failures = self._requests(predictions, references)
         sent = [i for i, request in enumerate(requests) if request is not None]
         responses: list = [None] * len(requests)
-        for i, response in zip(sent, runner.run([requests[i] for i in sent], desc="GREEN")):
+        # the official batches of 8 in input order, whole even when some answers are cached or
+        # repeated: each study keeps the neighbours and padded width of an uninterrupted run
+        batches = [i // self.settings.batch_size for i in sent] if self.batching == "official" else None
+        for i, response in zip(sent, runner.run([requests[i] for i in sent], desc="GREEN", batches=batches)):
             responses[i] = response
         n = len(predictions)
         cols = {k: np.full(n, math.nan) for k in ("green", "green_matched_findings", "green_significant_errors", "green_insignificant_errors")}

@@ -161,6 +161,29 @@ _register(
     Mutant("srr-bert-weighted-by-predictions", "SRR-BERT corpus F1 weighted by predicted instead of reference label counts",
            "src/rexrank/metrics/srr_bert.py", "weights = support / support.sum()", "weights = predicted / max(predicted.sum(), 1)",
            ("tests/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",)),
+# ---- issue 23 (i23): GREEN's official batches and template, spaCy's scripts, no-section studies ----
+_register(
+    Mutant("green-resume-batches", "GREEN's runner told nothing of the official batches (cached answers and duplicates dropped)",
+           "src/rexrank/metrics/green.py",
+           'batches = [i // self.settings.batch_size for i in sent] if self.batching == "official" else None',
+           "batches = None",
+           ("tests/test_green_official.py::test_resumed_run_with_duplicates_generates_the_official_batches",)),
+    Mutant("green-template-chained", "GREEN's template filled by chained replace (a reference's {CANDIDATE_REPORT} filled too)",
+           "src/rexrank/metrics/green_text.py",
+           "return _PLACEHOLDER.sub(lambda m: reports[m.group(1)], prompt_template())",
+           'return prompt_template().replace("{REFERENCE_REPORT}", reports["REFERENCE_REPORT"])'
+           '.replace("{CANDIDATE_REPORT}", reports["CANDIDATE_REPORT"])',
+           ("tests/test_green.py::test_prompt_is_filled_in_one_pass_as_the_official_f_string",)),
+    Mutant("ratescore-latin-only", "spaCy's character classes cut to Latin (no Greek, Cyrillic, CJK letters)",
+           "src/rexrank/ratescore/tokens.py", 'for a, b in _CC["ranges"][name])',
+           'for a, b in _CC["ranges"][name] if b < 0x250)',
+           ("tests/test_ratescore_sentences.py",)),
+    Mutant("neither-section-refused", "a study with neither findings nor impression refused again",
+           "src/rexrank/testsets/schema.py",
+           "    findings_impression = findings_impression_reference(raw_findings, raw_impression)",
+           "    if findings is None and impression is None:\n        raise TestSetError(f\"{where}: has neither findings nor impression\")\n"
+           "    findings_impression = findings_impression_reference(raw_findings, raw_impression)",
+           ("tests/test_testsets.py::test_study_with_neither_section_is_kept_as_the_evaluation_script_keeps_it",)),
 )
 
 

@@ -114,6 +114,7 @@ OPTIONS: dict[str, dict[str, str]] = {
         "unparseable": "'zero' (official: a completion without [Matched Findings] scores 0, counted, and is listed as n_unparseable / unparseable_positions in details) or 'fail' (strict: NaN and listed in failures).",
         "batching": "'official' (batches of 8 in input order; completion budget = max_length minus the longest prompt of the batch) or 'by_length' (faster: prompts sorted by length; may differ on long reports).",
         "keep_completions": "return the raw completions in details.",
+        "dtype": "'float16' (official, on every device, CPU included), 'bfloat16' or 'float32'.",
     },
     "fineradscore": {
         "no_actionable_max": "highest severity still counted as 'no actionable error' (0-4).",

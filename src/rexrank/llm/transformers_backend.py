@@ -25,6 +25,7 @@ from rexrank.models.encoders import folder_fingerprint
 class TransformersBackend:
     name = "transformers"
     max_concurrency = 1
+    fixed_batches = True  # generate(batches=...) keeps the given batches
 
     def __init__(
         self,
@@ -107,8 +108,10 @@ class TransformersBackend:
             return tok(text, add_special_tokens=False)["input_ids"]
         raise ValueError(f"unknown request kind {request.kind!r}")
 
-    def generate(self, requests: list[LLMRequest], on_progress=None, on_result=None) -> list[LLMResponse]:
-        """Answers in request order; `on_result(i, response)` for each as its batch ends."""
+    def generate(self, requests: list[LLMRequest], on_progress=None, on_result=None, batches: list[list[int]] | None = None) -> list[LLMResponse]:
+        """Answers in request order; `on_result(i, response)` for each as its batch ends.
+        `batches` (request numbers per batch, each batch one set of params) fixes the
+        batches: their members and so their padded width."""
         self._load()
         on_progress = on_progress or (lambda n: None)
         on_result = on_result or (lambda i, response: None)
@@ -132,21 +135,31 @@ class TransformersBackend:
                 on_progress(1)
                 continue
             ready.append((i, ids))
+        for batch in self._batches(requests, ready, batches):
+            params = requests[batch[0][0]].params
+            if any(requests[i].params != params for i, _ in batch):
+                raise ValueError("a fixed batch mixes generation parameters")
+            for (i, _), response in zip(batch, self._generate_batch([ids for _, ids in batch], dict(requests[batch[0][0]].param_dict))):
+                out[i] = response
+                on_result(i, response)
+            on_progress(len(batch))
+        return out  # type: ignore[return-value]
+
+    def _batches(self, requests, ready: list[tuple[int, list[int]]], fixed: list[list[int]] | None) -> list[list[tuple[int, list[int]]]]:
+        if fixed is not None:
+            ids = dict(ready)  # a prompt that could not be built is out of its batch (reported above)
+            return [[(i, ids[i]) for i in batch if i in ids] for batch in fixed if any(i in ids for i in batch)]
         # requests with identical generation params are batched together, shortest first
         # to keep padding (and thus wasted compute) low, or in their own order
         groups: dict[tuple, list[tuple[int, list[int]]]] = {}
         for i, ids in ready:
             groups.setdefault(requests[i].params, []).append((i, ids))
-        for params, members in groups.items():
+        out = []
+        for members in groups.values():
             if self.sort_by_length:
                 members.sort(key=lambda m: len(m[1]))
-            for start in range(0, len(members), self.settings.batch_size):
-                batch = members[start : start + self.settings.batch_size]
-                for (i, _), response in zip(batch, self._generate_batch([ids for _, ids in batch], dict(requests[batch[0][0]].param_dict))):
-                    out[i] = response
-                    on_result(i, response)
-                on_progress(len(batch))
-        return out  # type: ignore[return-value]
+            out += [members[start : start + self.settings.batch_size] for start in range(0, len(members), self.settings.batch_size)]
+        return out
 
     def _generate_batch(self, batch: list[list[int]], params: dict) -> list[LLMResponse]:
         import torch

@@ -15,6 +15,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "radgraph": ("rexrank.metrics.radgraph:RadGraph", "models"),
     "ratescore": ("rexrank.metrics.ratescore:RaTEScore", "models"),
     "green": ("rexrank.metrics.green:Green", "models"),  # transformers by default; openai for an endpoint
+    "crimson": ("rexrank.metrics.crimson:Crimson", "models"),  # transformers by default; openai for an endpoint
     "fineradscore": ("rexrank.metrics.fineradscore:FineRadScore", "llm"),
     "spec_cxr": ("rexrank.metrics.spec_cxr:SpecCxr", "llm"),
 }

@@ -22,8 +22,8 @@ from rexrank.models.advice import EndpointUnreachable, WeightsUnavailable, cli_t
 from rexrank.models.checkpoints import Checkpoint
 
 EXAMPLE_PREDICTIONS = str(data_path("example_predictions.json"))
-MODEL_METRICS = ("bertscore", "sembscore", "radgraph", "radcliq", "ratescore", "green")
-LLM_METRICS = ("green", "fineradscore", "spec_cxr")
+MODEL_METRICS = ("bertscore", "sembscore", "radgraph", "radcliq", "ratescore", "green", "crimson")
+LLM_METRICS = ("green", "crimson", "fineradscore", "spec_cxr")
 # The goal is 3 s (benchmarks/offline_failure.py measures it); tests only tell one short probe
 # from the clients' retries (23 s a file for the Hub, a minute a study for an LLM endpoint), with
 # room for a busy machine.
@@ -299,6 +299,8 @@ def test_default_needs_are_what_the_metrics_load():
     assert [n.checkpoint for n in weights.default_needs("ratescore")] == [rate.ner, rate.embedding]
     green = get_metric("green")
     assert weights.default_needs("green")[0].checkpoint.repo_id == green.settings.model
+    crimson = get_metric("crimson")
+    assert weights.default_needs("crimson")[0].checkpoint.repo_id == crimson.settings.model
     assert weights.default_needs("bleu2") == [] and weights.default_needs("spec_cxr") == []
     with pytest.raises(MetricError, match="unknown metric"):
         weights.default_needs("bleu4")

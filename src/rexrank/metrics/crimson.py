@@ -70,13 +70,13 @@ class Crimson(LLMMetric):
         patient_context: Sequence[dict | None] | None = None,
         max_new_tokens: int = MAX_NEW_TOKENS,
         keep_completions: bool = False,
+        dtype: str | None = "bfloat16",
+        batch_size: int = 1,
+        seed: int | None = OPENAI_SEED,
         **llm_options,
     ):
-        # the official run's settings where the caller leaves them: bf16, batches of one, seed 42
-        llm_options.setdefault("dtype", "bfloat16")
-        llm_options.setdefault("batch_size", 1)
-        llm_options.setdefault("seed", OPENAI_SEED)
-        super().__init__(**llm_options)
+        # the official run's settings: bfloat16, batches of one, seed 42 (OpenAI path)
+        super().__init__(dtype=dtype, batch_size=batch_size, seed=seed, **llm_options)
         if guidelines not in (None, True, False):
             raise MetricError(f"crimson: guidelines must be true, false or unset (official choice), got {guidelines!r}")
         if max_new_tokens < 1:

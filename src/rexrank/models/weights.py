@@ -112,6 +112,13 @@ def _green() -> list[Need]:
                  "GREEN model (transformers backend; revision not pinned)", "green")]
 
 
+def _crimson() -> list[Need]:
+    from rexrank.metrics.crimson import DEFAULT_MODEL, DEFAULT_REVISION, LICENCE
+
+    return [Need(Checkpoint(DEFAULT_MODEL, DEFAULT_REVISION, licence=LICENCE), "model_path", "snapshot",
+                 "CRIMSON judge (transformers backend; revision not pinned)", "crimson")]
+
+
 def default_needs(metric: str) -> list[Need]:
     """What `metric` loads with its default options."""
     from rexrank.metrics.registry import METRICS
@@ -119,7 +126,7 @@ def default_needs(metric: str) -> list[Need]:
     if metric not in METRICS:
         raise MetricError(f"unknown metric {metric!r}; available: {', '.join(sorted(METRICS))}")
     builders = {"bertscore": _bertscore, "sembscore": _sembscore, "radgraph": _radgraph, "ratescore": _ratescore,
-                "green": _green}
+                "green": _green, "crimson": _crimson}
     if metric == "radcliq":
         return _bertscore() + _sembscore() + _radgraph()
     return builders[metric]() if metric in builders else []

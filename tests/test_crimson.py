@@ -1,0 +1,82 @@
+"""CRIMSON as a rexrank metric: `rexrank score` columns and failures, the prompt's options,
+`rexrank weights status` and `rexrank list`."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from llm_fake_server import FakeOpenAIServer, Reply, chat_body
+from rexrank.cli.main import main
+from rexrank.errors import MetricError
+from rexrank.metrics.crimson_text import build_prompt
+from rexrank.metrics.registry import get_metric
+
+PERFECT = json.dumps({"reference_findings": [{"id": "R1", "clinical_significance": "urgent"}],
+                      "predicted_findings": [{"id": "P1", "clinical_significance": "urgent"}],
+                      "matched_findings": [{"ref_id": "R1", "pred_id": "P1"}],
+                      "errors": {"false_findings": [], "missing_findings": [], "attribute_errors": [
+                          {"ref_id": "R1", "pred_id": "P1", "severity": "significant", "error_types": ["location", "severity"]}]}})
+
+
+def test_per_study_columns_unreadable_answers_and_failed_calls_by_study_id(tmp_path):
+    from rexrank.scoring import score_predictions
+    from rexrank.submissions import Predictions
+
+    def script(path, body):
+        prompt = body["messages"][1]["content"]
+        if "candidate-down" in prompt:
+            return Reply(503, {"error": {"message": "overloaded"}})
+        if "candidate-garbled" in prompt:
+            return Reply(body=chat_body("The reports agree."))
+        return Reply(body=chat_body(PERFECT))
+
+    predictions = Predictions(ids=["s1", "s2", "s3", "s4"], texts=["candidate-ok", "candidate-garbled", "candidate-down", ""],
+                              source="test", n_empty=1)
+    with FakeOpenAIServer(script) as server:
+        options = {"crimson": dict(base_url=server.base_url, model="judge", backoff=0.01, max_retries=1,
+                                   cache_dir=str(tmp_path / "c"))}
+        run = score_predictions(predictions, ["r1", "r2", "r3", "r4"], metrics=["crimson"], metric_options=options, progress=False)
+    scores = run.per_study["crimson"]
+    # 1 matched urgent finding with a significant attribute error: credit 1 * 1/(1 + 0.5)
+    assert scores[0] == scores[3] == round(1 / 1.5, 4) and math.isnan(scores[1]) and math.isnan(scores[2])
+    assert list(run.per_study["crimson_location_errors"][[0, 3]]) == [1, 1]
+    assert run.per_study["crimson_weighted_attribute_errors"][0] == 0.5
+    summary = run.results["metrics"]["crimson"]
+    assert summary["scores"]["crimson"]["mean"] == pytest.approx(round(1 / 1.5, 4))
+    assert set(summary["failures"]) == {"s2", "s3"} and "HTTP 503" in summary["failures"]["s3"]
+    assert "unusable answer" in summary["failures"]["s2"]
+    assert summary["details"]["unparseable_ids"] == ["s2"]
+
+
+def test_patient_context_and_guidelines_change_the_prompt_as_officially():
+    plain = build_prompt("Effusion.", "No effusion.", guidelines=False)
+    assert "Patient Context" not in plain and "Context guidelines" not in plain and "Examples of typical" not in plain
+    context = build_prompt("Effusion.", "No effusion.", {"Age": 71, "Indication": "dyspnea"}, guidelines=True)
+    assert "Patient Context:\n    Age: 71\n    Indication: dyspnea\n\n\nReference Findings" in context
+    assert "Context guidelines:" in context and "Examples of typical classifications" in context
+    assert "Context guidelines:" not in build_prompt("a", "b", guidelines=True)  # only with a context
+    with pytest.raises(MetricError, match="patient_context\\[1\\]"):
+        get_metric("crimson", model_path="/x", patient_context=[None, "age 71"], progress=False)
+    metric = get_metric("crimson", model_path="/x", patient_context=[None], progress=False)
+    with pytest.raises(MetricError, match="1 patient contexts for 2 studies"):
+        metric.requests(["a", "b"], ["c", "d"])
+
+
+def test_weights_status_crimson_is_ready_with_an_endpoint_or_its_weights(monkeypatch, capsys):
+    for name in ("REXRANK_LLM_BASE_URL", "OPENAI_BASE_URL", "REXRANK_LLM_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["weights", "status", "crimson"]) == 1  # no weights in the test's empty cache, no endpoint
+    out = capsys.readouterr().out
+    assert "crimson: NOT ready" in out and "rajpurkarlab/medgemma-4b-it-crimson" in out
+    assert "rexrank weights download crimson" in out
+    monkeypatch.setenv("REXRANK_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["weights", "status", "crimson"]) == 0
+    assert "crimson: ready (judged by the LLM endpoint" in capsys.readouterr().out
+
+
+def test_list_shows_crimson(capsys):
+    assert main(["list"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("crimson "))
+    assert "LLM judge" in line and "MedGemma" in line

@@ -80,3 +80,56 @@ def test_list_shows_crimson(capsys):
     assert main(["list"]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("crimson "))
     assert "LLM judge" in line and "MedGemma" in line
+
+
+def _crimson_judge(state: dict):
+    """A CRIMSON judge answering PERFECT; while `state["broken"]`, unreadable for most studies."""
+    import hashlib
+
+    def script(path, body):
+        user = body["messages"][1]["content"]
+        lucky = int(hashlib.sha256(user.encode()).hexdigest(), 16) % 100 < 30
+        if state.get("broken") and not lucky:
+            return Reply(body=chat_body("I am unable to produce JSON today."))
+        return Reply(body=chat_body(PERFECT))
+
+    return script
+
+
+def test_backend_scores_crimson_when_the_store_set_names_it_with_the_llm_coverage_rule(tmp_path, monkeypatch):
+    from rexrank.backend.worker import Worker
+    from rexrank.leaderboard.tables import rank_choices, ranked
+    from rexrank.leaderboard.records import records_frame
+    from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY
+    from rexrank.store import FAILED, FINISHED, Quota, open_store
+    from test_store import submit
+
+    for name in ("REXRANK_LLM_BASE_URL", "REXRANK_LLM_MODEL", "REXRANK_LLM_BACKEND", "OPENAI_BASE_URL", "REXRANK_METRICS"):
+        monkeypatch.delenv(name, raising=False)
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    (root / "requests").mkdir(parents=True, exist_ok=True)
+    (root / "requests" / "config.json").write_text(json.dumps({"metrics": ["bleu2"], "llm_metrics": ["crimson"]}))
+    assert Worker(store, worker_id="w0").not_scored.keys() == {"crimson"}  # no LLM here: named, not scored
+    state = {"broken": True}
+    with FakeOpenAIServer(_crimson_judge(state)) as server:
+        options = {"crimson": dict(model="judge", base_url=server.base_url, backoff=0.01, max_retries=0,
+                                   cache_dir=str(tmp_path / "llm-cache"), progress=False)}
+        worker = Worker(store, metric_options=options, worker_id="w")
+        assert worker.metrics == ["bleu2", "crimson"]
+        req = submit(store)
+        worker.run(once=True)
+        failed = store.get_request(req["id"])
+        assert failed["status"] == FAILED and failed["failure_kind"] == "coverage" and "crimson scored" in failed["error"]
+        state["broken"] = False  # readable answers are cached as they are (no re-asking, as officially): a fresh cache
+        options["crimson"]["cache_dir"] = str(tmp_path / "llm-cache-2")
+        req2 = submit(store, model_name="model-b")
+        Worker(store, metric_options=options, worker_id="w2").run(once=True)
+    assert store.get_request(req2["id"])["status"] == FINISHED
+    [record] = store.list_results()
+    assert record["values"]["crimson"]["mean"] == pytest.approx(round(1 / 1.5, 4))
+    # on the leaderboard: an optional column one can rank by, never the default ranking
+    assert COLUMNS_BY_KEY["crimson"].optional and DEFAULT_RANK_KEY != "crimson"
+    assert ("CRIMSON", "crimson") in rank_choices() and rank_choices()[0][1] == DEFAULT_RANK_KEY
+    table = ranked(records_frame([record]), "example", "findings", "crimson")
+    assert table["crimson"].iloc[0] == pytest.approx(round(1 / 1.5, 4))

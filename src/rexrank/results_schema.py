@@ -21,6 +21,7 @@ class Column:
     display: str  # header on the ReXrank site and in its published CSVs
     metric: str  # rexrank metric that produces it
     higher_is_better: bool = True
+    optional: bool = False  # not a published ReXrank column: never the default ranking, hidden once columns can be chosen
 
 
 # In the order the ReXrank site shows them.
@@ -33,6 +34,7 @@ LEADERBOARD_COLUMNS: tuple[Column, ...] = (
     Column("ratescore", "RaTEScore", "ratescore"),
     Column("green", "GREEN", "green"),
     Column("fineradscore_inv", "1/FineRadScore", "fineradscore"),
+    Column("crimson", "CRIMSON", "crimson", optional=True),
 )
 COLUMNS_BY_KEY = {c.key: c for c in LEADERBOARD_COLUMNS}
 DEFAULT_RANK_KEY = "radcliq_v1_inv"
@@ -77,6 +79,7 @@ def leaderboard_values(results: dict) -> dict[str, dict]:
         ("radgraph", "radgraph", "radgraph"),
         ("ratescore", "ratescore", "ratescore"),
         ("green", "green", "green"),
+        ("crimson", "crimson", "crimson"),
     ):
         s = _summary(results, metric, column)
         if s is not None:

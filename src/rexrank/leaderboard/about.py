@@ -51,6 +51,13 @@ DEFINITIONS = {
         "Huang et al., FineRadScore: A Radiology Report Line-by-Line Evaluation Technique Generating "
         "Corresponding Severity Scores, MLHC 2024 (PMLR 252).",
     ),
+    "crimson": (
+        "Optional column, not a published ReXrank metric. An LLM judge lists the abnormal findings of both reports "
+        "with their clinical significance and names false, missing and mis-described findings; significance-weighted "
+        "score in (-1, 1] (1 = perfect, 0 = no better than a normal template), averaged over studies.",
+        "Baharoon et al., CRIMSON: A Clinically-Grounded LLM-Based Metric for Generative Radiology Report "
+        "Evaluation, arXiv:2603.06183, 2026.",
+    ),
 }
 
 REXRANK_CITATION = (

@@ -32,6 +32,7 @@ PER_STUDY_COLUMN = {
     "ratescore": ("ratescore", False),
     "green": ("green", False),
     "fineradscore_inv": ("fineradscore", True),
+    "crimson": ("crimson", False),
 }
 SIGNIFICANCE_RESAMPLES = 1000
 ALPHA = 0.05

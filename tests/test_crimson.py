@@ -133,3 +133,32 @@ def test_backend_scores_crimson_when_the_store_set_names_it_with_the_llm_coverag
     assert ("CRIMSON", "crimson") in rank_choices() and rank_choices()[0][1] == DEFAULT_RANK_KEY
     table = ranked(records_frame([record]), "example", "findings", "crimson")
     assert table["crimson"].iloc[0] == pytest.approx(round(1 / 1.5, 4))
+
+
+def test_patient_context_from_the_test_set_is_a_named_option(tmp_path):
+    from rexrank.data import data_path
+    from rexrank.metrics.crimson_context import study_context
+    from rexrank.scoring import score_submission
+
+    # CheXpert Plus records age and clinical history; IU-Xray / MIMIC-CXR an "Indication:" in `context`
+    assert study_context({"age": 71.0, "section_clinical_history": " Dyspnea,\n  CHF. ", "context": "x"}) == \
+        {"Age": 71, "Indication": "Dyspnea, CHF."}
+    assert study_context({"context": "Indication: Chest pain, dyspnea Comparison: None."}) == {"Indication": "Chest pain, dyspnea"}
+    assert study_context({"age": float("nan"), "context": "Comparison: None."}) is None
+    prompts: list[str] = []
+
+    def script(path, body):
+        prompts.append(body["messages"][1]["content"])
+        return Reply(body=chat_body(PERFECT))
+
+    with FakeOpenAIServer(script) as server:
+        base = dict(base_url=server.base_url, model="judge", cache_dir=str(tmp_path / "c"), progress=False)
+        for context in (None, "test_set"):
+            options = {"crimson": dict(base, **({"patient_context": context} if context else {}))}
+            score_submission("example", "findings", data_path("example_predictions.json"), metrics=["crimson"],
+                             metric_options=options, progress=False)
+    n = len(prompts) // 2
+    assert n > 0 and not any("Patient Context" in p for p in prompts[:n])  # official default: none
+    assert all("Patient Context:\n    Indication: synthetic example.\n" in p for p in prompts[n:])
+    with pytest.raises(MetricError, match="only `rexrank score` and the backend"):
+        get_metric("crimson", model_path="/x", patient_context="test_set", progress=False)

@@ -104,7 +104,7 @@ OPTIONS: dict[str, dict[str, str]] = {
     },
     "crimson": {
         "guidelines": "None (official: the prompt's guideline sections for any judge but the fine-tuned one, which was trained without them), True or False to force them.",
-        "patient_context": "one dict (e.g. {'Age': 71, 'Indication': 'dyspnea'}) or None per study: the official prompt's Patient Context block; default none.",
+        "patient_context": "one dict (e.g. {'Age': 71, 'Indication': 'dyspnea'}) or None per study: the official prompt's Patient Context block; default none. `rexrank score`/the backend: 'test_set' takes age and indication from the test set.",
         "max_new_tokens": "completion token cap (official: 8192).",
         "keep_completions": "return the raw answers in details.",
         "dtype": "transformers weights' precision (official: bfloat16 on every device).",

@@ -81,6 +81,9 @@ class Crimson(LLMMetric):
             raise MetricError(f"crimson: guidelines must be true, false or unset (official choice), got {guidelines!r}")
         if max_new_tokens < 1:
             raise MetricError(f"crimson: max_new_tokens must be >= 1, got {max_new_tokens}")
+        if isinstance(patient_context, str):
+            raise MetricError(f"crimson: patient_context={patient_context!r} takes the context from the test set, which only "
+                              "`rexrank score` and the backend have; in Python give one dict (or None) per study")
         self.guidelines = guidelines
         self.patient_context = list(patient_context) if patient_context is not None else None
         for i, context in enumerate(self.patient_context or ()):

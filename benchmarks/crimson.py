@@ -1,0 +1,78 @@
+"""CRIMSON speed on the transformers path with a tiny random model of MedGemma's architecture.
+
+The model is built from config, not downloaded: a Gemma 3 vision-language model
+(Gemma3ForConditionalGeneration, MedGemma-4b's class) with tiny dimensions, Gemma's special
+tokens and chat template, and a small BPE tokenizer (tests/llm_tiny_models.py). It answers
+garbage, so each study generates `--max-new-tokens` tokens and is then an unreadable answer
+(NaN): the figures time what rexrank adds around the judge (prompt building and ids for a
+~7,700-character prompt, batching, decoding, the answer reader, the response cache), not
+the 4B model, whose time on a GPU is the generation itself.
+
+- cold: fresh metric instance, empty response cache (weights loaded, every study generated);
+- warm: the same pairs again with the cache the cold run filled (a requeue or rescoring
+  costs this);
+- load: loading the tiny checkpoint alone (part of cold).
+
+Usage: python benchmarks/crimson.py [--pairs 200] [--max-new-tokens 16] [--rounds 3] [--batch-size 1]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from llm_tiny_models import build_tiny_gemma3  # noqa: E402
+from rexrank.metrics.crimson_text import build_prompt  # noqa: E402
+from rexrank.metrics.registry import get_metric  # noqa: E402
+from synthetic_reports import synthetic_reports  # noqa: E402
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=200)
+    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=1, help="official: 1")
+    args = parser.parse_args()
+    preds = synthetic_reports(args.pairs, seed=0)
+    refs = synthetic_reports(args.pairs, seed=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        corpus = [build_prompt(r, p, guidelines=False) for p, r in zip(preds[:20], refs[:20])]
+        folder = build_tiny_gemma3(root / "tiny-medgemma", corpus=corpus)
+        options = dict(model_path=str(folder), device="cpu", dtype="float32", batch_size=args.batch_size,
+                       max_new_tokens=args.max_new_tokens, progress=False)
+        colds, warms, loads = [], [], []
+        for r in range(args.rounds):
+            cache = root / f"cache-{r}"
+            metric = get_metric("crimson", cache_dir=str(cache), **options)
+            load, _ = timed(lambda: metric.runner.backend._load())
+            cold, result = timed(lambda: metric.score(preds, refs))
+            warm_metric = get_metric("crimson", cache_dir=str(cache), **options)
+            warm, again = timed(lambda: warm_metric.score(preds, refs))
+            usage = result.details["llm_usage"]
+            assert again.details["llm_usage"]["cache_hits"] == args.pairs
+            colds.append(load + cold)
+            warms.append(warm)
+            loads.append(load)
+            print(f"round {r + 1}: cold {load + cold:.2f} s (load {load:.2f} s, {usage['prompt_tokens'] / args.pairs:.0f} prompt "
+                  f"tokens/study, {usage['completion_tokens']} generated), warm {warm:.2f} s", flush=True)
+        cold, warm = statistics.median(colds), statistics.median(warms)
+        print(f"CRIMSON, {args.pairs} pairs, tiny MedGemma-architecture model, batch {args.batch_size}, "
+              f"{args.max_new_tokens} new tokens: cold {cold:.2f} s ({cold / args.pairs * 1000:.0f} ms/pair), "
+              f"warm {warm:.2f} s ({warm / args.pairs * 1000:.1f} ms/pair), warm/cold {warm / cold:.3f} (median of {args.rounds})")
+
+
+if __name__ == "__main__":
+    main()

@@ -211,3 +211,16 @@ def test_config_records_the_official_generation():
     assert metric.params() == {"temperature": 0.0, "max_tokens": 8192}
     assert not metric.use_guidelines()  # the fine-tuned judge was trained without them
     assert get_metric("crimson", model_path="/x", guidelines=True, progress=False).use_guidelines()
+
+
+@pytest.mark.parametrize("name, context, guidelines", [
+    ("crimson_prompt_hf_medgemma_default.txt", None, False),
+    ("crimson_prompt_openai_no_context.txt", None, True),
+    ("crimson_prompt_openai_with_context.txt", {"Age": "{AGE}", "Indication": "{INDICATION}"}, True),
+])
+def test_prompts_equal_the_reference_prompt_files(name, context, guidelines):
+    from conftest import shared_path
+    from rexrank.metrics.crimson_text import build_prompt
+
+    expected = shared_path("reference", "prompts", name).read_text(encoding="utf-8")
+    assert build_prompt("{REFERENCE_FINDINGS}", "{PREDICTED_FINDINGS}", context, guidelines=guidelines) == expected

@@ -50,7 +50,12 @@ WEIGHTS_OR_ENDPOINT = ("crimson",)
 
 
 def _served(metric: str) -> bool:
-    return metric in WEIGHTS_OR_ENDPOINT and llm_endpoint_configured()
+    """Whether the environment sends `metric` to an endpoint (as LLMSettings.resolved decides the backend)."""
+    import os
+
+    endpoint = os.environ.get("REXRANK_LLM_BACKEND") == "openai" or (
+        bool(os.environ.get("REXRANK_LLM_BASE_URL")) and os.environ.get("REXRANK_LLM_BACKEND") in (None, "", "openai"))
+    return metric in WEIGHTS_OR_ENDPOINT and endpoint
 
 
 def format_status(statuses) -> str:
@@ -65,8 +70,11 @@ def format_status(statuses) -> str:
         items = by_metric[metric]
         ready = all(s.state == CACHED for s in items)
         if not ready and _served(metric):
-            lines.append(f"{metric}: ready (judged by the LLM endpoint in REXRANK_LLM_BASE_URL / OPENAI_BASE_URL; "
+            lines.append(f"{metric}: ready (judged by the LLM endpoint REXRANK_LLM_BASE_URL names; "
                          "for the local judge, its weights:)")
+        elif not ready and metric in WEIGHTS_OR_ENDPOINT:
+            lines.append(f"{metric}: NOT ready (no local weights and no LLM endpoint: fetch them, or set "
+                         "REXRANK_LLM_BASE_URL / pass --llm-base-url to rexrank score)")
         else:
             lines.append(f"{metric}: {'ready' if ready else 'NOT ready'}")
         for s in items:

@@ -11,7 +11,9 @@ the 4B model, whose time on a GPU is the generation itself.
 - cold: fresh metric instance, empty response cache (weights loaded, every study generated);
 - warm: the same pairs again with the cache the cold run filled (a requeue or rescoring
   costs this);
-- load: loading the tiny checkpoint alone (part of cold).
+- load: loading the tiny checkpoint alone (part of cold);
+- bare: the same model's `generate` on the same chat-template prompts, one study at a time,
+  same token budget and stop ids, nothing else (the floor); goal cold within 1.3 x bare.
 
 Usage: python benchmarks/crimson.py [--pairs 200] [--max-new-tokens 16] [--rounds 3] [--batch-size 1]
 """
@@ -38,6 +40,22 @@ def timed(fn):
     return time.perf_counter() - start, out
 
 
+def bare_run(folder: Path, prompts: list[list[dict]], max_new_tokens: int) -> float:
+    """Load, then one greedy generate per prompt (batch 1, as the official default)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    start = time.perf_counter()
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    stops = [tok.eos_token_id, *model.generation_config.eos_token_id]
+    with torch.inference_mode():
+        for messages in prompts:
+            ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+            model.generate(**ids, max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=stops, pad_token_id=tok.pad_token_id)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=200)
@@ -53,7 +71,10 @@ def main() -> None:
         folder = build_tiny_gemma3(root / "tiny-medgemma", corpus=corpus)
         options = dict(model_path=str(folder), device="cpu", dtype="float32", batch_size=args.batch_size,
                        max_new_tokens=args.max_new_tokens, progress=False)
-        colds, warms, loads = [], [], []
+        from rexrank.metrics.crimson_text import messages
+
+        chats = [messages(r, p, guidelines=False) for p, r in zip(preds, refs)]
+        colds, warms, loads, bares = [], [], [], []
         for r in range(args.rounds):
             cache = root / f"cache-{r}"
             metric = get_metric("crimson", cache_dir=str(cache), **options)
@@ -63,15 +84,19 @@ def main() -> None:
             warm, again = timed(lambda: warm_metric.score(preds, refs))
             usage = result.details["llm_usage"]
             assert again.details["llm_usage"]["cache_hits"] == args.pairs
+            bare = bare_run(folder, chats, args.max_new_tokens) if args.batch_size == 1 else float("nan")
             colds.append(load + cold)
             warms.append(warm)
             loads.append(load)
+            bares.append(bare)
             print(f"round {r + 1}: cold {load + cold:.2f} s (load {load:.2f} s, {usage['prompt_tokens'] / args.pairs:.0f} prompt "
-                  f"tokens/study, {usage['completion_tokens']} generated), warm {warm:.2f} s", flush=True)
-        cold, warm = statistics.median(colds), statistics.median(warms)
+                  f"tokens/study, {usage['completion_tokens']} generated), warm {warm:.2f} s, bare {bare:.2f} s: "
+                  f"cold/bare {(load + cold) / bare:.3f}", flush=True)
+        cold, warm, bare = statistics.median(colds), statistics.median(warms), statistics.median(bares)
         print(f"CRIMSON, {args.pairs} pairs, tiny MedGemma-architecture model, batch {args.batch_size}, "
               f"{args.max_new_tokens} new tokens: cold {cold:.2f} s ({cold / args.pairs * 1000:.0f} ms/pair), "
-              f"warm {warm:.2f} s ({warm / args.pairs * 1000:.1f} ms/pair), warm/cold {warm / cold:.3f} (median of {args.rounds})")
+              f"warm {warm:.2f} s ({warm / args.pairs * 1000:.1f} ms/pair), warm/cold {warm / cold:.3f}, bare {bare:.2f} s, "
+              f"cold/bare {cold / bare:.3f} (median of {args.rounds})")
 
 
 if __name__ == "__main__":

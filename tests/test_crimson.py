@@ -165,3 +165,26 @@ def test_patient_context_from_the_test_set_is_a_named_option(tmp_path):
     assert all("Patient Context:\n    Indication: synthetic example.\n" in p for p in prompts[n:])
     with pytest.raises(MetricError, match="only `rexrank score` and the backend"):
         get_metric("crimson", model_path="/x", patient_context="test_set", progress=False)
+
+
+def test_the_optional_column_shows_only_where_a_result_has_it():
+    from rexrank.leaderboard.model_page import model_results
+    from rexrank.leaderboard.records import records_frame
+    from rexrank.leaderboard.tables import best_values, display_table, ranked
+
+    def record(name, values):
+        return {"id": f"rexrank/example/findings/{name}", "model_name": name, "institution": "", "model_url": "",
+                "submitter": "me", "date": "2026", "test_set": "example", "track": "findings", "source": "rexrank",
+                "trained_on": [], "per_study_available": False, "provenance": {},
+                "values": {k: {"mean": v, "ci95": None, "n": 20} for k, v in values.items()}}
+
+    plain = [record("a", {"bleu2": 0.2}), record("b", {"bleu2": 0.3})]
+    with_crimson = plain + [record("c", {"bleu2": 0.1, "crimson": 0.42})]
+    for records, shown in ((plain, False), (with_crimson, True)):
+        table = ranked(records_frame(records), "example", "findings")
+        headers = list(display_table(table, best_values(table)).columns)
+        assert any(h.startswith("CRIMSON") for h in headers) is shown
+        assert ("CRIMSON" in model_results(records_frame(records), records[-1]["model_name"]).columns) is shown
+    assert "CRIMSON" not in model_results(records_frame(with_crimson), "a").columns  # a's own results lack it
+    table = ranked(records_frame(plain), "example", "findings", "crimson")  # ranked by it: shown, even empty
+    assert any(h.startswith("CRIMSON") for h in display_table(table, best_values(table), "crimson").columns)

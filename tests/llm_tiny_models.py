@@ -80,6 +80,7 @@ GEMMA3_CHAT_TEMPLATE = (
     "{%- endif -%}\n"
 )
 # Gemma's special tokens in Gemma's order (pad 0, eos 1, bos 2, unk 3); <end_of_turn> ends a turn
+TINY_MAX_NEW_TOKENS = 24
 GEMMA_SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>",
                   "<start_of_image>", "<end_of_image>", "<image_soft_token>"]
 
@@ -119,6 +120,8 @@ def build_tiny_gemma3(folder: Path, *, corpus: list[str], seed: int = 0, weights
         image_token_index=ids["<image_soft_token>"], pad_token_id=0, bos_token_id=2, eos_token_id=1,
     )
     model = Gemma3ForConditionalGeneration(config)
-    model.generation_config = GenerationConfig(bos_token_id=2, pad_token_id=0, eos_token_id=[1, ids["<end_of_turn>"]])
+    # greedy and short (a random model rarely stops): what the official path generates with
+    model.generation_config = GenerationConfig(bos_token_id=2, pad_token_id=0, eos_token_id=[1, ids["<end_of_turn>"]],
+                                               do_sample=False, max_new_tokens=TINY_MAX_NEW_TOKENS)
     model.save_pretrained(folder)
     return folder

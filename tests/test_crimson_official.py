@@ -224,3 +224,16 @@ def test_prompts_equal_the_reference_prompt_files(name, context, guidelines):
 
     expected = shared_path("reference", "prompts", name).read_text(encoding="utf-8")
     assert build_prompt("{REFERENCE_FINDINGS}", "{PREDICTED_FINDINGS}", context, guidelines=guidelines) == expected
+
+
+def test_transformers_path_generates_what_the_official_pipeline_generates(tiny_medgemma):
+    """Real greedy generation (bfloat16, the checkpoint's stop ids) of the random model: the
+    completions equal the official pipeline's, byte for byte (decoding included)."""
+    from llm_tiny_models import TINY_MAX_NEW_TOKENS
+
+    refs, cands, contexts = zip(*PAIRS)
+    metric = get_metric("crimson", model=DEFAULT_MODEL, model_path=str(tiny_medgemma), patient_context=list(contexts),
+                        max_new_tokens=TINY_MAX_NEW_TOKENS, keep_completions=True, cache=False, progress=False, device="cpu")
+    result = metric.score(list(cands), list(refs))
+    assert result.details["completions"] == OFFICIAL["generated"]
+    assert result.details["n_unparseable"] == len(PAIRS)  # a random model's text is no JSON: NaN and listed

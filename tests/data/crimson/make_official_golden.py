@@ -5,6 +5,8 @@ CRIMSON test inputs (tests/crimson_cases.py), for the parity tests in tests/test
   tiny random Gemma 3 vision-language model (MedGemma's architecture, tests/llm_tiny_models.py)
   and its `generate` is replaced to record the ids it is given and to answer scripted text;
 - the messages and request arguments of the OpenAI and vLLM paths (fake clients);
+- the completions the official transformers path generates with the random model (greedy,
+  bfloat16, the generation config's stop ids and 24-token budget);
 - the answer reader (`parse_json_response`) and the score (`_calculate_crimson`) on every answer
   of crimson_cases.answers(), and the end-to-end result of `evaluate_batch` on scripted answers.
 
@@ -105,6 +107,11 @@ def main() -> None:
                     entry["input_ids"] = ids
                 hf.append(entry)
         out["hf"] = hf
+        # real greedy generation of the random model (bfloat16, the checkpoint's generation config)
+        del scorer.pipe.model.generate
+        scorer.model_name = DEFAULT
+        prompts = [scorer._build_evaluation_prompt(r, c, x) for r, c, x in PAIRS]
+        out["generated"] = scorer._chat_completion_batch(prompts, batch_size=1)
     out["openai"] = openai_requests()
     out["vllm"] = vllm_requests()
     GOLDEN.write_text(json.dumps(out, ensure_ascii=False) + "\n")

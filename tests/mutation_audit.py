@@ -184,6 +184,21 @@ _register(
            "    if findings is None and impression is None:\n        raise TestSetError(f\"{where}: has neither findings nor impression\")\n"
            "    findings_impression = findings_impression_reference(raw_findings, raw_impression)",
            ("tests/test_testsets.py::test_study_with_neither_section_is_kept_as_the_evaluation_script_keeps_it",)),
+# ---- issue 22 (i22c): CRIMSON's score formula, answer reader and prompt ----------------------
+_register(
+    Mutant("crimson-partial-credit", "CRIMSON: a matched finding with attribute errors earns the credit factor, not weight x factor",
+           "src/rexrank/metrics/crimson_text.py", "correct += base * share", "correct += share",
+           ("tests/test_crimson_official.py",)),
+    Mutant("crimson-negative-branch", "CRIMSON: a negative S kept as the score instead of -d/(1+d)",
+           "src/rexrank/metrics/crimson_text.py", "value = -1 * excess / (1 + excess) if excess > 0 else 0", "value = s",
+           ("tests/test_crimson_official.py",)),
+    Mutant("crimson-last-key-wins", "CRIMSON answer reader: a repeated JSON key keeps its last value, not its first",
+           "src/rexrank/metrics/crimson_text.py", "out.setdefault(key, value)", "out[key] = value",
+           ("tests/test_crimson_official.py",)),
+    Mutant("crimson-guidelines", "CRIMSON prompt: guideline sections sent to the fine-tuned judge, which was trained without them",
+           "src/rexrank/metrics/crimson.py", "return (not self.fine_tuned_judge) if self.guidelines is None else self.guidelines",
+           "return True if self.guidelines is None else self.guidelines",
+           ("tests/test_crimson_official.py",)),
 )
 
 

@@ -113,7 +113,7 @@ EXPECTED_DECIMALS = {  # column: {n: (mean, ci95)}
     "fineradscore": {590: (1, 1), 2347: (2, 1), 10_000: (2, 2), 123_456: (3, 3)},
     "radcliq": {590: (1, 0), 2347: (1, 1), 10_000: (2, 2), 123_456: (3, 3)},
 }
-EXPECTED_RANGE = {"bleu2": (0, 1), "radgraph": (0, 1), "ratescore": (0, 1), "green": (0, 1),
+EXPECTED_RANGE = {"bleu2": (0, 1), "radgraph": (0, 1), "ratescore": (0, 1), "green": (0, 1), "crimson": (-1, 1),
                   "bertscore": (-1, 1), "sembscore": (-1, 1), "fineradscore": (0, 4),
                   "fineradscore_no_error": (0, 1), "fineradscore_no_actionable_error": (0, 1),
                   "fineradscore_no_significant_error": (0, 1), "radcliq": (-1.4407, 5.0958),

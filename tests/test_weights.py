@@ -23,8 +23,8 @@ from rexrank.models.advice import EndpointUnreachable, WeightsUnavailable, cli_t
 from rexrank.models.checkpoints import Checkpoint
 
 EXAMPLE_PREDICTIONS = str(data_path("example_predictions.json"))
-MODEL_METRICS = ("bertscore", "sembscore", "radgraph", "radcliq", "ratescore", "green")
-LLM_METRICS = ("green", "fineradscore", "spec_cxr")
+MODEL_METRICS = ("bertscore", "sembscore", "radgraph", "radcliq", "ratescore", "green", "crimson")
+LLM_METRICS = ("green", "crimson", "fineradscore", "spec_cxr")
 # The goal is 3 s (benchmarks/offline_failure.py measures it); tests only tell one short probe
 # from the clients' retries (23 s a file for the Hub, a minute a study for an LLM endpoint), with
 # room for a busy machine.
@@ -303,6 +303,8 @@ def test_default_needs_are_what_the_metrics_load():
     srr = get_metric("srr_bert")
     assert [n.checkpoint for n in weights.default_needs("srr_bert")[:2]] == [srr.checkpoint, srr.tokenizer]
     assert [n.kind for n in weights.default_needs("temporal_f1")] == ["stanza"]
+    crimson = get_metric("crimson")
+    assert weights.default_needs("crimson")[0].checkpoint.repo_id == crimson.settings.model
     assert weights.default_needs("bleu2") == [] and weights.default_needs("spec_cxr") == []
     assert weights.default_needs("rouge") == []
     with pytest.raises(MetricError, match="unknown metric"):

@@ -157,6 +157,11 @@ STANZA_RADIOLOGY = Checkpoint("stanfordnlp/stanza-en", "the installed stanza's r
                               size="about 0.4 GB (radiology NER, its character LMs and word vectors, tokenizer)")
 GREEN = Checkpoint("StanfordAIMI/GREEN-radllama2-7b", "main",  # revision not pinned: the official runs load main
                    licence="llama2 (model card of StanfordAIMI/GREEN-RadLlama2-7b)", size="about 13.5 GB")
+# CRIMSON's judge: crimson-score's DEFAULT_HF_MODEL; its model card gives MedGemma's licence.
+# Revision not pinned, as GREEN's: the official code loads main.
+CRIMSON = Checkpoint("rajpurkarlab/medgemma-4b-it-crimson", "main",
+                     licence="Health AI Developer Foundations terms of use (MedGemma; model card of "
+                             "rajpurkarlab/medgemma-4b-it-crimson)", size="about 8.6 GB")
 
 
 # -- what each metric needs ------------------------------------------------------------------
@@ -218,6 +223,8 @@ METRIC_NEEDS: dict[str, tuple[Need, ...]] = {
     "ratescore": (Need(RATE_NER, "ner_path", "snapshot", "entity tagger", "ratescore"),
                   Need(BIOLORD, "embedding_path", "snapshot", "entity encoder", "ratescore")),
     "green": (Need(GREEN, "model_path", "snapshot", "GREEN model (transformers backend; revision not pinned)", "green"),),
+    "crimson": (Need(CRIMSON, "model_path", "snapshot", "CRIMSON judge (transformers backend; revision not pinned)",
+                     "crimson"),),
     "fineradscore": (),
     "spec_cxr": (),
 }

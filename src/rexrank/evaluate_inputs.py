@@ -116,6 +116,15 @@ OPTIONS: dict[str, dict[str, str]] = {
         "keep_completions": "return the raw completions in details.",
         "dtype": "'float16' (official, on every device, CPU included), 'bfloat16' or 'float32'.",
     },
+    "crimson": {
+        "guidelines": "None (official: the prompt's guideline sections for any judge but the fine-tuned one, which was trained without them), True or False to force them.",
+        "patient_context": "one dict (e.g. {'Age': 71, 'Indication': 'dyspnea'}) or None per study: the official prompt's Patient Context block; default none. `rexrank score`/the backend: 'test_set' takes age and indication from the test set.",
+        "max_new_tokens": "completion token cap (official: 8192).",
+        "keep_completions": "return the raw answers in details.",
+        "dtype": "transformers weights' precision (official: bfloat16 on every device).",
+        "batch_size": "studies per generate call, transformers (official: 1).",
+        "seed": "sent to an endpoint serving another model than the fine-tuned judge (official OpenAI path: 42).",
+    },
     "fineradscore": {
         "no_actionable_max": "highest severity still counted as 'no actionable error' (0-4).",
         "no_significant_max": "highest severity still counted as 'no significant error' (0-4).",
@@ -143,6 +152,7 @@ RETURNS = {
     "radcliq": "radcliq (mean RadCliQ-v1, lower is better), radcliq_v1_inv (ReXrank's 1/RadCliQ-v1), radcliq_v0, the four components under per_study_columns, config.",
     "ratescore": "ratescore (mean), per_study, details, config.",
     "green": "green (mean), green_std, green_zero_error_rate_a..f, per_study, per_study_columns (matched findings, error counts), details (failures, llm_usage), config.",
+    "crimson": "crimson (mean, in (-1, 1]), crimson_std, per_study, per_study_columns (false/missing/attribute error counts and weighted sums, attribute error types), details (failures, unparseable answers, llm_usage), config.",
     "fineradscore": "fineradscore (mean of the per-report maximum severity, lower is better), fineradscore_inv (ReXrank's 1/FineRadScore), no_error_rate, no_actionable_error_rate, no_significant_error_rate, per_study, details, config.",
     "spec_cxr": "spec_cxr (mean report-level error count, lower is better), presence F1 and attribute accuracies, per_study, details, config.",
 }
@@ -190,6 +200,10 @@ EXAMPLES = {
     "green": _LOAD.format(var="green", name="green") + '''    >>> out = green.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
     ...                     base_url="http://localhost:8000/v1", model="StanfordAIMI/GREEN-radllama2-7b")  # doctest: +SKIP
     >>> out["green"], out["details"]["llm_usage"]  # doctest: +SKIP
+''',
+    "crimson": _LOAD.format(var="crimson", name="crimson") + '''    >>> out = crimson.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
+    ...                       base_url="http://localhost:8000/v1", model="rajpurkarlab/medgemma-4b-it-crimson")  # doctest: +SKIP
+    >>> out["crimson"], out["details"]["llm_usage"]  # doctest: +SKIP
 ''',
     "fineradscore": _LOAD.format(var="frs", name="fineradscore") + '''    >>> out = frs.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
     ...                   model="gpt-4o-2024-08-06")  # doctest: +SKIP

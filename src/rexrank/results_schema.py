@@ -41,6 +41,7 @@ LEADERBOARD_COLUMNS: tuple[Column, ...] = (
     Column("rouge", "ROUGE-L", "rouge", optional=True),
     Column("temporal_f1", "Temporal F1", "temporal_f1", optional=True),
     Column("srr_bert", "SRR-BERT F1", "srr_bert", optional=True),
+    Column("crimson", "CRIMSON", "crimson", optional=True),
 )
 COLUMNS_BY_KEY = {c.key: c for c in LEADERBOARD_COLUMNS}
 DEFAULT_RANK_KEY = "radcliq_v1_inv"
@@ -126,6 +127,7 @@ def leaderboard_values(results: dict) -> dict[str, dict]:
         ("rouge", "rouge", "rouge"),
         ("temporal_f1", "temporal_f1", "temporal_f1"),
         ("srr_bert", "srr_bert", "srr_bert"),
+        ("crimson", "crimson", "crimson"),
     ):
         s = _summary(results, metric, column)
         if s is not None:

@@ -120,6 +120,7 @@ PER_STUDY_RANGE: dict[str, tuple[float, float]] = {
     "radgraph": (0.0, 1.0),
     "ratescore": (0.0, 1.0),
     "green": (0.0, 1.0),
+    "crimson": (-1.0, 1.0),  # (-1, 1] by construction
     "bertscore": (-1.0, 1.0),
     "sembscore": (-1.0, 1.0),
     "fineradscore": (0.0, 4.0),

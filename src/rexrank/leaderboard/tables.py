@@ -132,8 +132,16 @@ def column_header(key: str, rank_by: str) -> str:
     return f"{col.display} {arrow}" + (" ▼" if key == rank_by else "")
 
 
-def display_headers(rank_by: str = DEFAULT_RANK_KEY) -> list[str]:
-    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in METRIC_KEYS), "Source"]
+def shown_keys(table: pd.DataFrame, rank_by: str = DEFAULT_RANK_KEY) -> list[str]:
+    """The columns a table shows: ReXrank's published ones always, an optional one (not a
+    published ReXrank column, e.g. CRIMSON) only where a row of the table has it or the
+    table is ranked by it (until readers can choose columns)."""
+    return [k for k in METRIC_KEYS
+            if not COLUMNS_BY_KEY[k].optional or k == rank_by or (k in table and table[k].notna().any())]
+
+
+def display_headers(rank_by: str = DEFAULT_RANK_KEY, keys: list[str] | None = None) -> list[str]:
+    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in (METRIC_KEYS if keys is None else keys)), "Source"]
 
 
 def rank_key_for_header(header: str) -> str | None:
@@ -147,8 +155,9 @@ def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DE
     """Ranked rows -> strings: rank, linked model name (+ trained marker), institution, date,
     one "mean ± CI" cell per column with the column's best value in bold, source."""
     rows = []
+    keys = shown_keys(table, rank_by)
     needed = ["rank", "model_name", "model_url", "trained", "institution", "date", "source",
-              *METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS)]
+              *keys, *(f"{k}_ci" for k in keys)]
     for row in table[needed].to_dict("records"):
         cells = [
             MISSING if math.isnan(row["rank"]) else str(int(row["rank"])),
@@ -156,13 +165,13 @@ def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DE
             md_escape(row["institution"]),
             md_escape(row["date"]),
         ]
-        for key in METRIC_KEYS:
+        for key in keys:
             mean = row[key]
             is_best = not math.isnan(mean) and not math.isnan(best[key]) and math.isclose(mean, best[key], rel_tol=0, abs_tol=1e-12)
             cells.append(format_value(mean, row[f"{key}_ci"], best=is_best))
         cells.append(row["source"])
         rows.append(cells)
-    return pd.DataFrame(rows, columns=display_headers(rank_by))
+    return pd.DataFrame(rows, columns=display_headers(rank_by, keys))
 
 
 def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "") -> pd.DataFrame:

@@ -18,6 +18,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "ratescore": ("rexrank.metrics.ratescore:RaTEScore", "models"),
     "srr_bert": ("rexrank.metrics.srr_bert:SRRBert", "models"),
     "green": ("rexrank.metrics.green:Green", "models"),  # transformers by default; openai for an endpoint
+    "crimson": ("rexrank.metrics.crimson:Crimson", "models"),  # transformers by default; openai for an endpoint
     "fineradscore": ("rexrank.metrics.fineradscore:FineRadScore", "llm"),
     "spec_cxr": ("rexrank.metrics.spec_cxr:SpecCxr", "llm"),
 }

@@ -285,6 +285,12 @@ BAD_VALUES = [
     ("radcliq_v1_inv", (0.01, None, 590), "outside the metric's range"),
     ("radcliq_v1_inv", (-0.1, None, 590), "outside the metric's range"),
     ("fineradscore_inv", (0.1, None, 590), "outside the metric's range"),
+    # the optional columns (issue 22): F1 values in 0..1, CRIMSON in (-1, 1]
+    ("rouge", (1.2, None, 590), "outside the metric's range"),
+    ("temporal_f1", (-0.2, None, 590), "outside the metric's range"),
+    ("srr_bert", (3.0, None, 590), "outside the metric's range"),
+    ("crimson", (-1.0, None, 590), "outside the metric's range"),
+    ("crimson", (1.5, None, 590), "outside the metric's range"),
 ]
 
 

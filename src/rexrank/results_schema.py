@@ -83,8 +83,10 @@ def _radcliq_v1_bounds() -> tuple[float, float]:
 def value_in_range(key: str, mean: float) -> tuple[bool, str]:
     """Whether a leaderboard column's mean is one its metric can produce, and the range in
     words (the leaderboard ranks no value outside it)."""
-    if key in ("bleu2", "radgraph", "ratescore", "green"):
+    if key in ("bleu2", "radgraph", "ratescore", "green", "rouge", "temporal_f1", "srr_bert"):
         return 0.0 <= mean <= 1.0, "0 to 1"
+    if key == "crimson":  # a significance-weighted score in (-1, 1]
+        return -1.0 < mean <= 1.0, "above -1, at most 1"
     if key == "sembscore":
         return -1.0 <= mean <= 1.0, "-1 to 1"
     if key == "bertscore":

@@ -199,10 +199,11 @@ class LeaderboardSource:
         self.frame()
         return self._records.get(record_id)
 
-    def per_study(self, record_id: str) -> pd.DataFrame | None:
+    def per_study(self, record_id: str, *, refresh: bool = True) -> pd.DataFrame | None:
         """Per-study scores of a result (id + one column per score), when the store has them;
-        kept until the record changes (a re-scored result has a new record)."""
-        record = self.record(record_id)
+        kept until the record changes (a re-scored result has a new record). `refresh=False`:
+        of the frame as it is (a view being built from it), without looking for new results."""
+        record = self.record(record_id) if refresh else self._records.get(record_id)
         if self.store is None or record is None or not record.get("per_study_available"):
             return None
         if record_id not in self._per_study:

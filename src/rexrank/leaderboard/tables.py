@@ -17,13 +17,21 @@ import pandas as pd
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS, TRACK_LABELS
+from rexrank.leaderboard.tiers import NO_TIER, table_tiers
 from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY, LEADERBOARD_COLUMNS
 
 DECIMALS = 3  # the published tables give three decimals
 TRAINED_MARK = "*"
 TRAINED_NOTE = "\\* the model used this test set's training split (as marked on the ReXrank site)."
 MISSING = "–"
-DISPLAY_FIXED = ("Rank", "Model", "Institution", "Date")
+DISPLAY_FIXED = ("Rank", "Model", "Tier", "Institution", "Date", "n")
+# the ReXrank site's columns: shown unless hidden; a column added since (rouge, crimson, ...)
+# is hidden until chosen
+SITE_COLUMNS = ("bleu2", "bertscore", "sembscore", "radgraph", "radcliq_v1_inv", "ratescore", "green", "fineradscore_inv")
+DEFAULT_COLUMNS = tuple(k for k in METRIC_KEYS if k in SITE_COLUMNS)
+# source filter: a record's source -> the label a reader picks
+SOURCE_LABELS = {"published": "published", "rexrank": "submitted"}
+SOURCES = ("published", "submitted")
 
 T = TypeVar("T")
 # cached(key, (test_set, track), compute): a view of one test set and track, memoised by a
@@ -56,11 +64,46 @@ def _check_rank_key(rank_by: str) -> None:
         raise RexrankError(f"cannot rank by {rank_by!r}: known columns are {', '.join(COLUMNS_BY_KEY)}")
 
 
-def ranked(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY) -> pd.DataFrame:
-    """Rows of one test set and track, best first by `rank_by`; `rank` is 1-based with ties
-    sharing the best rank. Models without a value for `rank_by` come last, unranked (NaN)."""
+def source_label(source: str) -> str:
+    return SOURCE_LABELS.get(source, "submitted")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Rows left out of a view (and of its ranking): models trained on the test set, and
+    results from a source not chosen."""
+
+    hide_trained: bool = False
+    sources: tuple[str, ...] = SOURCES
+
+    def apply(self, table: pd.DataFrame) -> pd.DataFrame:
+        keep = np.ones(len(table), dtype=bool)
+        if self.hide_trained:
+            keep &= ~table["trained"].to_numpy(dtype=bool)
+        if set(self.sources) != set(SOURCES):
+            keep &= table["source"].map(source_label).isin(self.sources).to_numpy()
+        return table[keep]
+
+    def describe(self) -> str:
+        """"" when nothing is left out, else what is, for the note above a table."""
+        parts = []
+        if self.hide_trained:
+            parts.append(f"models trained on this test set (\\{TRAINED_MARK}) hidden")
+        if set(self.sources) != set(SOURCES):
+            parts.append("only " + " and ".join(self.sources) + " results" if self.sources else "no source chosen")
+        return "; ".join(parts)
+
+
+NO_FILTERS = Filters()
+
+
+def ranked(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY,
+           filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Rows of one test set and track that pass `filters`, best first by `rank_by`; `rank` is
+    1-based with ties sharing the best rank. Models without a value for `rank_by` come last,
+    unranked (NaN)."""
     _check_rank_key(rank_by)
-    table = frame[(frame["test_set"] == test_set) & (frame["track"] == track)]
+    table = filters.apply(frame[(frame["test_set"] == test_set) & (frame["track"] == track)])
     ascending = not COLUMNS_BY_KEY[rank_by].higher_is_better
     table = table.sort_values([rank_by, "model_name"], ascending=[ascending, True], na_position="last", kind="mergesort")
     table = table.assign(rank=table[rank_by].rank(method="min", ascending=ascending))
@@ -129,47 +172,89 @@ def model_cell(row, *, link: bool = True) -> str:
 def column_header(key: str, rank_by: str) -> str:
     col = COLUMNS_BY_KEY[key]
     arrow = "↑" if col.higher_is_better else "↓"
-    return f"{col.display} {arrow}" + (" ▼" if key == rank_by else "")
+    return f"{col.display} {arrow}" + (f" {sort_mark(key)}" if key == rank_by else "")
 
 
-def display_headers(rank_by: str = DEFAULT_RANK_KEY) -> list[str]:
-    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in METRIC_KEYS), "Source"]
+def sort_mark(key: str) -> str:
+    """The ranking column's mark: ▼ where the values fall down the table (higher is better),
+    ▲ where they rise (lower is better: best = lowest first)."""
+    return "▼" if COLUMNS_BY_KEY[key].higher_is_better else "▲"
+
+
+def shown_columns(columns, rank_by: str) -> tuple[str, ...]:
+    """The metric columns a view shows, in the site's order: those chosen (None: the
+    default ones) and always the ranking metric."""
+    chosen = set(DEFAULT_COLUMNS if columns is None else columns) | {rank_by}
+    return tuple(k for k in METRIC_KEYS if k in chosen)
+
+
+def display_headers(rank_by: str = DEFAULT_RANK_KEY, columns=None) -> list[str]:
+    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in shown_columns(columns, rank_by)), "Source"]
+
+
+def year(date) -> str:
+    """The year of a date ("2025", "2026-11-25" -> "2026"): the precision every result has
+    (the published ones give a year only), so the Date column reads the same in every row."""
+    match = re.match(r"\s*(\d{4})", str(date or ""))
+    return match.group(1) if match else md_escape(str(date or ""))
+
+
+def tier_cell(row, tiers: dict | None) -> str:
+    if tiers is not None and row["id"] in tiers:
+        return str(tiers[row["id"]])
+    return NO_TIER
+
+
+def n_cell(row, rank_by: str) -> str:
+    """Studies the ranking metric was computed on (else the most any metric was); "–"
+    where the result does not say (published results)."""
+    n = row[f"{rank_by}_n"]
+    if isinstance(n, float) and math.isnan(n):
+        n = row["n"]
+    return MISSING if isinstance(n, float) and math.isnan(n) else str(int(n))
 
 
 def rank_key_for_header(header: str) -> str | None:
     """The column key behind a displayed header ("BLEU ↑", "1/RadCliQ-v1 ↑ ▼", "GREEN"), or
     None for a header that is not a metric (Model, Rank, ...): what a header click ranks by."""
-    name = re.sub(r"(\s+[↑↓▼])+$", "", str(header or "").strip())
+    name = re.sub(r"(\s+[↑↓▼▲])+$", "", str(header or "").strip())
     return next((c.key for c in LEADERBOARD_COLUMNS if c.display == name), None)
 
 
-def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DEFAULT_RANK_KEY) -> pd.DataFrame:
-    """Ranked rows -> strings: rank, linked model name (+ trained marker), institution, date,
-    one "mean ± CI" cell per column with the column's best value in bold, source."""
+def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DEFAULT_RANK_KEY, *,
+                  columns=None, tiers: dict | None = None) -> pd.DataFrame:
+    """Ranked rows -> strings: rank, linked model name (+ trained marker), tier (`tiers`:
+    {id: tier}), institution, year, n, one "mean ± CI" cell per shown column with the
+    column's best value in bold, source."""
     rows = []
-    needed = ["rank", "model_name", "model_url", "trained", "institution", "date", "source",
-              *METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS)]
+    keys = shown_columns(columns, rank_by)
+    needed = ["id", "rank", "model_name", "model_url", "trained", "institution", "date", "source", "n",
+              *METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), *(f"{k}_n" for k in METRIC_KEYS)]
     for row in table[needed].to_dict("records"):
         cells = [
             MISSING if math.isnan(row["rank"]) else str(int(row["rank"])),
             model_cell(row),
+            tier_cell(row, tiers),
             md_escape(row["institution"]),
-            md_escape(row["date"]),
+            year(row["date"]),
+            n_cell(row, rank_by),
         ]
-        for key in METRIC_KEYS:
+        for key in keys:
             mean = row[key]
             is_best = not math.isnan(mean) and not math.isnan(best[key]) and math.isclose(mean, best[key], rel_tol=0, abs_tol=1e-12)
             cells.append(format_value(mean, row[f"{key}_ci"], best=is_best))
-        cells.append(row["source"])
+        cells.append(source_label(row["source"]))
         rows.append(cells)
-    return pd.DataFrame(rows, columns=display_headers(rank_by))
+    return pd.DataFrame(rows, columns=display_headers(rank_by, columns))
 
 
-def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "") -> pd.DataFrame:
+def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
+                     *, filters: Filters = NO_FILTERS, columns=None, per_study=None) -> pd.DataFrame:
     """The table a test-set tab shows. Best values are taken over the whole table, before
     the search filter, so a search never makes a weaker model look best."""
-    table = ranked(frame, test_set, track, rank_by)
-    return display_table(search(table, query), best_values(table), rank_by)
+    table = ranked(frame, test_set, track, rank_by, filters)
+    tiers = table_tiers(table, rank_by, per_study) if per_study else None
+    return display_table(search(table, query), best_values(table), rank_by, columns=columns, tiers=tiers)
 
 
 def overview(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, top: int | None = 10,
@@ -215,45 +300,83 @@ def track_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY
     return views.overview, {t: v.display for t, v in views.tables.items()}
 
 
-CSV_FIXED = ("Test set", "Track", "Rank", "Model", "Institution", "Date", "Trained on this test set")
+CSV_FIXED = ("Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set")
 
 
-def csv_table(table: pd.DataFrame, test_set: str, track: str) -> pd.DataFrame:
+def _ints(values) -> pd.array:
+    return pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in values], dtype="Int64")
+
+
+def csv_table(table: pd.DataFrame, test_set: str, track: str, *, rank_by: str = DEFAULT_RANK_KEY,
+              tiers: dict | None = None) -> pd.DataFrame:
     """Ranked rows as the plain table a user downloads: the rows the grid shows, in its order,
     without markdown, means at full precision and each CI half-width in its own column
-    (empty where the result has none)."""
+    (empty where the result has none); n = studies the ranking metric was computed on (empty
+    where the result does not say), Tier empty where there are no per-study scores."""
     columns = [*CSV_FIXED]
     for key in METRIC_KEYS:
         columns += [COLUMNS_BY_KEY[key].display, f"{COLUMNS_BY_KEY[key].display} 95% CI ±"]
     columns += ["Source", "Model URL"]
+    n = table[f"{rank_by}_n"].where(table[f"{rank_by}_n"].notna(), table["n"])
     out = pd.DataFrame({
         "Test set": TEST_SET_LABELS.get(test_set, test_set),
         "Track": TRACK_LABELS.get(track, track),
-        "Rank": pd.array([None if math.isnan(r) else int(r) for r in table["rank"]], dtype="Int64"),
+        "Rank": _ints(table["rank"]),
+        "Tier": _ints([(tiers or {}).get(i) for i in table["id"]]),
         "Model": table["model_name"],
         "Institution": table["institution"],
         "Date": table["date"],
+        "n": _ints(n),
         "Trained on this test set": ["yes" if t else "" for t in table["trained"]],
         **{COLUMNS_BY_KEY[k].display: table[k] for k in METRIC_KEYS},
         **{f"{COLUMNS_BY_KEY[k].display} 95% CI ±": table[f"{k}_ci"] for k in METRIC_KEYS},
-        "Source": table["source"],
+        "Source": [source_label(x) for x in table["source"]],
         "Model URL": table["model_url"],
     }, index=table.index)
     return out[columns].reset_index(drop=True)
 
 
-def table_note(n_shown: int, n_total: int, query: str | None, track: str) -> str:
-    """The line above a test-set table: how many results, and what a search matched."""
+def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, rank_by: str = DEFAULT_RANK_KEY,
+               n_unranked: int = 0, n_untiered: int = 0, filters: Filters = NO_FILTERS) -> str:
+    """The line above a test-set table: how many results, what a search matched, and why
+    rows are unranked or have no tier."""
     words = (query or "").split()
+    track_label = TRACK_LABELS.get(track, track)
+    left_out = filters.describe()
     if n_total == 0:
-        return f"No results in the {TRACK_LABELS.get(track, track)} track on this test set yet."
+        if left_out:
+            return f"No results in the {track_label} track on this test set with these filters ({left_out})."
+        return f"No results in the {track_label} track on this test set yet."
     if not words:
-        return f"{plural(n_total, 'result')} in the {TRACK_LABELS.get(track, track)} track."
-    quoted = f"“{md_escape(' '.join(words))}”"
-    if n_shown == 0:
-        return (f"No model or institution matches {quoted}: the table is empty. "
-                f"Clear the search to see all {plural(n_total, 'result')}.")
-    return f"{n_shown} of {plural(n_total, 'result')} {'matches' if n_shown == 1 else 'match'} {quoted}."
+        text = f"{plural(n_total, 'result')} in the {track_label} track."
+    else:
+        quoted = f"“{md_escape(' '.join(words))}”"
+        if n_shown == 0:
+            text = (f"No model or institution matches {quoted}: the table is empty. "
+                    f"Clear the search to see all {plural(n_total, 'result')}.")
+        else:
+            text = f"{n_shown} of {plural(n_total, 'result')} {'matches' if n_shown == 1 else 'match'} {quoted}."
+    if left_out:
+        text += f" Filters: {left_out}."
+    metric = COLUMNS_BY_KEY[rank_by].display
+    if n_unranked == n_total:
+        text += f" No result here has a {metric} value, so none is ranked (–): rank by another metric."
+    elif n_unranked:
+        text += f" {plural(n_unranked, 'result')} without a {metric} value: unranked (–), listed last."
+    if n_untiered:
+        text += f" Tier {NO_TIER}: no per-study scores (published results are the site's means)."
+    return text
+
+
+def overview_note(ranked_tables: dict[str, pd.DataFrame], rank_by: str) -> str:
+    """Why an overview column is empty: its test set has results, none with the ranking metric."""
+    metric = COLUMNS_BY_KEY[rank_by].display
+    empty = [f"{TEST_SET_LABELS.get(t, t)} ({plural(len(table), 'result')})" for t, table in ranked_tables.items()
+             if len(table) and table["rank"].isna().all()]
+    if not empty:
+        return ""
+    return (f"No result on {', '.join(empty)} has a {metric} value, so nothing is ranked there: "
+            "rank by another metric to see them.")
 
 
 @dataclass(frozen=True)
@@ -271,37 +394,49 @@ class PageViews:
     overview: pd.DataFrame
     overview_plain: pd.DataFrame
     tables: dict[str, TableView]
+    overview_note: str = ""
 
 
 def page_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
-               test_sets=LEADERBOARD_TEST_SETS, *, cached: PartCache = uncached) -> PageViews:
-    """Everything the leaderboard's tabs show for one track, ranking and search; each table
-    is ranked once. Best values come from the whole table, before the search. `cached`
-    keeps the tables of test sets whose rows did not change since it last saw them."""
-    ranked_tables = {t: ranked_part(frame, t, track, rank_by, cached) for t in test_sets}
-    views = {
-        t: cached(("view", rank_by, query), (t, track), lambda t=t: test_set_view(ranked_tables[t], t, track, rank_by, query))
-        for t in test_sets
-    }
+               test_sets=LEADERBOARD_TEST_SETS, *, cached: PartCache = uncached, filters: Filters = NO_FILTERS,
+               columns=None, per_study=None) -> PageViews:
+    """Everything the leaderboard's tabs show for one track, ranking, filters and search; each
+    table is ranked once. Best values come from the whole (filtered) table, before the search.
+    `cached` keeps the tables (and tiers) of test sets whose rows did not change since it last
+    saw them. `per_study(result id)`: a result's per-study scores, for the tiers (None: no tiers)."""
+    ranked_tables = {t: ranked_part(frame, t, track, rank_by, cached, filters) for t in test_sets}
+    columns = None if columns is None else tuple(columns)
+    views = {}
+    for t in test_sets:
+        tiers = (cached(("tiers", rank_by, filters), (t, track), lambda t=t: table_tiers(ranked_tables[t], rank_by, per_study))
+                 if per_study else None)
+        views[t] = cached(("view", rank_by, query, filters, columns), (t, track),
+                          lambda t=t, tiers=tiers: test_set_view(ranked_tables[t], t, track, rank_by, query,
+                                                                 filters=filters, columns=columns, tiers=tiers))
     return PageViews(
         overview=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables),
         overview_plain=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables, markdown=False),
         tables=views,
+        overview_note=overview_note(ranked_tables, rank_by),
     )
 
 
-def ranked_part(frame: pd.DataFrame, test_set: str, track: str, rank_by: str, cached: PartCache = uncached) -> pd.DataFrame:
+def ranked_part(frame: pd.DataFrame, test_set: str, track: str, rank_by: str, cached: PartCache = uncached,
+                filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """`ranked(...)`, through a part cache."""
-    return cached(("ranked", rank_by), (test_set, track), lambda: ranked(frame, test_set, track, rank_by))
+    return cached(("ranked", rank_by, filters), (test_set, track), lambda: ranked(frame, test_set, track, rank_by, filters))
 
 
-def test_set_view(table: pd.DataFrame, test_set: str, track: str, rank_by: str, query: str) -> TableView:
+def test_set_view(table: pd.DataFrame, test_set: str, track: str, rank_by: str, query: str, *,
+                  filters: Filters = NO_FILTERS, columns=None, tiers: dict | None = None) -> TableView:
     """A ranked table as its tab shows it (grid cells, CSV rows, note), after the search."""
     shown = search(table, query)
+    untiered = int((~shown["id"].isin(list(tiers or {}))).sum())
     return TableView(
-        display=display_table(shown, best_values(table), rank_by),
-        plain=csv_table(shown, test_set, track),
-        note=table_note(len(shown), len(table), query, track),
+        display=display_table(shown, best_values(table), rank_by, columns=columns, tiers=tiers),
+        plain=csv_table(shown, test_set, track, rank_by=rank_by, tiers=tiers),
+        note=table_note(len(shown), len(table), query, track, rank_by=rank_by,
+                        n_unranked=int(table["rank"].isna().sum()), n_untiered=untiered, filters=filters),
     )
 
 

@@ -8,9 +8,11 @@ and the backend applies them again before scoring.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from rexrank.errors import RexrankError, SubmissionError
+from rexrank.errors import RexrankError, SubmissionError, TestSetError
+from rexrank.testsets.loading import DATA_DIR_ENV
 from rexrank.store.names import display
 
 
@@ -79,10 +81,35 @@ def describe_error(exc: Exception, *, upload: str | None = None) -> str:
     """What the submitter reads: no server paths; the uploaded file (`upload`, a temporary
     path on the server) is named by its own file name."""
     from rexrank.backend.privacy import public_message
-    from rexrank.leaderboard.tables import md_escape
 
     text = str(exc) if isinstance(exc, RexrankError) else f"unexpected error {type(exc).__name__}: {exc}"
     if upload:
         for form in sorted({str(upload), os.path.realpath(upload)}, key=len, reverse=True):
             text = text.replace(form, Path(upload).name)
-    return f"❌ Not filed: {md_escape(display(public_message(text)))}"
+    text = display(public_message(text))
+    advice = ""
+    if isinstance(exc, TestSetError) and DATA_DIR_ADVICE.search(text):
+        # the command-line advice ("pass its folder with --data-dir") is for whoever runs this
+        # server, not for the submitter
+        text = DATA_DIR_ADVICE.sub("", text).rstrip(" ;,.")
+        advice = (f"  \nThis leaderboard's server cannot read that test set. Whoever runs it can start it with "
+                  f"`rexrank leaderboard --data-dir FOLDER` (a folder holding the test sets, or this test set's folder) "
+                  f"or set `${DATA_DIR_ENV}`.")
+    return f"❌ Not filed: {markdown_with_links(text)}{advice}"
+
+
+DATA_DIR_ADVICE = re.compile(r"[;.,]?\s*(?:download it yourself and |and )?pass its folder with --data-dir", re.IGNORECASE)
+_URL = re.compile(r"https?://[^\s<>()]+[^\s<>().,;:]")
+
+
+def markdown_with_links(text: str) -> str:
+    """`text` as markdown: escaped, except web addresses, which become links as they are
+    (escaping one would break it: `iu\\_xray`)."""
+    from rexrank.leaderboard.tables import md_escape
+
+    out, last = [], 0
+    for match in _URL.finditer(text):
+        out += [md_escape(text[last:match.start()]), f"<{match.group(0)}>"]
+        last = match.end()
+    out.append(md_escape(text[last:]))
+    return "".join(out)

@@ -337,9 +337,10 @@ def csv_table(table: pd.DataFrame, test_set: str, track: str, *, rank_by: str = 
 
 
 def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, rank_by: str = DEFAULT_RANK_KEY,
-               n_unranked: int = 0, n_untiered: int = 0, filters: Filters = NO_FILTERS) -> str:
+               n_unranked: int = 0, none_ranked: bool = False, n_untiered: int = 0, filters: Filters = NO_FILTERS) -> str:
     """The line above a test-set table: how many results, what a search matched, and why
-    rows are unranked or have no tier."""
+    rows are unranked (`n_unranked` of those shown; `none_ranked`: no row of the table has
+    the ranking metric) or have no tier."""
     words = (query or "").split()
     track_label = TRACK_LABELS.get(track, track)
     left_out = filters.describe()
@@ -359,7 +360,7 @@ def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, ran
     if left_out:
         text += f" Filters: {left_out}."
     metric = COLUMNS_BY_KEY[rank_by].display
-    if n_unranked == n_total:
+    if none_ranked:
         text += f" No result here has a {metric} value, so none is ranked (–): rank by another metric."
     elif n_unranked:
         text += f" {plural(n_unranked, 'result')} without a {metric} value: unranked (–), listed last."
@@ -436,7 +437,8 @@ def test_set_view(table: pd.DataFrame, test_set: str, track: str, rank_by: str, 
         display=display_table(shown, best_values(table), rank_by, columns=columns, tiers=tiers),
         plain=csv_table(shown, test_set, track, rank_by=rank_by, tiers=tiers),
         note=table_note(len(shown), len(table), query, track, rank_by=rank_by,
-                        n_unranked=int(table["rank"].isna().sum()), n_untiered=untiered, filters=filters),
+                        n_unranked=int(shown["rank"].isna().sum()), none_ranked=bool(len(table)) and table["rank"].isna().all(),
+                        n_untiered=untiered, filters=filters),
     )
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 # at module level, not in build_app: gradio reads the event functions' type hints (gr.Request,
 # gr.EventData, gr.OAuthProfile) through this module's globals to know what to fill in
+from typing import NamedTuple
+
 import gradio as gr
 import pandas as pd
 
@@ -60,6 +62,13 @@ TITLE = "ReXrank: chest X-ray report generation leaderboard"
 TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]
 QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status", "submitted_time", "error"]
 QUEUE_HEADERS = ["Request", "Model", "Submitter", "Test set", "Track", "Status", "Submitted (UTC)", "Error"]
+
+
+class SizedGrid(NamedTuple):
+    """A test-set grid's table and its column widths (which follow the columns shown)."""
+
+    table: pd.DataFrame
+    widths: list[str]
 
 
 def _status(source: LeaderboardSource) -> str:
@@ -164,13 +173,16 @@ def build_app(source: LeaderboardSource):
         for test_set, view in views.tables.items():
             csv = cached(("csv", rank_by, query, filters), (test_set, track),
                          lambda: csv_files.write(view.plain, f"rexrank_{test_set}_{suffix}"))
-            out += [view.note, gr.update(value=view.display, column_widths=widths), csv]
+            out += [view.note, SizedGrid(view.display, widths), csv]
         out.append(views.overview_note)
         return out
 
     def views(track: str, rank_by: str, query: str, hide_trained: bool = False, sources=tables.SOURCES,
               columns=tables.DEFAULT_COLUMNS):
-        return (*page(track, rank_by, query, hide_trained, sources, columns), _status(source))
+        # a fresh update per call: gradio changes the update it is given, and the page is cached
+        out = [gr.update(value=v.table, column_widths=v.widths) if isinstance(v, SizedGrid) else v
+               for v in page(track, rank_by, query, hide_trained, sources, columns)]
+        return (*out, _status(source))
 
     def leaderboard(test_set: str = "iu_xray", track: str = "findings", rank_by: str = DEFAULT_RANK_KEY, query: str = "") -> dict:
         """One test set's table as {"headers", "data"}, ranked by a leaderboard column key
@@ -295,7 +307,7 @@ def build_app(source: LeaderboardSource):
                     with gr.Row():
                         note_md = gr.Markdown(note, elem_id=f"note-{t}")
                         csv_btn = download(csv, f"csv-{t}")
-                    df = grid(table["value"], f"table-{t}", first_layout, pinned_columns=2, max_height=700)
+                    df = grid(table.table, f"table-{t}", first_layout, pinned_columns=2, max_height=700)
                 tab_selects.append((tab, t))
                 view_outputs += [note_md, df, csv_btn]
             view_outputs.append(overview_note)

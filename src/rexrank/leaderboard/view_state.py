@@ -82,9 +82,9 @@ def describe_problems(problems: list[str]) -> str:
     return ("Ignored in the page's address: " + "; ".join(problems) + ".") if problems else ""
 
 
-# Until the page load has read the address (VIEW_READY_JS, the load chain's last step),
-# nothing writes to it: gradio selects the first tab as the page opens, which would erase
-# the `tab` a link asks for.
+# Until the page load has read the address (VIEW_READY_JS, the load chain's last step), the
+# controls and the Overview tab do not write to it: gradio sets them as the page opens, which
+# would erase what a link asks for.
 READY = "window.rexrankViewReady"
 VIEW_READY_JS = f"() => {{ {READY} = true; }}"
 
@@ -110,8 +110,9 @@ VIEW_URL_JS = f"""(track, rank, q, hideTrained, sources, columns) => {{
 def tab_url_js(tab: str) -> str:
     """Writes `tab` into the address (left out for the Overview, the first tab)."""
     value = "" if tab == "overview" else tab
+    wait = f"if (!{READY}) return;" if not value else ""  # gradio selects the Overview as the page opens
     return f"""() => {{
-  if (!{READY}) return;
+  {wait}
   const url = new URL(window.location.href);
   if ({json.dumps(value)}) url.searchParams.set('tab', {json.dumps(value)}); else url.searchParams.delete('tab');
   window.history.replaceState(window.history.state, '', url);

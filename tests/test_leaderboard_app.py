@@ -79,7 +79,7 @@ def test_views_endpoint_switches_track_rank_and_search(served):
     note, mimic, _ = tabs["mimic_cxr"]
     csv = _csv("findings_result_mimiccxr.csv").sort_values("1/RadCliQ-v1", ascending=False)
     assert [_model(r[1]) for r in mimic["data"]] == csv["Model Name"].tolist()
-    assert note == f"{len(csv)} results in the Findings track. Tier n/a: no per-study scores (published results are the site's means)."
+    assert note == f"{len(csv)} results in the Findings track. Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
     assert "128 results" in status
     over, _, tabs, status = _views(client, "findings_impression", "bleu2", "stanford")
     note, cxp, _ = tabs["chexpert_plus"]

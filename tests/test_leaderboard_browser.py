@@ -24,7 +24,7 @@ CHROMIUM_ARGS = [
 DESKTOP = {"width": 1400, "height": 1000}
 # a test-set grid's columns: Rank, Model, Tier, Institution, Date, n, the eight metrics, Source
 COL = {"Rank": 0, "Model": 1, "Tier": 2, "n": 5, "BLEU": 6, "1/RadCliQ-v1": 10, "1/FineRadScore": 13, "Source": 14}
-NO_TIER_NOTE = "Tier n/a: no per-study scores (published results are the site's means)."
+NO_TIER_NOTE = "Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
 PHONE = {"width": 390, "height": 844}
 
 pytestmark = [

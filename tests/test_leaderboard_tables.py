@@ -220,7 +220,7 @@ def test_table_notes_count_with_correct_plurals():
 def test_page_views_csv_holds_the_rows_the_grid_shows(frame):
     views = tables.page_views(frame, "findings", "fineradscore_inv", "csiro")
     iu = views.tables["iu_xray"]
-    assert iu.note == "4 of 25 results match “csiro”. Tier n/a: no per-study scores (published results are the site's means)."
+    assert iu.note == "4 of 25 results match “csiro”. Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
     display, plain = iu.display, iu.plain
     # same rows, same order; names without markdown; ranks as numbers, unranked empty
     assert plain["Model"].tolist() == [_model(c) for c in display["Model"]]

@@ -327,7 +327,7 @@ def build_app(source: LeaderboardSource):
                                                elem_id="model-significance", elem_classes=[TABLE_CLASS])
             with gr.Tab("Plots", id="plots") as plots_tab:
                 plot_test_set = gr.Dropdown(
-                    [(TEST_SET_LABELS[t], t) for t in tab_test_sets], value="iu_xray", label="Test set (correlation plot)"
+                    [(TEST_SET_LABELS[t], t) for t in tab_test_sets], value="iu_xray", label="Test set (progress and correlation plots)"
                 )
                 progress_note = gr.Markdown(elem_id="progress-note")
                 progress_plot = gr.Plot(label="Progress: best score by date (ranking metric)", elem_id="progress-plot")

@@ -61,7 +61,6 @@ def fig_progress(points: pd.DataFrame, test_set: str, track: str, rank_by: str):
     ax.scatter(points["date"], points["value"], s=22, alpha=0.6, color="tab:blue", label="a model's result")
     best = points.drop_duplicates("date")[["date", "best"]]
     if len(best):
-        # extend the last step to the latest date so the line reaches the newest point
         ax.step(best["date"], best["best"], where="post", color="tab:red", linewidth=2, label="best so far")
         leaders = points[points["value"] == points["best"]].drop_duplicates("best")
         for row in leaders.itertuples(index=False):

@@ -365,7 +365,7 @@ def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, ran
     elif n_unranked:
         text += f" {plural(n_unranked, 'result')} without a {metric} value: unranked (–), listed last."
     if n_untiered:
-        text += f" Tier {NO_TIER}: no per-study scores (published results are the site's means)."
+        text += f" Tier {NO_TIER}: no per-study scores of the ranking metric (published results are the site's means)."
     return text
 
 

@@ -10,13 +10,16 @@ settled requests, written in the earlier layout so the one-off indexing is timed
 - first load: the app built on the store (every record read once);
 - page reload, nothing changed: what a page load runs in the app (re-read the store,
   model list, status, the track's tables, the first model's page, the queue table);
-- add one result (`Store.add_result`), then the page reload that shows it; the files each
-  reads and lists (figures the machine's load cannot change);
+- add one result (`Store.add_result`, with its per-study scores), then the page reload that
+  shows it; the files each reads and lists (figures the machine's load cannot change). The
+  new results go into one table that already holds PER_STUDY_RESULTS results with per-study
+  scores, so that reload also recomputes that table's tiers (issue 21: paired tests between
+  neighbours, incrementally: the other tables' tiers are kept);
 - beside them, in the same run: reading every record and tabling it (`list_results` +
   `records_frame`), what each page load did before the reload was incremental.
 
-Goals (issue 15): page reload <= 200 ms at 8,000 records; adding a result costs the same
-at 8,000 as at 100. Run: python benchmarks/leaderboard.py [--history 100,2000,8000]
+Goals (issues 15, 21): page reload <= 200 ms at 8,000 records, also right after a new result
+(tiers included); adding a result costs the same at 8,000 as at 100. Run: python benchmarks/leaderboard.py [--history 100,2000,8000]
 [--stores local,hub] [--repeats 5]
 """
 from __future__ import annotations
@@ -32,6 +35,9 @@ from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, reco
 from rexrank.testsets.registry import TRACKS
 
 N_SYSTEMS = 100
+PER_STUDY_RESULTS = 50  # results with per-study scores in the table the new results join
+PER_STUDY_PART = ("iu_xray", "findings")
+N_STUDIES = 590
 GOAL_S = 1.0
 RELOAD_GOAL_MS = 200.0
 CPU: list[float] = []  # CPU seconds of the full build (less sensitive to other load on the machine)
@@ -87,20 +93,41 @@ def page_load(app_fns: dict):
     """What the app runs when a page loads (the load event chain and the queue table)."""
     from rexrank.results_schema import DEFAULT_RANK_KEY
 
-    update, _, _ = app_fns["on_load"](None)
+    update, *_ = app_fns["on_load"](None)
     app_fns["views"]("findings", DEFAULT_RANK_KEY, "")
     app_fns["model"](update["value"], DEFAULT_RANK_KEY)
     app_fns["queue"]()
 
 
+def per_study_result(i: int, rng: np.random.Generator) -> tuple[dict, bytes]:
+    """A result on PER_STUDY_PART with per-study RadCliQ-v1 scores (parquet bytes)."""
+    import io
+
+    import pandas as pd
+    from stores import history_request, history_result
+
+    record = history_result({**history_request(2 * 10**6 + i), "status": "FINISHED"}, rng)
+    record["id"] = f"{record['id']}-ps"
+    record["test_set"], record["track"] = PER_STUDY_PART
+    scores = rng.uniform(0.2, 1.5, N_STUDIES) + rng.uniform(-0.2, 0.2)
+    record["values"]["radcliq_v1_inv"] = {"mean": 1 / float(scores.mean()), "ci95": 0.01, "n": N_STUDIES}
+    buf = io.BytesIO()
+    pd.DataFrame({"id": [f"s{j}" for j in range(N_STUDIES)], "radcliq_v1": scores}).to_parquet(buf, index=False)
+    return record, buf.getvalue()
+
+
 def store_part(kind: str, history: int, args, hub_url: str | None) -> dict:
     from rexrank.leaderboard.app import build_app
     from rexrank.leaderboard.source import LeaderboardSource
-    from stores import FileCounter, add_history, history_request, history_result, open_bench_store, timed
+    from stores import FileCounter, add_history, open_bench_store, timed
 
     store = open_bench_store(kind, f"lb{history}", hub_url, args.local_dir)
     # history_request(i) is FINISHED for 9 in 10: enough requests for `history` result records
     add_history(store, history * 10 // 9 + 1)
+    rng = np.random.default_rng(1)
+    for i in range(PER_STUDY_RESULTS):
+        record, per_study = per_study_result(i, rng)
+        store.add_result(record, per_study=per_study)
     out = {"store": kind, "history": len(store.list_results())}
     out["index_s"], _ = timed(store.ensure_results_indexed)
     store.claim("bench", lease_seconds=60)  # moves the settled requests out of the queue
@@ -114,17 +141,18 @@ def store_part(kind: str, history: int, args, hub_url: str | None) -> dict:
     page_load(fns)  # warm-up
     out["reload_ms"] = statistics.median(timed(page_load, fns)[0] for _ in range(args.repeats)) * 1000
     out["refresh_ms"] = statistics.median(timed(source.frame, force=True)[0] for _ in range(args.repeats)) * 1000
-    rng = np.random.default_rng(1)
     adds, reloads, add_files, refresh_files = [], [], [], []
     files = FileCounter(store)
+    tier_calls = _count_tier_calls()
     for i in range(args.repeats):
-        record = history_result({**history_request(10**6 + i), "status": "FINISHED"}, rng)
+        record, per_study = per_study_result(10**6 + i, rng)
         files.take()
-        adds.append(timed(store.add_result, record)[0])
+        adds.append(timed(store.add_result, record, per_study=per_study)[0])
         add_files.append(files.take())
         reloads.append(timed(page_load, fns)[0])
         refresh_files.append(files.take())  # the page load's: the results' re-read and the queue table
         assert record["id"] in set(source.frame()["id"])
+    out["tier_tables"] = len(tier_calls) / args.repeats  # tables whose tiers each reload recomputed
     out["add_ms"] = statistics.median(adds) * 1000
     out["reload_after_add_ms"] = statistics.median(reloads) * 1000
     out["add_files"], out["refresh_files"] = max(add_files), max(refresh_files)
@@ -132,6 +160,21 @@ def store_part(kind: str, history: int, args, hub_url: str | None) -> dict:
     out["read_all_ms"] = (t + timed(records_frame, records)[0]) * 1000
     demo.close()
     return out
+
+
+_TABLE_TIERS = tables.table_tiers
+
+
+def _count_tier_calls() -> list:
+    """Counts the tables whose tiers are computed from now on (a wrapper of table_tiers)."""
+    calls: list = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return _TABLE_TIERS(*args, **kwargs)
+
+    tables.table_tiers = counted
+    return calls
 
 
 def main() -> None:
@@ -152,7 +195,8 @@ def main() -> None:
 
     def describe(r: dict) -> str:
         return (f"{r['store']:5s} {r['history']:5d} records: page reload {r['reload_ms']:6.1f} ms (store re-read "
-                f"{r['refresh_ms']:5.1f}); add a result {r['add_ms']:6.1f} ms, then reload {r['reload_after_add_ms']:6.1f} ms; "
+                f"{r['refresh_ms']:5.1f}); add a result {r['add_ms']:6.1f} ms, then reload {r['reload_after_add_ms']:6.1f} ms "
+                f"(tiers recomputed for {r['tier_tables']:.0f} table); "
                 f"reading every record {r['read_all_ms']:7.1f} ms (first load {r['first_s']:.2f} s, indexing once "
                 f"{r['index_s']:.2f} s); files read/listed: add a result {r['add_files'][0]}/{r['add_files'][1]}, "
                 f"page reload after it {r['refresh_files'][0]}/{r['refresh_files'][1]}")

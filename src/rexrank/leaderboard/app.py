@@ -165,7 +165,7 @@ def build_app(source: LeaderboardSource):
         # tables (and tiers) of test sets without a new result since the last page are kept (part cache)
         frame, cached = source.part_cache()
         views = tables.page_views(frame, track, rank_by, query, test_sets=tab_test_sets, cached=cached,
-                                  filters=filters, columns=columns, per_study=per_study)
+                                  filters=filters, columns=columns, per_study=per_study, p_cache=source.pair_p)
         suffix = f"{track}_by-{rank_by}" + ("_filtered" if filters.describe() else "") + ("_search" if (query or "").strip() else "")
         out = [views.overview, csv_files.write(views.overview_plain, f"rexrank_overview_{suffix}")]
         widths = results_layout(tables.shown_columns(columns, rank_by), rank_by,
@@ -189,7 +189,7 @@ def build_app(source: LeaderboardSource):
         (e.g. radcliq_v1_inv, fineradscore_inv), with every column."""
         frame, cached = source.part_cache()
         views = tables.page_views(frame, track, rank_by, query, test_sets=(test_set,), cached=cached,
-                                  columns=tables.METRIC_KEYS, per_study=per_study)
+                                  columns=tables.METRIC_KEYS, per_study=per_study, p_cache=source.pair_p)
         table = views.tables[test_set].display
         return {"headers": list(table.columns), "data": table.values.tolist()}
 

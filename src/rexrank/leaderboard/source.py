@@ -41,6 +41,8 @@ class LeaderboardSource:
         self._records: dict[str, dict] = {}
         self._loaded_at = 0.0
         self._per_study: dict[str, pd.DataFrame] = {}  # result id -> its per-study scores
+        # (id above, id below, column) -> paired test p-value (the tiers), while both results stay
+        self.pair_p: dict[tuple[str, str, str], float] = {}
         self.generation = 0  # increases whenever the frame changes (a key for caching views)
         self.problems: list[str] = []
         self._views: OrderedDict = OrderedDict()  # (generation, key) -> a view of that frame
@@ -73,6 +75,7 @@ class LeaderboardSource:
 
     def _rebuild(self, records: list[dict], problems: list[str]) -> None:
         self._per_study.clear()
+        self.pair_p.clear()
         self._frame = records_frame(records, problems=problems)
         self.problems = [display(p) for p in problems]
         self._records = {r.get("id"): r for r in records if isinstance(r, dict)}
@@ -84,9 +87,13 @@ class LeaderboardSource:
         if self._frame is not None and not delta:
             return
         parts = {_part(self._rows[p]) for p in [*delta.removed, *delta.changed] if p in self._rows}  # before
+        gone = set()
         for path in [*delta.removed, *delta.changed]:  # per-study data of changed results is read again
             if path in self._rows:
+                gone.add(self._rows[path]["id"])
                 self._per_study.pop(self._rows[path]["id"], None)
+        if gone:  # and their tests too
+            self.pair_p = {k: p for k, p in self.pair_p.items() if k[0] not in gone and k[1] not in gone}
         for path in delta.removed:
             self._rows.pop(path, None)
             self._row_problems.pop(path, None)

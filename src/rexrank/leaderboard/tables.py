@@ -400,16 +400,17 @@ class PageViews:
 
 def page_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
                test_sets=LEADERBOARD_TEST_SETS, *, cached: PartCache = uncached, filters: Filters = NO_FILTERS,
-               columns=None, per_study=None) -> PageViews:
+               columns=None, per_study=None, p_cache: dict | None = None) -> PageViews:
     """Everything the leaderboard's tabs show for one track, ranking, filters and search; each
     table is ranked once. Best values come from the whole (filtered) table, before the search.
     `cached` keeps the tables (and tiers) of test sets whose rows did not change since it last
-    saw them. `per_study(result id)`: a result's per-study scores, for the tiers (None: no tiers)."""
+    saw them. `per_study(result id)`: a result's per-study scores, for the tiers (None: no tiers);
+    `p_cache`: the tiers' paired tests kept between calls (`tiers.table_tiers`)."""
     ranked_tables = {t: ranked_part(frame, t, track, rank_by, cached, filters) for t in test_sets}
     columns = None if columns is None else tuple(columns)
     views = {}
     for t in test_sets:
-        tiers = (cached(("tiers", rank_by, filters), (t, track), lambda t=t: table_tiers(ranked_tables[t], rank_by, per_study))
+        tiers = (cached(("tiers", rank_by, filters), (t, track), lambda t=t: table_tiers(ranked_tables[t], rank_by, per_study, p_cache))
                  if per_study else None)
         views[t] = cached(("view", rank_by, query, filters, columns), (t, track),
                           lambda t=t, tiers=tiers: test_set_view(ranked_tables[t], t, track, rank_by, query,

@@ -35,38 +35,65 @@ PER_STUDY_COLUMN = {
 }
 
 
-def paired_p(a: pd.DataFrame, b: pd.DataFrame, column: str) -> tuple[float, int]:
-    """(two-sided paired t-test p-value, studies used) on `column`, over the studies both
-    scored; p = 1 when fewer than 2 such studies or the differences are all equal (no
-    evidence of a difference)."""
-    from scipy.stats import ttest_rel
-
-    joined = a[["id", column]].merge(b[["id", column]], on="id", suffixes=("_a", "_b")).dropna()
-    if len(joined) < 2:
-        return 1.0, len(joined)
-    d = joined[f"{column}_a"].to_numpy(np.float64) - joined[f"{column}_b"].to_numpy(np.float64)
-    if np.all(d == d[0]):
-        return (1.0 if d[0] == 0 else 0.0), len(joined)  # no spread: identical, or a constant shift
-    p = float(ttest_rel(joined[f"{column}_a"], joined[f"{column}_b"]).pvalue)
-    return (1.0 if math.isnan(p) else p), len(joined)
+def _aligned(data: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(study ids, scores) of one result, sorted by id, studies without a score left out."""
+    frame = data[["id", column]].dropna()
+    order = np.argsort(frame["id"].to_numpy(dtype=str), kind="stable")
+    return frame["id"].to_numpy(dtype=str)[order], frame[column].to_numpy(np.float64)[order]
 
 
-def table_tiers(table: pd.DataFrame, rank_by: str, per_study: Callable[[str], pd.DataFrame | None]) -> dict[str, int]:
+def paired_p(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[float, int]:
+    """(two-sided paired t-test p-value, studies used) of two results' aligned scores
+    (`_aligned`), over the studies both scored; p = 1 when fewer than 2 such studies or the
+    differences are all equal to 0 (no evidence of a difference), 0 when they are all equal
+    to another value (a constant shift)."""
+    from scipy.special import stdtr
+
+    common, ia, ib = np.intersect1d(a[0], b[0], assume_unique=True, return_indices=True)
+    n = common.size
+    if n < 2:
+        return 1.0, n
+    d = a[1][ia] - b[1][ib]
+    sd = float(np.std(d, ddof=1))
+    mean = float(d.mean())
+    if sd == 0.0:
+        return (1.0 if mean == 0.0 else 0.0), n
+    t = mean / (sd / np.sqrt(n))
+    return float(2.0 * stdtr(n - 1, -abs(t))), n
+
+
+def table_tiers(table: pd.DataFrame, rank_by: str, per_study: Callable[[str], pd.DataFrame | None],
+                p_cache: dict | None = None) -> dict[str, int]:
     """{result id: tier} for the ranked rows (best first) of `table` that have per-study
-    scores for `rank_by`; rows left out have no tier."""
+    scores for `rank_by`; rows left out have no tier. `p_cache`: {(id above, id below,
+    column): p} kept by the caller while both results stay the same, so that a new result
+    costs the tests of its own neighbours only."""
     from rexrank.analysis.uncertainty import holm
 
     column = PER_STUDY_COLUMN.get(rank_by)
     if column is None:
         return {}
     scored = []
-    for row in table[table["rank"].notna() & table["per_study_available"]][["id"]].itertuples(index=False):
-        data = per_study(row.id)
+    for rid in table.loc[table["rank"].notna() & table["per_study_available"], "id"]:
+        data = per_study(rid)
         if data is not None and column in data and "id" in data:
-            scored.append((row.id, data))
+            scored.append((rid, data))
     if not scored:
         return {}
-    p_values = [paired_p(above, below, column)[0] for (_, above), (_, below) in zip(scored, scored[1:])]
+    cache = {} if p_cache is None else p_cache
+    aligned: dict[str, tuple] = {}
+
+    def scores(rid, data):
+        if rid not in aligned:
+            aligned[rid] = _aligned(data, column)
+        return aligned[rid]
+
+    p_values = []
+    for (up, up_data), (down, down_data) in zip(scored, scored[1:]):
+        key = (up, down, column)
+        if key not in cache:
+            cache[key] = paired_p(scores(up, up_data), scores(down, down_data))[0]
+        p_values.append(cache[key])
     adjusted = holm(p_values)
     tiers = {scored[0][0]: 1}
     tier = 1

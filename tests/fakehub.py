@@ -9,7 +9,8 @@ snapshot_download, create_commit with parent_commit).
 Covers (as huggingface_hub 2.4 calls them): repo create / info (with `expand`) / settings (visibility),
 preupload (always "regular" uploads), commit (NDJSON; a stale `parentCommit` -> 412), tree
 listing, paths-info, resolve (HEAD/GET) for models, datasets and spaces, Space variables,
-README.md metadata validation (YAML only), whoami. Not covered: LFS / xet uploads, branches and PRs, pagination.
+README.md metadata validation (YAML only), whoami, file sizes and LFS fields in repo info
+(`files_metadata=True`), the agent registry the `hf` command line reads. Not covered: LFS / xet uploads, branches and PRs, pagination.
 
 Test hooks: `hub.commits(repo)` counts commits, `hub.fail_next_commits` injects conflicts,
 `hub.drop_commit[repo_id] = "before" | "after"` cuts the connection of that repo's next
@@ -87,6 +88,17 @@ def _sorted_after(previous: list[str] | None, before: dict[str, bytes], after: d
         elif path in after and path not in before:
             bisect.insort(paths, path)
     return paths
+
+
+def _sibling(path: str, data: bytes, blobs: bool) -> dict:
+    """A repo_info sibling; with `blobs` (files_metadata=True) its size and blob id, and for
+    parquet files the LFS pointer's fields, as the Hub stores them (its default .gitattributes)."""
+    if not blobs:
+        return {"rfilename": path}
+    out = {"rfilename": path, "size": len(data), "blobId": git_blob_oid(data)}
+    if path.endswith(".parquet"):
+        out["lfs"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "pointerSize": 134}
+    return out
 
 
 def _error(status: int, message: str, code: str | None = None) -> JSONResponse:
@@ -305,8 +317,8 @@ class FakeHub:
             return {"warnings": []}
 
         @app.get("/api/agent-harnesses")
-        def harnesses():
-            return []
+        def harnesses():  # the shape the `hf` command line reads (huggingface_hub.utils._detect_agent)
+            return {"standardEnvVars": [], "harnesses": {}}
 
         @app.post("/api/repos/create")
         async def create(request: Request):
@@ -343,7 +355,7 @@ class FakeHub:
                 "id": repo.repo_id, "_id": repo.repo_id, "author": ns, "sha": sha, "private": repo.private,
                 "disabled": False, "gated": False, "downloads": 0, "likes": 0, "tags": [],
                 "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",
-                "siblings": [{"rfilename": p} for p in sorted(files)],
+                "siblings": [_sibling(p, files[p], (request.query_params.get("blobs") or "").lower() == "true") for p in sorted(files)],
                 **({"sdk": repo.sdk} if repo.sdk else {}),
             }
 

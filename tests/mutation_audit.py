@@ -66,6 +66,47 @@ _register(
 )
 
 
+# ---- issue 19 (i19): push, then submit: the commit read, the submitter, whose token reads ----
+_register(
+    Mutant("hub-sha-pinning", "a Hub predictions dataset downloaded at the revision asked for (the branch's head "
+           "at download time), not at the commit it resolved to",
+           "src/rexrank/store/hub_predictions.py", "revision=dataset.sha,", "revision=dataset.revision,",
+           ("tests/test_submit_hub.py::test_a_push_while_the_space_reads_changes_nothing",)),
+    Mutant("whoami-identity", "on a Hub store, a typed submitter name stands in for the token's account",
+           "src/rexrank/leaderboard/submit.py", "        submitter = verified_user(token, endpoint=endpoint)\n",
+           "        submitter = (typed_name or \"\").strip() or verified_user(token, endpoint=endpoint)\n",
+           ("tests/test_submit_hub.py::test_python_submit_uploads_a_local_file_through_the_same_api",)),
+    Mutant("space-token-fallback", "the Space reads a submitter's dataset with its own HF_TOKEN (which can read "
+           "the organisers' private requests repo)",
+           "src/rexrank/leaderboard/submit.py", "hub_token=token or False,", "hub_token=None,",
+           ("tests/test_submit_hub.py::test_the_space_reads_a_dataset_with_the_submitters_token_never_its_own",)),
+    Mutant("hub-size-before-download", "a predictions dataset's size not checked from the Hub's metadata "
+           "(downloaded first)",
+           "src/rexrank/store/hub_predictions.py", "    if total > max_bytes():", "    if False:",
+           ("tests/test_submit_hub.py::test_sizes_are_checked_from_the_metadata_before_any_download",)),
+)
+
+
+# ---- issue 20 (i20b): lookalike names, CSV formulas, result ranges, per-study path ------------
+_PUBLIC = "tests/test_public_names_and_page.py"
+_register(
+    Mutant("skeleton-dashes", "dash variants (U+2010, U+2013, ...) no longer read as '-' in the name skeleton",
+           "src/rexrank/store/names.py", 'return ch in _DASHES or (ch != "-" and unicodedata.category(ch) == "Pd")',
+           "return ch in _DASHES", (f"{_PUBLIC}::test_a_lookalike_of_a_published_name_is_the_same_name",)),
+    Mutant("csv-formula-escape", "CSV cells beginning with = + - @ tab CR written raw",
+           "src/rexrank/leaderboard/downloads.py",
+           """lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v""", "lambda v: v",
+           (f"{_PUBLIC}::test_every_csv_cell_that_a_spreadsheet_would_run_is_escaped",)),
+    Mutant("range-upper-bound", "0..1 metrics (BLEU-2, RadGraph, RaTEScore, GREEN) checked without their upper bound",
+           "src/rexrank/results_schema.py", 'return 0.0 <= mean <= 1.0, "0 to 1"', 'return 0.0 <= mean, "0 to 1"',
+           (f"{_PUBLIC}::test_a_value_that_fails_its_checks_is_not_ranked_and_is_listed",)),
+    Mutant("per-study-path-from-record", "the per-study file read from the path the record names",
+           "src/rexrank/store/store.py",
+           'path = R.per_study_path(str(record["test_set"]), str(record["track"]), str(record["id"]))',
+           'path = record.get("per_study_path") or R.per_study_path(record["test_set"], record["track"], record["id"])',
+           (f"{_PUBLIC}::test_a_per_study_path_in_a_record_is_never_read",)),
+)
+
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / mutant.file

@@ -115,15 +115,19 @@ def test_a_submitter_name_must_be_a_hub_name():
             check_submitter(bad)
 
 
-def test_on_the_hub_the_submitter_is_the_signed_in_user_never_the_typed_name(tmp_path, monkeypatch):
+def test_on_the_hub_the_submitter_is_the_tokens_account_never_the_typed_name(tmp_path, monkeypatch):
     import rexrank.leaderboard.submit as leaderboard_submit
 
     store = open_store(tmp_path / "s", quota=Quota(0))
     monkeypatch.setattr(leaderboard_submit, "is_hub_store", lambda _store: True)  # as for an hf:// store
+    # the Hub's whoami, for the one token it knows (tests/test_submit_hub.py asks a fake Hub)
+    monkeypatch.setattr(leaderboard_submit, "verified_user",
+                        lambda token, endpoint=None: {"tok-bob": "bob"}[token] if token else
+                        (_ for _ in ()).throw(SubmissionError("no Hugging Face token was sent")))
     common = dict(predictions=str(EXAMPLE_PREDS), test_set="example", track="findings", model_name="m")
-    with pytest.raises(SubmissionError, match="sign in with Hugging Face"):
+    with pytest.raises(SubmissionError, match="no Hugging Face token"):
         leaderboard_submit.file_request(store, typed_name="alice", **common)
-    request = leaderboard_submit.file_request(store, hf_username="bob", typed_name="alice", **common)
+    request = leaderboard_submit.file_request(store, token="tok-bob", typed_name="alice", **common)
     assert request["submitter"] == "bob"
 
 

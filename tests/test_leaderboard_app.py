@@ -48,7 +48,7 @@ def _model(cell: str) -> str:
 def test_named_endpoints(served):
     client, _ = served
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    assert {"/views", "/leaderboard", "/model", "/plots", "/submit", "/queue", "/reload"} <= names
+    assert {"/views", "/leaderboard", "/model", "/plots", "/submit", "/status", "/queue", "/reload"} <= names
 
 
 def test_leaderboard_endpoint_ranks_like_the_csv(served):
@@ -115,7 +115,7 @@ def test_model_endpoint(served):
     assert "the ReXrank site's own figures" in header
     # a name without results: named (empty) tables, not gradio's "1 2 3" placeholder headers
     header, results, significance = client.predict("No-Such-Model", "radcliq_v1_inv", api_name="/model")
-    assert header == "No results for model **No-Such-Model**."
+    assert header == "No such model on this leaderboard: pick one from the list."
     assert results["headers"][:3] == ["Test set", "Track", "Rank"] and results["data"] == []
 
 
@@ -131,22 +131,24 @@ def test_submit_files_a_request_and_reports_errors(served, tmp_path):
     client, store = served
     predictions = str(resources.files("rexrank.data").joinpath("example_predictions.json"))
     args = ["example", "findings", "My model", "My lab", "https://example.org/m", []]
-    msg, queue = client.predict(handle_file(predictions), *args, "", api_name="/submit")
+    msg, answer, queue = client.predict(handle_file(predictions), "", *args, "", api_name="/submit")
     assert msg.startswith("❌") and "enter your name" in msg
-    msg, queue = client.predict(handle_file(predictions), *args, "alice", api_name="/submit")
+    assert answer == {"filed": False, "request": None, "error": "enter your name (or your organisation's) as submitter"}
+    msg, answer, queue = client.predict(handle_file(predictions), "", *args, "alice", api_name="/submit")
     assert msg.startswith("✅"), msg
     (request,) = store.list_requests()
     assert request["status"] == "PENDING" and request["submitter"] == "alice" and request["model_name"] == "My model"
     # the request records the uploaded file's own name, not the server's temporary copy
     assert request["predictions"]["source"] == "example_predictions.json"
     assert queue["data"][0][0] == request["id"]
+    assert answer["filed"] and answer["request"]["id"] == request["id"] and answer["request"]["submitter"] == "alice"
     # the same predictions again: refused by the store, with its reason shown
-    msg, _ = client.predict(handle_file(predictions), *args, "alice", api_name="/submit")
+    msg, _, _ = client.predict(handle_file(predictions), "", *args, "alice", api_name="/submit")
     assert msg.startswith("❌ Not filed:") and "identical resubmission" in msg
     # a predictions file missing studies: the validator's message names them
     bad = tmp_path / "bad.csv"
     bad.write_text("id,prediction\nEX001,No acute findings.\n")
-    msg, _ = client.predict(handle_file(str(bad)), "example", "findings", "Other", "", "", [], "bob", api_name="/submit")
+    msg, _, _ = client.predict(handle_file(str(bad)), "", "example", "findings", "Other", "", "", [], "bob", api_name="/submit")
     assert msg.startswith("❌") and "have no prediction" in msg
     assert len(store.list_requests()) == 1
     # the message names the file as uploaded, never the server's temp copy of it
@@ -226,7 +228,7 @@ def test_submit_help_lists_the_readme_formats(tmp_path):
 
 
 def test_gradio_fills_in_the_special_parameters(tmp_path):
-    """gr.Request, gr.EventData and gr.OAuthProfile parameters are filled in by gradio only if
+    """gr.Request, gr.EventData and gr.OAuthToken parameters are filled in by gradio only if
     it can resolve their type hints: else `?model=`, header clicks and Hub sign-in break."""
     import inspect
 
@@ -245,4 +247,4 @@ def test_gradio_fills_in_the_special_parameters(tmp_path):
         for name, param in inspect.signature(fn).parameters.items():
             if "gr." in str(param.annotation):
                 special[f"{fn.__name__}.{name}"] = is_special_typed_parameter(name, hints)
-    assert special == {"on_load.request": True, "rank_from_header.evt": True, "submit.profile": True}
+    assert special == {"on_load.request": True, "rank_from_header.evt": True, "submit.oauth_token": True}

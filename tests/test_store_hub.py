@@ -104,7 +104,7 @@ def test_submit_predictions_from_a_hub_dataset(hub, tmp_path):
     # the same content as the embedded example file -> same fingerprint
     local = submit(open_store(tmp_path / "local"))
     assert req["predictions"]["sha256"] == local["predictions"]["sha256"]
-    with pytest.raises(SubmissionError, match="cannot read the Hub dataset"):
+    with pytest.raises(SubmissionError, match="alice/missing: no dataset repo by that name"):
         submit(open_store("hf://org5", quota=Quota(0)), "hf://alice/missing", model_name="x")
 
 

@@ -23,6 +23,8 @@ _LAZY = {
     "aggregate": "rexrank.stats:aggregate",
     "score_submission": "rexrank.scoring:score_submission",
     "radcliq_from_components": "rexrank.metrics.radcliq_formula:radcliq_from_components",
+    "submit": "rexrank.leaderboard.client:submit",
+    "submission_status": "rexrank.leaderboard.client:status",
 }
 
 __all__ = ["__version__", *_LAZY]

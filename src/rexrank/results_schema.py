@@ -13,6 +13,7 @@ A result record (one model on one test set and track) is a JSON object:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,44 @@ PUBLISHED_FILES = {
     "result_chexpertplus": ("chexpert_plus", "findings_impression"),
     "result_gradienthealth": ("rexgradient", "findings_impression"),
 }
+
+
+# The smallest rescaled BERTScore F: cosine F1 is at least -1, rescaled (x - b) / (1 - b)
+# with the distilroberta-base layer-5 baseline b (rexrank.metrics.bertscore)
+BERTSCORE_F_BASELINE = 0.8473319
+BERTSCORE_MIN = (-1.0 - BERTSCORE_F_BASELINE) / (1.0 - BERTSCORE_F_BASELINE)
+FINERADSCORE_MAX = 4.0  # a report's FineRadScore is its largest line severity, 0 (none) to 4 (emergent)
+
+
+@lru_cache(maxsize=1)
+def _radcliq_v1_bounds() -> tuple[float, float]:
+    """The smallest and largest mean RadCliQ-v1: the formula is linear in its components,
+    so its extremes lie at the corners of their ranges (radgraph, BLEU-2 0..1; SembScore
+    -1..1; BERTScore BERTSCORE_MIN..1)."""
+    import itertools
+
+    from rexrank.metrics.radcliq_formula import radcliq_from_components
+
+    corners = [float(radcliq_from_components(radgraph=g, bertscore=b, semb=s, bleu2=u, version="v1"))
+               for g, b, s, u in itertools.product((0.0, 1.0), (BERTSCORE_MIN, 1.0), (-1.0, 1.0), (0.0, 1.0))]
+    return min(corners), max(corners)
+
+
+def value_in_range(key: str, mean: float) -> tuple[bool, str]:
+    """Whether a leaderboard column's mean is one its metric can produce, and the range in
+    words (the leaderboard ranks no value outside it)."""
+    if key in ("bleu2", "radgraph", "ratescore", "green"):
+        return 0.0 <= mean <= 1.0, "0 to 1"
+    if key == "sembscore":
+        return -1.0 <= mean <= 1.0, "-1 to 1"
+    if key == "bertscore":
+        return BERTSCORE_MIN <= mean <= 1.0, f"{BERTSCORE_MIN:.2f} to 1"
+    if key == "fineradscore_inv":  # 1 / mean severity, the mean being 0..4
+        return mean >= 1.0 / FINERADSCORE_MAX, f"at least {1 / FINERADSCORE_MAX:g}"
+    if key == "radcliq_v1_inv":  # 1 / mean RadCliQ-v1: the mean lies between the formula's extremes
+        low, high = _radcliq_v1_bounds()
+        return mean != 0 and low <= 1.0 / mean <= high, f"1/x for x from {low:.3f} to {high:.3f}"
+    return True, "any"
 
 
 def _summary(results: dict, metric: str, column: str) -> dict | None:

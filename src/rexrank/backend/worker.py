@@ -294,7 +294,8 @@ class Worker:
     def result_record(self, request: dict, results: dict, *, private: bool) -> dict:
         from rexrank.results_schema import leaderboard_values
 
-        provenance = {name: s["provenance"] for name, s in results["metrics"].items()}
+        # checkpoint and model files by their base names: the server's folders are not published
+        provenance = R.public_paths({name: s["provenance"] for name, s in results["metrics"].items()})
         if private:  # rounded before anything is derived from it (rexrank.backend.privacy)
             results = private_results(results)
         summaries = {}
@@ -304,7 +305,9 @@ class Worker:
             else:
                 summaries[name] = {k: v for k, v in summary.items() if k != "provenance"}
         preds = results["predictions"]
-        prediction_info = {"sha256": request["predictions"]["sha256"], "source": request["predictions"]["source"],
+        # the file's base name or its hf:// id: never a folder of the submitter's machine or the server
+        prediction_info = {"sha256": request["predictions"]["sha256"],
+                           "source": R.public_source(request["predictions"]["source"]),
                            "n": preds["n"], "n_empty": preds["n_empty"], "n_not_in_track": preds["n_not_in_track"]}
         if not private:
             prediction_info["empty_ids"] = preds["empty_ids"]

@@ -9,15 +9,20 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "status",
         help="show a submission's status, or the queue",
-        description="Show one request (status, error, leaderboard values) or list the store's queue.",
+        description="Show one request (status, error, leaderboard values) or list the store's queue. "
+        "--leaderboard ORG/SPACE (or its URL) asks the leaderboard Space: one request's public fields.",
     )
-    p.add_argument("id", nargs="?", help="request id (omit to list the queue)")
-    p.add_argument("--store", default=None, help="store folder or hf://ORG (default: $REXRANK_STORE or ./rexrank-store)")
+    p.add_argument("id", nargs="?", help="request id (omit to list the queue; required with --leaderboard)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--leaderboard", help="the leaderboard Space (ORG/SPACE or its URL) the request was filed with")
+    where.add_argument("--store", default=None, help="store folder or hf://ORG (default: $REXRANK_STORE or ./rexrank-store)")
     p.add_argument("--json", action="store_true", help='print {"id", "status", "error", "results"} (a list without ID)')
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.leaderboard:
+        return _via_leaderboard(args)
     from rexrank.store import open_store
     from rexrank.store.names import display
     from rexrank.store.records import status_view
@@ -37,10 +42,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {display(view['error'])}")
         for note in request.get("notes") or []:  # e.g. a metric of the store's set this backend could not run
             print(f"note: {display(note)}")
-        for key, v in (view["results"] or {}).items():
-            ci = f" ± {v['ci95']:.4f}" if v.get("ci95") is not None else ""
-            mean = "n/a" if v.get("mean") is None else f"{v['mean']:.4f}"
-            print(f"  {display(key):<18} {mean}{ci}  (n={v.get('n')})")
+        _print_results(view["results"])
         return 0
     requests = store.list_requests()
     problems = store.problems()
@@ -62,3 +64,38 @@ def run(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"  {display(problem)}")
     return 0
+
+
+def _via_leaderboard(args: argparse.Namespace) -> int:
+    from rexrank.errors import SubmissionError
+    from rexrank.leaderboard.client import status
+    from rexrank.store.names import display
+
+    if not args.id:
+        raise SubmissionError("--leaderboard needs a request id (the one `rexrank submit` printed)")
+    answer = status(args.id, leaderboard=args.leaderboard)
+    request = answer["request"]
+    if args.json:
+        print(json.dumps({"id": request["id"], "status": request["status"], "error": request["error"],
+                          "results": answer["results"], "request": request}))
+        return 0
+    print(display(f"{request['id']}: {request['status']} — {request['model_name']} on {request['test_set']}/"
+                  f"{request['track']}, submitted {request['submitted_time']} by {request['submitter']}"))
+    revision = (request.get("predictions") or {}).get("revision")
+    if revision:
+        print(f"predictions: the dataset's commit {revision}")
+    if request["error"]:
+        print(f"error: {display(request['error'])}")
+    for note in answer.get("notes") or []:
+        print(f"note: {display(note)}")
+    _print_results(answer["results"])
+    return 0
+
+
+def _print_results(results: dict | None) -> None:
+    from rexrank.store.names import display
+
+    for key, v in (results or {}).items():
+        ci = f" ± {v['ci95']:.4f}" if v.get("ci95") is not None else ""
+        mean = "n/a" if v.get("mean") is None else f"{v['mean']:.4f}"
+        print(f"  {display(key):<18} {mean}{ci}  (n={v.get('n')})")

@@ -1,4 +1,5 @@
-"""`rexrank submit`: validate predictions and file a PENDING request in a store."""
+"""`rexrank submit`: file predictions with a leaderboard Space (`--leaderboard`, the public
+route), or write a PENDING request straight into a store (`--store`, the organisers' route)."""
 from __future__ import annotations
 
 import argparse
@@ -10,33 +11,48 @@ from rexrank.cli.flags import add_data_dir
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "submit",
-        help="submit predictions to a store's scoring queue",
-        description="Validate predictions (as `rexrank score` does) and file a PENDING request in a store "
-        "(a local folder or hf://ORG). Nothing is written if the predictions are invalid, identical to an "
-        "earlier submission, or over the submitter's quota.",
+        help="submit predictions to a leaderboard (or a store's scoring queue)",
+        description="File predictions for scoring. Public route: --leaderboard ORG/SPACE (or its URL) files them "
+        "through the leaderboard Space's API as the Hub account of your token (HF_TOKEN or `hf auth login`); "
+        "--predictions hf://USER/REPO[@REV] is a predictions dataset you pushed (read at the commit it points to "
+        "now), a local file is uploaded. Organisers' route: --store (a local folder or hf://ORG) validates and "
+        "writes the request directly, as --submitter. Nothing is filed if the predictions are invalid, identical "
+        "to an earlier submission, or over the submitter's quota.",
     )
-    p.add_argument("--store", default=None, help="store folder or hf://ORG (default: $REXRANK_STORE or ./rexrank-store)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--leaderboard", help="the leaderboard Space, ORG/SPACE or its URL (the public route)")
+    where.add_argument("--store", default=None, help="organisers: store folder or hf://ORG, written directly "
+                       "(default: $REXRANK_STORE or ./rexrank-store)")
     p.add_argument("--dataset", required=True, help="test set: iu_xray, mimic_cxr, chexpert_plus, rexgradient, example")
     p.add_argument("--track", default="findings", help="findings (default) or findings_impression")
-    p.add_argument("--predictions", required=True, help="predictions file or datasets folder, or hf://USER/REPO[@REV]")
-    p.add_argument("--id-column", help="the predictions file's study id column (default: id or study_id)")
-    p.add_argument("--prediction-column", help="the predictions file's text column (default: prediction or report)")
+    p.add_argument("--predictions", required=True, help="hf://USER/REPO[@REV] (a predictions dataset on the Hub), "
+                   "a predictions file, or (with --store) a datasets folder")
+    p.add_argument("--id-column", help="--store: the predictions file's study id column (default: id or study_id)")
+    p.add_argument("--prediction-column", help="--store: the predictions file's text column (default: prediction or report)")
     p.add_argument("--model-name", required=True)
-    p.add_argument("--submitter", required=True, help="Hub user or org name (the quota counts per submitter)")
+    p.add_argument("--submitter", help="--store (required): Hub user or org name, the quota counts per submitter; "
+                   "--leaderboard: used only by a leaderboard on a local store (on the Hub: your token's account)")
     p.add_argument("--institution", default="")
     p.add_argument("--model-url", default="")
     p.add_argument("--trained-on", default="", help="comma-separated test sets the model was trained on")
-    add_data_dir(p, " (to check the ids before filing)")
-    p.add_argument("--quota", help="N/DAYS submissions per submitter, test set and track, checked here as a courtesy "
-                   "(the backend enforces its own; default $REXRANK_QUOTA or 1/7; 0 = none)")
-    p.add_argument("--json", action="store_true", help='print {"id": ..., "status": ...} as JSON')
+    add_data_dir(p, " (--store: to check the ids before filing)")
+    p.add_argument("--quota", help="--store: N/DAYS submissions per submitter, test set and track, checked here as a "
+                   "courtesy (the backend enforces its own; default $REXRANK_QUOTA or 1/7; 0 = none)")
+    p.add_argument("--json", action="store_true", help='print {"id": ..., "status": ...} as JSON (--leaderboard: '
+                   "the request's public fields)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.leaderboard:
+        return _via_leaderboard(args)
+    from rexrank.errors import SubmissionError
     from rexrank.store import Quota, open_store
     from rexrank.store.names import display
 
+    if not args.submitter:
+        raise SubmissionError("--store needs --submitter (the organisers' route); to submit as yourself, use "
+                              "--leaderboard ORG/SPACE")
     quota = Quota.parse(args.quota) if args.quota is not None else Quota.from_env()
     store = open_store(args.store, quota=quota)
     request = store.submit(
@@ -61,4 +77,32 @@ def run(args: argparse.Namespace) -> int:
         if not preds["ids_checked"]:
             print("note: the study ids of this private test set are checked by the backend when it scores")
         print(f"follow it with: rexrank status --store {store.name} {request['id']}")
+    return 0
+
+
+def _via_leaderboard(args: argparse.Namespace) -> int:
+    from rexrank.errors import SubmissionError
+    from rexrank.leaderboard.client import submit
+    from rexrank.store.names import display
+
+    local_only = [flag for flag, value in (("--id-column", args.id_column), ("--prediction-column", args.prediction_column),
+                                           ("--data-dir", args.data_dir), ("--quota", args.quota)) if value]
+    if local_only:
+        raise SubmissionError(f"{', '.join(local_only)}: only with --store; with --leaderboard the Space checks the "
+                              "predictions (name the columns id and prediction)")
+    request = submit(
+        leaderboard=args.leaderboard, predictions=args.predictions, dataset=args.dataset, track=args.track,
+        model_name=args.model_name, institution=args.institution, model_url=args.model_url,
+        trained_on=args.trained_on, submitter=args.submitter or "",
+    )
+    if args.json:
+        print(json.dumps(request))
+        return 0
+    preds = request.get("predictions") or {}
+    print(display(f"submitted {request['id']}: {request['model_name']} on {request['test_set']}/{request['track']} "
+                  f"as {request['submitter']} ({preds.get('n')} predictions, {preds.get('n_empty')} empty) — "
+                  f"{request['status']}"))
+    if preds.get("repo"):
+        print(display(f"read from {preds['repo']} at commit {preds['revision']}: later pushes change nothing"))
+    print(f"follow it with: rexrank status {request['id']} --leaderboard {args.leaderboard}")
     return 0

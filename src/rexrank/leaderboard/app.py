@@ -8,13 +8,14 @@ address (`rexrank.leaderboard.view_state`): a link reproduces it; `?model=NAME` 
 the Model tab on that model.
 
 Named API endpoints (for gradio_client): /views, /leaderboard, /model, /plots, /progress,
-/submit, /queue, /reload.
+/submit, /status, /queue, /reload. `/submit` takes the submitter's Hub token as gradio's OAuth
+token (the Space's sign-in, or `Client(..., oauth_token=...)`): `rexrank submit --leaderboard`.
 """
 from __future__ import annotations
 
 # at module level, not in build_app: gradio reads the event functions' type hints (gr.Request,
 # gr.EventData, gr.OAuthProfile) through this module's globals to know what to fill in
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import gradio as gr
 import pandas as pd
@@ -24,6 +25,7 @@ from rexrank.leaderboard.about import about_markdown
 from rexrank.leaderboard.downloads import CsvFiles
 from rexrank.leaderboard.model_page import (
     MODEL_QUERY_PARAMETER,
+    NOT_FOUND_PICK,
     PER_STUDY_COLUMN,
     RESULT_COLUMNS,
     SIGNIFICANCE_COLUMNS,
@@ -44,7 +46,14 @@ from rexrank.leaderboard.page_style import (
 from rexrank.leaderboard.progress import fig_progress, progress_points
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS, TRACK_LABELS, coverage_notes
 from rexrank.leaderboard.source import LeaderboardSource
-from rexrank.leaderboard.submit import describe_error, describe_request, file_request, is_hub_store
+from rexrank.leaderboard.submit import (
+    describe_error,
+    describe_request,
+    error_text,
+    file_request,
+    is_hub_store,
+    public_request,
+)
 from rexrank.leaderboard.view_state import (
     MODEL_URL_JS,
     VIEW_READY_JS,
@@ -64,7 +73,8 @@ QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status",
 QUEUE_HEADERS = ["Request", "Model", "Submitter", "Test set", "Track", "Status", "Submitted (UTC)", "Error"]
 
 
-class SizedGrid(NamedTuple):
+@dataclass(frozen=True)
+class SizedGrid:
     """A test-set grid's table and its column widths (which follow the columns shown)."""
 
     table: pd.DataFrame
@@ -95,9 +105,11 @@ def _formats_help() -> str:
     texts = "/".join(f"`{c}`" for c in TEXT_COLUMNS)
     return (
         f"Formats: ReXrank submission JSON (the test JSON plus `{SUBMISSION_JSON_FIELD}`), CSV/JSONL (or a JSON "
-        f"list) with {ids} and {texts} columns, or parquet with the same columns. A `datasets` folder, or a "
-        "file whose columns have other names, can be submitted from the command line: `rexrank submit "
-        "--predictions FOLDER`, `rexrank submit --id-column NAME --prediction-column NAME`."
+        f"list) with {ids} and {texts} columns, or parquet with the same columns. A `datasets` dataset: push it "
+        "to the Hub (`Dataset.push_to_hub`) and name its repo here. Columns with other names: rename them (the "
+        "`--id-column`/`--prediction-column` options are `rexrank score`'s and the organisers' `rexrank submit "
+        "--store`'s). From the command line: `rexrank submit --leaderboard ORG/SPACE --predictions hf://USER/REPO` "
+        "(as the account of your HF_TOKEN)."
     )
 
 
@@ -144,6 +156,21 @@ def _progress(source: LeaderboardSource, test_set: str, track: str, rank_by: str
     return fig_progress(points, test_set, track, rank_by), note
 
 
+def _public_status(store, request_id: str) -> dict:
+    """`/status`: {"found", "request" (public fields), "results", "notes", "error"}."""
+    from rexrank.store.records import status_view
+
+    try:
+        request = store.get_request((request_id or "").strip())
+        result = (store.get_result(request["result_id"], test_set=request["test_set"], track=request["track"])
+                  if request.get("result_id") else None)
+    except Exception as exc:  # an unknown id, an unreadable record: a message, not a traceback
+        return {"found": False, "error": error_text(exc), "request": None, "results": None}
+    view = status_view(request, result)
+    return {"found": True, "error": None, "request": public_request(request), "results": view["results"],
+            "notes": view.get("notes", [])}
+
+
 def build_app(source: LeaderboardSource):
     store = source.store
     hub = is_hub_store(store)
@@ -158,8 +185,11 @@ def build_app(source: LeaderboardSource):
         """Overview grid and CSV, then per test set: note, grid, CSV, then the overview's note
         (the `views` outputs but status)."""
         filters, columns = filters_from(hide_trained, sources), tuple(columns or ())
-        return source.cached(("page", track, rank_by, query, filters, columns),
-                             lambda: build_page(track, rank_by, query, filters, columns))
+        built = source.cached(("page", track, rank_by, query, filters, columns),
+                              lambda: build_page(track, rank_by, query, filters, columns))
+        # the CSV files are written (or found, by content) on every call: the folder keeps a
+        # bounded number, so a path remembered with the views may have been removed since
+        return [csv_files.write(*item) if isinstance(item, tuple) else item for item in built]
 
     def build_page(track: str, rank_by: str, query: str, filters: tables.Filters, columns: tuple) -> list:
         # tables (and tiers) of test sets without a new result since the last page are kept (part cache)
@@ -167,13 +197,11 @@ def build_app(source: LeaderboardSource):
         views = tables.page_views(frame, track, rank_by, query, test_sets=tab_test_sets, cached=cached,
                                   filters=filters, columns=columns, per_study=per_study, p_cache=source.pair_p)
         suffix = f"{track}_by-{rank_by}" + ("_filtered" if filters.describe() else "") + ("_search" if (query or "").strip() else "")
-        out = [views.overview, csv_files.write(views.overview_plain, f"rexrank_overview_{suffix}")]
+        out = [views.overview, (views.overview_plain, f"rexrank_overview_{suffix}")]
         widths = results_layout(tables.shown_columns(columns, rank_by), rank_by,
                                 {k: c.display for k, c in COLUMNS_BY_KEY.items()}).widths
         for test_set, view in views.tables.items():
-            csv = cached(("csv", rank_by, query, filters), (test_set, track),
-                         lambda: csv_files.write(view.plain, f"rexrank_{test_set}_{suffix}"))
-            out += [view.note, SizedGrid(view.display, widths), csv]
+            out += [view.note, SizedGrid(view.display, widths), (view.plain, f"rexrank_{test_set}_{suffix}")]
         out.append(views.overview_note)
         return out
 
@@ -214,7 +242,8 @@ def build_app(source: LeaderboardSource):
         choices = model_choices(frame)
         params = request.query_params if request else {}
         wanted = (params.get(MODEL_QUERY_PARAMETER) or "").strip()
-        picked = wanted or (choices[0] if choices else None)
+        # an unknown name is not put into the picker: it would show the link's text there
+        picked = (wanted if wanted in choices else NOT_FOUND_PICK) if wanted else (choices[0] if choices else None)
         state = parse_view(params)
         selected = state.tab or ("model" if wanted else None)
         tab = gr.Tabs(selected=selected) if selected else gr.Tabs()
@@ -341,8 +370,10 @@ def build_app(source: LeaderboardSource):
                     gr.Markdown("This leaderboard runs without a store: submissions are off.")
                 else:
                     gr.Markdown(
-                        f"File predictions for scoring into **{store.name}**. They are validated now; the backend "
-                        f"scores them and the result appears on the leaderboard. {_formats_help()}"
+                        f"File predictions for scoring into **{tables.md_escape(source.label)}**: upload a file, or name a predictions "
+                        "dataset you pushed to the Hub (it is read at the commit it points to now; later pushes "
+                        "change nothing; a private one is read with your sign-in). They are validated now; the "
+                        f"backend scores them and the result appears on the leaderboard. {_formats_help()}"
                     )
                     if hub:
                         gr.LoginButton()
@@ -361,30 +392,44 @@ def build_app(source: LeaderboardSource):
                     sub_trained = gr.CheckboxGroup(
                         [(TEST_SET_LABELS[t], t) for t in tab_test_sets], label="Trained on the training split of"
                     )
-                    sub_file = gr.File(label="Predictions file", type="filepath")
+                    with gr.Row():
+                        sub_file = gr.File(label="Predictions file", type="filepath")
+                        sub_hub = gr.Textbox(label="…or a predictions dataset on the Hub",
+                                             placeholder="USER/REPO or USER/REPO@REVISION", elem_id="submit-hub-dataset")
                     sub_btn = gr.Button("Validate and submit", variant="primary")
                     sub_out = gr.Markdown(elem_id="submit-result")
+                    sub_json = gr.JSON(visible=False)  # the same answer for API clients
                     queue_df = gr.Dataframe(label="Queue", interactive=False, wrap=True, elem_classes=[TABLE_CLASS],
                                             elem_id="queue", headers=QUEUE_HEADERS)
 
-                    def submit(file, test_set, track_, model_name, institution, url, trained, typed_name,
-                               profile: gr.OAuthProfile | None = None):
+                    def submit(file, hub_dataset, test_set, track_, model_name, institution, url, trained, typed_name,
+                               oauth_token: gr.OAuthToken | None = None):
+                        """File predictions (an uploaded file, or USER/REPO[@REVISION] on the Hub) as the
+                        account of the Hub token sent (`Client(..., oauth_token=HF_TOKEN)`)."""
                         try:
                             request = file_request(
-                                store, predictions=file, test_set=test_set, track=track_, model_name=model_name,
-                                institution=institution, model_url=url, trained_on=trained,
-                                hf_username=profile.username if profile is not None else None, typed_name=typed_name,
+                                store, predictions=file, hub_dataset=hub_dataset, test_set=test_set, track=track_,
+                                model_name=model_name, institution=institution, model_url=url, trained_on=trained,
+                                token=oauth_token.token if oauth_token is not None else None, typed_name=typed_name,
                             )
                         except Exception as exc:  # every failure becomes a message for the submitter
-                            return describe_error(exc, upload=file), queue()
-                        return describe_request(request), queue()
+                            answer = {"filed": False, "error": error_text(exc, upload=file), "request": None}
+                            return describe_error(exc, upload=file), answer, queue()
+                        answer = {"filed": True, "error": None, "request": public_request(request, own=True)}
+                        return describe_request(request), answer, queue()
 
                     sub_btn.click(
                         submit,
-                        [sub_file, sub_test_set, sub_track, sub_model, sub_inst, sub_url, sub_trained, name_box],
-                        [sub_out, queue_df],
+                        [sub_file, sub_hub, sub_test_set, sub_track, sub_model, sub_inst, sub_url, sub_trained, name_box],
+                        [sub_out, sub_json, queue_df],
                         api_name="submit",
                     )
+
+                    def request_status(request_id: str) -> dict:
+                        """One request's public fields and, once scored, its leaderboard values."""
+                        return _public_status(store, request_id)
+
+                    gr.api(request_status, api_name="status")
                     demo.load(queue, None, queue_df, api_name="queue")
 
         view_outputs.append(status)

@@ -46,6 +46,11 @@ PUBLISHED_FIGURES = (
     "shown as published: scoring a model's public predictions file here can give slightly different "
     "values (other inputs, versions or rounding)."
 )
+# what the Model tab shows for a name it does not know (a ?model= link, a typed name): the
+# name itself is not repeated, so a crafted link cannot put its text, a live link or a
+# right-to-left override on the page
+NO_SUCH_MODEL = "No such model on this leaderboard: pick one from the list."
+NOT_FOUND_PICK = "(no such model)"  # the model picker's value then
 
 
 def model_link(model: str) -> str:
@@ -103,7 +108,7 @@ def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str) -> 
 def model_header(frame: pd.DataFrame, model: str) -> str:
     rows = frame[frame["model_name"] == model]
     if rows.empty:
-        return f"No results for model **{md_escape(model)}**."
+        return NO_SUCH_MODEL
     first = rows.iloc[0]
     lines = [f"### {md_escape(model)}"]
     if first["institution"]:
@@ -168,6 +173,11 @@ def _significance_rows(source, table: pd.DataFrame, model: str, test_set: str, t
                 "Neighbour": f"{other['model_name']} ({where})",
             }
             theirs = source.per_study(other["id"]) if other["per_study_available"] else None
+            unusable = getattr(source, "per_study_problems", {})
+            if me["id"] in unusable or other["id"] in unusable:
+                whose = "this result's" if me["id"] in unusable else "the neighbour's"
+                rows.append({**base, "Result": f"{whose} per-study scores cannot be used (see the problems listed above)"})
+                continue
             if mine is None or theirs is None or column not in mine or column not in theirs:
                 rows.append({**base, "Result": "no per-study data for both"})
                 continue

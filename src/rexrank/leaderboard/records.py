@@ -12,12 +12,14 @@ values computed on fewer studies).
 from __future__ import annotations
 
 import math
+import re
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pandas as pd
 
 from rexrank.errors import RexrankError
-from rexrank.results_schema import COLUMNS_BY_KEY, LEADERBOARD_COLUMNS
+from rexrank.results_schema import COLUMNS_BY_KEY, LEADERBOARD_COLUMNS, value_in_range
 from rexrank.store.names import display
 from rexrank.testsets.registry import TEST_SETS, TRACKS
 
@@ -45,8 +47,40 @@ def _number(value, *, where: str, allow_none: bool) -> float:
     return float(value)
 
 
-def check_record(record: dict) -> dict:
-    """One frame row from a record; every problem is an error naming the record."""
+def check_date(text: str) -> str | None:
+    """Why a record's date is not a real date that has happened (YYYY, YYYY-MM or
+    YYYY-MM-DD; a day of slack for time zones), or None when it is."""
+    formats = {4: "%Y", 7: "%Y-%m", 10: "%Y-%m-%d"}
+    if not re.fullmatch(r"\d{4}(-\d{2}(-\d{2})?)?", text):
+        return f"date {text!r} is not YYYY-MM-DD"
+    try:
+        when = datetime.strptime(text, formats[len(text)]).replace(tzinfo=timezone.utc)
+    except ValueError:
+        return f"date {text!r} is not a real date"
+    if when > datetime.now(timezone.utc) + timedelta(days=1):
+        return f"date {text!r} is in the future"
+    return None
+
+
+def _value_problem(key: str, mean: float, ci: float, n: float, test_set: str) -> str | None:
+    """Why one column's value cannot be ranked (rexrank.results_schema.value_in_range, a
+    negative CI, more studies than the test set has), or None."""
+    ok, allowed = value_in_range(key, mean)
+    if not ok:
+        return f"mean {mean!r} is outside the metric's range ({allowed})"
+    if not math.isnan(ci) and ci < 0:
+        return f"ci95 {ci!r} is negative"
+    size = TEST_SETS[test_set].n_studies
+    if not math.isnan(n) and (n < 1 or n != int(n) or (size is not None and n > size)):
+        return f"n {n:g} is not a count of studies of the test set ({size} studies)"
+    return None
+
+
+def check_record(record: dict, *, value_problems: list[str] | None = None) -> dict:
+    """One frame row from a record; every problem is an error naming the record. A value
+    that cannot be ranked (`_value_problem`) is an error too, unless `value_problems` is
+    a list: then that column is left empty in the row (the other columns stay ranked) and
+    the reason is added to the list."""
     if not isinstance(record, dict):
         raise RexrankError(f"result record is a {type(record).__name__}, not an object")
     rid = record.get("id") or f"<record of {record.get('model_name', '?')}>"
@@ -64,6 +98,8 @@ def check_record(record: dict) -> dict:
     if unknown:
         raise RexrankError(f"result record {rid}: unknown leaderboard column(s) {unknown} (known: {list(COLUMNS_BY_KEY)})")
     row = {f: display(record.get(f) or "") for f in IDENTITY}
+    if row["date"] and check_date(row["date"]):
+        raise RexrankError(f"result record {rid}: {check_date(row['date'])}")
     row["source"] = row["source"] or "rexrank"
     trained_on = record.get("trained_on") or []
     if not isinstance(trained_on, (list, tuple)):
@@ -83,7 +119,15 @@ def check_record(record: dict) -> dict:
         row[f"{key}_ci"] = _number(entry.get("ci95"), where=f"result record {rid} values[{key!r}].ci95", allow_none=True)
         if entry.get("n") is not None:
             row[f"{key}_n"] = _number(entry["n"], where=f"result record {rid} values[{key!r}].n", allow_none=False)
-            ns.append(int(entry["n"]))
+        why = _value_problem(key, row[key], row[f"{key}_ci"], row[f"{key}_n"], record["test_set"])
+        if why:
+            message = f"result record {rid} values[{key!r}]: {why}; not ranked by {COLUMNS_BY_KEY[key].display}"
+            if value_problems is None:
+                raise RexrankError(message)
+            value_problems.append(message)
+            row[key] = row[f"{key}_ci"] = row[f"{key}_n"] = math.nan
+        elif not math.isnan(row[f"{key}_n"]):
+            ns.append(int(row[f"{key}_n"]))
     row["n"] = max(ns) if ns else math.nan
     test_set_info = (record.get("provenance") or {}).get("test_set") if isinstance(record.get("provenance"), dict) else None
     n_studies = test_set_info.get("n_studies") if isinstance(test_set_info, dict) else None
@@ -112,14 +156,15 @@ def coverage_notes(frame: pd.DataFrame) -> list[str]:
 def records_frame(records, *, problems: list[str] | None = None) -> pd.DataFrame:
     """All records as one frame.
 
-    With `problems=None` a bad record raises; with a list, bad records are left out and
-    each is described in `problems` (the app shows them, so nothing disappears silently).
+    With `problems=None` a bad record raises; with a list, bad records are left out, values
+    that cannot be ranked are left empty, and each is described in `problems` (the app
+    shows them, so nothing disappears silently).
     """
     rows = []
     seen: set[str] = set()
     for record in records:
         try:
-            row = check_record(record)
+            row = check_record(record, value_problems=problems)
             if row["id"] in seen:
                 raise RexrankError(f"result record {row['id']}: id appears more than once")
         except RexrankError as exc:

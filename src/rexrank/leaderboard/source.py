@@ -17,6 +17,7 @@ from typing import Callable, Hashable
 
 import numpy as np
 import pandas as pd
+from pyarrow import ArrowException
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.records import check_record, frame_from_rows, records_frame
@@ -38,9 +39,11 @@ class LeaderboardSource:
         self._record_ids: dict[str, str] = {}  # path -> result id
         self._rows: dict[str, dict] = {}  # path -> frame row
         self._row_problems: dict[str, str] = {}  # path -> why the record cannot be shown
+        self._value_problems: dict[str, list[str]] = {}  # path -> why some of its values are not ranked
         self._records: dict[str, dict] = {}
         self._loaded_at = 0.0
-        self._per_study: dict[str, pd.DataFrame] = {}  # result id -> its per-study scores
+        self._per_study: dict[str, pd.DataFrame | None] = {}  # result id -> its per-study scores (None: unusable)
+        self.per_study_problems: dict[str, str] = {}  # result id -> why its per-study file cannot be used
         # (id above, id below, column) -> paired test p-value (the tiers), while both results stay
         self.pair_p: dict[tuple[str, str, str], float] = {}
         self.generation = 0  # increases whenever the frame changes (a key for caching views)
@@ -60,7 +63,10 @@ class LeaderboardSource:
     @classmethod
     def from_store(cls, store, *, ttl: float = 60.0) -> "LeaderboardSource":
         # the store's feed quarantines result files it cannot read, and reads only what changed
-        return cls(label=f"store {store.name}", store=store, ttl=ttl, feed=store.results_feed())
+        from rexrank.store.records import public_store_name
+
+        # the page shows the label: never the server's path to a local store
+        return cls(label=public_store_name(store.name), store=store, ttl=ttl, feed=store.results_feed())
 
     def frame(self, *, force: bool = False) -> pd.DataFrame:
         with self._lock:
@@ -76,6 +82,7 @@ class LeaderboardSource:
     def _rebuild(self, records: list[dict], problems: list[str]) -> None:
         self._per_study.clear()
         self.pair_p.clear()
+        self.per_study_problems.clear()
         self._frame = records_frame(records, problems=problems)
         self.problems = [display(p) for p in problems]
         self._records = {r.get("id"): r for r in records if isinstance(r, dict)}
@@ -92,15 +99,18 @@ class LeaderboardSource:
             if path in self._rows:
                 gone.add(self._rows[path]["id"])
                 self._per_study.pop(self._rows[path]["id"], None)
+                self.per_study_problems.pop(self._rows[path]["id"], None)
         if gone:  # and their tests too
             self.pair_p = {k: p for k, p in self.pair_p.items() if k[0] not in gone and k[1] not in gone}
         for path in delta.removed:
             self._rows.pop(path, None)
             self._row_problems.pop(path, None)
+            self._value_problems.pop(path, None)
         for path, record in delta.changed.items():
             self._row_problems.pop(path, None)
+            self._value_problems[path] = []
             try:
-                self._rows[path] = check_record(record)
+                self._rows[path] = check_record(record, value_problems=self._value_problems[path])
             except RexrankError as exc:
                 self._rows.pop(path, None)
                 self._row_problems[path] = str(exc)
@@ -120,7 +130,9 @@ class LeaderboardSource:
             self._records.update({self._rows[p]["id"]: self._feed.records[p] for p in touched if p in self._rows})
         self._record_ids = {path: row["id"] for path, row in self._rows.items()}
         feed_problems = [str(p) for _, p in sorted(self._feed.problems.items())]
-        self.problems = [display(p) for p in feed_problems + [self._row_problems[p] for p in sorted(self._row_problems)]]
+        value_problems = [why for p in sorted(self._value_problems) for why in self._value_problems[p]]
+        self.problems = [display(p) for p in feed_problems + [self._row_problems[p] for p in sorted(self._row_problems)]
+                         + value_problems] + [why for rid, why in sorted(self.per_study_problems.items()) if rid in self._records]
         self.generation += 1
 
     def _assemble(self) -> None:
@@ -208,17 +220,41 @@ class LeaderboardSource:
 
     def per_study(self, record_id: str, *, refresh: bool = True) -> pd.DataFrame | None:
         """Per-study scores of a result (id + one column per score), when the store has them;
-        kept until the record changes (a re-scored result has a new record). `refresh=False`:
-        of the frame as it is (a view being built from it), without looking for new results."""
+        kept until the record changes (a re-scored result has a new record). A file that is
+        missing or cannot be used gives None and a line in `problems`: it affects the pages
+        that show this result's tests only. `refresh=False`: of the frame as it is (a view
+        being built from it), without looking for new results."""
         record = self.record(record_id) if refresh else self._records.get(record_id)
         if self.store is None or record is None or not record.get("per_study_available"):
             return None
         if record_id not in self._per_study:
-            data = self.store.read_per_study(record)
-            if data is None:
-                return None
-            self._per_study[record_id] = pd.read_parquet(io.BytesIO(data))
+            try:
+                data = self.store.read_per_study(record)
+                if data is None:
+                    raise RexrankError("the file is missing")
+                self._per_study[record_id] = _checked_per_study(pd.read_parquet(io.BytesIO(data)))
+            except (RexrankError, OSError, ValueError, ArrowException) as exc:
+                why = f"per-study scores of result record {record_id} cannot be used: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                with self._lock:
+                    self.per_study_problems[record_id] = display(why)
+                    self.problems = [*self.problems, display(why)]
+                    self.generation += 1  # the status line lists it from now on
+                self._per_study[record_id] = None
         return self._per_study[record_id]
+
+
+def _checked_per_study(table: pd.DataFrame) -> pd.DataFrame:
+    """A per-study table the significance tests can use: unique study ids, numeric scores."""
+    from rexrank.leaderboard.model_page import PER_STUDY_COLUMN
+
+    if "id" not in table.columns:
+        raise RexrankError("it has no 'id' column")
+    if table["id"].duplicated().any():
+        raise RexrankError(f"study id {table['id'][table['id'].duplicated()].iloc[0]!r} appears more than once")
+    for column, _ in PER_STUDY_COLUMN.values():
+        if column in table.columns and not pd.api.types.is_numeric_dtype(table[column].dtype):
+            raise RexrankError(f"column {column!r} is {table[column].dtype}, not numbers")
+    return table
 
 
 def _part(row: dict) -> tuple[str, str]:

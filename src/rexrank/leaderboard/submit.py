@@ -1,9 +1,12 @@
-"""The submission tab's one action: validate predictions and file a request into the store.
+"""The submission tab's one action (and the API's): validate predictions, an uploaded file or
+a predictions dataset on the Hub, and file a request into the store.
 
-On a Hub store the submitter is the signed-in Hugging Face user (the quota counts per
-user, so it must not be a free-text field); on a local store it is a typed name. The
-store applies the submission rules (rexrank.store.policy) here, with this server's quota,
-and the backend applies them again before scoring.
+On a Hub store the submitter is the Hub account that owns the token sent with the call
+(the Space's sign-in, or `Client(..., oauth_token=...)` from `rexrank submit --leaderboard`),
+as the Hub's whoami says: the quota counts per user, so it is never a typed name. The token
+reads the submitter's dataset and nothing else: the server's own token is never used for
+it. On a local store the submitter is a typed name. The store applies the submission rules
+(rexrank.store.policy) here, with this server's quota, and the backend applies them again.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import re
 from pathlib import Path
 
 from rexrank.errors import RexrankError, SubmissionError, TestSetError
+from rexrank.leaderboard.identity import verified_user
 from rexrank.testsets.loading import DATA_DIR_ENV
 from rexrank.store.names import display
 
@@ -20,47 +24,103 @@ def is_hub_store(store) -> bool:
     return store is not None and str(getattr(store, "name", "")).startswith("hf://")
 
 
+def _hub_endpoint(store) -> str | None:
+    """The Hub the store lives on: a token is checked, and a dataset read, there."""
+    return getattr(getattr(store, "requests", None), "endpoint", None) or os.environ.get("HF_ENDPOINT") or None
+
+
+def _server_tokens(store) -> set[str]:
+    tokens = {os.environ.get("HF_TOKEN"), getattr(getattr(store, "requests", None), "token", None)}
+    try:
+        from huggingface_hub import get_token
+
+        tokens.add(get_token())
+    except ImportError:  # a local store without the Hub client
+        pass
+    return {t for t in tokens if t}
+
+
 def file_request(
     store,
     *,
-    predictions: str | None,
+    predictions: str | None = None,
+    hub_dataset: str = "",
     test_set: str,
     track: str,
     model_name: str,
     institution: str = "",
     model_url: str = "",
     trained_on=(),
-    hf_username: str | None = None,
+    token: str | None = None,
     typed_name: str = "",
 ) -> dict:
     """Validate and file; returns the request record. Raises RexrankError with a message
-    for the submitter."""
+    for the submitter. `predictions`: an uploaded file; `hub_dataset`: USER/REPO[@REVISION]
+    (or hf://...); exactly one of them. `token`: the submitter's Hub token."""
     if store is None:
         raise SubmissionError("this leaderboard is not connected to a store: submissions are off")
-    if not predictions:
-        raise SubmissionError("no predictions file uploaded")
+    hub_dataset = (hub_dataset or "").strip()
+    if predictions and hub_dataset:
+        raise SubmissionError(f"both a file and a dataset on the Hub ({hub_dataset}) were given: submit one of them")
+    if not predictions and not hub_dataset:
+        raise SubmissionError("no predictions: upload a file or name a predictions dataset on the Hub (USER/REPO)")
+    endpoint = _hub_endpoint(store)
+    if token and token in _server_tokens(store):
+        # gradio mocks the sign-in outside a Space with the server's own login: never a submitter
+        raise SubmissionError("the token sent is this server's own: submit with your own token (HF_TOKEN or "
+                              "`hf auth login` on your machine, then `rexrank submit --leaderboard`)")
     if is_hub_store(store):
-        if not hf_username:
-            raise SubmissionError("sign in with Hugging Face first (the button above): submissions are counted per user")
-        submitter = hf_username
+        submitter = verified_user(token, endpoint=endpoint)
     else:
-        submitter = (typed_name or "").strip()
+        submitter = (typed_name or "").strip() or (verified_user(token, endpoint=endpoint) if token else "")
         if not submitter:
             raise SubmissionError("enter your name (or your organisation's) as submitter")
     if model_url and not model_url.strip().startswith(("http://", "https://")):
         raise SubmissionError(f"model URL must start with http:// or https:// (got {model_url.strip()!r})")
+    if hub_dataset:
+        from rexrank.store.hub_predictions import parse_spec
+
+        repo_id, revision = parse_spec(hub_dataset)  # USER/REPO, hf://..., or the repo page's address
+        source, label = f"hf://{repo_id}" + (f"@{revision}" if revision else ""), None
+    else:
+        source, label = predictions, Path(predictions).name
     return store.submit(
         test_set=test_set,
         track=track,
-        predictions=predictions,
+        predictions=source,
         model_name=model_name,
         submitter=submitter,
         institution=institution,
         model_url=model_url,
         trained_on=list(trained_on or ()),
         data_dir=os.environ.get("REXRANK_DATA_DIR") or None,
-        source_label=Path(predictions).name,
+        source_label=label,
+        hub_endpoint=endpoint,
+        hub_token=token or False,  # the submitter's access only: never the server's HF_TOKEN
     )
+
+
+PUBLIC_PREDICTION_FIELDS = ("revision", "n", "n_empty", "ids_checked")
+
+
+def public_request(request: dict, *, own: bool = False) -> dict:
+    """What anyone may read of a request (`rexrank status --leaderboard`): never the worker,
+    lease, stored paths or the dataset's name (it may be private). `own`: for the submitter
+    who just filed it (`/submit`'s answer), the dataset's name and commit too."""
+    from rexrank.backend.privacy import public_message
+
+    p = request.get("predictions") or {}
+    return {
+        "id": request["id"],
+        "status": request["status"],
+        "model_name": request["model_name"],
+        "test_set": request["test_set"],
+        "track": request["track"],
+        "submitter": request["submitter"],
+        "submitted_time": request["submitted_time"],
+        "predictions": {k: p[k] for k in (("source", "repo") if own else ()) + PUBLIC_PREDICTION_FIELDS if k in p},
+        "error": public_message(request["error"]) if request.get("error") else None,
+    }
 
 
 def describe_request(request: dict) -> str:
@@ -74,19 +134,25 @@ def describe_request(request: dict) -> str:
         f"✅ Request **{request['id']}** filed: {md_escape(display(request['model_name']))} on {request['test_set']} / "
         f"{request['track']}, status {request['status']}.  \n"
         f"{p.get('n', '?')} predictions ({p.get('n_empty', 0)} empty); {checked}."
+        + (f"  \nRead from the dataset {md_escape(p['repo'])} at commit `{p['revision']}`: later pushes change nothing."
+           if p.get("repo") else "")
     )
 
 
-def describe_error(exc: Exception, *, upload: str | None = None) -> str:
-    """What the submitter reads: no server paths; the uploaded file (`upload`, a temporary
-    path on the server) is named by its own file name."""
+def error_text(exc: Exception, *, upload: str | None = None) -> str:
+    """What the submitter reads, as plain text: no server paths; the uploaded file (`upload`,
+    a temporary path on the server) is named by its own file name."""
     from rexrank.backend.privacy import public_message
 
     text = str(exc) if isinstance(exc, RexrankError) else f"unexpected error {type(exc).__name__}: {exc}"
     if upload:
         for form in sorted({str(upload), os.path.realpath(upload)}, key=len, reverse=True):
             text = text.replace(form, Path(upload).name)
-    text = display(public_message(text))
+    return display(public_message(text))
+
+
+def describe_error(exc: Exception, *, upload: str | None = None) -> str:
+    text = error_text(exc, upload=upload)
     advice = ""
     if isinstance(exc, TestSetError) and DATA_DIR_ADVICE.search(text):
         # the command-line advice ("pass its folder with --data-dir") is for whoever runs this

@@ -77,6 +77,9 @@ class IndexEdit:
 
     # ---- requests repo ---------------------------------------------------------------
     def add_settled(self, request: dict) -> None:
+        if not self.file(R.RECENT_INDEX):  # the first settled request: the indexes start at this version
+            self._files[R.REQUESTS_LAYOUT] = dict(R.REQUESTS_LAYOUT_CONTENT)
+            self._dirty.add(R.REQUESTS_LAYOUT)
         entry = R.summary(request)
         for folder, name in ((R.REQUEST_NAMES_DIR, request["model_name"]), (R.REQUEST_SUBMITTERS_DIR, request["submitter"])):
             self._section(R.key_file(folder, name), "requests", {})[request["id"]] = entry
@@ -115,6 +118,6 @@ class IndexEdit:
         self._section(R.key_file(R.RESULT_NAMES_DIR, entry["model_name"]), "records", {})[path] = named
 
     def mark_results_indexed(self) -> None:
-        if self.file(R.RESULTS_LAYOUT).get("layout") != 2:
-            self._files[R.RESULTS_LAYOUT] = {"layout": 2}
+        if self.file(R.RESULTS_LAYOUT) != R.RESULTS_LAYOUT_CONTENT:
+            self._files[R.RESULTS_LAYOUT] = dict(R.RESULTS_LAYOUT_CONTENT)
             self._dirty.add(R.RESULTS_LAYOUT)

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 
 from rexrank.errors import SubmissionError
-from rexrank.store.names import check_submitter, check_visible, display, name_key, same_name
+from rexrank.store.names import check_name, check_one_script, check_submitter, check_url, display, name_key, same_name
 from rexrank.store.records import CANCELLED, FAILED, REFUSED, VALIDATION, iso, parse_iso
 
 # a report is ~1 kB; anything this long is not a report and would only stress the metrics
@@ -130,11 +130,14 @@ def check_owner(requests: list[dict], results: list[dict], *, model_name: str, s
 
 
 def check_names(*, model_name: str, submitter: str, institution: str = "", model_url: str = "") -> None:
-    """Names as the leaderboard can show them: visible characters only; a submitter is a
-    Hub user or organisation name."""
+    """Names as the leaderboard can show them (rexrank.store.names: the visible repertoire,
+    nothing a spreadsheet reads as a formula); a submitter is a Hub user or organisation
+    name; a model URL is http(s)."""
     check_submitter(submitter)
-    for label, value in (("model name", model_name), ("institution", institution), ("model URL", model_url)):
-        check_visible(label, value or "")
+    check_name("model name", model_name)
+    if institution:
+        check_name("institution", institution)
+    check_url("model URL", model_url or "")
 
 
 def check_policy(
@@ -149,6 +152,8 @@ def check_policy(
                     test_set=request["test_set"], track=request["track"])
     check_quota(earlier, submitter=request["submitter"], test_set=request["test_set"], track=request["track"],
                 now=now, quota=quota)
+    for label, value in (("model name", request["model_name"]), ("institution", request.get("institution") or "")):
+        check_one_script(label, value)
 
 
 def check_lengths(ids: list[str], texts: list[str], *, source: str, max_chars: int = MAX_PREDICTION_CHARS) -> None:

@@ -61,6 +61,8 @@ class QueueOperations:
         moved: list[int] = []
 
         def decide(snap: Snapshot):
+            if self.requests_index_stale(snap):
+                raise _StaleNameIndex()
             ts = R.now()
             edit = IndexEdit(self.requests, snap)
             changes: dict[str, bytes | None] = {}
@@ -95,7 +97,11 @@ class QueueOperations:
             return {**changes, **edit.changes()}, message, claimed
 
         try:
-            claimed = transact(self.requests, decide, folders=(R.QUEUE_DIR,))
+            try:
+                claimed = transact(self.requests, decide, folders=(R.QUEUE_DIR,))
+            except _StaleNameIndex:
+                self.reindex_requests_by_names()
+                claimed = transact(self.requests, decide, folders=(R.QUEUE_DIR,))
         except _EarlierLayout as exc:
             from rexrank.store.layout import index_requests
 
@@ -211,6 +217,10 @@ class QueueOperations:
 
 
 MOVE_IN_A_CLAIM = 25  # more settled requests in queue/ than this: a store of the earlier layout
+
+
+class _StaleNameIndex(Exception):
+    """The request indexes were built with an earlier name key."""
 
 
 class _EarlierLayout(Exception):

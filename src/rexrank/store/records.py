@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from datetime import datetime, timezone
+
+from rexrank.store.names import NAME_KEY_VERSION
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 STATUSES = (PENDING, RUNNING, FINISHED, FAILED)
@@ -55,7 +58,12 @@ PER_STUDY_DIR = "per_study/"
 RESULT_SHARDS_DIR = "index/records/"
 RESULT_NAMES_DIR = "index/names/"
 RESULTS_LAYOUT = "index/layout.json"
+REQUESTS_LAYOUT = "index/layout.json"  # in the requests repo: the name key version of its indexes
 INDEX_DIR = "index/"
+# what the layout files say once the indexes are current: index files of model and submitter
+# names are named by name_key, so indexes of another name key version are rebuilt
+RESULTS_LAYOUT_CONTENT = {"layout": 2, "names": NAME_KEY_VERSION}
+REQUESTS_LAYOUT_CONTENT = {"names": NAME_KEY_VERSION}
 # what the store itself writes into each repo (anything else there is not store data)
 REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFIG_FILE)
 RESULTS_DATA_PREFIXES = (RECORDS_DIR, PER_STUDY_DIR, INDEX_DIR)
@@ -97,6 +105,39 @@ def result_path(record: dict) -> str:
 
 def per_study_path(test_set: str, track: str, result_id: str) -> str:
     return f"{PER_STUDY_DIR}{_safe(test_set)}/{_safe(track)}/{_safe(result_id)}.parquet"
+
+
+def public_source(source) -> str:
+    """How a request names its predictions where others can read it: a Hub id as it is
+    (hf://USER/REPO@SHA), a local file by its base name only (never the submitter's or the
+    server's folders)."""
+    text = str(source or "")
+    if text.startswith("hf://"):
+        return text
+    return text.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+_LOCAL_PATH = re.compile(r"^(?:/|~|[A-Za-z]:[\\/]|\\\\|\.{1,2}[\\/])")
+
+
+def public_paths(obj):
+    """`obj` (JSON values) with every string that is a local path (/..., ~..., C:\..., ./...)
+    cut to its base name: a metric's provenance names the backend's checkpoint files, and
+    the server's folders are nobody's business (a Hub id or a URL is kept)."""
+    if isinstance(obj, dict):
+        return {k: public_paths(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [public_paths(v) for v in obj]
+    if isinstance(obj, str) and _LOCAL_PATH.match(obj):
+        return public_source(obj)
+    return obj
+
+
+def public_store_name(store_name: str) -> str:
+    """A store as a page names it: a Hub store by its hf:// name, a local store by its
+    folder's own name (not the server's path to it)."""
+    text = str(store_name)
+    return text if text.startswith("hf://") else f"local store {public_source(text)}"
 
 
 def now() -> float:

@@ -39,6 +39,7 @@ class Store(QueueOperations):
         self._problems: dict[str, dict[str, Problem]] = {"requests": {}, "results": {}}
         self._reported: set[tuple[str, str, str]] = set()
         self._results_indexed = False  # once seen, the results index stays (until a --reindex)
+        self._requests_indexed = False
 
     def __repr__(self) -> str:
         return f"Store({self.name!r})"
@@ -149,10 +150,13 @@ class Store(QueueOperations):
             raise StoreError(f"result {result_id!r} in {self.name} cannot be read: {exc}") from None
 
     def read_per_study(self, record: dict) -> bytes | None:
-        path = record.get("per_study_path")
-        if not path:
+        """A result's per-study scores (parquet bytes), None when it has none. The file is
+        found from the record's test set, track and id, never from a path the record
+        holds (a record written by hand could name any file, inside the store or not)."""
+        if not record.get("per_study_available") and not record.get("per_study_path"):
             return None
-        return self.results.read(self.results.snapshot(), path)
+        path = R.per_study_path(str(record["test_set"]), str(record["track"]), str(record["id"]))
+        return self.results.read_optional(self.results.snapshot(), path)
 
     def results_feed(self):
         """An incremental reader of the result records (what the leaderboard uses)."""
@@ -206,22 +210,41 @@ class Store(QueueOperations):
 
         transact(self.results, decide)
 
+    def requests_index_stale(self, snap: Snapshot) -> bool:
+        """Whether the request indexes name their files by an earlier name key
+        (rexrank.store.names.NAME_KEY_VERSION) and must be rebuilt before the submission
+        rules look names up there (read once per Store: one small file)."""
+        if self._requests_indexed:
+            return False
+        stale = (load_index(self.requests, snap, R.REQUESTS_LAYOUT) != R.REQUESTS_LAYOUT_CONTENT
+                 and self.requests.read_optional(snap, R.RECENT_INDEX) is not None)
+        self._requests_indexed = not stale
+        return stale
+
+    def reindex_requests_by_names(self) -> None:
+        from rexrank.store.layout import index_requests
+
+        n = index_requests(self)
+        self._requests_indexed = True
+        log.info("%s: re-indexed %d settled request(s) by the names as this version compares them", self.name, n)
+
     def ensure_results_indexed(self) -> None:
         """Index the results of a store written before the index existed (once, logged)."""
         if self._results_indexed:
             return
-        if load_index(self.results, self.results.snapshot(), R.RESULTS_LAYOUT).get("layout") != 2:
+        if load_index(self.results, self.results.snapshot(), R.RESULTS_LAYOUT) != R.RESULTS_LAYOUT_CONTENT:
             if self.results.snapshot(R.RECORDS_DIR).paths(R.RECORDS_DIR):  # else the first write marks it
                 from rexrank.store.layout import index_results
 
-                index_results(self)
+                index_results(self, reason="written before the results index existed, or indexed by names compared "
+                              "in an earlier way")
         self._results_indexed = True
 
     def results_named(self, model_name: str) -> list[dict]:
         """Result records whose model name compares equal to `model_name` (id, model_name,
         source, submitter: what the name-ownership rule reads)."""
         snap = self.results.snapshot()
-        if not self._results_indexed and load_index(self.results, snap, R.RESULTS_LAYOUT).get("layout") != 2:
+        if not self._results_indexed and load_index(self.results, snap, R.RESULTS_LAYOUT) != R.RESULTS_LAYOUT_CONTENT:
             return self.list_results()  # not indexed yet: every record (the rules filter)
         self._results_indexed = True
         return list(load_index(self.results, snap, R.key_file(R.RESULT_NAMES_DIR, model_name)).get("records", {}).values())
@@ -240,7 +263,7 @@ class Store(QueueOperations):
         trained_on: Iterable[str] = (),
         data_dir: str | Path | None = None,
         hub_endpoint: str | None = None,
-        hub_token: str | None = None,
+        hub_token: str | bool | None = None,
         source_label: str | None = None,
         now: float | None = None,
         id_column: str | None = None,
@@ -251,7 +274,10 @@ class Store(QueueOperations):
         test_set, track: e.g. "iu_xray", "findings" (rexrank.testsets.registry).
         predictions: a file (ReXrank submission JSON, CSV/JSONL/JSON list with id and
             prediction columns, parquet), a `datasets.save_to_disk` folder, or
-            "hf://USER/REPO[@REVISION]" (a Hub dataset repo; pinned to its commit).
+            "hf://USER/REPO[@REVISION]" (a Hub dataset repo: read at the commit the revision
+            resolves to now; the request records the repo and that commit's sha).
+        hub_token: whose access reads an hf:// dataset (None: HF_TOKEN or the saved login;
+            False: none, the repo must be public).
         model_name, submitter (user or org name; the quota counts per submitter),
         institution, model_url, trained_on (test set names the model was trained on).
         data_dir: where the test set's JSON is (needed for MIMIC-CXR / CheXpert Plus; for
@@ -265,10 +291,12 @@ class Store(QueueOperations):
         with a message for the submitter if they are invalid, identical to an earlier
         request (same predictions and model name), or over the submitter's quota.
         """
-        from rexrank.store.predictions import content_sha256, read_raw_from_hub, to_parquet_bytes, validate_for
+        from rexrank.store.hub_predictions import read_raw_from_hub
+        from rexrank.store.predictions import content_sha256, to_parquet_bytes, validate_for
         from rexrank.testsets.registry import TEST_SETS, check_track, get_spec
 
         model_name, submitter = (model_name or "").strip(), (submitter or "").strip()
+        institution, model_url = (institution or "").strip(), (model_url or "").strip()
         if not model_name:
             raise SubmissionError("model name is empty")
         if not submitter:
@@ -285,12 +313,16 @@ class Store(QueueOperations):
             raise SubmissionError(f"--trained-on: unknown test set(s) {unknown}; known: {', '.join(TEST_SETS)}")
 
         source = str(predictions)
+        hub_fields: dict = {}
         if source.startswith("hf://"):
-            raw, source = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token,
-                                            id_column=id_column, prediction_column=prediction_column)
+            raw, dataset = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token,
+                                             id_column=id_column, prediction_column=prediction_column)
+            # the commit read, not the revision asked for: what is scored is exactly this commit
+            source, hub_fields = dataset.pinned, {"repo": dataset.repo_id, "revision": dataset.sha,
+                                                  "files": list(dataset.files)}
         else:
             raw = _read_raw_local(predictions, id_column=id_column, prediction_column=prediction_column)
-            source = source_label or source
+            source = R.public_source(source_label or source)
         preds, ids_checked = validate_for(raw, test_set, track, data_dir=data_dir)
         check_lengths(preds.ids, preds.texts, source=source)
         sha = content_sha256(preds)
@@ -323,6 +355,7 @@ class Store(QueueOperations):
                     "n": len(preds),
                     "n_empty": preds.n_empty,
                     "ids_checked": ids_checked,
+                    **hub_fields,
                 },
                 "worker": None,
                 "lease_expires": None,

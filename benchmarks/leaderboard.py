@@ -32,7 +32,7 @@ import numpy as np
 
 from rexrank.leaderboard import tables
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, records_frame
-from rexrank.testsets.registry import TRACKS
+from rexrank.testsets.registry import TEST_SETS, TRACKS
 
 N_SYSTEMS = 100
 PER_STUDY_RESULTS = 50  # results with per-study scores in the table the new results join
@@ -49,7 +49,9 @@ def synthetic_records(n_systems: int = N_SYSTEMS, seed: int = 0) -> list[dict]:
     for i in range(n_systems):
         for test_set in LEADERBOARD_TEST_SETS:
             for track in TRACKS:
-                values = {k: {"mean": float(rng.uniform(0.1, 1.5)), "ci95": float(rng.uniform(0.005, 0.03)), "n": 500} for k in METRIC_KEYS}
+                # within every metric's range, on every study of the test set (nothing left unranked)
+                n = TEST_SETS[test_set].n_studies
+                values = {k: {"mean": float(rng.uniform(0.3, 0.95)), "ci95": float(rng.uniform(0.005, 0.03)), "n": n} for k in METRIC_KEYS}
                 records.append({
                     "id": f"bench/{test_set}/{track}/system-{i:03d}", "model_name": f"System-{i:03d}",
                     "institution": f"Institution {i % 17}", "model_url": f"https://example.org/{i}",
@@ -106,9 +108,15 @@ def per_study_result(i: int, rng: np.random.Generator) -> tuple[dict, bytes]:
     import pandas as pd
     from stores import history_request, history_result
 
-    record = history_result({**history_request(2 * 10**6 + i), "status": "FINISHED"}, rng)
+    # the i-th request of the history, as another result (its own id): a date in the past
+    record = history_result({**history_request(i), "status": "FINISHED"}, rng)
     record["id"] = f"{record['id']}-ps"
+    # a model of its own: the first model's page (what a page load shows) keeps its own tables
+    record["model_name"] = f"ps-{record['model_name']}"
     record["test_set"], record["track"] = PER_STUDY_PART
+    record["provenance"] = {"test_set": {"n_studies": N_STUDIES}}
+    for value in record["values"].values():
+        value["n"] = N_STUDIES
     scores = rng.uniform(0.2, 1.5, N_STUDIES) + rng.uniform(-0.2, 0.2)
     record["values"]["radcliq_v1_inv"] = {"mean": 1 / float(scores.mean()), "ci95": 0.01, "n": N_STUDIES}
     buf = io.BytesIO()
@@ -141,20 +149,23 @@ def store_part(kind: str, history: int, args, hub_url: str | None) -> dict:
     page_load(fns)  # warm-up
     out["reload_ms"] = statistics.median(timed(page_load, fns)[0] for _ in range(args.repeats)) * 1000
     out["refresh_ms"] = statistics.median(timed(source.frame, force=True)[0] for _ in range(args.repeats)) * 1000
-    adds, reloads, add_files, refresh_files = [], [], [], []
+    adds, reloads, reload_cpu, add_files, refresh_files = [], [], [], [], []
     files = FileCounter(store)
     tier_calls = _count_tier_calls()
     for i in range(args.repeats):
-        record, per_study = per_study_result(10**6 + i, rng)
+        record, per_study = per_study_result(PER_STUDY_RESULTS + i, rng)
         files.take()
         adds.append(timed(store.add_result, record, per_study=per_study)[0])
         add_files.append(files.take())
+        c0 = time.process_time()
         reloads.append(timed(page_load, fns)[0])
+        reload_cpu.append(time.process_time() - c0)  # CPU time: less sensitive to other load on the machine
         refresh_files.append(files.take())  # the page load's: the results' re-read and the queue table
-        assert record["id"] in set(source.frame()["id"])
+        assert record["id"] in set(source.frame()["id"]), source.problems[-3:]
     out["tier_tables"] = len(tier_calls) / args.repeats  # tables whose tiers each reload recomputed
     out["add_ms"] = statistics.median(adds) * 1000
     out["reload_after_add_ms"] = statistics.median(reloads) * 1000
+    out["reload_after_add_cpu_ms"] = statistics.median(reload_cpu) * 1000
     out["add_files"], out["refresh_files"] = max(add_files), max(refresh_files)
     t, records = timed(store.list_results)
     out["read_all_ms"] = (t + timed(records_frame, records)[0]) * 1000
@@ -196,7 +207,7 @@ def main() -> None:
     def describe(r: dict) -> str:
         return (f"{r['store']:5s} {r['history']:5d} records: page reload {r['reload_ms']:6.1f} ms (store re-read "
                 f"{r['refresh_ms']:5.1f}); add a result {r['add_ms']:6.1f} ms, then reload {r['reload_after_add_ms']:6.1f} ms "
-                f"(tiers recomputed for {r['tier_tables']:.0f} table); "
+                f"(CPU {r['reload_after_add_cpu_ms']:.1f} ms; tiers recomputed for {r['tier_tables']:.0f} table); "
                 f"reading every record {r['read_all_ms']:7.1f} ms (first load {r['first_s']:.2f} s, indexing once "
                 f"{r['index_s']:.2f} s); files read/listed: add a result {r['add_files'][0]}/{r['add_files'][1]}, "
                 f"page reload after it {r['refresh_files'][0]}/{r['refresh_files'][1]}")
@@ -211,7 +222,8 @@ def main() -> None:
               f"x{big['read_all_ms'] / small['read_all_ms']:.1f}")
         worst = max(big["reload_ms"], big["reload_after_add_ms"])
         print(f"{kind}: page reload at {big['history']}: {big['reload_ms']:.1f} ms, {big['reload_after_add_ms']:.1f} ms after "
-              f"a result was added (goal <= {RELOAD_GOAL_MS:.0f}: {'met' if worst <= RELOAD_GOAL_MS else 'NOT met'})")
+              f"a result was added (CPU {big['reload_after_add_cpu_ms']:.1f} ms) (goal <= {RELOAD_GOAL_MS:.0f}: "
+              f"{'met' if worst <= RELOAD_GOAL_MS else 'NOT met'})")
 
 
 if __name__ == "__main__":

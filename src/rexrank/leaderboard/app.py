@@ -22,7 +22,7 @@ import pandas as pd
 
 from rexrank.leaderboard import tables
 from rexrank.leaderboard.about import about_markdown
-from rexrank.leaderboard.downloads import CsvFiles
+from rexrank.leaderboard.downloads import CsvFiles, PreparedCsv
 from rexrank.leaderboard.model_page import (
     MODEL_QUERY_PARAMETER,
     NOT_FOUND_PICK,
@@ -189,7 +189,7 @@ def build_app(source: LeaderboardSource):
                               lambda: build_page(track, rank_by, query, filters, columns))
         # the CSV files are written (or found, by content) on every call: the folder keeps a
         # bounded number, so a path remembered with the views may have been removed since
-        return [csv_files.write(*item) if isinstance(item, tuple) else item for item in built]
+        return [csv_files.write_prepared(item) if isinstance(item, PreparedCsv) else item for item in built]
 
     def build_page(track: str, rank_by: str, query: str, filters: tables.Filters, columns: tuple) -> list:
         # tables (and tiers) of test sets without a new result since the last page are kept (part cache)
@@ -197,11 +197,14 @@ def build_app(source: LeaderboardSource):
         views = tables.page_views(frame, track, rank_by, query, test_sets=tab_test_sets, cached=cached,
                                   filters=filters, columns=columns, per_study=per_study, p_cache=source.pair_p)
         suffix = f"{track}_by-{rank_by}" + ("_filtered" if filters.describe() else "") + ("_search" if (query or "").strip() else "")
-        out = [views.overview, (views.overview_plain, f"rexrank_overview_{suffix}")]
+        out = [views.overview, csv_files.prepare(views.overview_plain, f"rexrank_overview_{suffix}")]
         widths = results_layout(tables.shown_columns(columns, rank_by), rank_by,
                                 {k: c.display for k, c in COLUMNS_BY_KEY.items()}).widths
         for test_set, view in views.tables.items():
-            out += [view.note, SizedGrid(view.display, widths), (view.plain, f"rexrank_{test_set}_{suffix}")]
+            # the CSV's bytes once per table version (part cache), not per page load
+            csv = cached(("csv", rank_by, query, filters), (test_set, track),
+                         lambda: csv_files.prepare(view.plain, f"rexrank_{test_set}_{suffix}"))
+            out += [view.note, SizedGrid(view.display, widths), csv]
         out.append(views.overview_note)
         return out
 

@@ -199,21 +199,6 @@ def year(date) -> str:
     return match.group(1) if match else md_escape(str(date or ""))
 
 
-def tier_cell(row, tiers: dict | None) -> str:
-    if tiers is not None and row["id"] in tiers:
-        return str(tiers[row["id"]])
-    return NO_TIER
-
-
-def n_cell(row, rank_by: str) -> str:
-    """Studies the ranking metric was computed on (else the most any metric was); "–"
-    where the result does not say (published results)."""
-    n = row[f"{rank_by}_n"]
-    if isinstance(n, float) and math.isnan(n):
-        n = row["n"]
-    return MISSING if isinstance(n, float) and math.isnan(n) else str(int(n))
-
-
 def rank_key_for_header(header: str) -> str | None:
     """The column key behind a displayed header ("BLEU ↑", "1/RadCliQ-v1 ↑ ▼", "GREEN"), or
     None for a header that is not a metric (Model, Rank, ...): what a header click ranks by."""
@@ -225,27 +210,39 @@ def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DE
                   columns=None, tiers: dict | None = None) -> pd.DataFrame:
     """Ranked rows -> strings: rank, linked model name (+ trained marker), tier (`tiers`:
     {id: tier}), institution, year, n, one "mean ± CI" cell per shown column with the
-    column's best value in bold, source."""
-    rows = []
+    column's best value in bold, source. Built column by column (a table of a thousand
+    results is rebuilt whenever one of them changes)."""
     keys = shown_columns(columns, rank_by)
-    needed = ["id", "rank", "model_name", "model_url", "trained", "institution", "date", "source", "n",
-              *METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), *(f"{k}_n" for k in METRIC_KEYS)]
-    for row in table[needed].to_dict("records"):
-        cells = [
-            MISSING if math.isnan(row["rank"]) else str(int(row["rank"])),
-            model_cell(row),
-            tier_cell(row, tiers),
-            md_escape(row["institution"]),
-            year(row["date"]),
-            n_cell(row, rank_by),
-        ]
-        for key in keys:
-            mean = row[key]
-            is_best = not math.isnan(mean) and not math.isnan(best[key]) and math.isclose(mean, best[key], rel_tol=0, abs_tol=1e-12)
-            cells.append(format_value(mean, row[f"{key}_ci"], best=is_best))
-        cells.append(source_label(row["source"]))
-        rows.append(cells)
-    return pd.DataFrame(rows, columns=display_headers(rank_by, columns))
+    rank = table["rank"].to_numpy(np.float64)
+    n = table[f"{rank_by}_n"].to_numpy(np.float64)
+    n = np.where(np.isnan(n), table["n"].to_numpy(np.float64), n)
+    needed = ["model_name", "model_url", "trained"]
+    cells = {
+        "Rank": [MISSING if math.isnan(r) else str(int(r)) for r in rank],
+        "Model": [model_cell(dict(zip(needed, row))) for row in zip(*(table[c] for c in needed))],
+        "Tier": [str(tiers[i]) if tiers is not None and i in tiers else NO_TIER for i in table["id"]],
+        "Institution": [md_escape(i) for i in table["institution"]],
+        "Date": [year(d) for d in table["date"]],
+        "n": [MISSING if math.isnan(x) else str(int(x)) for x in n],
+    }
+    headers = display_headers(rank_by, columns)
+    for key, header in zip(keys, headers[len(DISPLAY_FIXED):]):
+        cells[header] = metric_cells(table[key].to_numpy(np.float64), table[f"{key}_ci"].to_numpy(np.float64), best[key])
+    cells["Source"] = [source_label(x) for x in table["source"]]
+    return pd.DataFrame(cells, columns=headers)
+
+
+def metric_cells(means: np.ndarray, cis: np.ndarray, best: float) -> list[str]:
+    """`format_value` for a whole column: "mean ± CI", the best value bold, "–" where none."""
+    text = np.char.mod(f"%.{DECIMALS}f", np.nan_to_num(means)).astype(object)
+    if not math.isnan(best):
+        bold = ~np.isnan(means) & (np.abs(means - best) <= 1e-12)
+        text[bold] = "**" + text[bold] + "**"
+    has_ci = ~np.isnan(cis)
+    if has_ci.any():
+        text[has_ci] = text[has_ci] + np.char.mod(f" ± %.{DECIMALS}f", cis[has_ci]).astype(object)
+    text[np.isnan(means)] = MISSING
+    return text.tolist()
 
 
 def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
@@ -258,28 +255,35 @@ def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: st
 
 
 def overview(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, top: int | None = 10,
-             test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None, markdown: bool = True) -> pd.DataFrame:
+             test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None, markdown: bool = True,
+             cells: dict | None = None) -> pd.DataFrame:
     """Top models per test set side by side (as the ReXrank site's overview): one column per
     test set, cell = model (institution), trained marker as in the test-set tables.
     `ranked_tables`: {test_set: ranked(...)} already computed for this track and metric.
-    `markdown=False`: plain text cells (the CSV download)."""
+    `markdown=False`: plain text cells (the CSV download). `cells`: {test_set: overview_cells(...)}
+    already made (top 10)."""
     columns = {}
     for test_set in test_sets:
-        table = ranked_tables[test_set] if ranked_tables else ranked(frame, test_set, track, rank_by)
-        table = table[table["rank"].notna()]
-        if top is not None:
-            table = table.head(top)
-        rows = table[["model_name", "model_url", "trained", "institution"]].to_dict("records")
-        if markdown:
-            cells = [f"{model_cell(r, link=False)} ({md_escape(r['institution'])})" for r in rows]
+        if cells is not None:
+            made = cells[test_set]
         else:
-            cells = [f"{r['model_name']}{' ' + TRAINED_MARK if r['trained'] else ''} ({r['institution']})" for r in rows]
-        columns[TEST_SET_LABELS.get(test_set, test_set)] = cells
+            made = overview_cells(ranked_tables[test_set] if ranked_tables else ranked(frame, test_set, track, rank_by), top)
+        columns[TEST_SET_LABELS.get(test_set, test_set)] = made[0 if markdown else 1]
     depth = max((len(v) for v in columns.values()), default=0)
     data = {"Rank": [str(i + 1) for i in range(depth)]}
     for label, cells in columns.items():
         data[label] = cells + [""] * (depth - len(cells))
     return pd.DataFrame(data)
+
+
+def overview_cells(table: pd.DataFrame, top: int | None = 10) -> tuple[list[str], list[str]]:
+    """One test set's overview column: (markdown cells, plain cells) of its top ranked models."""
+    table = table[table["rank"].notna()]
+    if top is not None:
+        table = table.head(top)
+    rows = table[["model_name", "model_url", "trained", "institution"]].to_dict("records")
+    return ([f"{model_cell(r, link=False)} ({md_escape(r['institution'])})" for r in rows],
+            [f"{r['model_name']}{' ' + TRAINED_MARK if r['trained'] else ''} ({r['institution']})" for r in rows])
 
 
 def all_views(frame: pd.DataFrame, rank_by: str = DEFAULT_RANK_KEY, tracks=("findings", "findings_impression")) -> dict:
@@ -415,9 +419,11 @@ def page_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY,
         views[t] = cached(("view", rank_by, query, filters, columns), (t, track),
                           lambda t=t, tiers=tiers: test_set_view(ranked_tables[t], t, track, rank_by, query,
                                                                  filters=filters, columns=columns, tiers=tiers))
+    cells = {t: cached(("overview", rank_by, filters), (t, track), lambda t=t: overview_cells(ranked_tables[t]))
+             for t in test_sets}
     return PageViews(
-        overview=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables),
-        overview_plain=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables, markdown=False),
+        overview=overview(frame, track, rank_by, test_sets=test_sets, cells=cells),
+        overview_plain=overview(frame, track, rank_by, test_sets=test_sets, cells=cells, markdown=False),
         tables=views,
         overview_note=overview_note(ranked_tables, rank_by),
     )

@@ -270,3 +270,26 @@ def test_queue_headers_are_words(tmp_path):
     fns = {f.name: f.fn for f in build_app(LeaderboardSource.from_store(store)).fns.values()}
     queue = fns["queue"]()
     assert list(queue.columns) == QUEUE_HEADERS and not any("_" in h for h in queue.columns)
+
+
+def test_holm_correction_decides_a_tie_that_raw_p_values_would_split():
+    """Two neighbour tests with p ≈ 0.03 each: below 0.05 alone, not after Holm (2 × 0.03):
+    one tier, not three."""
+    real = pd.read_csv(shared_path(*MOERAD_SCORES))
+    ids = [f"s{i}" for i in real["study_id"]]
+    a = real["RadCliQ-v1"].to_numpy(np.float64)
+    n = a.size
+    e1 = np.sin(np.arange(n)) * 0.2
+    e1 -= e1.mean()
+    e2 = np.cos(np.arange(n) * 1.7) * 0.2
+    e2 -= e2.mean()
+    b = a + 2.2 * e1.std(ddof=1) / np.sqrt(n) + e1  # paired t = 2.2 exactly
+    c = b + 2.2 * e2.std(ddof=1) / np.sqrt(n) + e2
+    frames = {name: pd.DataFrame({"id": ids, "radcliq_v1": v}) for name, v in (("a", a), ("b", b), ("c", c))}
+    table = tables.ranked(records_frame([result(name.upper(), frames[name]["radcliq_v1"].to_numpy()) for name in frames]),
+                          "iu_xray", "findings")
+    raw = [ttest_rel(a, b).pvalue, ttest_rel(b, c).pvalue]
+    assert all(0.025 < p < 0.05 for p in raw)  # each alone significant
+    assert all(q >= 0.05 for q in holm_by_hand(raw))  # not after the correction
+    tiers = table_tiers(table, "radcliq_v1_inv", lambda rid: frames[rid.rsplit("/", 1)[1]])
+    assert sorted(tiers.values()) == [1, 1, 1]

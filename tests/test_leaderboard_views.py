@@ -293,3 +293,14 @@ def test_holm_correction_decides_a_tie_that_raw_p_values_would_split():
     assert all(q >= 0.05 for q in holm_by_hand(raw))  # not after the correction
     tiers = table_tiers(table, "radcliq_v1_inv", lambda rid: frames[rid.rsplit("/", 1)[1]])
     assert sorted(tiers.values()) == [1, 1, 1]
+
+
+def test_about_explains_tiers_and_published_figures():
+    from rexrank.leaderboard.about import about_markdown
+
+    text = about_markdown()
+    assert "paired t-test" in text and "Holm" in text and "0.05" in text
+    # the published MoERad-IU BLEU (0.277) against its public predictions (official per-study BLEU)
+    official = pd.read_csv(shared_path(*MOERAD_SCORES))["bleu_score"].mean()
+    assert f"{official:.3f}" == "0.270" and "0.277 published, 0.270 from its public predictions" in text
+    assert "the ReXrank site's own figures" in text

@@ -22,7 +22,7 @@ import numpy as np
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS
 from rexrank.store import FINISHED, Quota, open_store
 from rexrank.store import records as R
-from rexrank.testsets.registry import TRACKS
+from rexrank.testsets.registry import TEST_SETS, TRACKS
 
 TESTS_DIR = Path(__file__).resolve().parent.parent / "tests"
 COMBOS = [(t, k) for t in LEADERBOARD_TEST_SETS for k in TRACKS]
@@ -90,14 +90,17 @@ def history_request(i: int) -> dict:
 
 
 def history_result(request: dict, rng: np.random.Generator) -> dict:
-    values = {k: {"mean": float(rng.uniform(0.1, 1.5)), "ci95": float(rng.uniform(0.005, 0.03)), "n": 590}
+    # within every metric's range (results_schema.value_in_range), on every study of the test
+    # set: no value is left unranked
+    n = TEST_SETS[request["test_set"]].n_studies
+    values = {k: {"mean": float(rng.uniform(0.3, 0.95)), "ci95": float(rng.uniform(0.005, 0.03)), "n": n}
               for k in METRIC_KEYS}
     return {
         "id": request["id"], "request_id": request["id"], "model_name": request["model_name"],
         "institution": request["institution"], "model_url": "", "submitter": request["submitter"],
         "date": request["submitted_time"][:10], "test_set": request["test_set"], "track": request["track"],
         "source": "rexrank", "trained_on": [], "per_study_available": False, "values": values,
-        "provenance": {"test_set": {"n_studies": 590}},
+        "provenance": {"test_set": {"n_studies": n}},
     }
 
 

@@ -212,6 +212,22 @@ _register(
 )
 
 
+# ---- issue 21 (i21): tiers on the board and the ranking's direction ----------------------------
+_VIEWS = "tests/test_leaderboard_views.py"
+_register(
+    Mutant("tier-without-holm", "tiers from the raw neighbour p-values, without the Holm correction",
+           "src/rexrank/leaderboard/tiers.py", "    adjusted = holm(p_values)\n", "    adjusted = p_values\n",
+           (f"{_VIEWS}::test_holm_correction_decides_a_tie_that_raw_p_values_would_split",)),
+    Mutant("tier-step-inverted", "a new tier where the neighbour is NOT significantly different",
+           "src/rexrank/leaderboard/tiers.py", "        if p < ALPHA:", "        if p >= ALPHA:",
+           (f"{_VIEWS}::test_tiers_are_paired_t_tests_with_holm_against_the_next_model_above",)),
+    Mutant("rank-direction-ignored", "every metric ranked highest first, a lower-is-better one too",
+           "src/rexrank/leaderboard/tables.py", "    ascending = not COLUMNS_BY_KEY[rank_by].higher_is_better\n",
+           "    ascending = False\n",
+           (f"{_VIEWS}::test_a_lower_is_better_metric_ranks_lowest_first_and_marks_it",)),
+)
+
+
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / mutant.file

@@ -56,15 +56,19 @@ def test_leaderboard_endpoint_ranks_like_the_csv(served):
     out = client.predict("iu_xray", "findings_impression", "fineradscore_inv", "", api_name="/leaderboard")
     csv = _csv("result_iu_xray.csv").sort_values("1/FineRadScore", ascending=False, na_position="last")
     assert [_model(r[1]) for r in out["data"]] == csv["Model Name"].tolist()
-    assert out["headers"][11] == "1/FineRadScore ↑ ▼"
+    assert out["headers"][13] == "1/FineRadScore ↑ ▼"
     assert out["data"][-1][0] == "–"  # UniRG-CXR has no FineRadScore: unranked, last
 
 
 def _views(client, *args):
-    """/views outputs: overview grid and CSV, then per test set (note, grid, CSV), then status."""
+    """/views outputs: overview grid and CSV, then per test set (note, grid, CSV), then the
+    overview's note and status. A test-set grid comes as an update (its column widths follow
+    the columns shown): its table is the update's value."""
     out = client.predict(*args, api_name="/views")
-    over, over_csv, *per_test_set, status = out
+    over, over_csv, *per_test_set, _overview_note, status = out
     tabs = {t: per_test_set[3 * i: 3 * i + 3] for i, t in enumerate(("rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus"))}
+    for t, (note, grid, csv) in tabs.items():
+        tabs[t] = [note, grid.get("value", grid), csv]
     return over, over_csv, tabs, status
 
 
@@ -75,14 +79,14 @@ def test_views_endpoint_switches_track_rank_and_search(served):
     note, mimic, _ = tabs["mimic_cxr"]
     csv = _csv("findings_result_mimiccxr.csv").sort_values("1/RadCliQ-v1", ascending=False)
     assert [_model(r[1]) for r in mimic["data"]] == csv["Model Name"].tolist()
-    assert note == f"{len(csv)} results in the Findings track."
+    assert note == f"{len(csv)} results in the Findings track. Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
     assert "128 results" in status
     over, _, tabs, status = _views(client, "findings_impression", "bleu2", "stanford")
     note, cxp, _ = tabs["chexpert_plus"]
     csv = _csv("result_chexpertplus.csv")
     stanford = csv[csv["Institution"] == "Stanford"].sort_values("BLEU", ascending=False)
     assert [_model(r[1]) for r in cxp["data"]] == stanford["Model Name"].str.replace("_", "-").tolist()
-    assert note == f"{len(stanford)} of {len(csv)} results match “stanford”."
+    assert note.startswith(f"{len(stanford)} of {len(csv)} results match “stanford”.")
 
 
 def test_views_endpoint_csv_files_hold_the_shown_tables(served):
@@ -105,7 +109,10 @@ def test_model_endpoint(served):
     assert header.startswith("### GPT4V") and "no per-study scores" in header
     assert "8 results;" in header and "[Link to this page](?model=GPT4V)" in header
     assert len(results["data"]) == 8
-    assert significance["data"] == [] and significance["headers"] == ["Test set", "Track", "Neighbour", "Result"]
+    assert significance["headers"] == ["Test set", "Track", "Neighbour", "Result"]
+    # published results: no tests, and each row says why (issue 21.5)
+    assert len(significance["data"]) == 8 and all("no per-study scores" in r[3] for r in significance["data"])
+    assert "the ReXrank site's own figures" in header
     # a name without results: named (empty) tables, not gradio's "1 2 3" placeholder headers
     header, results, significance = client.predict("No-Such-Model", "radcliq_v1_inv", api_name="/model")
     assert header == "No such model on this leaderboard: pick one from the list."
@@ -159,7 +166,8 @@ def test_reload_picks_up_new_results(served):
     client.predict(api_name="/reload")
     out = client.predict("iu_xray", "findings", "radcliq_v1_inv", "", api_name="/leaderboard")
     assert _model(out["data"][0][1]) == "New-Model"  # no model URL: plain text, no link
-    assert out["data"][0][8] == "**9.000** ± 0.100"
+    assert out["data"][0][10] == "**9.000** ± 0.100"
+    assert out["data"][0][5] == "590"  # n: the studies it was scored on
 
 
 def test_cli_import_published(tmp_path, capsys):

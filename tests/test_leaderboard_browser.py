@@ -9,6 +9,7 @@ import socket
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -21,6 +22,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
 DESKTOP = {"width": 1400, "height": 1000}
+# a test-set grid's columns: Rank, Model, Tier, Institution, Date, n, the eight metrics, Source
+COL = {"Rank": 0, "Model": 1, "Tier": 2, "n": 5, "BLEU": 6, "1/RadCliQ-v1": 10, "1/FineRadScore": 13, "Source": 14}
+NO_TIER_NOTE = "Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
 PHONE = {"width": 390, "height": 844}
 
 pytestmark = [
@@ -194,7 +198,7 @@ def test_browse_switch_rerank_search(page_url, browser):
     assert [r[0] for r in rows] == [str(i + 1) for i in range(len(rows))]
     # MoERad-IU used IU-Xray's training split: starred here
     assert any(r[1] == "MoERad-IU *" for r in rows)
-    assert page.locator("#note-iu_xray").inner_text() == f"{len(expected)} results in the Findings track."
+    assert page.locator("#note-iu_xray").inner_text() == f"{len(expected)} results in the Findings track. {NO_TIER_NOTE}"
     settle(page)
     page.screenshot(path=str(ARTIFACTS / "leaderboard_2_iu_findings.png"))
 
@@ -210,10 +214,10 @@ def test_browse_switch_rerank_search(page_url, browser):
     expected = expected_models("result_iu_xray.csv", "1/FineRadScore")
     rows = wait_rows(page, "table-iu_xray", expected, full=True)
     assert models_shown(rows) == expected
-    assert rows[-1][0] == "–" and rows[-1][11] == "–"  # UniRG-CXR: no FineRadScore, unranked
+    assert rows[-1][0] == "–" and rows[-1][COL["1/FineRadScore"]] == "–"  # UniRG-CXR: no FineRadScore, unranked
     best = published("result_iu_xray.csv")["1/FineRadScore"].max()
-    assert rows[0][11] == f"{best:.3f}"
-    bold = page.locator("#table-iu_xray [role=gridcell][data-row='0'][data-col='11'] strong")
+    assert rows[0][COL["1/FineRadScore"]] == f"{best:.3f}"
+    bold = page.locator(f"#table-iu_xray [role=gridcell][data-row='0'][data-col='{COL['1/FineRadScore']}'] strong")
     assert bold.inner_text() == f"{best:.3f}"  # best value highlighted
     settle(page)
     page.screenshot(path=str(ARTIFACTS / "leaderboard_3_iu_fi_fineradscore.png"))
@@ -224,7 +228,7 @@ def test_browse_switch_rerank_search(page_url, browser):
     rows = wait_rows(page, "table-iu_xray", expected, full=True)
     assert models_shown(rows) == expected
     note = wait_text(page, "#note-iu_xray", lambda t: "Stanford" in t)
-    assert note == f"{len(expected)} of 7 results match “Stanford”."
+    assert note.startswith(f"{len(expected)} of 7 results match “Stanford”.")
     settle(page)
     page.screenshot(path=str(ARTIFACTS / "leaderboard_4_search.png"))
 
@@ -237,7 +241,7 @@ def test_browse_switch_rerank_search(page_url, browser):
     # one match: singular; no match: an empty table that says why
     page.locator("#search textarea, #search input").first.fill("RadFM")
     note = wait_text(page, "#note-mimic_cxr", lambda t: "RadFM" in t)
-    assert note == "1 of 7 results matches “RadFM”."
+    assert note.startswith("1 of 7 results matches “RadFM”.")
     page.locator("#search textarea, #search input").first.fill("no such model")
     note = wait_text(page, "#note-mimic_cxr", lambda t: "no such model" in t)
     assert note == "No model or institution matches “no such model”: the table is empty. Clear the search to see all 7 results."
@@ -260,7 +264,7 @@ def test_header_click_ranks_and_csv_download_is_the_table(page_url, browser):
     shown = models_shown(rows)
     assert len(shown) >= 5 and shown == expected[: len(shown)]
     assert rows[0][0] == "1"
-    assert page.evaluate(READ_HEADERS, "#table-iu_xray")[4] == "BLEU ↑ ▼"
+    assert page.evaluate(READ_HEADERS, "#table-iu_xray")[COL["BLEU"]] == "BLEU ↑ ▼"
     assert page.locator("#rank-by input").input_value() == "BLEU"
     # a header that is no metric changes nothing
     page.locator("#table-iu_xray th[role=columnheader]", has_text="Institution").click()
@@ -279,7 +283,7 @@ def test_header_click_ranks_and_csv_download_is_the_table(page_url, browser):
     rows = page.evaluate(READ_ROWS, "#table-iu_xray")
     assert table["Model"].tolist()[: len(rows)] == models_shown(rows)
     assert [str(r) for r in table["Rank"].tolist()[: len(rows)]] == [r[0] for r in rows]
-    assert [f"{v:.3f}" for v in table["BLEU"].tolist()[: len(rows)]] == [r[4] for r in rows]
+    assert [f"{v:.3f}" for v in table["BLEU"].tolist()[: len(rows)]] == [r[COL["BLEU"]] for r in rows]
     assert table["BLEU"].tolist() == sorted(csv["BLEU"], reverse=True)
     page.close()
 
@@ -326,4 +330,178 @@ def test_layout_fits_and_headers_break_between_words(page_url, browser, viewport
         if width >= 1400:
             assert layout["overflow"] <= 0, f"{tab} at {width} px: the grid scrolls sideways by {layout['overflow']} px"
             assert layout["clipped"] == [], f"{tab} at {width} px: cells cut off"
+    page.close()
+
+
+# ---- issue 21: tiers and n, controls in the address, progress, layout fixes ----
+
+@pytest.fixture(scope="module")
+def store_url(tmp_path_factory):
+    """The published results and four submitted IU-Xray results with per-study scores
+    (MoERad's official per-study RadCliQ-v1 and three systems made from them, as in
+    test_leaderboard_views), served from a local store."""
+    from rexrank.leaderboard.app import build_app
+    from rexrank.leaderboard.source import LeaderboardSource, seed_if_empty
+    from rexrank.store import open_store
+    from tests.test_leaderboard_views import MOERAD_SCORES, per_study_bytes, result
+
+    real = pd.read_csv(shared_path(*MOERAD_SCORES))
+    ids = [f"s{i}" for i in real["study_id"]]
+    rng = np.random.default_rng(21)
+    a = real["RadCliQ-v1"].to_numpy(float)
+    b = a + 0.05 + rng.normal(0, 0.3, a.size)
+    c = b + 0.001 + rng.normal(0, 0.3, a.size)
+    d = c + 0.2 + rng.normal(0, 0.3, a.size)
+    store = open_store(tmp_path_factory.mktemp("lb21") / "store")
+    seed_if_empty(store)
+    for i, (name, values) in enumerate({"Sub-A": a, "Sub-B": b, "Sub-C": c, "Sub-D": d}.items()):
+        store.add_result(result(name, values, date=f"2026-0{i + 1}-15"), per_study=per_study_bytes(ids, values))
+    demo = build_app(LeaderboardSource.from_store(store, ttl=0))
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    try:
+        yield url
+    finally:
+        demo.close()
+
+
+def rows_by_model(rows) -> dict[str, list[str]]:
+    return {r[COL["Model"]].replace(" *", ""): r for r in rows}
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
+def test_tiers_and_n_on_the_board(store_url, browser, viewport):
+    page = browser.new_page(viewport=viewport)
+    page.goto(store_url + "?tab=iu_xray&source=submitted")
+    rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) == 4 and all(r[COL["Source"]] == "submitted" for r in rows))
+    shown = rows_by_model(rows)
+    assert [shown[m][COL["Tier"]] for m in ("Sub-A", "Sub-B", "Sub-C", "Sub-D")] == ["1", "2", "2", "3"]
+    assert {r[COL["n"]] for r in rows} == {"590"}, rows
+    assert [r[4] for r in rows] == ["2026"] * 4  # the Date column: years
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / f"leaderboard_21_tiers_{viewport['width']}.png"), full_page=True)
+    # with the published rows: theirs read n/a, and the note says why
+    page.locator("#sources label", has_text="published").click()
+    rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) >= 10)
+    published = [r for r in rows if r[COL["Source"]] == "published"]
+    assert published and {r[COL["Tier"]] for r in published} == {"n/a"} and {r[COL["n"]] for r in published} == {"–"}
+    assert NO_TIER_NOTE in wait_text(page, "#note-iu_xray", lambda t: NO_TIER_NOTE in t)
+    page.close()
+
+
+def test_controls_live_in_the_address_and_a_link_reproduces_the_view(store_url, browser):
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(store_url)
+    page.wait_for_function("() => window.rexrankViewReady === true", timeout=30_000)  # the load has read the address
+    page.get_by_role("tab", name="MIMIC-CXR").click()
+    page.locator("#track label", has_text="Findings + Impression").click()
+    page.locator("#rank-by input").click()
+    page.locator("ul[role=listbox] li", has_text="GREEN").click()
+    page.locator("#hide-trained input").check()
+    page.locator("#columns label", has_text="BertScore").click()
+    page.locator("#search textarea, #search input").first.fill("Stanford")
+    expected = published("result_mimiccxr.csv")
+    expected = expected[(expected["Institution"] == "Stanford")]
+    trained = {"CheXagent", "CheXpertPlus-MIMIC", "CheXpertPlus-CheX-MIMIC"}  # the * models among them
+    expected = expected[~expected["Model Name"].isin(trained)].sort_values("GREEN", ascending=False)["Model Name"].tolist()
+    rows = wait_rows(page, "table-mimic_cxr", expected, full=True)
+    assert models_shown(rows) == expected and expected
+    headers = page.evaluate(READ_HEADERS, "#table-mimic_cxr")
+    assert "GREEN ↑ ▼" in headers and not any(h.startswith("BertScore") for h in headers)
+    deadline = time.monotonic() + 10
+    while "q=Stanford" not in page.url and time.monotonic() < deadline:
+        time.sleep(0.2)
+    link = page.url
+    for part in ("tab=mimic_cxr", "track=findings_impression", "rank=green", "hide_trained=1", "q=Stanford", "columns="):
+        assert part in link, (part, link)
+    assert "bertscore" not in link.split("columns=")[1].split("&")[0]
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard_21_view_1400.png"))
+    page.close()
+
+    # the link, opened afresh (a phone), shows the same view
+    again = browser.new_page(viewport=PHONE)
+    again.goto(link)
+    rows = wait_rows(again, "table-mimic_cxr", expected, full=True)
+    assert models_shown(rows) == expected
+    assert again.get_by_role("tab", name="MIMIC-CXR").or_(again.get_by_role("button", name="MIMIC-CXR")).first.get_attribute("aria-selected") in ("true", None)
+    assert again.locator("#rank-by input").input_value() == "GREEN"
+    assert again.locator("#hide-trained input").is_checked()
+    assert again.locator("#search textarea, #search input").first.input_value() == "Stanford"
+    assert not any(h.startswith("BertScore") for h in again.evaluate(READ_HEADERS, "#table-mimic_cxr"))
+    settle(again)
+    again.screenshot(path=str(ARTIFACTS / "leaderboard_21_view_390.png"), full_page=True)
+    # a model's page in the address
+    again.goto(store_url + "?model=MedVersa")
+    assert wait_text(again, "#model-header", lambda t: t.startswith("MedVersa")).startswith("MedVersa")
+    again.close()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
+def test_progress_plot_per_test_set_and_track(store_url, browser, viewport):
+    page = browser.new_page(viewport=viewport)
+    page.goto(store_url + "?tab=plots")
+    note = wait_text(page, "#progress-note", lambda t: "by date" in t)
+    assert note.startswith("29 results on IU-Xray / Findings by date")  # 25 published + 4 submitted
+    page.wait_for_selector("#progress-plot img", timeout=30_000)
+    page.locator("#track label", has_text="Findings + Impression").click()
+    note = wait_text(page, "#progress-note", lambda t: "Findings + Impression" in t)
+    assert note.startswith("7 results on IU-Xray / Findings + Impression by date")
+    page.wait_for_selector("#progress-plot img", timeout=30_000)
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / f"leaderboard_21_progress_{viewport['width']}.png"), full_page=True)
+    page.close()
+
+
+# every metric header on one line (the ranking one too: "BLEU ↑ ▼"), and what is at the
+# middle of the last row's last cell once the grid is scrolled to its end
+HEADER_LINES = """(sel) => Array.from(document.querySelectorAll(sel + ' th[role=columnheader]'))
+  .filter(th => /[↑↓]/.test(th.innerText))
+  .map(th => { const r = document.createRange(); r.selectNodeContents(th.querySelector('span.header') || th);
+               return [th.innerText.trim(), new Set(Array.from(r.getClientRects()).filter(x => x.width > 0).map(x => Math.round(x.top))).size]; })"""
+LAST_CELL_COVERED = """async (sel) => {
+  const viewport = document.querySelector(sel + ' .virtual-table-viewport');
+  viewport.scrollTop = viewport.scrollHeight;
+  await new Promise(r => setTimeout(r, 500));
+  const cells = Array.from(document.querySelectorAll(sel + ' [role=gridcell]'));
+  const last = Math.max(...cells.map(c => +c.dataset.row));
+  const row = cells.filter(c => +c.dataset.row === last);
+  const cell = row.reduce((a, b) => (+a.dataset.col > +b.dataset.col ? a : b));
+  cell.scrollIntoView({block: 'nearest', inline: 'nearest'});
+  const box = cell.getBoundingClientRect();
+  const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+  return hit && cell.contains(hit) ? '' : (hit ? hit.outerHTML.slice(0, 120) : 'nothing');
+}"""
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
+def test_layout_of_sorted_headers_last_row_queue_and_model_page(store_url, browser, viewport):
+    page = browser.new_page(viewport=viewport)
+    width = viewport["width"]
+    for rank in ("radcliq_v1_inv", "fineradscore_inv", "bleu2"):
+        page.goto(store_url + f"?tab=iu_xray&rank={rank}")
+        wait_until(page, "table-iu_xray", lambda rows: len(rows) >= 5 and rows[0][0] == "1")
+        settle(page)
+        lines = page.evaluate(HEADER_LINES, "#table-iu_xray")
+        assert any("▼" in h for h, _ in lines), lines
+        assert [h for h, n in lines if n != 1] == [], f"at {width} px, ranked by {rank}: headers on two lines"
+        layout = page.evaluate(LAYOUT, "#table-iu_xray")
+        assert layout["broken"] == [] and layout["page_overflow"] <= 0
+        if width >= 1400:
+            assert layout["overflow"] <= 0, f"ranked by {rank}: the grid scrolls sideways by {layout['overflow']} px"
+    # gradio's scroll-to-top button does not sit on the last row
+    assert page.evaluate(LAST_CELL_COVERED, "#table-iu_xray") == ""
+    page.screenshot(path=str(ARTIFACTS / f"leaderboard_21_last_row_{width}.png"))
+    # the Queue's headers are words
+    open_tab(page, "Submit")
+    page.wait_for_selector("#queue th[role=columnheader]", timeout=30_000)
+    headers = page.evaluate(READ_HEADERS, "#queue")
+    assert headers[:3] == ["Request", "Model", "Submitter"] and not any("_" in h for h in headers)
+    # a published model's significance table says why it has no tests
+    page.goto(store_url + "?model=MedVersa")
+    rows = wait_until(page, "model-significance", lambda rows: len(rows) > 0)
+    assert rows and all("no per-study scores" in r[-1] for r in rows)
+    header = wait_text(page, "#model-header", lambda t: "own figures" in t)
+    assert "the ReXrank site's own figures" in header
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / f"leaderboard_21_model_published_{width}.png"), full_page=True)
     page.close()

@@ -189,18 +189,20 @@ def test_significance_against_neighbours_from_a_store(tmp_path):
     # C's neighbour below is the published result: no per-study data to test with
     table_c = neighbour_significance(source, "C")
     assert table_c.iloc[-1]["Result"] == "no per-study data for both"
-    # the published result itself gets no tests
-    assert neighbour_significance(source, "P").empty
+    # the published result itself gets no tests, and its table says why (issue 21.5)
+    from rexrank.leaderboard.model_page import NO_TEST_PUBLISHED
+
+    assert neighbour_significance(source, "P")["Result"].tolist() == [NO_TEST_PUBLISHED]
 
 
 def test_rank_key_for_every_displayed_header():
     from rexrank.results_schema import LEADERBOARD_COLUMNS
 
     for rank_by in ("radcliq_v1_inv", "bleu2"):
-        headers = tables.display_headers(rank_by)
+        headers = tables.display_headers(rank_by, columns=[c.key for c in LEADERBOARD_COLUMNS])
         keys = [tables.rank_key_for_header(h) for h in headers]
         # the fixed columns and Source rank nothing; each metric header maps to its own key
-        assert keys == [None] * 4 + [c.key for c in LEADERBOARD_COLUMNS] + [None]
+        assert keys == [None] * len(tables.DISPLAY_FIXED) + [c.key for c in LEADERBOARD_COLUMNS] + [None]
     assert tables.rank_key_for_header("1/RadCliQ-v1") == "radcliq_v1_inv"  # the model page's headers
     assert tables.rank_key_for_header("1/RadCliQ") is None and tables.rank_key_for_header("") is None
 
@@ -218,7 +220,7 @@ def test_table_notes_count_with_correct_plurals():
 def test_page_views_csv_holds_the_rows_the_grid_shows(frame):
     views = tables.page_views(frame, "findings", "fineradscore_inv", "csiro")
     iu = views.tables["iu_xray"]
-    assert iu.note == "4 of 25 results match “csiro”."
+    assert iu.note == "4 of 25 results match “csiro”. Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
     display, plain = iu.display, iu.plain
     # same rows, same order; names without markdown; ranks as numbers, unranked empty
     assert plain["Model"].tolist() == [_model(c) for c in display["Model"]]

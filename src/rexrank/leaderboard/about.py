@@ -65,6 +65,7 @@ DEFINITIONS = {
         "SRR-BERT: a BERT classifier labels each sentence with findings and their status; per study, the F1 of "
         "the generated report's labels against the reference's, averaged over studies. Optional column.",
         "Delbrouck et al., Automated structured radiology report generation, ACL 2025; Xu et al., RadEval.",
+    ),
     "crimson": (
         "Optional column, not a published ReXrank metric. An LLM judge lists the abnormal findings of both reports "
         "with their clinical significance and names false, missing and mis-described findings; significance-weighted "
@@ -94,6 +95,26 @@ def about_markdown() -> str:
         "in a table; `± x` is the 95 % confidence interval half-width (1.96 × standard error) where the "
         "results have per-study data. Published results (from the ReXrank site) have no CI. "
         "\\* marks a model that used the test set's training split.",
+        "",
+        "**n** is the number of studies a result was scored on (the ranking metric's; published results do "
+        "not report it). **Tier** says which models are statistically tied: walking down the ranking, each "
+        "model with per-study scores is compared with the next model above it that has them, by a paired "
+        "t-test on the ranking metric's per-study scores over the studies both scored (two-sided); the p-values "
+        "of all these neighbour tests in a table are Holm-corrected together, and a model starts a new tier "
+        "when its corrected p is below 0.05, else it shares the tier of the one above. Tiers are computed once "
+        "per new result, for the rows the filters keep. Published rows have no per-study scores: their tier "
+        "reads n/a.",
+        "",
+        "Published rows are the ReXrank site's own figures (rajpurkarlab/ReXrank, gh-pages `results/`), shown "
+        "as published: scoring a model's public predictions with rexrank can give slightly different values "
+        "(for example MoERad-IU's IU-Xray findings BLEU: 0.277 published, 0.270 from its public predictions "
+        "file), so compare a submitted result with published ones with that in mind.",
+        "",
+        "**Filters and columns:** hide models trained on the test set (\\*) or a source (published: the site's "
+        "figures; submitted: scored here), and choose the metric columns (columns added since the ReXrank site's "
+        "eight are hidden until chosen). Filtered rows are left out of the ranking and the tiers. The page's "
+        "address keeps the view (tab, track, ranking metric, search, filters, columns, model): copy it to share "
+        "it. The Plots tab shows the field's progress: each result by its date and the best score so far.",
         "",
         "Click a metric's header to rank by it. **Download CSV** above each table gives that table as shown "
         "(same rows and order), with full-precision means and CI half-widths in their own columns. Each "

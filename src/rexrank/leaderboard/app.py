@@ -3,22 +3,26 @@
 Layout: global controls (track, ranking metric, search) above the tabs: Overview, one tab
 per test set, Model, Plots, About, Submit. Every table is computed by
 `rexrank.leaderboard.tables` from the source's frame; this module only wires components.
-`?model=NAME` in the page's address opens the Model tab on that model.
+The view (tab, track, ranking metric, search, filters, columns, model) lives in the page's
+address (`rexrank.leaderboard.view_state`): a link reproduces it; `?model=NAME` alone opens
+the Model tab on that model.
 
-Named API endpoints (for gradio_client): /views, /leaderboard, /model, /plots, /submit,
-/status, /queue, /reload. `/submit` takes the submitter's Hub token as gradio's OAuth token
-(the Space's sign-in, or `Client(..., oauth_token=...)`): `rexrank submit --leaderboard`.
+Named API endpoints (for gradio_client): /views, /leaderboard, /model, /plots, /progress,
+/submit, /status, /queue, /reload. `/submit` takes the submitter's Hub token as gradio's OAuth
+token (the Space's sign-in, or `Client(..., oauth_token=...)`): `rexrank submit --leaderboard`.
 """
 from __future__ import annotations
 
 # at module level, not in build_app: gradio reads the event functions' type hints (gr.Request,
 # gr.EventData, gr.OAuthProfile) through this module's globals to know what to fill in
+from dataclasses import dataclass
+
 import gradio as gr
 import pandas as pd
 
 from rexrank.leaderboard import tables
 from rexrank.leaderboard.about import about_markdown
-from rexrank.leaderboard.downloads import CsvFiles
+from rexrank.leaderboard.downloads import CsvFiles, PreparedCsv
 from rexrank.leaderboard.model_page import (
     MODEL_QUERY_PARAMETER,
     NOT_FOUND_PICK,
@@ -35,10 +39,11 @@ from rexrank.leaderboard.page_style import (
     MODEL_GRID,
     OVERVIEW_GRID,
     PAGE_CSS,
-    RESULTS_GRID,
     TABLE_CLASS,
     GridLayout,
+    results_layout,
 )
+from rexrank.leaderboard.progress import fig_progress, progress_points
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS, TRACK_LABELS, coverage_notes
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.leaderboard.submit import (
@@ -49,13 +54,31 @@ from rexrank.leaderboard.submit import (
     is_hub_store,
     public_request,
 )
-from rexrank.results_schema import DEFAULT_RANK_KEY
+from rexrank.leaderboard.view_state import (
+    MODEL_URL_JS,
+    VIEW_READY_JS,
+    VIEW_URL_JS,
+    describe_problems,
+    filters_from,
+    parse_view,
+    tab_url_js,
+)
+from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY
 from rexrank.store.names import display
 from rexrank.submissions import ID_COLUMNS, SUBMISSION_JSON_FIELD, TEXT_COLUMNS
 
 TITLE = "ReXrank: chest X-ray report generation leaderboard"
 TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]
 QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status", "submitted_time", "error"]
+QUEUE_HEADERS = ["Request", "Model", "Submitter", "Test set", "Track", "Status", "Submitted (UTC)", "Error"]
+
+
+@dataclass(frozen=True)
+class SizedGrid:
+    """A test-set grid's table and its column widths (which follow the columns shown)."""
+
+    table: pd.DataFrame
+    widths: list[str]
 
 
 def _status(source: LeaderboardSource) -> str:
@@ -116,6 +139,23 @@ def _plots(source: LeaderboardSource, test_set: str, track: str):
     return corr, box, "\n".join(notes)
 
 
+def _progress(source: LeaderboardSource, test_set: str, track: str, rank_by: str, filters):
+    """(figure or None, note): the best score by date on one test set and track."""
+    try:
+        import matplotlib  # noqa: F401  (the analysis extra)
+    except ImportError as exc:
+        return None, f"Plots need the analysis extra (`pip install rexrank[analysis]`): {exc}"
+    points, left_out = progress_points(source.frame(), test_set, track, rank_by, filters)
+    metric = COLUMNS_BY_KEY[rank_by].display
+    where = f"{TEST_SET_LABELS.get(test_set, test_set)} / {TRACK_LABELS[track]}"
+    if points.empty:
+        return None, f"No result on {where} has a date and a {metric} value."
+    note = f"{tables.plural(len(points), 'result')} on {where} by date; a date given as a year alone is placed at 1 January."
+    if left_out:
+        note += f" {tables.plural(left_out, 'result')} without a date or a {metric} value left out."
+    return fig_progress(points, test_set, track, rank_by), note
+
+
 def _public_status(store, request_id: str) -> dict:
     """`/status`: {"found", "request" (public fields), "results", "notes", "error"}."""
     from rexrank.store.records import status_view
@@ -137,30 +177,51 @@ def build_app(source: LeaderboardSource):
     tab_test_sets = [t for t in LEADERBOARD_TEST_SETS]
     csv_files = CsvFiles()
 
-    def page(track: str, rank_by: str, query: str) -> list:
-        """Overview grid and CSV, then per test set: note, grid, CSV (the `views` outputs but status)."""
-        built = source.cached(("page", track, rank_by, query), lambda: build_page(track, rank_by, query))
+    def per_study(result_id: str):
+        return source.per_study(result_id, refresh=False)  # of the frame the view is built from
+
+    def page(track: str, rank_by: str, query: str, hide_trained: bool = False, sources=tables.SOURCES,
+             columns=tables.DEFAULT_COLUMNS) -> list:
+        """Overview grid and CSV, then per test set: note, grid, CSV, then the overview's note
+        (the `views` outputs but status)."""
+        filters, columns = filters_from(hide_trained, sources), tuple(columns or ())
+        built = source.cached(("page", track, rank_by, query, filters, columns),
+                              lambda: build_page(track, rank_by, query, filters, columns))
         # the CSV files are written (or found, by content) on every call: the folder keeps a
         # bounded number, so a path remembered with the views may have been removed since
-        return [csv_files.write(*item) if isinstance(item, tuple) else item for item in built]
+        return [csv_files.write_prepared(item) if isinstance(item, PreparedCsv) else item for item in built]
 
-    def build_page(track: str, rank_by: str, query: str) -> list:
-        # tables of test sets without a new result since the last page are kept (part cache)
+    def build_page(track: str, rank_by: str, query: str, filters: tables.Filters, columns: tuple) -> list:
+        # tables (and tiers) of test sets without a new result since the last page are kept (part cache)
         frame, cached = source.part_cache()
-        views = tables.page_views(frame, track, rank_by, query, test_sets=tab_test_sets, cached=cached)
-        suffix = f"{track}_by-{rank_by}" + ("_search" if (query or "").strip() else "")
-        out = [views.overview, (views.overview_plain, f"rexrank_overview_{suffix}")]
+        views = tables.page_views(frame, track, rank_by, query, test_sets=tab_test_sets, cached=cached,
+                                  filters=filters, columns=columns, per_study=per_study, p_cache=source.pair_p)
+        suffix = f"{track}_by-{rank_by}" + ("_filtered" if filters.describe() else "") + ("_search" if (query or "").strip() else "")
+        out = [views.overview, csv_files.prepare(views.overview_plain, f"rexrank_overview_{suffix}")]
+        widths = results_layout(tables.shown_columns(columns, rank_by), rank_by,
+                                {k: c.display for k, c in COLUMNS_BY_KEY.items()}).widths
         for test_set, view in views.tables.items():
-            out += [view.note, view.display, (view.plain, f"rexrank_{test_set}_{suffix}")]
+            # the CSV's bytes once per table version (part cache), not per page load
+            csv = cached(("csv", rank_by, query, filters), (test_set, track),
+                         lambda: csv_files.prepare(view.plain, f"rexrank_{test_set}_{suffix}"))
+            out += [view.note, SizedGrid(view.display, widths), csv]
+        out.append(views.overview_note)
         return out
 
-    def views(track: str, rank_by: str, query: str):
-        return (*page(track, rank_by, query), _status(source))
+    def views(track: str, rank_by: str, query: str, hide_trained: bool = False, sources=tables.SOURCES,
+              columns=tables.DEFAULT_COLUMNS):
+        # a fresh update per call: gradio changes the update it is given, and the page is cached
+        out = [gr.update(value=v.table, column_widths=v.widths) if isinstance(v, SizedGrid) else v
+               for v in page(track, rank_by, query, hide_trained, sources, columns)]
+        return (*out, _status(source))
 
     def leaderboard(test_set: str = "iu_xray", track: str = "findings", rank_by: str = DEFAULT_RANK_KEY, query: str = "") -> dict:
         """One test set's table as {"headers", "data"}, ranked by a leaderboard column key
-        (e.g. radcliq_v1_inv, fineradscore_inv)."""
-        table = tables.leaderboard_view(source.frame(), test_set, track, rank_by, query)
+        (e.g. radcliq_v1_inv, fineradscore_inv), with every column."""
+        frame, cached = source.part_cache()
+        views = tables.page_views(frame, track, rank_by, query, test_sets=(test_set,), cached=cached,
+                                  columns=tables.METRIC_KEYS, per_study=per_study, p_cache=source.pair_p)
+        table = views.tables[test_set].display
         return {"headers": list(table.columns), "data": table.values.tolist()}
 
     def model(name: str | None, rank_by: str):
@@ -178,14 +239,22 @@ def build_app(source: LeaderboardSource):
         return gr.update(choices=model_choices(frame)), _status(source)
 
     def on_load(request: gr.Request):
-        """A page load re-reads the store; `?model=NAME` opens the Model tab on that model."""
+        """A page load re-reads the store and sets the view the address asks for
+        (rexrank.leaderboard.view_state); `?model=NAME` alone opens the Model tab on that model."""
         frame = source.frame(force=True)
         choices = model_choices(frame)
-        wanted = (request.query_params.get(MODEL_QUERY_PARAMETER) or "").strip() if request else ""
+        params = request.query_params if request else {}
+        wanted = (params.get(MODEL_QUERY_PARAMETER) or "").strip()
         # an unknown name is not put into the picker: it would show the link's text there
         picked = (wanted if wanted in choices else NOT_FOUND_PICK) if wanted else (choices[0] if choices else None)
-        tab = gr.Tabs(selected="model") if wanted else gr.Tabs()
-        return gr.update(choices=choices, value=picked), _status(source), tab
+        state = parse_view(params)
+        selected = state.tab or ("model" if wanted else None)
+        tab = gr.Tabs(selected=selected) if selected else gr.Tabs()
+        status_text = _status(source)
+        if state.problems:
+            status_text += "\n\n" + tables.md_escape(describe_problems(state.problems))
+        return (gr.update(choices=choices, value=picked), status_text, tab, state.track, state.rank_by, state.query,
+                state.hide_trained, state.sources, state.columns)
 
     def rank_from_header(evt: gr.EventData):
         """A click on a metric's header ranks by that metric; other headers change nothing."""
@@ -194,15 +263,22 @@ def build_app(source: LeaderboardSource):
 
     def queue():
         if store is None:
-            return pd.DataFrame(columns=QUEUE_COLUMNS)
+            return pd.DataFrame(columns=QUEUE_HEADERS)
         reqs = store.queue_view()  # open requests and the latest settled ones, newest first
-        return pd.DataFrame([{c: display(r.get(c) or "") for c in QUEUE_COLUMNS} for r in reqs], columns=QUEUE_COLUMNS)
+        rows = [[display(r.get(c) or "") for c in QUEUE_COLUMNS] for r in reqs]
+        return pd.DataFrame(rows, columns=QUEUE_HEADERS)
 
     def plots(test_set: str, track: str):
         return _plots(source, test_set, track)
 
+    def progress(test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, hide_trained: bool = False,
+                 sources=tables.SOURCES):
+        key = ("progress", test_set, track, rank_by, filters_from(hide_trained, sources))
+        return source.cached(key, lambda: _progress(source, test_set, track, rank_by, filters_from(hide_trained, sources)))
+
     # initial values, so the page shows filled tables before the load event has re-read the store
     first = page("findings", DEFAULT_RANK_KEY, "")
+    first_layout = results_layout(tables.DEFAULT_COLUMNS, DEFAULT_RANK_KEY, {k: c.display for k, c in COLUMNS_BY_KEY.items()})
     first_choices = model_choices(source.frame())
     first_model = model(first_choices[0] if first_choices else None, DEFAULT_RANK_KEY)
 
@@ -226,7 +302,9 @@ def build_app(source: LeaderboardSource):
             "Models ranked on four test sets, in two tracks. Default ranking: 1/RadCliQ-v1 (as ReXrank); "
             "the ReXrank Challenge ranks by 1/FineRadScore. Click a metric's header to rank by it. "
             "**Bold** = best in the column; "
-            f"± = 95 % CI where per-study scores exist; {tables.TRAINED_NOTE}"
+            f"± = 95 % CI where per-study scores exist; n = studies scored; **Tier**: models not significantly "
+            f"different from the one above share a tier (paired tests on per-study scores, see About); {tables.TRAINED_NOTE} "
+            "The page's address keeps the view: copy it to share it."
         )
         status = gr.Markdown(_status(source), elem_id="status")
         with gr.Row():
@@ -236,22 +314,36 @@ def build_app(source: LeaderboardSource):
                                   min_width=280)
             query = gr.Textbox(label="Search model or institution", placeholder="e.g. CSIRO", elem_id="search", min_width=280)
             reload_btn = gr.Button("Reload results", scale=0)
+        with gr.Row():
+            with gr.Column(min_width=280, scale=1):  # a column: on a phone the checkbox keeps its width
+                hide_trained = gr.Checkbox(False, label=f"Hide models trained on the test set ({tables.TRAINED_MARK})",
+                                           elem_id="hide-trained")
+                sources = gr.CheckboxGroup(list(tables.SOURCES), value=list(tables.SOURCES), label="Sources",
+                                           elem_id="sources")
+            columns = gr.CheckboxGroup([(COLUMNS_BY_KEY[k].display, k) for k in tables.METRIC_KEYS],
+                                       value=list(tables.DEFAULT_COLUMNS), label="Metric columns shown",
+                                       elem_id="columns", min_width=280, scale=3)
+        controls = [track, rank_by, query, hide_trained, sources, columns]
         with gr.Tabs() as tabs:
-            with gr.Tab("Overview", id="overview"):
+            with gr.Tab("Overview", id="overview") as overview_tab:
                 with gr.Row():
                     gr.Markdown("Top models per test set (ranked by the chosen metric, within the chosen track).")
                     overview_csv = download(first[1], "csv-overview")
                 overview_df = grid(first[0], "table-overview", OVERVIEW_GRID, pinned_columns=1)
+                overview_note = gr.Markdown(first[-1], elem_id="note-overview")
+            tab_selects = [(overview_tab, "overview")]
             view_outputs = [overview_df, overview_csv]
             for i, t in enumerate(tab_test_sets):
                 note, table, csv = first[2 + 3 * i: 5 + 3 * i]
-                with gr.Tab(TEST_SET_LABELS[t], id=t):
+                with gr.Tab(TEST_SET_LABELS[t], id=t) as tab:
                     with gr.Row():
                         note_md = gr.Markdown(note, elem_id=f"note-{t}")
                         csv_btn = download(csv, f"csv-{t}")
-                    df = grid(table, f"table-{t}", RESULTS_GRID, pinned_columns=2, max_height=700)
+                    df = grid(table.table, f"table-{t}", first_layout, pinned_columns=2, max_height=700)
+                tab_selects.append((tab, t))
                 view_outputs += [note_md, df, csv_btn]
-            with gr.Tab("Model", id="model"):
+            view_outputs.append(overview_note)
+            with gr.Tab("Model", id="model") as model_tab:
                 model_pick = gr.Dropdown(
                     choices=first_choices, value=first_choices[0] if first_choices else None, label="Model",
                     elem_id="model-pick", allow_custom_value=True,
@@ -267,14 +359,16 @@ def build_app(source: LeaderboardSource):
                                                elem_id="model-significance", elem_classes=[TABLE_CLASS])
             with gr.Tab("Plots", id="plots") as plots_tab:
                 plot_test_set = gr.Dropdown(
-                    [(TEST_SET_LABELS[t], t) for t in tab_test_sets], value="iu_xray", label="Test set (correlation plot)"
+                    [(TEST_SET_LABELS[t], t) for t in tab_test_sets], value="iu_xray", label="Test set (progress and correlation plots)"
                 )
+                progress_note = gr.Markdown(elem_id="progress-note")
+                progress_plot = gr.Plot(label="Progress: best score by date (ranking metric)", elem_id="progress-plot")
                 plot_note = gr.Markdown()
                 corr_plot = gr.Plot(label="Metric correlation")
                 box_plot = gr.Plot(label="Metric distributions")
-            with gr.Tab("About", id="about"):
+            with gr.Tab("About", id="about") as about_tab:
                 gr.Markdown(about_markdown())
-            with gr.Tab("Submit", id="submit"):
+            with gr.Tab("Submit", id="submit") as submit_tab:
                 if store is None:
                     gr.Markdown("This leaderboard runs without a store: submissions are off.")
                 else:
@@ -308,7 +402,8 @@ def build_app(source: LeaderboardSource):
                     sub_btn = gr.Button("Validate and submit", variant="primary")
                     sub_out = gr.Markdown(elem_id="submit-result")
                     sub_json = gr.JSON(visible=False)  # the same answer for API clients
-                    queue_df = gr.Dataframe(label="Queue", interactive=False, wrap=True, elem_classes=[TABLE_CLASS])
+                    queue_df = gr.Dataframe(label="Queue", interactive=False, wrap=True, elem_classes=[TABLE_CLASS],
+                                            elem_id="queue", headers=QUEUE_HEADERS)
 
                     def submit(file, hub_dataset, test_set, track_, model_name, institution, url, trained, typed_name,
                                oauth_token: gr.OAuthToken | None = None):
@@ -342,18 +437,26 @@ def build_app(source: LeaderboardSource):
 
         view_outputs.append(status)
         hidden = {"api_visibility": "undocumented"}  # chained steps: the named endpoints above cover them
-        gr.on([track.change, rank_by.change, query.change], views, [track, rank_by, query], view_outputs, api_name="views")
+        gr.on([c.change for c in controls], views, controls, view_outputs, api_name="views")
+        gr.on([c.change for c in controls], None, controls, None, js=VIEW_URL_JS, **hidden)  # the view -> the address
+        tab_selects += [(model_tab, "model"), (plots_tab, "plots"), (about_tab, "about"), (submit_tab, "submit")]
+        for tab_component, tab_id in tab_selects:
+            tab_component.select(None, None, None, js=tab_url_js(tab_id), **hidden)
+        model_pick.input(None, model_pick, None, js=MODEL_URL_JS, **hidden)
         gr.on([model_pick.change, rank_by.change], model, [model_pick, rank_by], [model_md, model_df, significance_df], api_name="model")
         header_clicks.click(rank_from_header, None, rank_by, **hidden)
         # figures are drawn when the Plots tab is opened, not on every page load
         gr.on([plots_tab.select, plot_test_set.change, track.change], plots, [plot_test_set, track],
               [corr_plot, box_plot, plot_note], api_name="plots")
+        gr.on([plots_tab.select, plot_test_set.change, track.change, rank_by.change, hide_trained.change, sources.change],
+              progress, [plot_test_set, track, rank_by, hide_trained, sources], [progress_plot, progress_note], api_name="progress")
         reload_btn.click(reload, None, [model_pick, status], api_name="reload").then(
-            views, [track, rank_by, query], view_outputs, **hidden
+            views, controls, view_outputs, **hidden
         )
         # a page load re-reads the store quietly: the tables already show the build-time data
-        demo.load(on_load, None, [model_pick, status, tabs], show_progress="hidden", **hidden).then(
-            views, [track, rank_by, query], view_outputs, show_progress="hidden", **hidden
-        ).then(model, [model_pick, rank_by], [model_md, model_df, significance_df], show_progress="hidden", **hidden)
+        demo.load(on_load, None, [model_pick, status, tabs, *controls], show_progress="hidden", **hidden).then(
+            views, controls, view_outputs, show_progress="hidden", **hidden
+        ).then(model, [model_pick, rank_by], [model_md, model_df, significance_df], show_progress="hidden", **hidden).then(
+            None, None, None, js=VIEW_READY_JS, **hidden)  # from now on the view is written to the address
         gr.api(leaderboard, api_name="leaderboard")
     return demo

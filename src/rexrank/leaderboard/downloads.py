@@ -17,6 +17,7 @@ import re
 import shutil
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -36,6 +37,12 @@ def escape_formulas(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+@dataclass(frozen=True)
+class PreparedCsv:
+    data: bytes
+    path: Path
+
+
 class CsvFiles:
     def __init__(self, folder: str | Path | None = None, *, keep: int | None = None):
         self.folder = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="rexrank-csv-"))
@@ -44,9 +51,17 @@ class CsvFiles:
 
     def write(self, table: pd.DataFrame, name: str) -> str:
         """Path of a CSV file holding `table` (UTF-8, header row, no index), named `name`.csv."""
+        return self.write_prepared(self.prepare(table, name))
+
+    def prepare(self, table: pd.DataFrame, name: str) -> "PreparedCsv":
+        """The file's bytes and path, not yet written: what a cached view keeps, so that a
+        page load only checks that the file is still there (`write_prepared`)."""
         data = escape_formulas(table).to_csv(index=False).encode("utf-8")
         safe = re.sub(r"[^A-Za-z0-9_.+-]+", "-", name).strip("-.") or "table"
-        path = self.folder / hashlib.sha256(data + b"\x00" + safe.encode()).hexdigest()[:16] / f"{safe}.csv"
+        return PreparedCsv(data, self.folder / hashlib.sha256(data + b"\x00" + safe.encode()).hexdigest()[:16] / f"{safe}.csv")
+
+    def write_prepared(self, prepared: "PreparedCsv") -> str:
+        data, path = prepared.data, prepared.path
         with self._lock:
             if path.exists():
                 os.utime(path.parent)  # served again: the most recently used

@@ -43,6 +43,13 @@ RESULT_COLUMNS = ["Test set", "Track", "Rank", "Trained on it",
                   *(COLUMNS_BY_KEY[k].display for k in METRIC_KEYS), "Source", "Per-study data"]
 SIGNIFICANCE_COLUMNS = ["Test set", "Track", "Neighbour", "Result"]
 MODEL_QUERY_PARAMETER = "model"
+NO_TEST_PUBLISHED = "no test: this result has no per-study scores (published results are the ReXrank site's means)"
+NO_TEST_UNRANKED = "no test: this result has no value for the ranking metric (unranked)"
+PUBLISHED_FIGURES = (
+    "Published results are the ReXrank site's own figures (rajpurkarlab/ReXrank, gh-pages `results/`), "
+    "shown as published: scoring a model's public predictions file here can give slightly different "
+    "values (other inputs, versions or rounding)."
+)
 # what the Model tab shows for a name it does not know (a ?model= link, a typed name): the
 # name itself is not repeated, so a crafted link cannot put its text, a live link or a
 # right-to-left override on the page
@@ -122,6 +129,8 @@ def model_header(frame: pd.DataFrame, model: str) -> str:
     sources = sorted(set(rows["source"]))
     lines.append(f"{plural(len(rows), 'result')}; source: {', '.join(sources)}.")
     lines.append(f"[Link to this page]({model_link(model)}) (opens the leaderboard on this model).")
+    if (rows["source"] == "published").any():
+        lines.append(PUBLISHED_FIGURES)
     if not rows["per_study_available"].any():
         lines.append(
             "These results have no per-study scores (published numbers are system-level means), "
@@ -158,6 +167,9 @@ def _significance_rows(source, table: pd.DataFrame, model: str, test_set: str, t
     for pos in positions:
         me = table.iloc[pos]
         if not me["per_study_available"] or math.isnan(me["rank"]):
+            why = NO_TEST_UNRANKED if me["per_study_available"] else NO_TEST_PUBLISHED
+            rows.append({"Test set": TEST_SET_LABELS.get(test_set, test_set), "Track": TRACK_LABELS[track],
+                         "Neighbour": MISSING, "Result": why})
             continue
         mine = source.per_study(me["id"])
         for offset, where in ((-1, "above"), (1, "below")):

@@ -30,17 +30,33 @@ class GridLayout:
 
 # each column at least its longest header word in the bold 14 px header font plus 16 px
 # padding (more for names); each grid within the ~1,320 px a 1,400 px screen leaves it
-RESULTS_GRID = GridLayout("rexrank-results", (
-    56, 188, 116, 56,  # rank, model, institution, date
-    64, 96, 110, 98, 124, 104, 76, 144,  # eight metrics
-    82,  # source
-))
 OVERVIEW_GRID = GridLayout("rexrank-overview", (56, 312, 312, 312, 312))  # the full width, as the results grid
 MODEL_GRID = GridLayout("rexrank-model", (
     104, 92, 64, 78,  # test set, track, rank, trained on it
     64, 94, 108, 96, 122, 102, 72, 142,  # eight metrics
     76, 96,  # source, per-study data
 ))
+
+# A test-set grid's columns depend on the view (shown metrics, ranking metric), so their
+# widths are computed per view. A metric's header stays on one line ("BLEU ↑ ▼" must not
+# wrap): its width is the whole header's, the ▼ (▲) only on the ranking metric's.
+RESULTS_FIXED = {"Rank": 48, "Model": 160, "Tier": 40, "Institution": 96, "Date": 48, "n": 44}
+RESULTS_SOURCE = 80
+METRIC_WIDTHS = {  # "NAME ↑" measured in the header font (Chromium), plus 20 px of padding
+    "bleu2": 64, "bertscore": 94, "sembscore": 102, "radgraph": 94, "radcliq_v1_inv": 112,
+    "ratescore": 98, "green": 74, "fineradscore_inv": 128,
+}
+SORT_MARK_WIDTH = 12  # " ▼"
+PX_PER_CHAR = 9  # a column added since (rouge, crimson, ...): its header's characters at most this wide
+
+
+def results_layout(metric_keys, rank_by: str, displays: dict[str, str]) -> GridLayout:
+    """Widths of a test-set grid that shows `metric_keys` (in order), ranked by `rank_by`;
+    `displays`: key -> header name."""
+    metrics = tuple(METRIC_WIDTHS.get(k, PX_PER_CHAR * (len(displays[k]) + 2) + 16) + (SORT_MARK_WIDTH if k == rank_by else 0)
+                    for k in metric_keys)
+    return GridLayout("rexrank-results", (*RESULTS_FIXED.values(), *metrics, RESULTS_SOURCE))
+
 
 PAGE_CSS = "\n".join([
     # gradio's SemiBold font file holds a few glyphs only (the others fall back to another
@@ -51,6 +67,10 @@ PAGE_CSS = "\n".join([
     f".{TABLE_CLASS} th span.header {{ word-break: normal; overflow-wrap: normal; hyphens: none; }}",
     f".{TABLE_CLASS} button.cell-menu-button {{ display: none !important; }}",  # gradio shows it on hover and focus
     f'.{TABLE_CLASS} th[title*="↑"], .{TABLE_CLASS} th[title*="↓"] {{ cursor: pointer; }}',
+    # a metric's header on one line: its column is as wide as the whole header (results_layout)
+    f'.{TABLE_CLASS} th[title*="↑"] span.header, .{TABLE_CLASS} th[title*="↓"] span.header {{ white-space: nowrap; }}',
+    # gradio's scroll-to-top button sits on the grid's last row; the page scrolls anyway
+    f".{TABLE_CLASS} button.scroll-top-button {{ display: none !important; }}",
 ])
 
 # gradio's grid stops header clicks from bubbling: listen in the capture phase. `trigger`

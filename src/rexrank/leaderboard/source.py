@@ -44,6 +44,8 @@ class LeaderboardSource:
         self._loaded_at = 0.0
         self._per_study: dict[str, pd.DataFrame | None] = {}  # result id -> its per-study scores (None: unusable)
         self.per_study_problems: dict[str, str] = {}  # result id -> why its per-study file cannot be used
+        # (id above, id below, column) -> paired test p-value (the tiers), while both results stay
+        self.pair_p: dict[tuple[str, str, str], float] = {}
         self.generation = 0  # increases whenever the frame changes (a key for caching views)
         self.problems: list[str] = []
         self._views: OrderedDict = OrderedDict()  # (generation, key) -> a view of that frame
@@ -79,6 +81,7 @@ class LeaderboardSource:
 
     def _rebuild(self, records: list[dict], problems: list[str]) -> None:
         self._per_study.clear()
+        self.pair_p.clear()
         self.per_study_problems.clear()
         self._frame = records_frame(records, problems=problems)
         self.problems = [display(p) for p in problems]
@@ -91,10 +94,14 @@ class LeaderboardSource:
         if self._frame is not None and not delta:
             return
         parts = {_part(self._rows[p]) for p in [*delta.removed, *delta.changed] if p in self._rows}  # before
+        gone = set()
         for path in [*delta.removed, *delta.changed]:  # per-study data of changed results is read again
             if path in self._rows:
+                gone.add(self._rows[path]["id"])
                 self._per_study.pop(self._rows[path]["id"], None)
                 self.per_study_problems.pop(self._rows[path]["id"], None)
+        if gone:  # and their tests too
+            self.pair_p = {k: p for k, p in self.pair_p.items() if k[0] not in gone and k[1] not in gone}
         for path in delta.removed:
             self._rows.pop(path, None)
             self._row_problems.pop(path, None)
@@ -211,12 +218,13 @@ class LeaderboardSource:
         self.frame()
         return self._records.get(record_id)
 
-    def per_study(self, record_id: str) -> pd.DataFrame | None:
+    def per_study(self, record_id: str, *, refresh: bool = True) -> pd.DataFrame | None:
         """Per-study scores of a result (id + one column per score), when the store has them;
         kept until the record changes (a re-scored result has a new record). A file that is
         missing or cannot be used gives None and a line in `problems`: it affects the pages
-        that show this result's tests only."""
-        record = self.record(record_id)
+        that show this result's tests only. `refresh=False`: of the frame as it is (a view
+        being built from it), without looking for new results."""
+        record = self.record(record_id) if refresh else self._records.get(record_id)
         if self.store is None or record is None or not record.get("per_study_available"):
             return None
         if record_id not in self._per_study:

@@ -11,10 +11,12 @@ it. On a local store the submitter is a typed name. The store applies the submis
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
-from rexrank.errors import RexrankError, SubmissionError
+from rexrank.errors import RexrankError, SubmissionError, TestSetError
 from rexrank.leaderboard.identity import verified_user
+from rexrank.testsets.loading import DATA_DIR_ENV
 from rexrank.store.names import display
 
 
@@ -150,6 +152,30 @@ def error_text(exc: Exception, *, upload: str | None = None) -> str:
 
 
 def describe_error(exc: Exception, *, upload: str | None = None) -> str:
+    text = error_text(exc, upload=upload)
+    advice = ""
+    if isinstance(exc, TestSetError) and DATA_DIR_ADVICE.search(text):
+        # the command-line advice ("pass its folder with --data-dir") is for whoever runs this
+        # server, not for the submitter
+        text = DATA_DIR_ADVICE.sub("", text).rstrip(" ;,.")
+        advice = (f"  \nThis leaderboard's server cannot read that test set. Whoever runs it can start it with "
+                  f"`rexrank leaderboard --data-dir FOLDER` (a folder holding the test sets, or this test set's folder) "
+                  f"or set `${DATA_DIR_ENV}`.")
+    return f"❌ Not filed: {markdown_with_links(text)}{advice}"
+
+
+DATA_DIR_ADVICE = re.compile(r"[;.,]?\s*(?:download it yourself and |and )?pass its folder with --data-dir", re.IGNORECASE)
+_URL = re.compile(r"https?://[^\s<>()]+[^\s<>().,;:]")
+
+
+def markdown_with_links(text: str) -> str:
+    """`text` as markdown: escaped, except web addresses, which become links as they are
+    (escaping one would break it: `iu\\_xray`)."""
     from rexrank.leaderboard.tables import md_escape
 
-    return f"❌ Not filed: {md_escape(error_text(exc, upload=upload))}"
+    out, last = [], 0
+    for match in _URL.finditer(text):
+        out += [md_escape(text[last:match.start()]), f"<{match.group(0)}>"]
+        last = match.end()
+    out.append(md_escape(text[last:]))
+    return "".join(out)

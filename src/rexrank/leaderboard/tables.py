@@ -17,13 +17,21 @@ import pandas as pd
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS, TRACK_LABELS
+from rexrank.leaderboard.tiers import NO_TIER, table_tiers
 from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY, LEADERBOARD_COLUMNS
 
 DECIMALS = 3  # the published tables give three decimals
 TRAINED_MARK = "*"
 TRAINED_NOTE = "\\* the model used this test set's training split (as marked on the ReXrank site)."
 MISSING = "–"
-DISPLAY_FIXED = ("Rank", "Model", "Institution", "Date")
+DISPLAY_FIXED = ("Rank", "Model", "Tier", "Institution", "Date", "n")
+# the ReXrank site's columns: shown unless hidden; a column added since (rouge, crimson, ...)
+# is hidden until chosen
+SITE_COLUMNS = ("bleu2", "bertscore", "sembscore", "radgraph", "radcliq_v1_inv", "ratescore", "green", "fineradscore_inv")
+DEFAULT_COLUMNS = tuple(k for k in METRIC_KEYS if k in SITE_COLUMNS)
+# source filter: a record's source -> the label a reader picks
+SOURCE_LABELS = {"published": "published", "rexrank": "submitted"}
+SOURCES = ("published", "submitted")
 
 T = TypeVar("T")
 # cached(key, (test_set, track), compute): a view of one test set and track, memoised by a
@@ -56,11 +64,46 @@ def _check_rank_key(rank_by: str) -> None:
         raise RexrankError(f"cannot rank by {rank_by!r}: known columns are {', '.join(COLUMNS_BY_KEY)}")
 
 
-def ranked(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY) -> pd.DataFrame:
-    """Rows of one test set and track, best first by `rank_by`; `rank` is 1-based with ties
-    sharing the best rank. Models without a value for `rank_by` come last, unranked (NaN)."""
+def source_label(source: str) -> str:
+    return SOURCE_LABELS.get(source, "submitted")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Rows left out of a view (and of its ranking): models trained on the test set, and
+    results from a source not chosen."""
+
+    hide_trained: bool = False
+    sources: tuple[str, ...] = SOURCES
+
+    def apply(self, table: pd.DataFrame) -> pd.DataFrame:
+        keep = np.ones(len(table), dtype=bool)
+        if self.hide_trained:
+            keep &= ~table["trained"].to_numpy(dtype=bool)
+        if set(self.sources) != set(SOURCES):
+            keep &= table["source"].map(source_label).isin(self.sources).to_numpy()
+        return table[keep]
+
+    def describe(self) -> str:
+        """"" when nothing is left out, else what is, for the note above a table."""
+        parts = []
+        if self.hide_trained:
+            parts.append(f"models trained on this test set (\\{TRAINED_MARK}) hidden")
+        if set(self.sources) != set(SOURCES):
+            parts.append("only " + " and ".join(self.sources) + " results" if self.sources else "no source chosen")
+        return "; ".join(parts)
+
+
+NO_FILTERS = Filters()
+
+
+def ranked(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY,
+           filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Rows of one test set and track that pass `filters`, best first by `rank_by`; `rank` is
+    1-based with ties sharing the best rank. Models without a value for `rank_by` come last,
+    unranked (NaN)."""
     _check_rank_key(rank_by)
-    table = frame[(frame["test_set"] == test_set) & (frame["track"] == track)]
+    table = filters.apply(frame[(frame["test_set"] == test_set) & (frame["track"] == track)])
     ascending = not COLUMNS_BY_KEY[rank_by].higher_is_better
     table = table.sort_values([rank_by, "model_name"], ascending=[ascending, True], na_position="last", kind="mergesort")
     table = table.assign(rank=table[rank_by].rank(method="min", ascending=ascending))
@@ -129,81 +172,118 @@ def model_cell(row, *, link: bool = True) -> str:
 def column_header(key: str, rank_by: str) -> str:
     col = COLUMNS_BY_KEY[key]
     arrow = "↑" if col.higher_is_better else "↓"
-    return f"{col.display} {arrow}" + (" ▼" if key == rank_by else "")
+    return f"{col.display} {arrow}" + (f" {sort_mark(key)}" if key == rank_by else "")
 
 
-def shown_keys(table: pd.DataFrame, rank_by: str = DEFAULT_RANK_KEY) -> list[str]:
-    """The columns a table shows: ReXrank's published ones always, an optional one (not a
-    published ReXrank column, e.g. CRIMSON) only where a row of the table has it or the
-    table is ranked by it (until readers can choose columns)."""
-    return [k for k in METRIC_KEYS
-            if not COLUMNS_BY_KEY[k].optional or k == rank_by or (k in table and table[k].notna().any())]
+def sort_mark(key: str) -> str:
+    """The ranking column's mark: ▼ where the values fall down the table (higher is better),
+    ▲ where they rise (lower is better: best = lowest first)."""
+    return "▼" if COLUMNS_BY_KEY[key].higher_is_better else "▲"
 
 
-def display_headers(rank_by: str = DEFAULT_RANK_KEY, keys: list[str] | None = None) -> list[str]:
-    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in (METRIC_KEYS if keys is None else keys)), "Source"]
+def shown_columns(columns, rank_by: str) -> tuple[str, ...]:
+    """The metric columns a view shows, in the site's order: those chosen (None: the
+    default ones) and always the ranking metric."""
+    chosen = set(DEFAULT_COLUMNS if columns is None else columns) | {rank_by}
+    return tuple(k for k in METRIC_KEYS if k in chosen)
+
+
+def display_headers(rank_by: str = DEFAULT_RANK_KEY, columns=None) -> list[str]:
+    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in shown_columns(columns, rank_by)), "Source"]
+
+
+def year(date) -> str:
+    """The year of a date ("2025", "2026-11-25" -> "2026"): the precision every result has
+    (the published ones give a year only), so the Date column reads the same in every row."""
+    match = re.match(r"\s*(\d{4})", str(date or ""))
+    return match.group(1) if match else md_escape(str(date or ""))
 
 
 def rank_key_for_header(header: str) -> str | None:
     """The column key behind a displayed header ("BLEU ↑", "1/RadCliQ-v1 ↑ ▼", "GREEN"), or
     None for a header that is not a metric (Model, Rank, ...): what a header click ranks by."""
-    name = re.sub(r"(\s+[↑↓▼])+$", "", str(header or "").strip())
+    name = re.sub(r"(\s+[↑↓▼▲])+$", "", str(header or "").strip())
     return next((c.key for c in LEADERBOARD_COLUMNS if c.display == name), None)
 
 
-def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DEFAULT_RANK_KEY) -> pd.DataFrame:
-    """Ranked rows -> strings: rank, linked model name (+ trained marker), institution, date,
-    one "mean ± CI" cell per column with the column's best value in bold, source."""
-    rows = []
-    keys = shown_keys(table, rank_by)
-    needed = ["rank", "model_name", "model_url", "trained", "institution", "date", "source",
-              *keys, *(f"{k}_ci" for k in keys)]
-    for row in table[needed].to_dict("records"):
-        cells = [
-            MISSING if math.isnan(row["rank"]) else str(int(row["rank"])),
-            model_cell(row),
-            md_escape(row["institution"]),
-            md_escape(row["date"]),
-        ]
-        for key in keys:
-            mean = row[key]
-            is_best = not math.isnan(mean) and not math.isnan(best[key]) and math.isclose(mean, best[key], rel_tol=0, abs_tol=1e-12)
-            cells.append(format_value(mean, row[f"{key}_ci"], best=is_best))
-        cells.append(row["source"])
-        rows.append(cells)
-    return pd.DataFrame(rows, columns=display_headers(rank_by, keys))
+def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DEFAULT_RANK_KEY, *,
+                  columns=None, tiers: dict | None = None) -> pd.DataFrame:
+    """Ranked rows -> strings: rank, linked model name (+ trained marker), tier (`tiers`:
+    {id: tier}), institution, year, n, one "mean ± CI" cell per shown column with the
+    column's best value in bold, source. Built column by column (a table of a thousand
+    results is rebuilt whenever one of them changes)."""
+    keys = shown_columns(columns, rank_by)
+    rank = table["rank"].to_numpy(np.float64)
+    n = table[f"{rank_by}_n"].to_numpy(np.float64)
+    n = np.where(np.isnan(n), table["n"].to_numpy(np.float64), n)
+    needed = ["model_name", "model_url", "trained"]
+    cells = {
+        "Rank": [MISSING if math.isnan(r) else str(int(r)) for r in rank],
+        "Model": [model_cell(dict(zip(needed, row))) for row in zip(*(table[c] for c in needed))],
+        "Tier": [str(tiers[i]) if tiers is not None and i in tiers else NO_TIER for i in table["id"]],
+        "Institution": [md_escape(i) for i in table["institution"]],
+        "Date": [year(d) for d in table["date"]],
+        "n": [MISSING if math.isnan(x) else str(int(x)) for x in n],
+    }
+    headers = display_headers(rank_by, columns)
+    for key, header in zip(keys, headers[len(DISPLAY_FIXED):]):
+        cells[header] = metric_cells(table[key].to_numpy(np.float64), table[f"{key}_ci"].to_numpy(np.float64), best[key])
+    cells["Source"] = [source_label(x) for x in table["source"]]
+    return pd.DataFrame(cells, columns=headers)
 
 
-def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "") -> pd.DataFrame:
+def metric_cells(means: np.ndarray, cis: np.ndarray, best: float) -> list[str]:
+    """`format_value` for a whole column: "mean ± CI", the best value bold, "–" where none."""
+    text = np.char.mod(f"%.{DECIMALS}f", np.nan_to_num(means)).astype(object)
+    if not math.isnan(best):
+        bold = ~np.isnan(means) & (np.abs(means - best) <= 1e-12)
+        text[bold] = "**" + text[bold] + "**"
+    has_ci = ~np.isnan(cis)
+    if has_ci.any():
+        text[has_ci] = text[has_ci] + np.char.mod(f" ± %.{DECIMALS}f", cis[has_ci]).astype(object)
+    text[np.isnan(means)] = MISSING
+    return text.tolist()
+
+
+def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
+                     *, filters: Filters = NO_FILTERS, columns=None, per_study=None) -> pd.DataFrame:
     """The table a test-set tab shows. Best values are taken over the whole table, before
     the search filter, so a search never makes a weaker model look best."""
-    table = ranked(frame, test_set, track, rank_by)
-    return display_table(search(table, query), best_values(table), rank_by)
+    table = ranked(frame, test_set, track, rank_by, filters)
+    tiers = table_tiers(table, rank_by, per_study) if per_study else None
+    return display_table(search(table, query), best_values(table), rank_by, columns=columns, tiers=tiers)
 
 
 def overview(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, top: int | None = 10,
-             test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None, markdown: bool = True) -> pd.DataFrame:
+             test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None, markdown: bool = True,
+             cells: dict | None = None) -> pd.DataFrame:
     """Top models per test set side by side (as the ReXrank site's overview): one column per
     test set, cell = model (institution), trained marker as in the test-set tables.
     `ranked_tables`: {test_set: ranked(...)} already computed for this track and metric.
-    `markdown=False`: plain text cells (the CSV download)."""
+    `markdown=False`: plain text cells (the CSV download). `cells`: {test_set: overview_cells(...)}
+    already made (top 10)."""
     columns = {}
     for test_set in test_sets:
-        table = ranked_tables[test_set] if ranked_tables else ranked(frame, test_set, track, rank_by)
-        table = table[table["rank"].notna()]
-        if top is not None:
-            table = table.head(top)
-        rows = table[["model_name", "model_url", "trained", "institution"]].to_dict("records")
-        if markdown:
-            cells = [f"{model_cell(r, link=False)} ({md_escape(r['institution'])})" for r in rows]
+        if cells is not None:
+            made = cells[test_set]
         else:
-            cells = [f"{r['model_name']}{' ' + TRAINED_MARK if r['trained'] else ''} ({r['institution']})" for r in rows]
-        columns[TEST_SET_LABELS.get(test_set, test_set)] = cells
+            made = overview_cells(ranked_tables[test_set] if ranked_tables else ranked(frame, test_set, track, rank_by), top)
+        columns[TEST_SET_LABELS.get(test_set, test_set)] = made[0 if markdown else 1]
     depth = max((len(v) for v in columns.values()), default=0)
     data = {"Rank": [str(i + 1) for i in range(depth)]}
     for label, cells in columns.items():
         data[label] = cells + [""] * (depth - len(cells))
     return pd.DataFrame(data)
+
+
+def overview_cells(table: pd.DataFrame, top: int | None = 10) -> tuple[list[str], list[str]]:
+    """One test set's overview column: (markdown cells, plain cells) of its top ranked models."""
+    table = table[table["rank"].notna()]
+    if top is not None:
+        table = table.head(top)
+    rows = table[["model_name", "model_url", "trained", "institution"]].to_dict("records")
+    return ([f"{model_cell(r, link=False)} ({md_escape(r['institution'])})" for r in rows],
+            [f"{r['model_name']}{' ' + TRAINED_MARK if r['trained'] else ''} ({r['institution']})" for r in rows])
 
 
 def all_views(frame: pd.DataFrame, rank_by: str = DEFAULT_RANK_KEY, tracks=("findings", "findings_impression")) -> dict:
@@ -224,45 +304,84 @@ def track_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY
     return views.overview, {t: v.display for t, v in views.tables.items()}
 
 
-CSV_FIXED = ("Test set", "Track", "Rank", "Model", "Institution", "Date", "Trained on this test set")
+CSV_FIXED = ("Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set")
 
 
-def csv_table(table: pd.DataFrame, test_set: str, track: str) -> pd.DataFrame:
+def _ints(values) -> pd.array:
+    return pd.array([None if v is None or (isinstance(v, float) and math.isnan(v)) else int(v) for v in values], dtype="Int64")
+
+
+def csv_table(table: pd.DataFrame, test_set: str, track: str, *, rank_by: str = DEFAULT_RANK_KEY,
+              tiers: dict | None = None) -> pd.DataFrame:
     """Ranked rows as the plain table a user downloads: the rows the grid shows, in its order,
     without markdown, means at full precision and each CI half-width in its own column
-    (empty where the result has none)."""
+    (empty where the result has none); n = studies the ranking metric was computed on (empty
+    where the result does not say), Tier empty where there are no per-study scores."""
     columns = [*CSV_FIXED]
     for key in METRIC_KEYS:
         columns += [COLUMNS_BY_KEY[key].display, f"{COLUMNS_BY_KEY[key].display} 95% CI ±"]
     columns += ["Source", "Model URL"]
+    n = table[f"{rank_by}_n"].where(table[f"{rank_by}_n"].notna(), table["n"])
     out = pd.DataFrame({
         "Test set": TEST_SET_LABELS.get(test_set, test_set),
         "Track": TRACK_LABELS.get(track, track),
-        "Rank": pd.array([None if math.isnan(r) else int(r) for r in table["rank"]], dtype="Int64"),
+        "Rank": _ints(table["rank"]),
+        "Tier": _ints([(tiers or {}).get(i) for i in table["id"]]),
         "Model": table["model_name"],
         "Institution": table["institution"],
         "Date": table["date"],
+        "n": _ints(n),
         "Trained on this test set": ["yes" if t else "" for t in table["trained"]],
         **{COLUMNS_BY_KEY[k].display: table[k] for k in METRIC_KEYS},
         **{f"{COLUMNS_BY_KEY[k].display} 95% CI ±": table[f"{k}_ci"] for k in METRIC_KEYS},
-        "Source": table["source"],
+        "Source": [source_label(x) for x in table["source"]],
         "Model URL": table["model_url"],
     }, index=table.index)
     return out[columns].reset_index(drop=True)
 
 
-def table_note(n_shown: int, n_total: int, query: str | None, track: str) -> str:
-    """The line above a test-set table: how many results, and what a search matched."""
+def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, rank_by: str = DEFAULT_RANK_KEY,
+               n_unranked: int = 0, none_ranked: bool = False, n_untiered: int = 0, filters: Filters = NO_FILTERS) -> str:
+    """The line above a test-set table: how many results, what a search matched, and why
+    rows are unranked (`n_unranked` of those shown; `none_ranked`: no row of the table has
+    the ranking metric) or have no tier."""
     words = (query or "").split()
+    track_label = TRACK_LABELS.get(track, track)
+    left_out = filters.describe()
     if n_total == 0:
-        return f"No results in the {TRACK_LABELS.get(track, track)} track on this test set yet."
+        if left_out:
+            return f"No results in the {track_label} track on this test set with these filters ({left_out})."
+        return f"No results in the {track_label} track on this test set yet."
     if not words:
-        return f"{plural(n_total, 'result')} in the {TRACK_LABELS.get(track, track)} track."
-    quoted = f"“{md_escape(' '.join(words))}”"
-    if n_shown == 0:
-        return (f"No model or institution matches {quoted}: the table is empty. "
-                f"Clear the search to see all {plural(n_total, 'result')}.")
-    return f"{n_shown} of {plural(n_total, 'result')} {'matches' if n_shown == 1 else 'match'} {quoted}."
+        text = f"{plural(n_total, 'result')} in the {track_label} track."
+    else:
+        quoted = f"“{md_escape(' '.join(words))}”"
+        if n_shown == 0:
+            text = (f"No model or institution matches {quoted}: the table is empty. "
+                    f"Clear the search to see all {plural(n_total, 'result')}.")
+        else:
+            text = f"{n_shown} of {plural(n_total, 'result')} {'matches' if n_shown == 1 else 'match'} {quoted}."
+    if left_out:
+        text += f" Filters: {left_out}."
+    metric = COLUMNS_BY_KEY[rank_by].display
+    if none_ranked:
+        text += f" No result here has a {metric} value, so none is ranked (–): rank by another metric."
+    elif n_unranked:
+        text += f" {plural(n_unranked, 'result')} without a {metric} value: unranked (–), listed last."
+    if n_untiered:
+        text += f" Tier {NO_TIER}: no per-study scores of the ranking metric (published results are the site's means)."
+    return text
+
+
+def overview_note(ranked_tables: dict[str, pd.DataFrame], rank_by: str) -> str:
+    """Why an overview column is empty: its test set has results, none with the ranking metric."""
+    metric = COLUMNS_BY_KEY[rank_by].display
+    empty = [f"{TEST_SET_LABELS.get(t, t)} ({plural(len(table), 'result')})" for t, table in ranked_tables.items()
+             if len(table) and table["rank"].isna().all()]
+    if not empty:
+        return ""
+    return (f"No result on {', '.join(empty)} has a {metric} value, so nothing is ranked there: "
+            "rank by another metric to see them.")
 
 
 @dataclass(frozen=True)
@@ -280,37 +399,53 @@ class PageViews:
     overview: pd.DataFrame
     overview_plain: pd.DataFrame
     tables: dict[str, TableView]
+    overview_note: str = ""
 
 
 def page_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
-               test_sets=LEADERBOARD_TEST_SETS, *, cached: PartCache = uncached) -> PageViews:
-    """Everything the leaderboard's tabs show for one track, ranking and search; each table
-    is ranked once. Best values come from the whole table, before the search. `cached`
-    keeps the tables of test sets whose rows did not change since it last saw them."""
-    ranked_tables = {t: ranked_part(frame, t, track, rank_by, cached) for t in test_sets}
-    views = {
-        t: cached(("view", rank_by, query), (t, track), lambda t=t: test_set_view(ranked_tables[t], t, track, rank_by, query))
-        for t in test_sets
-    }
+               test_sets=LEADERBOARD_TEST_SETS, *, cached: PartCache = uncached, filters: Filters = NO_FILTERS,
+               columns=None, per_study=None, p_cache: dict | None = None) -> PageViews:
+    """Everything the leaderboard's tabs show for one track, ranking, filters and search; each
+    table is ranked once. Best values come from the whole (filtered) table, before the search.
+    `cached` keeps the tables (and tiers) of test sets whose rows did not change since it last
+    saw them. `per_study(result id)`: a result's per-study scores, for the tiers (None: no tiers);
+    `p_cache`: the tiers' paired tests kept between calls (`tiers.table_tiers`)."""
+    ranked_tables = {t: ranked_part(frame, t, track, rank_by, cached, filters) for t in test_sets}
+    columns = None if columns is None else tuple(columns)
+    views = {}
+    for t in test_sets:
+        tiers = (cached(("tiers", rank_by, filters), (t, track), lambda t=t: table_tiers(ranked_tables[t], rank_by, per_study, p_cache))
+                 if per_study else None)
+        views[t] = cached(("view", rank_by, query, filters, columns), (t, track),
+                          lambda t=t, tiers=tiers: test_set_view(ranked_tables[t], t, track, rank_by, query,
+                                                                 filters=filters, columns=columns, tiers=tiers))
+    cells = {t: cached(("overview", rank_by, filters), (t, track), lambda t=t: overview_cells(ranked_tables[t]))
+             for t in test_sets}
     return PageViews(
-        overview=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables),
-        overview_plain=overview(frame, track, rank_by, test_sets=test_sets, ranked_tables=ranked_tables, markdown=False),
+        overview=overview(frame, track, rank_by, test_sets=test_sets, cells=cells),
+        overview_plain=overview(frame, track, rank_by, test_sets=test_sets, cells=cells, markdown=False),
         tables=views,
+        overview_note=overview_note(ranked_tables, rank_by),
     )
 
 
-def ranked_part(frame: pd.DataFrame, test_set: str, track: str, rank_by: str, cached: PartCache = uncached) -> pd.DataFrame:
+def ranked_part(frame: pd.DataFrame, test_set: str, track: str, rank_by: str, cached: PartCache = uncached,
+                filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """`ranked(...)`, through a part cache."""
-    return cached(("ranked", rank_by), (test_set, track), lambda: ranked(frame, test_set, track, rank_by))
+    return cached(("ranked", rank_by, filters), (test_set, track), lambda: ranked(frame, test_set, track, rank_by, filters))
 
 
-def test_set_view(table: pd.DataFrame, test_set: str, track: str, rank_by: str, query: str) -> TableView:
+def test_set_view(table: pd.DataFrame, test_set: str, track: str, rank_by: str, query: str, *,
+                  filters: Filters = NO_FILTERS, columns=None, tiers: dict | None = None) -> TableView:
     """A ranked table as its tab shows it (grid cells, CSV rows, note), after the search."""
     shown = search(table, query)
+    untiered = int((~shown["id"].isin(list(tiers or {}))).sum())
     return TableView(
-        display=display_table(shown, best_values(table), rank_by),
-        plain=csv_table(shown, test_set, track),
-        note=table_note(len(shown), len(table), query, track),
+        display=display_table(shown, best_values(table), rank_by, columns=columns, tiers=tiers),
+        plain=csv_table(shown, test_set, track, rank_by=rank_by, tiers=tiers),
+        note=table_note(len(shown), len(table), query, track, rank_by=rank_by,
+                        n_unranked=int(shown["rank"].isna().sum()), none_ranked=bool(len(table)) and table["rank"].isna().all(),
+                        n_untiered=untiered, filters=filters),
     )
 
 

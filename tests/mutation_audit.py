@@ -145,6 +145,9 @@ _register(
     Mutant("input-byte-cap", "byte cap checked at 4x the limit before opening (the file is opened and read)",
            "src/rexrank/input_limits.py", "    if st.st_size > cap:\n", "    if st.st_size > cap * 4:\n",
            ("tests/test_input_limits.py::test_text_files_are_read_with_a_byte_cap",)),
+)
+
+
 # ---- issue 22 (i22m): ROUGE, Temporal F1 and SRR-BERT formulas ----------------------------------
 _register(
     Mutant("rouge-stemmer-off", "ROUGE's default without the Porter stemmer (rouge_score's own default, not RadEval's)",
@@ -161,6 +164,9 @@ _register(
     Mutant("srr-bert-weighted-by-predictions", "SRR-BERT corpus F1 weighted by predicted instead of reference label counts",
            "src/rexrank/metrics/srr_bert.py", "weights = support / support.sum()", "weights = predicted / max(predicted.sum(), 1)",
            ("tests/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",)),
+)
+
+
 # ---- issue 23 (i23): GREEN's official batches and template, spaCy's scripts, no-section studies ----
 _register(
     Mutant("green-resume-batches", "GREEN's runner told nothing of the official batches (cached answers and duplicates dropped)",
@@ -184,6 +190,9 @@ _register(
            "    if findings is None and impression is None:\n        raise TestSetError(f\"{where}: has neither findings nor impression\")\n"
            "    findings_impression = findings_impression_reference(raw_findings, raw_impression)",
            ("tests/test_testsets.py::test_study_with_neither_section_is_kept_as_the_evaluation_script_keeps_it",)),
+)
+
+
 # ---- issue 22 (i22c): CRIMSON's score formula, answer reader and prompt ----------------------
 _register(
     Mutant("crimson-partial-credit", "CRIMSON: a matched finding with attribute errors earns the credit factor, not weight x factor",

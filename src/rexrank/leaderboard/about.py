@@ -65,6 +65,7 @@ DEFINITIONS = {
         "SRR-BERT: a BERT classifier labels each sentence with findings and their status; per study, the F1 of "
         "the generated report's labels against the reference's, averaged over studies. Optional column.",
         "Delbrouck et al., Automated structured radiology report generation, ACL 2025; Xu et al., RadEval.",
+    ),
     "crimson": (
         "Optional column, not a published ReXrank metric. An LLM judge lists the abnormal findings of both reports "
         "with their clinical significance and names false, missing and mis-described findings; significance-weighted "

@@ -45,7 +45,7 @@ def test_radeval_metrics_are_optional_columns_outside_the_ranking_and_the_benchm
     values = leaderboard_values(results)
     assert {k: v["mean"] for k, v in values.items()} == {"rouge": 0.4, "temporal_f1": 0.4, "srr_bert": 0.4}
     optional = {k for k, c in COLUMNS_BY_KEY.items() if c.optional}
-    assert optional == {"rouge", "temporal_f1", "srr_bert"} and DEFAULT_RANK_KEY not in optional
+    assert {"rouge", "temporal_f1", "srr_bert"} <= optional and DEFAULT_RANK_KEY not in optional
     assert not optional & {c.key for c in ordered_columns()}  # not part of the Hub benchmark definition
     assert not optional & {c.key for c in published._BY_DISPLAY.values()}  # ReXrank's tables never have them
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PREDICTIONS = ROOT / "src" / "rexrank" / "data" / "example_predictions.json"
-MODEL_METRICS = ("bertscore", "sembscore", "radgraph", "radcliq", "ratescore", "green")
+MODEL_METRICS = ("bertscore", "sembscore", "radgraph", "radcliq", "ratescore", "green", "crimson")
 GOAL_S = 3.0
 
 
@@ -120,7 +120,7 @@ def main() -> None:
         for metric in MODEL_METRICS:
             cases.append((mode, metric, modes[mode], []))
     for label, url in (("endpoint refused", "http://127.0.0.1:9/v1"), ("endpoint hung", f"{silent}/v1")):
-        for metric in ("green", "fineradscore", "spec_cxr"):
+        for metric in ("green", "crimson", "fineradscore", "spec_cxr"):
             cases.append((label, metric, {"HF_HUB_OFFLINE": "1"}, ["--llm-base-url", url, "--llm-model", "served"]))
     print(f"{'mode':<20}{'metric':<14}{'metric s':>9}{'wall s':>8}  exit  CLI terms  reason")
     worst = 0.0
@@ -134,7 +134,7 @@ def main() -> None:
     print(f"{'mode':<20}{'metric':<14}{'metric s':>9}  Python terms  reason")
     py_cases = [(mode, metric, modes[mode], {}) for mode in args.modes.split(",") for metric in MODEL_METRICS]
     py_cases += [("endpoint refused", m, {"HF_HUB_OFFLINE": "1"}, {"base_url": "http://127.0.0.1:9/v1", "model": "served"})
-                 for m in ("green", "fineradscore", "spec_cxr")]
+                 for m in ("green", "crimson", "fineradscore", "spec_cxr")]
     for mode, metric, env, options in py_cases:
         r = run_python_case(metric, env, options)
         worst = max(worst, r["metric_s"])

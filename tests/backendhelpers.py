@@ -70,6 +70,10 @@ def main(argv: list[str]) -> int:
     from rexrank.cli.main import main as cli
 
     registry.METRICS.update(TEST_METRICS)
+    skew = float(os.environ.get("REXRANK_TEST_CLOCK_SKEW", "0"))
+    if skew:  # this host's clock set `skew` seconds apart from the others'
+        real = time.time
+        time.time = lambda: real() + skew
     return cli(argv)
 
 

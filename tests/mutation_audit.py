@@ -107,6 +107,107 @@ _register(
            (f"{_PUBLIC}::test_a_per_study_path_in_a_record_is_never_read",)),
 )
 
+# ---- issue 19/20 (i19s): the server owns time and leases; cancel; request ids ----------------
+_register(
+    Mutant("quota-time-source", "an open request dated by its writer's submitted_time, not the server's register",
+           "src/rexrank/store/records.py", 'out["submitted_time"] = out["received_time"] = when',
+           'out["received_time"] = when',
+           ("tests/test_store_trust.py::test_a_request_dated_by_its_writer_still_obeys_the_quota",)),
+    Mutant("lease-clock", "a lease judged expired by comparing its holder's lease_expires with this host's clock",
+           "src/rexrank/store/queue.py", "return self.observe(req) >= duration",
+           'return (req.get("lease_expires") or 0) < time.time()',
+           ("tests/test_store_trust.py::test_two_backends_whose_clocks_differ_by_15_minutes_score_each_request_once",)),
+    Mutant("cancel-check", "the worker publishes without its conditional publishing step (only the lease flag)",
+           "src/rexrank/backend/worker.py", "if keeper.lost.is_set() or not self.store.begin_publish(rid, self.worker_id):",
+           "if keeper.lost.is_set():",
+           ("tests/test_store_trust.py::test_a_cancel_just_before_publication_publishes_nothing",)),
+    Mutant("request-id-format", "any string accepted as a request id (paths built from '../../x')",
+           "src/rexrank/store/records.py", "if isinstance(request_id, str) and REQUEST_ID.fullmatch(request_id):",
+           "if isinstance(request_id, str):",
+           ("tests/test_store_trust.py::test_odd_request_ids_are_refused_before_any_path_is_built",)),
+)
+
+
+# ---- issue 20 (i20a): input limits and the private noise ----------------------------------
+_register(
+    Mutant("privacy-noise-scale", "Laplace noise on a private mean 10x too small (sensitivity w / 10n)",
+           "src/rexrank/backend/privacy.py", 'return {"mean": width / n, "ci95"', 'return {"mean": width / n / 10, "ci95"',
+           ("tests/test_private_attack.py::test_the_boundary_attack_does_no_better_than_epsilon_allows",
+            "tests/test_private_attack.py::test_the_noise_is_calibrated_and_unpredictable")),
+    Mutant("privacy-ci-sensitivity", "CI half-width's sensitivity without the 1.96 (noise too small for the CI)",
+           "src/rexrank/backend/privacy.py", '"ci95": CI_FACTOR * width / math.sqrt(n * (n - 1))}',
+           '"ci95": width / math.sqrt(n * (n - 1))}',
+           ("tests/test_private_attack.py::test_the_noise_is_calibrated_and_unpredictable",)),
+    Mutant("input-row-limit", "row limit checked at 1000x MAX_ROWS (a parquet bomb's rows are read)",
+           "src/rexrank/input_limits.py", "    if n > MAX_ROWS:\n", "    if n > MAX_ROWS * 1000:\n",
+           ("tests/test_input_limits.py::test_a_parquet_bomb_is_refused_from_its_metadata",
+            "tests/test_input_limits.py::test_rows_values_and_characters_are_limited")),
+    Mutant("input-byte-cap", "byte cap checked at 4x the limit before opening (the file is opened and read)",
+           "src/rexrank/input_limits.py", "    if st.st_size > cap:\n", "    if st.st_size > cap * 4:\n",
+           ("tests/test_input_limits.py::test_text_files_are_read_with_a_byte_cap",)),
+)
+
+# ---- issue 22 (i22m): ROUGE, Temporal F1 and SRR-BERT formulas ----------------------------------
+_register(
+    Mutant("rouge-stemmer-off", "ROUGE's default without the Porter stemmer (rouge_score's own default, not RadEval's)",
+           "src/rexrank/metrics/rouge.py", "def __init__(self, use_stemmer: bool = True):",
+           "def __init__(self, use_stemmer: bool = False):",
+           ("tests/test_rouge.py::test_per_study_equals_official_rouge_score_on_iu_xray",)),
+    Mutant("temporal-empty-reference", "Temporal F1 gives 0 instead of epsilon when only the prediction has temporal words",
+           "src/rexrank/metrics/temporal_f1.py", "return 1.0 if not prediction else epsilon",
+           "return 1.0 if not prediction else 0.0",
+           ("tests/test_temporal_f1.py::test_per_study_equals_radeval_where_cleanup_and_ner_disagree",)),
+    Mutant("srr-bert-per-study-f1", "SRR-BERT per-study F1 without RadEval's eps in the denominator",
+           "src/rexrank/metrics/srr_bert.py", "2 * tp / (2 * tp + fp + fn + eps)", "2 * tp / np.maximum(2 * tp + fp + fn, 1)",
+           ("tests/test_srr_bert.py::test_per_study_and_corpus_equal_radeval_on_iu_xray",)),
+    Mutant("srr-bert-weighted-by-predictions", "SRR-BERT corpus F1 weighted by predicted instead of reference label counts",
+           "src/rexrank/metrics/srr_bert.py", "weights = support / support.sum()", "weights = predicted / max(predicted.sum(), 1)",
+           ("tests/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",)),
+)
+
+# ---- issue 23 (i23): GREEN's official batches and template, spaCy's scripts, no-section studies ----
+_register(
+    Mutant("green-resume-batches", "GREEN's runner told nothing of the official batches (cached answers and duplicates dropped)",
+           "src/rexrank/metrics/green.py",
+           'batches = [i // self.settings.batch_size for i in sent] if self.batching == "official" else None',
+           "batches = None",
+           ("tests/test_green_official.py::test_resumed_run_with_duplicates_generates_the_official_batches",)),
+    Mutant("green-template-chained", "GREEN's template filled by chained replace (a reference's {CANDIDATE_REPORT} filled too)",
+           "src/rexrank/metrics/green_text.py",
+           "return _PLACEHOLDER.sub(lambda m: reports[m.group(1)], prompt_template())",
+           'return prompt_template().replace("{REFERENCE_REPORT}", reports["REFERENCE_REPORT"])'
+           '.replace("{CANDIDATE_REPORT}", reports["CANDIDATE_REPORT"])',
+           ("tests/test_green.py::test_prompt_is_filled_in_one_pass_as_the_official_f_string",)),
+    Mutant("ratescore-latin-only", "spaCy's character classes cut to Latin (no Greek, Cyrillic, CJK letters)",
+           "src/rexrank/ratescore/tokens.py", 'for a, b in _CC["ranges"][name])',
+           'for a, b in _CC["ranges"][name] if b < 0x250)',
+           ("tests/test_ratescore_sentences.py",)),
+    Mutant("neither-section-refused", "a study with neither findings nor impression refused again",
+           "src/rexrank/testsets/schema.py",
+           "    findings_impression = findings_impression_reference(raw_findings, raw_impression)",
+           "    if findings is None and impression is None:\n        raise TestSetError(f\"{where}: has neither findings nor impression\")\n"
+           "    findings_impression = findings_impression_reference(raw_findings, raw_impression)",
+           ("tests/test_testsets.py::test_study_with_neither_section_is_kept_as_the_evaluation_script_keeps_it",)),
+)
+
+# ---- issue 22 (i22c): CRIMSON's score formula, answer reader and prompt ----------------------
+_register(
+    Mutant("crimson-partial-credit", "CRIMSON: a matched finding with attribute errors earns the credit factor, not weight x factor",
+           "src/rexrank/metrics/crimson_text.py", "correct += base * share", "correct += share",
+           ("tests/test_crimson_official.py",)),
+    Mutant("crimson-negative-branch", "CRIMSON: a negative S kept as the score instead of -d/(1+d)",
+           "src/rexrank/metrics/crimson_text.py", "value = -1 * excess / (1 + excess) if excess > 0 else 0", "value = s",
+           ("tests/test_crimson_official.py",)),
+    Mutant("crimson-last-key-wins", "CRIMSON answer reader: a repeated JSON key keeps its last value, not its first",
+           "src/rexrank/metrics/crimson_text.py", "out.setdefault(key, value)", "out[key] = value",
+           ("tests/test_crimson_official.py",)),
+    Mutant("crimson-guidelines", "CRIMSON prompt: guideline sections sent to the fine-tuned judge, which was trained without them",
+           "src/rexrank/metrics/crimson.py", "return (not self.fine_tuned_judge) if self.guidelines is None else self.guidelines",
+           "return True if self.guidelines is None else self.guidelines",
+           ("tests/test_crimson_official.py",)),
+)
+
+
 # ---- issue 21 (i21): tiers on the board and the ranking's direction ----------------------------
 _VIEWS = "tests/test_leaderboard_views.py"
 _register(

@@ -81,6 +81,21 @@ def test_an_llm_metric_with_an_llm_is_scored(tmp_path):
     assert {"bleu2", "fineradscore_inv"} <= set(record["values"]) and "not_scored" not in record
 
 
+def test_radeval_metrics_named_by_the_store_are_scored_into_their_optional_columns(tmp_path):
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    (root / "requests").mkdir(parents=True, exist_ok=True)
+    (root / "requests" / "config.json").write_text(json.dumps({"metrics": ["bleu2", "rouge", "temporal_f1"]}))
+    req = submit(store)
+    worker = Worker(store, metric_options={"temporal_f1": {"ner": "keywords"}}, worker_id="w")
+    assert worker.metrics == ["bleu2", "rouge", "temporal_f1"]
+    worker.run(once=True)
+    assert store.get_request(req["id"])["status"] == FINISHED
+    [record] = store.list_results()
+    assert {"bleu2", "rouge", "temporal_f1"} <= set(record["values"])
+    assert 0 <= record["values"]["rouge"]["mean"] <= 1 and 0 <= record["values"]["temporal_f1"]["mean"] <= 1
+
+
 def test_a_required_metric_that_cannot_run_fails_the_request_under_the_coverage_rule(tmp_path):
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)

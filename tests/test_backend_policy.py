@@ -231,7 +231,7 @@ def test_requeue_and_cancel_commands(tmp_path, capsys, test_metrics):  # noqa: F
     cancelled = store.get_request(waiting["id"])
     assert cancelled["failure_kind"] == "cancelled"
     assert Worker(store, metrics="bleu2", worker_id="w").run(once=True) == 0
-    code, _, err = run(capsys, "cancel", "--store", str(root), "20990101T000000-nope")
+    code, _, err = run(capsys, "cancel", "--store", str(root), "20990101T000000.000000-0000000000")
     assert code == 1 and "no request" in err
 
 

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from rexrank.errors import MetricError
-from rexrank.models import pins
+from rexrank import catalogue as pins
 from rexrank.models.checkpoints import Checkpoint, resolve
 
 COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -44,8 +44,8 @@ def put_file(cache, repo_id, revision, filename, content: bytes, *, as_blob: str
 
 
 def test_every_official_checkpoint_is_pinned_to_a_commit():
-    revisions = [pins.RRG_SCORERS_REVISION, pins.RATE_NER_REVISION, pins.BIOLORD_REVISION,
-                 pins.DISTILROBERTA_REVISION, pins.BERT_BASE_UNCASED_REVISION]
+    revisions = [pins.RRG_SCORERS_REVISION, pins.RATE_NER.revision, pins.BIOLORD.revision,
+                 pins.DISTILROBERTA.revision, pins.BERT_BASE_UNCASED.revision]
     assert all(COMMIT.fullmatch(r) for r in revisions)
     assert set(pins.RRG_SCORERS_SHA256) == {"chexbert.pth", "radgraph.tar.gz", "radgraph-xl.tar.gz"}
     assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in pins.RRG_SCORERS_SHA256.values())
@@ -57,8 +57,8 @@ def test_metrics_default_to_the_pins():
     from rexrank.models.chexbert import CHEXBERT_REVISION, TOKENIZER_REVISION
     from rexrank.radgraph.tarball import checkpoint_for
 
-    assert bertscore_revision == pins.DISTILROBERTA_REVISION
-    assert (CHEXBERT_REVISION, TOKENIZER_REVISION) == (pins.RRG_SCORERS_REVISION, pins.BERT_BASE_UNCASED_REVISION)
+    assert bertscore_revision == pins.DISTILROBERTA.revision
+    assert (CHEXBERT_REVISION, TOKENIZER_REVISION) == (pins.RRG_SCORERS_REVISION, pins.BERT_BASE_UNCASED.revision)
     for model_type in ("radgraph", "radgraph-xl"):
         checkpoint = checkpoint_for(model_type)
         assert checkpoint.revision == pins.RRG_SCORERS_REVISION
@@ -66,8 +66,8 @@ def test_metrics_default_to_the_pins():
     # another revision than the pinned one: its bytes are not known, so nothing to check against
     assert checkpoint_for("radgraph", revision="main").sha256 is None
     rate = get_metric("ratescore")
-    assert (rate.ner.repo_id, rate.ner.revision) == (pins.RATE_NER_REPO, pins.RATE_NER_REVISION)
-    assert (rate.embedding.repo_id, rate.embedding.revision) == (pins.BIOLORD_REPO, pins.BIOLORD_REVISION)
+    assert (rate.ner.repo_id, rate.ner.revision) == (pins.RATE_NER.repo_id, pins.RATE_NER.revision)
+    assert (rate.embedding.repo_id, rate.embedding.revision) == (pins.BIOLORD.repo_id, pins.BIOLORD.revision)
 
 
 def test_a_cached_file_with_the_pinned_content_is_used(hub_cache):

@@ -48,6 +48,16 @@ def test_prompt_truncates_each_report_to_300_words_and_renders_the_official_chat
     assert "r299" in prompt and "r300" not in prompt
     assert "3. Candidate Report:\n    Line one. Line two.\n" in prompt  # whitespace normalised
     assert "{" in make_prompt("a {brace}", "b") and "a {brace}" in make_prompt("a {brace}", "b")
+
+
+def test_prompt_is_filled_in_one_pass_as_the_official_f_string():
+    # official make_prompt: f"...{text1}...{text2}...": a report's own text is never filled again
+    template = prompt_template()
+    before, rest = template.split("{REFERENCE_REPORT}")
+    middle, after = rest.split("{CANDIDATE_REPORT}")
+    ref, cand = "Effusion {CANDIDATE_REPORT} unchanged.", "No effusion {REFERENCE_REPORT}."
+    assert make_prompt(ref, cand) == before + ref + middle + cand + after
+    assert make_prompt(ref, cand).count("No effusion") == 1
     # rendering stated in metrics_llm.md §1.3 (chat template + the EOS add_eos_token appends)
     assert render_model_input("P") == "<|user|>\nP</s>\n<|assistant|>\n</s>\n<|assistant|>\n</s>"
 
@@ -155,6 +165,8 @@ def test_bad_options_are_clear_errors():
         get_metric("green", batching="sorted", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(MetricError, match="bad options"):
         get_metric("green", temperature=0.7)
+    with pytest.raises(MetricError, match="dtype must be one of 'float16', 'bfloat16', 'float32', got 'fp32'"):
+        get_metric("green", dtype="fp32", base_url="http://127.0.0.1:9/v1")
 
 
 @pytest.fixture(scope="module")
@@ -179,9 +191,13 @@ def test_transformers_path_with_tiny_llama_matches_plain_greedy_generate(tiny_ll
     assert result.details["unparseable_positions"] == [0, 1]
     strict = get_metric("green", unparseable="fail", **opts).score(preds, refs)  # from the cache
     assert np.isnan(strict.primary).all() and "length cap" in strict.failures[0]
+    assert metric.runner.backend.dtype == "float16" and metric.config()["dtype"] == "float16"
+    full = get_metric("green", dtype="float32", **opts).runner.backend  # the named option
+    full._load()
+    assert full.dtype == "float32" and full.identity()["dtype"] == "float32"
     # oracle: plain greedy generate on the official input, one study at a time, no padding
     tok = AutoTokenizer.from_pretrained(tiny_llama)
-    model = AutoModelForCausalLM.from_pretrained(tiny_llama, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(tiny_llama, dtype=torch.float16).eval()  # official, CPU too
     for i, (p, r) in enumerate(zip(preds, refs)):
         ids = tok(render_model_input(make_prompt(r, p)), return_tensors="pt")["input_ids"]
         assert ids[0, 0].item() == tok.bos_token_id and ids[0, -1].item() == tok.eos_token_id

@@ -160,3 +160,72 @@ def test_transformers_path_batches_in_input_order_with_the_official_budget(tiny_
     get_metric("green", batching="by_length", model_path=str(tiny_legacy_llama), cache=False, progress=False).score(preds, refs)
     order = sorted(lengths)
     assert [b for b, _ in batches] == [order[:8], order[8:]]
+
+
+def test_resumed_run_with_duplicates_generates_the_official_batches(tiny_legacy_llama, tmp_path):
+    """One study of the first batch of 8 (its longest prompt) already cached, and repeated
+    studies: every generated batch is the official one (same members, same padded
+    width), and every study's greedy ids are those of the official run."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    preds = [f"candidate {i}: {_long_report(i)}" for i in range(11)]
+    refs = [" ".join(["Small left pleural effusion."] * (1 + 2 * i)) for i in range(11)]  # lengths all differ
+    preds[5], refs[5] = preds[1], refs[1]  # a duplicate inside the first batch
+    preds[9], refs[9] = preds[2], refs[2]  # and one across batches
+    tok = LegacyLlamaTokenizer(tiny_legacy_llama)
+    prompts = [tok(render_model_input(make_prompt(r, p)))["input_ids"] for p, r in zip(preds, refs)]
+    longest = max(range(8), key=lambda i: len(prompts[i]))
+    assert sorted(len(p) for p in prompts[:8])[-2] < len(prompts[longest])  # the batch narrows without it
+    cap = 6
+
+    # the official run: left-padded (with EOS) batches of 8 in input order, greedy
+    model = LlamaForCausalLM.from_pretrained(tiny_legacy_llama, dtype=torch.float32).eval()
+    official_inputs, official_ids = [], []
+    for start in range(0, len(prompts), 8):
+        batch = prompts[start : start + 8]
+        width = max(map(len, batch))
+        inputs = [[2] * (width - len(ids)) + ids for ids in batch]
+        attention = [[0] * (width - len(ids)) + [1] * len(ids) for ids in batch]
+        with torch.inference_mode():
+            out = model.generate(input_ids=torch.tensor(inputs), attention_mask=torch.tensor(attention),
+                                 do_sample=False, max_new_tokens=cap, eos_token_id=2, pad_token_id=2)
+        official_inputs.append(inputs)
+        official_ids += out[:, width:].tolist()
+
+    metric = get_metric("green", model_path=str(tiny_legacy_llama), max_new_tokens=cap, dtype="float32",
+                        cache_dir=str(tmp_path / "c"), keep_completions=True, progress=False)
+    backend = metric.runner.backend
+    backend._load()
+    calls: list[tuple[list, list]] = []
+    generate = backend._model.generate
+
+    def record(input_ids, **kwargs):
+        out = generate(input_ids=input_ids, **kwargs)
+        calls.append((input_ids.tolist(), out[:, input_ids.shape[1]:].tolist()))
+        return out
+
+    backend._model.generate = record
+    # a crashed earlier run left the official answer of the batch's longest prompt in the cache
+    requests, _ = metric._requests(preds, refs)
+    row = official_ids[longest]
+    text = backend._tokenizer.decode(row[: row.index(2) + 1] if 2 in row else row, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+    metric.runner.cache.put(metric.runner.cache_key(requests[longest]), {"text": text, "prompt_tokens": len(prompts[longest]),
+                                                                         "completion_tokens": len(row), "finish_reason": "length"})
+    resumed = metric.score(preds, refs)
+    assert [inputs for inputs, _ in calls] == official_inputs  # whole official batches, duplicates included
+    assert [ids for _, out in calls for ids in out] == official_ids  # the official greedy ids, every study
+    # and a fresh run with the duplicates gives the same batches and completions
+    calls.clear()
+    fresh = get_metric("green", model_path=str(tiny_legacy_llama), max_new_tokens=cap, dtype="float32", cache=False, keep_completions=True, progress=False)
+    fresh.runner.backend._load()
+    generate = fresh.runner.backend._model.generate
+    fresh.runner.backend._model.generate = record
+    again = fresh.score(preds, refs)
+    assert [inputs for inputs, _ in calls] == official_inputs
+    assert [ids for _, out in calls for ids in out] == official_ids
+    assert again.details["completions"] == resumed.details["completions"]
+    # a rerun with everything cached generates nothing
+    calls.clear()
+    backend._model.generate = record
+    assert metric.score(preds, refs).details["llm_usage"]["requests"] == 0 and not calls

@@ -15,12 +15,17 @@ def script(path, body):
     if path.endswith("/completions") and "prompt" in body:
         return Reply(body=completion_body("[Explanation]:\nok\n\n[Clinically Significant Errors]:\n(a) X: 1. y\n\n[Matched Findings]:\n3. a; b; c"))
     system = body["messages"][0]["content"]
+    if system.startswith("You are an expert radiology evaluator"):  # CRIMSON: 1 of 2 urgent findings matched
+        findings = [{"id": "R1", "clinical_significance": "urgent"}, {"id": "R2", "clinical_significance": "urgent"}]
+        return Reply(body=chat_body(json.dumps({"reference_findings": findings, "predicted_findings": [{"id": "P1"}],
+                                                "matched_findings": [{"ref_id": "R1", "pred_id": "P1"}],
+                                                "errors": {"missing_findings": ["R2"]}})))
     if "Entities (use these exact names" in system:
         return Reply(body=chat_body(json.dumps({"entities": [{"entity": "pneumothorax", "presence": "FP"}]})))
     return Reply(body=chat_body(json.dumps({"corrections": [{"line": 0, "action": "delete", "severity": "urgent"}]})))
 
 
-@pytest.mark.parametrize("name, expected", [("green", 0.75), ("fineradscore", 3.0), ("spec_cxr", 1.0)])
+@pytest.mark.parametrize("name, expected", [("green", 0.75), ("crimson", 0.5), ("fineradscore", 3.0), ("spec_cxr", 1.0)])
 def test_module_contract(name, expected, tmp_path):
     import evaluate
 

@@ -41,6 +41,13 @@ def big_private_set(tmp_path, monkeypatch):
     return tmp_path / "private-data", studies
 
 
+class NoNoise:
+    """A generator whose Laplace draws are 0: the decimals alone (noise: test_private_attack.py)."""
+
+    def laplace(self, loc, scale):
+        return loc
+
+
 def numbers(obj):
     if isinstance(obj, bool):
         return
@@ -58,7 +65,14 @@ def without_timing(record: dict) -> dict:
     return {name: {k: v for k, v in s.items() if k != "seconds"} for name, s in record["summaries"].items()}
 
 
-def test_one_study_cannot_be_read_off_a_private_mean(tmp_path, big_private_set):
+def test_one_study_cannot_be_read_off_a_private_mean(tmp_path, big_private_set, monkeypatch):
+    import numpy as np
+
+    from rexrank.backend import privacy
+
+    # the same noise draws for both probes: what remains to hide a study is the rounding
+    # (noise alone: test_private_attack.py)
+    monkeypatch.setattr(privacy, "secure_rng", lambda: np.random.default_rng(20))
     data_dir, studies = big_private_set
     target = "RG0042"
     reference = studies[target]["section_findings"]
@@ -99,10 +113,11 @@ EXPECTED_DECIMALS = {  # column: {n: (mean, ci95)}
     "fineradscore": {590: (1, 1), 2347: (2, 1), 10_000: (2, 2), 123_456: (3, 3)},
     "radcliq": {590: (1, 0), 2347: (1, 1), 10_000: (2, 2), 123_456: (3, 3)},
 }
-EXPECTED_RANGE = {"bleu2": (0, 1), "radgraph": (0, 1), "ratescore": (0, 1), "green": (0, 1),
+EXPECTED_RANGE = {"bleu2": (0, 1), "radgraph": (0, 1), "ratescore": (0, 1), "green": (0, 1), "crimson": (-1, 1),
                   "bertscore": (-1, 1), "sembscore": (-1, 1), "fineradscore": (0, 4),
                   "fineradscore_no_error": (0, 1), "fineradscore_no_actionable_error": (0, 1),
-                  "fineradscore_no_significant_error": (0, 1), "radcliq": (-1.4407, 5.0958)}
+                  "fineradscore_no_significant_error": (0, 1), "radcliq": (-1.4407, 5.0958),
+                  "rouge": (0, 1), "temporal_f1": (0, 1), "srr_bert": (0, 1)}
 
 
 def test_the_published_precision_hides_one_study_for_any_size():
@@ -146,7 +161,7 @@ def test_a_private_ci_is_rounded_with_its_own_decimals(column, n_studies, raw, p
                "metrics": {column: {"scores": {column: {"n": n_studies, "n_missing": 0, "mean": mean, "ci95": ci,
                                                         "std": 0.3, "max": 1.0}},
                                     "higher_is_better": True}}}
-    scores = private_results(results)["metrics"][column]["scores"][column]
+    scores = private_results(results, rng=NoNoise())["metrics"][column]["scores"][column]
     assert scores == {"n": n_studies, "n_missing": 0, "mean": published[0], "ci95": published[1]}
 
 
@@ -170,15 +185,21 @@ def test_failed_validation_on_a_private_set_uses_the_quota(tmp_path, big_private
     assert refused["status"] == FAILED and "already has 1 submission" in refused["error"]
 
 
-def test_a_server_holding_the_private_set_validates_in_counts(tmp_path, big_private_set):
+def test_a_filing_holding_the_private_set_still_checks_structure_only(tmp_path, big_private_set):
+    # issue 19.3: the public service never consults the private set, whatever its data dir
+    # holds; the backend checks membership, answers in counts and counts the attempt
     data_dir, _ = big_private_set
     store = open_store(tmp_path / "s")
     probe = write_jsonl(tmp_path / "probe.jsonl", {"RG0001": "x", "RG0002": "y", "GUESS-1": "z"})
-    with pytest.raises(SubmissionError) as caught:
-        submit(store, probe, test_set="rexgradient", data_dir=data_dir / "rexgradient")
-    message = str(caught.value)
+    filed = submit(store, probe, test_set="rexgradient", data_dir=data_dir / "rexgradient")
+    assert filed["predictions"]["ids_checked"] is False
+    Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
+    message = store.get_request(filed["id"])["error"]
     assert f"{N - 2} of {N} studies have no prediction" in message and "1 submitted study ids are not in" in message
     assert "RG0" not in message and "GUESS" not in message
+    with pytest.raises(SubmissionError, match="already has 1 submission"):
+        submit(store, write_jsonl(tmp_path / "probe2.jsonl", {"RG0003": "x"}), test_set="rexgradient",
+               data_dir=data_dir / "rexgradient", model_name="model-b")
 
 
 def test_a_coverage_failure_on_a_private_set_names_no_study(tmp_path, private_set):

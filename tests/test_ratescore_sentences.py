@@ -73,6 +73,12 @@ OFFICIAL = [
     ('ok', []),
     ('Tip :) of the line.\nNo change.', ['Tip :) of the line.', 'No change.']),
     ('Clear lungs.\x00 No effusion.\x07\x1b Stable\u2028heart.\x0cNormal.', ['Clear lungs.\x00 No effusion.\x07\x1b Stable\u2028heart.\x0cNormal.']),
+    # other scripts (issue 23): spaCy's classes hold Cyrillic, Greek, CJK, ... letters
+    ('Lungs clear.Легкие', ['Lungs clear.', 'Легкие']),
+    ('Lungs clear.肺', ['Lungs clear.']),
+    ('É-μ', []),
+    ('Сердце норма.Легкие чистые. No effusion.', ['Сердце норма.Легкие чистые.', 'No effusion.']),
+    ('No effusion\u200b.Heart normal.', ['No effusion\u200b.Heart normal.']),
 ]
 
 
@@ -111,6 +117,11 @@ SPACY_TOKEN_STARTS = [
     ('C++ 1+', [0, 4, 5]),
     ('L1-L2', [0, 2, 3]),
     ('10:30am', [0]),
+    ('clear.Легкие', [0, 5, 6]),
+    ('clear.肺', [0, 5, 6]),
+    ('É-μ', [0, 1, 2]),
+    ('5°C.…mild', [0, 1, 2, 3, 4, 5]),  # "°C." is three tokens in spaCy's special cases
+    ('a\u200b.B', [0]),
 ]
 
 

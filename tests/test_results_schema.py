@@ -33,3 +33,25 @@ def test_no_ci_gives_no_inverted_ci_and_a_zero_mean_no_column():
     values = leaderboard_values(run_results(radcliq=(0.5, None, 3), fineradscore=(0.0, 0.1, 3)))
     assert values["radcliq_v1_inv"]["ci95"] is None
     assert "fineradscore_inv" not in values
+
+
+def test_radeval_metrics_are_optional_columns_outside_the_ranking_and_the_benchmark():
+    from rexrank.hub.eval_results import ordered_columns
+    from rexrank.leaderboard import published
+    from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY
+
+    results = {"metrics": {name: {"scores": {name: {"mean": 0.4, "ci95": 0.01, "n": 590}}}
+                           for name in ("rouge", "temporal_f1", "srr_bert")}}
+    values = leaderboard_values(results)
+    assert {k: v["mean"] for k, v in values.items()} == {"rouge": 0.4, "temporal_f1": 0.4, "srr_bert": 0.4}
+    optional = {k for k, c in COLUMNS_BY_KEY.items() if c.optional}
+    assert optional == {"rouge", "temporal_f1", "srr_bert"} and DEFAULT_RANK_KEY not in optional
+    assert not optional & {c.key for c in ordered_columns()}  # not part of the Hub benchmark definition
+    assert not optional & {c.key for c in published._BY_DISPLAY.values()}  # ReXrank's tables never have them
+
+
+def test_the_backend_accepts_a_metric_set_that_names_them():
+    from rexrank.store.config import checked_set
+
+    assert checked_set(["bleu2", "rouge", "temporal_f1", "srr_bert"], origin="test").metrics[1:] == (
+        "rouge", "temporal_f1", "srr_bert")

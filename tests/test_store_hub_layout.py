@@ -27,7 +27,7 @@ def claim_calls(hub, org: str, tmp_path, n_history: int) -> list[str]:
 def test_a_claim_on_the_hub_costs_the_same_requests_with_a_long_history(hub, tmp_path):
     short = claim_calls(hub, "orgh1", tmp_path, 1)
     long = claim_calls(hub, "orgh2", tmp_path, 8)
-    assert len(short) == len(long) <= 6
+    assert len(short) == len(long) <= 7  # 6, + the register of when the backend saw each open request
     assert not [c for c in long if "/resolve/" in c and "/done/" in c]  # no settled request is read
     trees = [c for c in long if "/tree/" in c]
     assert trees and all(c.endswith("/queue") for c in trees)  # only the queue is listed

@@ -117,8 +117,9 @@ def test_the_rules_read_only_the_names_involved_and_still_hold(tmp_path, monkeyp
         submit(store, variant(tmp_path, 51), model_name="m5", submitter="newcomer")
     # each check read two request index files and one results index file, no request or result record
     assert reads.records(R.DONE_DIR) == [] and results_reads.records(R.RECORDS_DIR) == []
-    assert {p.split("/")[1] for p in reads.records("index/")} <= {"names", "submitters"}
-    assert len(reads.records("index/")) == 6 and len(results_reads.records("index/")) <= 3 + 1
+    assert {p.split("/")[1] for p in reads.records("index/")} <= {"names", "submitters", "received.json"}
+    # (+ the register of when the backend saw the open requests: one small file a check)
+    assert len(reads.records("index/")) == 6 + 3 and len(results_reads.records("index/")) <= 3 + 1
     assert len(settled) == 9
 
 
@@ -198,8 +199,11 @@ def test_requeue_brings_a_request_back_to_the_queue_and_out_of_the_index(tmp_pat
     assert (root / "done" / f"{req['id']}.json").exists()
     store.requeue(req["id"])
     assert (root / "queue" / f"{req['id']}.json").exists() and not (root / "done" / f"{req['id']}.json").exists()
-    index_files = [json.loads(p.read_text()) for p in (root / "index").rglob("*.json")]
+    index_files = [json.loads(p.read_text()) for p in (root / "index").rglob("*.json") if p.name != "received.json"]
     assert not any(req["id"] in json.dumps(c) for c in index_files)
+    # open again: registered as received when the backend first saw it, not when requeued
+    received = json.loads((root / "index" / "received.json").read_text())["requests"]
+    assert received == {req["id"]: store.get_request(req["id"])["received_time"]}
     assert store.claim("w", lease_seconds=60)["id"] == req["id"]
 
 

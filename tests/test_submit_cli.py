@@ -65,8 +65,8 @@ def test_status_of_unknown_request(tmp_path, capsys):
     from rexrank.store import open_store
 
     open_store(tmp_path / "s")
-    code, _, err = run(capsys, "status", "--store", str(tmp_path / "s"), "20990101T000000-abc")
-    assert code == 1 and "no request '20990101T000000-abc'" in err
+    code, _, err = run(capsys, "status", "--store", str(tmp_path / "s"), "20990101T000000.000000-0123456789")
+    assert code == 1 and "no request '20990101T000000.000000-0123456789'" in err
 
 
 def test_status_of_a_store_that_does_not_exist_creates_nothing(tmp_path, capsys):

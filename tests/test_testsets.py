@@ -129,6 +129,21 @@ def test_absent_section_spellings_and_findings_track_exclusion(tmp_path):
     assert len(full) == 6
 
 
+def test_study_with_neither_section_is_kept_as_the_evaluation_script_keeps_it(tmp_path):
+    # rajpurkarlab/ReXrank example_files/evaluation_script.md: f"Findings: {findings} Impression:
+    # {impression}" after `x if pd.notna(x) else None`, for every study of the file
+    from rexrank.testsets.loading import track_studies
+
+    doc = {"a": _study("Lungs clear.", "Normal."), "x": _study(None, float("nan")), "y": _study(float("nan"), "nan")}
+    path = _write(tmp_path / "ReXRank_ReXGradient_test.json", doc)
+    full = load_test_set("example", "findings_impression", data_dir=path)
+    assert full["id"] == ["a", "x", "y"]
+    assert full["reference"][1:] == ["Findings: None Impression: None", "Findings: None Impression: nan"]
+    # the findings track does not score them, and says which studies it leaves out
+    findings = track_studies("example", "findings", data_dir=path)
+    assert findings.ids == ("a",) and findings.outside_ids == {"x", "y"}
+
+
 def test_chexpert_plus_shape_keeps_62_of_200_in_findings_track(tmp_path):
     doc = {}
     for i in range(200):
@@ -201,9 +216,6 @@ def test_bad_inputs_name_the_problem(tmp_path):
     broken.write_text("{not json")
     with pytest.raises(TestSetError, match="not valid JSON"):
         load_test_set("example", data_dir=broken)
-    nosections = _write(tmp_path / "nosections.json", {"x": _study(None, "nan")})
-    with pytest.raises(TestSetError, match="study 'x': has neither findings nor impression"):
-        load_test_set("example", data_dir=nosections)
     badlist = _write(tmp_path / "badlist.json", {"x": _study("A.", "B.", image_path=[1, 2])})
     with pytest.raises(TestSetError, match="field 'image_path': expected a list of strings"):
         load_test_set("example", data_dir=badlist)

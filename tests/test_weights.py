@@ -10,6 +10,7 @@ import os
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,8 +23,8 @@ from rexrank.models.advice import EndpointUnreachable, WeightsUnavailable, cli_t
 from rexrank.models.checkpoints import Checkpoint
 
 EXAMPLE_PREDICTIONS = str(data_path("example_predictions.json"))
-MODEL_METRICS = ("bertscore", "sembscore", "radgraph", "radcliq", "ratescore", "green")
-LLM_METRICS = ("green", "fineradscore", "spec_cxr")
+MODEL_METRICS = ("bertscore", "sembscore", "radgraph", "radcliq", "ratescore", "green", "crimson")
+LLM_METRICS = ("green", "crimson", "fineradscore", "spec_cxr")
 # The goal is 3 s (benchmarks/offline_failure.py measures it); tests only tell one short probe
 # from the clients' retries (23 s a file for the Hub, a minute a study for an LLM endpoint), with
 # room for a busy machine.
@@ -219,7 +220,7 @@ def put_file(cache, repo_id, revision, filename, content: bytes, *, blob: str | 
 
 def test_status_of_sembscore_cached_missing_and_wrong_bytes(hub_cache, capsys):
     from rexrank.models import chexbert as C
-    from rexrank.models.pins import RRG_SCORERS_SHA256
+    from rexrank.catalogue import RRG_SCORERS_SHA256
 
     pinned = RRG_SCORERS_SHA256["chexbert.pth"]
     # stored under its pinned content address: trusted as the official file without re-reading
@@ -270,7 +271,7 @@ def test_radgraph_encoder_is_read_from_the_cached_archive(hub_cache, tmp_path):
     import io
     import tarfile
 
-    from rexrank.models.pins import RRG_SCORERS_REPO, RRG_SCORERS_REVISION, radgraph_encoder_revision
+    from rexrank.catalogue import RRG_SCORERS_REPO, RRG_SCORERS_REVISION, radgraph_encoder_revision
 
     encoder = "microsoft/BiomedVLP-CXR-BERT-general"
     config = json.dumps({"model": {"embedder": {"token_embedders": {"bert": {"model_name": encoder}}}}}).encode()
@@ -299,7 +300,13 @@ def test_default_needs_are_what_the_metrics_load():
     assert [n.checkpoint for n in weights.default_needs("ratescore")] == [rate.ner, rate.embedding]
     green = get_metric("green")
     assert weights.default_needs("green")[0].checkpoint.repo_id == green.settings.model
+    srr = get_metric("srr_bert")
+    assert [n.checkpoint for n in weights.default_needs("srr_bert")[:2]] == [srr.checkpoint, srr.tokenizer]
+    assert [n.kind for n in weights.default_needs("temporal_f1")] == ["stanza"]
+    crimson = get_metric("crimson")
+    assert weights.default_needs("crimson")[0].checkpoint.repo_id == crimson.settings.model
     assert weights.default_needs("bleu2") == [] and weights.default_needs("spec_cxr") == []
+    assert weights.default_needs("rouge") == []
     with pytest.raises(MetricError, match="unknown metric"):
         weights.default_needs("bleu4")
 
@@ -326,12 +333,15 @@ def publish(hub, repo_id: str, files: dict[str, bytes]) -> str:
 
 
 def test_download_fetches_a_model_folder_and_verifies_it(fake_hub, monkeypatch, capsys):
-    import rexrank.metrics.bertscore as bertscore
+    from dataclasses import replace
+
+    from rexrank import catalogue
 
     files = {"config.json": b'{"model_type": "roberta"}', "vocab.json": b"{}", "merges.txt": b"#version: 0.2\n",
              "model.safetensors": b"weights" * 100, "pytorch_model.bin": b"same weights, other format", "tf_model.h5": b"tf"}
-    commit = publish(fake_hub, bertscore.DEFAULT_MODEL, files)
-    monkeypatch.setattr(bertscore, "DEFAULT_REVISION", commit)
+    commit = publish(fake_hub, catalogue.DISTILROBERTA.repo_id, files)
+    (need,) = catalogue.METRIC_NEEDS["bertscore"]
+    monkeypatch.setitem(catalogue.METRIC_NEEDS, "bertscore", (replace(need, checkpoint=replace(need.checkpoint, revision=commit)),))
     assert weights.status(["bertscore"])[0].state == weights.MISSING
     assert main(["weights", "download", "bertscore"]) == 0
     out = capsys.readouterr().out
@@ -394,3 +404,38 @@ def test_download_radgraph_xl_fetches_its_archive_too(fake_hub, monkeypatch, cap
     asked.clear()
     main(["weights", "download", "bleu2"])
     assert asked == []
+
+
+def test_download_fetches_stanza_and_nltk_data_with_their_own_downloaders(fake_hub, monkeypatch, tmp_path, capsys):
+    """temporal_f1's Stanza model and srr_bert's punkt_tab live outside the hub cache: status
+    looks where Stanza and NLTK look, download calls their downloaders (stand-ins here)."""
+    import sys
+    import types
+
+    import nltk
+
+    resources, nltk_dir = tmp_path / "stanza", tmp_path / "nltk_data"
+    monkeypatch.setenv("STANZA_RESOURCES_DIR", str(resources))
+    monkeypatch.setattr(nltk.data, "path", [str(nltk_dir)])
+
+    def stanza_download(lang, model_dir, package, processors, verbose):
+        assert (lang, package, processors) == ("en", "radiology", {"tokenize": "default", "ner": "radiology"})
+        (Path(model_dir) / "en" / "ner").mkdir(parents=True)
+        (Path(model_dir) / "en" / "ner" / "radiology.pt").write_bytes(b"w" * 10)
+        (Path(model_dir) / "resources.json").write_text("{}")
+
+    def nltk_download(name, quiet, raise_on_error):
+        (nltk_dir / "tokenizers" / "punkt_tab" / "english").mkdir(parents=True)
+        (nltk_dir / "tokenizers" / "punkt_tab" / "english" / "sent_starters.txt").write_text("the\n")
+        return True
+
+    monkeypatch.setitem(sys.modules, "stanza", types.SimpleNamespace(__version__="1.10.1", download=stanza_download))
+    monkeypatch.setattr(nltk, "download", nltk_download)
+    assert [s.state for s in weights.status(["temporal_f1"])] == [weights.MISSING]
+    assert main(["weights", "status", "temporal_f1"]) == 1
+    assert "rexrank weights download temporal_f1" in capsys.readouterr().out
+    statuses = weights.download(["temporal_f1"])
+    assert [s.state for s in statuses] == [weights.CACHED] and str(resources) in str(statuses[0].path)
+    punkt = [s for s in weights.status(["srr_bert"]) if s.need.kind == "nltk"]
+    assert [s.state for s in punkt] == [weights.MISSING]
+    assert weights.fetch_need("srr_bert", punkt[0].need).state == weights.CACHED

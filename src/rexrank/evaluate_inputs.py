@@ -56,6 +56,19 @@ LLM = {
 
 OPTIONS: dict[str, dict[str, str]] = {
     "bleu2": {},
+    "rouge": {
+        "use_stemmer": "Porter-stem words longer than 3 characters before matching (RadEval: on; rouge_score's own default: off).",
+    },
+    "temporal_f1": {
+        "ner": "'stanza' (official: keywords plus Stanza's radiology NER; needs stanza and its model) or 'keywords' (keyword search only, no model).",
+        "stanza_dir": "Stanza resources folder holding the radiology model; None = $STANZA_RESOURCES_DIR or ~/stanza_resources.",
+    },
+    "srr_bert": {
+        "model": "SRR-BERT hub id (default: StanfordAIMI/SRR-BERT-Leaves-with-Statuses, as RadEval).",
+        "revision": "its hub revision (RadEval loads main; not pinned).",
+        "model_path": "local folder with the classifier's config and weights; wins over the hub.",
+        "tokenizer_path": "local folder with the CXR-BERT-general tokenizer; None = microsoft/BiomedVLP-CXR-BERT-general at its pinned commit.",
+    },
     "bertscore": {
         "model": "hub id or local folder of the encoder (default: distilroberta-base at its pinned commit).",
         "revision": "hub revision of `model`; None = the pinned commit for the default model, else 'main'.",
@@ -101,6 +114,16 @@ OPTIONS: dict[str, dict[str, str]] = {
         "unparseable": "'zero' (official: a completion without [Matched Findings] scores 0, counted, and is listed as n_unparseable / unparseable_positions in details) or 'fail' (strict: NaN and listed in failures).",
         "batching": "'official' (batches of 8 in input order; completion budget = max_length minus the longest prompt of the batch) or 'by_length' (faster: prompts sorted by length; may differ on long reports).",
         "keep_completions": "return the raw completions in details.",
+        "dtype": "'float16' (official, on every device, CPU included), 'bfloat16' or 'float32'.",
+    },
+    "crimson": {
+        "guidelines": "None (official: the prompt's guideline sections for any judge but the fine-tuned one, which was trained without them), True or False to force them.",
+        "patient_context": "one dict (e.g. {'Age': 71, 'Indication': 'dyspnea'}) or None per study: the official prompt's Patient Context block; default none. `rexrank score`/the backend: 'test_set' takes age and indication from the test set.",
+        "max_new_tokens": "completion token cap (official: 8192).",
+        "keep_completions": "return the raw answers in details.",
+        "dtype": "transformers weights' precision (official: bfloat16 on every device).",
+        "batch_size": "studies per generate call, transformers (official: 1).",
+        "seed": "sent to an endpoint serving another model than the fine-tuned judge (official OpenAI path: 42).",
     },
     "fineradscore": {
         "no_actionable_max": "highest severity still counted as 'no actionable error' (0-4).",
@@ -120,12 +143,16 @@ OPTIONS: dict[str, dict[str, str]] = {
 
 RETURNS = {
     "bleu2": "bleu2 (corpus mean of the per-study BLEU-2) and per_study (one score per pair, input order).",
+    "rouge": "rouge (mean ROUGE-L F1), rouge1, rouge2, rougeL (means of the per-study F1), per_study (ROUGE-L), per_study_columns (rouge1, rouge2, rougeL), config.",
+    "temporal_f1": "temporal_f1 (mean per-study temporal-entity F1), per_study, config.",
+    "srr_bert": "srr_bert (RadEval's corpus value: weighted F1 over the 163 labels), srr_bert_precision, srr_bert_recall (weighted), srr_bert_mean_f1 (mean of the per-study F1), per_study (F1), per_study_columns (precision, recall), config.",
     "bertscore": "bertscore (mean rescaled F1), bertscore_precision, bertscore_recall, per_study, per_study_columns, config.",
     "sembscore": "sembscore (mean cosine), per_study, details (CheXbert labels and F1 when labels=True), config.",
     "radgraph": "radgraph (mean radgraph_combined), per_study, the entity/relation F1 and reward levels under per_study_columns, config.",
     "radcliq": "radcliq (mean RadCliQ-v1, lower is better), radcliq_v1_inv (ReXrank's 1/RadCliQ-v1), radcliq_v0, the four components under per_study_columns, config.",
     "ratescore": "ratescore (mean), per_study, details, config.",
     "green": "green (mean), green_std, green_zero_error_rate_a..f, per_study, per_study_columns (matched findings, error counts), details (failures, llm_usage), config.",
+    "crimson": "crimson (mean, in (-1, 1]), crimson_std, per_study, per_study_columns (false/missing/attribute error counts and weighted sums, attribute error types), details (failures, unparseable answers, llm_usage), config.",
     "fineradscore": "fineradscore (mean of the per-report maximum severity, lower is better), fineradscore_inv (ReXrank's 1/FineRadScore), no_error_rate, no_actionable_error_rate, no_significant_error_rate, per_study, details, config.",
     "spec_cxr": "spec_cxr (mean report-level error count, lower is better), presence F1 and attribute accuracies, per_study, details, config.",
 }
@@ -140,6 +167,19 @@ EXAMPLES = {
     ...                     references=["No pneumothorax or effusion.", "The heart is normal in size."])
     >>> round(out["bleu2"], 4), [round(s, 4) for s in out["per_study"]]
     (0.3491, [0.363, 0.3352])
+''',
+    "rouge": _LOAD.format(var="rouge", name="rouge") + '''    >>> out = rouge.compute(predictions=["No pneumothorax.", "Heart size is normal."],
+    ...                     references=["No pneumothorax or effusion.", "The heart is normal in size."])
+    >>> round(out["rouge1"], 4), round(out["rouge2"], 4), [round(s, 4) for s in out["per_study"]]
+    (0.7333, 0.375, [0.6667, 0.6])
+''',
+    "temporal_f1": _LOAD.format(var="temporal", name="temporal_f1") + '''    >>> out = temporal.compute(predictions=["Stable cardiomegaly. New effusion."],
+    ...                        references=["Unchanged cardiomegaly, new small effusion."], ner="keywords")
+    >>> round(out["temporal_f1"], 4)
+    0.5
+''',
+    "srr_bert": _LOAD.format(var="srr", name="srr_bert") + '''    >>> out = srr.compute(predictions=["Small left pleural effusion."], references=["No pleural effusion."])  # doctest: +SKIP
+    >>> out["srr_bert"], out["per_study"]  # doctest: +SKIP
 ''',
     "bertscore": _LOAD.format(var="bertscore", name="bertscore") + '''    >>> out = bertscore.compute(predictions=["No pneumothorax."], references=["No pneumothorax or effusion."])  # doctest: +SKIP
     >>> out["bertscore"], out["per_study_columns"]["bertscore_precision"]  # doctest: +SKIP
@@ -160,6 +200,10 @@ EXAMPLES = {
     "green": _LOAD.format(var="green", name="green") + '''    >>> out = green.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
     ...                     base_url="http://localhost:8000/v1", model="StanfordAIMI/GREEN-radllama2-7b")  # doctest: +SKIP
     >>> out["green"], out["details"]["llm_usage"]  # doctest: +SKIP
+''',
+    "crimson": _LOAD.format(var="crimson", name="crimson") + '''    >>> out = crimson.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
+    ...                       base_url="http://localhost:8000/v1", model="rajpurkarlab/medgemma-4b-it-crimson")  # doctest: +SKIP
+    >>> out["crimson"], out["details"]["llm_usage"]  # doctest: +SKIP
 ''',
     "fineradscore": _LOAD.format(var="frs", name="fineradscore") + '''    >>> out = frs.compute(predictions=["No pneumothorax."], references=["Small left pneumothorax."],
     ...                   model="gpt-4o-2024-08-06")  # doctest: +SKIP

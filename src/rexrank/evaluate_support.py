@@ -12,6 +12,10 @@ from typing import Any
 from rexrank.metrics.registry import get_metric, metric_class
 
 
+# where the official computation of a metric lives, when it is not CXR-Report-Metric
+OFFICIAL_CODE = {name: "https://github.com/jbdel/RadEval" for name in ("rouge", "temporal_f1", "srr_bert")}
+
+
 def metric_info(name: str):
     import datasets
     import evaluate
@@ -25,7 +29,7 @@ def metric_info(name: str):
         inputs_description=inputs_description(name),
         features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
         homepage="https://rexrank.ai",
-        codebase_urls=["https://github.com/rajpurkarlab/CXR-Report-Metric"],
+        codebase_urls=[OFFICIAL_CODE.get(name, "https://github.com/rajpurkarlab/CXR-Report-Metric")],
     )
 
 

@@ -22,6 +22,9 @@ class Column:
     display: str  # header on the ReXrank site and in its published CSVs
     metric: str  # rexrank metric that produces it
     higher_is_better: bool = True
+    # not a column of the published ReXrank tables: never the default ranking, and hidden by
+    # default once the leaderboard lets users choose columns
+    optional: bool = False
 
 
 # In the order the ReXrank site shows them.
@@ -34,6 +37,11 @@ LEADERBOARD_COLUMNS: tuple[Column, ...] = (
     Column("ratescore", "RaTEScore", "ratescore"),
     Column("green", "GREEN", "green"),
     Column("fineradscore_inv", "1/FineRadScore", "fineradscore"),
+    # RadEval's metrics that ReXrank does not publish
+    Column("rouge", "ROUGE-L", "rouge", optional=True),
+    Column("temporal_f1", "Temporal F1", "temporal_f1", optional=True),
+    Column("srr_bert", "SRR-BERT F1", "srr_bert", optional=True),
+    Column("crimson", "CRIMSON", "crimson", optional=True),
 )
 COLUMNS_BY_KEY = {c.key: c for c in LEADERBOARD_COLUMNS}
 DEFAULT_RANK_KEY = "radcliq_v1_inv"
@@ -116,6 +124,10 @@ def leaderboard_values(results: dict) -> dict[str, dict]:
         ("radgraph", "radgraph", "radgraph"),
         ("ratescore", "ratescore", "ratescore"),
         ("green", "green", "green"),
+        ("rouge", "rouge", "rouge"),
+        ("temporal_f1", "temporal_f1", "temporal_f1"),
+        ("srr_bert", "srr_bert", "srr_bert"),
+        ("crimson", "crimson", "crimson"),
     ):
         s = _summary(results, metric, column)
         if s is not None:

@@ -241,6 +241,21 @@ def remember_data_dir(spec, data_dir: str | Path | None) -> None:
     remember(spec.name, resolve_file(spec, data_dir))
 
 
+def _with_test_set_context(metric_options: dict | None, names: list[str], dataset: str, track: str, data_dir,
+                           ids: Sequence[str]) -> dict | None:
+    """crimson.patient_context="test_set": one context per study from the test set's rows."""
+    from rexrank.metrics.crimson_context import FROM_TEST_SET, test_set_contexts
+
+    crimson = (metric_options or {}).get("crimson", {})
+    if "crimson" not in names or crimson.get("patient_context") != FROM_TEST_SET:
+        return metric_options
+    from rexrank.testsets.loading import load_test_set
+
+    rows = load_test_set(dataset, track, data_dir=data_dir)
+    by_id = dict(zip(rows["id"], test_set_contexts(rows)))
+    return {**metric_options, "crimson": {**crimson, "patient_context": [by_id[i] for i in ids]}}
+
+
 def score_submission(
     dataset: str,
     track: str,
@@ -273,6 +288,7 @@ def score_submission(
         predictions_path, list(test.ids), test_set=f"{spec.title}, {track} track", outside_track_ids=outside,
         id_column=id_column, prediction_column=prediction_column,
     )
+    metric_options = _with_test_set_context(metric_options, names, dataset, track, data_dir, test.ids)
     info = {
         "name": dataset,
         "title": spec.title,

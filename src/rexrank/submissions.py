@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -58,9 +59,14 @@ def _first_present(columns: Iterable[str], wanted: Sequence[str], *, what: str, 
         if name in columns:
             return name
     raise SubmissionError(
-        f"no {what} column: expected one of {', '.join(wanted)}, found {', '.join(map(str, columns)) or 'none'}",
+        f"no {what} column: expected one of {', '.join(wanted)}, found {_names(columns) or 'none'}",
         source=source,
     )
+
+
+def _names(columns: list, shown: int = 10) -> str:
+    listed = ", ".join(short_repr(str(c), 40)[1:-1] for c in columns[:shown])
+    return listed + (f", … ({len(columns) - shown} more)" if len(columns) > shown else "")
 
 
 def _rows_from_records(records: list[dict], *, source: str, location: str, ids=ID_COLUMNS, texts=TEXT_COLUMNS) -> RawPredictions:
@@ -84,11 +90,11 @@ def _read_submission_json(doc: dict, *, source: str, field: str = SUBMISSION_JSO
     for study_id, study in doc.items():
         if not isinstance(study, dict) or field not in study:
             raise SubmissionError(
-                f"study {study_id!r} has no {field!r} field (ReXrank submission JSON: the test "
+                f"study {short_repr(study_id)} has no {field!r} field (ReXrank submission JSON: the test "
                 f"JSON with {field!r} added to every study)",
                 source=source,
             )
-        rows.append((study_id, study[field], f"study {study_id!r}"))
+        rows.append((study_id, study[field], f"study {short_repr(study_id)}"))
     return RawPredictions(rows, source)
 
 
@@ -113,67 +119,119 @@ def read_raw_predictions(path: str | Path, *, id_column: str | None = None, pred
 
 
 def _read_raw_predictions(path: Path, id_column: str | None = None, prediction_column: str | None = None) -> RawPredictions:
+    from rexrank import input_limits as L
+
     source = str(path)
-    if not path.exists():
-        raise SubmissionError("file not found", source=source)
+    # only a regular file or a folder: a FIFO would block here forever, /dev/zero never ends
+    st = L.check_regular(path, allow_dir=True)
     columns = dict(ids=(id_column,) if id_column else ID_COLUMNS, texts=(prediction_column,) if prediction_column else TEXT_COLUMNS)
-    if path.is_dir():
-        import datasets
+    if stat.S_ISDIR(st.st_mode):
+        raw = _read_dataset_folder(path, source=source, **columns)
+    else:
+        raw = _read_file(path, source=source, **columns)
+    L.check_rows(len(raw.rows), source=source)
+    L.check_texts([r[1] for r in raw.rows], [r[0] for r in raw.rows], source=source)
+    return raw
 
-        try:
-            table = datasets.load_from_disk(str(path))
-        except Exception as exc:  # datasets raises several types for a folder it cannot read
-            raise SubmissionError(f"not a folder saved with datasets.save_to_disk: {exc}", source=source) from None
-        if isinstance(table, datasets.DatasetDict):
-            if len(table) != 1:
-                raise SubmissionError(f"saved DatasetDict has splits {list(table)}; save a single split", source=source)
-            table = next(iter(table.values()))
-        return _read_table(table.to_pandas(), source=source, location="row", **columns)
+
+def _read_dataset_folder(path: Path, *, source: str, ids, texts) -> RawPredictions:
+    import datasets
+
+    from rexrank import input_limits as L
+
+    L.check_folder(path, source=source)  # regular files, MAX_TABLE_BYTES in all, before datasets opens them
+    try:
+        table = datasets.load_from_disk(str(path))
+    except Exception as exc:  # datasets raises several types for a folder it cannot read
+        raise SubmissionError(f"not a folder saved with datasets.save_to_disk: {_first_line(exc)}", source=source) from None
+    if isinstance(table, datasets.DatasetDict):
+        if len(table) != 1:
+            raise SubmissionError(f"saved DatasetDict has splits {list(table)}; save a single split", source=source)
+        table = next(iter(table.values()))
+    L.check_rows(table.num_rows, source=source)
+    id_col = _first_present(table.column_names, ids, what="id", source=source)
+    text_col = _first_present(table.column_names, texts, what="prediction text", source=source)
+    return _read_table(table.select_columns([id_col, text_col]).to_pandas(), source=source, location="row",
+                       ids=(id_col,), texts=(text_col,))
+
+
+def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
+    from rexrank import input_limits as L
+
     suffix = path.suffix.lower()
+    columns = dict(ids=ids, texts=texts)
     if suffix == ".parquet":
-        import pandas as pd
+        import pyarrow.parquet as pq
 
+        L.check_size(path, L.MAX_FILE_BYTES)  # the decompressed columns: MAX_TABLE_BYTES, from the metadata
+        id_col, text_col = L.parquet_columns(path, ids, texts, source=source)  # rows and sizes from the metadata
         try:
-            frame = pd.read_parquet(path)
+            # dictionary columns stay dictionaries until their expanded size is known: one
+            # long value repeated on every row is small on disk and enormous once expanded
+            table = pq.read_table(path, columns=[id_col, text_col], read_dictionary=[id_col, text_col])
+            L.check_expanded(table, source=source)
+            table = L.expand(table)  # (the dictionary-encoded table is freed here, before pandas)
+            frame = table.to_pandas()
+            del table
+        except SubmissionError:
+            raise
         except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
             raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {_first_line(exc)})", source=source) from None
-        return _read_table(frame, source=source, location="row", **columns)
+        return _read_table(frame, source=source, location="row", ids=(id_col,), texts=(text_col,))
+    if suffix not in (".csv", ".jsonl", ".json"):
+        raise SubmissionError(
+            f"unsupported file type {suffix or '(none)'}; use .json (ReXrank submission), .csv, .jsonl, .parquet "
+            "or a datasets folder",
+            source=source,
+        )
+    data = L.read_capped(path, L.MAX_FILE_BYTES if suffix == ".json" else L.MAX_TABLE_BYTES)
     if suffix == ".csv":
-        import pandas as pd
-
-        # keep_default_na=False: an empty cell is an empty prediction, not NaN; ids stay text
-        try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except pd.errors.EmptyDataError:
-            raise SubmissionError("empty CSV file: expected a header line (id,prediction) and one line per study", source=source) from None
-        except pd.errors.ParserError as exc:
-            raise SubmissionError(f"not a readable CSV: {_first_line(exc)}", source=source) from None
-        # CSV row numbers count the header as line 1
-        raw = _read_table(frame, source=source, location="line", **columns)
-        raw.rows = [(i, t, f"line {n + 2}") for n, (i, t, _) in enumerate(raw.rows)]
-        return raw
+        return _read_csv(data, source=source, **columns)
+    L.check_json_values(data, source=source, lines=suffix == ".jsonl")
     if suffix == ".jsonl":
         records = []
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                records.append(_strict_json(line, source=source, where=f"line {lineno}"))
+        for lineno, line in enumerate(L.jsonl_lines(data, source=source), 1):  # one line decoded at a time
+            if not line.strip():
+                continue
+            records.append(_strict_json(line.decode("utf-8"), source=source, where=f"line {lineno}"))
+            L.check_rows(len(records), source=source, counted=False)
         return _rows_from_records(records, source=source, location="line", **columns)
-    if suffix == ".json":
-        doc = _strict_json(path.read_text(encoding="utf-8"), source=source, where="")
-        if isinstance(doc, dict):
-            if id_column:
-                raise SubmissionError("a ReXrank submission JSON is keyed by study id: it has no id column to name", source=source)
-            return _read_submission_json(doc, source=source, field=prediction_column or SUBMISSION_JSON_FIELD)
-        if isinstance(doc, list):
-            return _rows_from_records(doc, source=source, location="item", **columns)
-        raise SubmissionError(f"expected a JSON object or list, got {type(doc).__name__}", source=source)
-    raise SubmissionError(
-        f"unsupported file type {suffix or '(none)'}; use .json (ReXrank submission), .csv, .jsonl, .parquet "
-        "or a datasets folder",
-        source=source,
-    )
+    doc = _strict_json(data.decode("utf-8"), source=source, where="")
+    del data
+    if isinstance(doc, dict):
+        if ids != ID_COLUMNS:
+            raise SubmissionError("a ReXrank submission JSON is keyed by study id: it has no id column to name", source=source)
+        field = texts[0] if texts != TEXT_COLUMNS else SUBMISSION_JSON_FIELD
+        return _read_submission_json(doc, source=source, field=field)
+    if isinstance(doc, list):
+        return _rows_from_records(doc, source=source, location="item", **columns)
+    raise SubmissionError(f"expected a JSON object or list, got {type(doc).__name__}", source=source)
+
+
+def _read_csv(data: bytes, *, source: str, ids, texts) -> RawPredictions:
+    import io
+
+    import pandas as pd
+
+    from rexrank import input_limits as L
+
+    header = data.split(b"\n", 1)[0]
+    if header.count(b",") + 1 > L.MAX_CSV_COLUMNS:
+        raise SubmissionError(f"the header line has more than {L.MAX_CSV_COLUMNS:,} columns", source=source)
+    # keep_default_na=False: an empty cell is an empty prediction, not NaN; ids stay text;
+    # nrows: parsing stops one row past the limit
+    try:
+        frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, nrows=L.MAX_ROWS + 1,
+                            encoding="utf-8")
+    except pd.errors.EmptyDataError:
+        raise SubmissionError("empty CSV file: expected a header line (id,prediction) and one line per study", source=source) from None
+    except pd.errors.ParserError as exc:
+        raise SubmissionError(f"not a readable CSV: {_first_line(exc)}", source=source) from None
+    L.check_rows(len(frame), source=source, counted=False)
+    # CSV row numbers count the header as line 1
+    raw = _read_table(frame, source=source, location="line", ids=ids, texts=texts)
+    raw.rows = [(i, t, f"line {n + 2}") for n, (i, t, _) in enumerate(raw.rows)]
+    return raw
 
 
 def _first_line(exc: BaseException) -> str:
@@ -215,13 +273,25 @@ def _normalise_id(value: Any, location: str, source: str) -> str:
     if not text:
         raise SubmissionError(f"{location}: empty study id", source=source)
     if _surrogate_at(text) is not None:
-        raise SubmissionError(f"{location}: study id {text!r} holds a lone surrogate, not valid Unicode text", source=source)
+        raise SubmissionError(f"{location}: study id {short_repr(text)} holds a lone surrogate, not valid Unicode text", source=source)
     return text
 
 
+def short_repr(value: Any, limit: int = 60) -> str:
+    """repr() cut to `limit` characters: an id or value of megabytes must not make the
+    message megabytes."""
+    text = repr(value) if not isinstance(value, (list, dict, tuple)) or len(value) < 100 else f"<{type(value).__name__} of {len(value)}>"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _listing(ids: Sequence[str]) -> str:
-    shown = ", ".join(map(repr, ids[:SHOWN]))
+    shown = ", ".join(map(short_repr, ids[:SHOWN]))
     return shown + (f", … ({len(ids) - SHOWN} more)" if len(ids) > SHOWN else "")
+
+
+def _places(sid: str, locations: list[str], shown: int = 3) -> str:
+    more = f" and {len(locations) - shown} more places" if len(locations) > shown else ""
+    return f"{short_repr(sid)} at {', '.join(locations[:shown])}{more}"
 
 
 def validate_predictions(
@@ -236,7 +306,12 @@ def validate_predictions(
     `outside_track_ids`: studies of the test set that this track does not score; a
     prediction for one is accepted and reported, not an error.
     """
+    from rexrank import input_limits as L
+
     source = raw.source
+    # again here: rows put together from several files (parquet shards of a Hub repo)
+    L.check_rows(len(raw.rows), source=source)
+    L.check_texts([r[1] for r in raw.rows], [r[0] for r in raw.rows], source=source)
     by_id: dict[str, tuple[str, str]] = {}
     duplicates: dict[str, list[str]] = {}
     bad_types: list[str] = []
@@ -244,9 +319,9 @@ def validate_predictions(
     for value, text, location in raw.rows:
         sid = _normalise_id(value, location, source)
         if not isinstance(text, str):
-            bad_types.append(f"{location} (id {sid!r}): {type(text).__name__} {text!r}")
+            bad_types.append(f"{location} (id {short_repr(sid)}): {type(text).__name__} {short_repr(text)}")
         elif (pos := _surrogate_at(text)) is not None:
-            bad_text.append(f"{location} (id {sid!r}): lone surrogate U+{ord(text[pos]):04X} at character {pos + 1}")
+            bad_text.append(f"{location} (id {short_repr(sid)}): lone surrogate U+{ord(text[pos]):04X} at character {pos + 1}")
         if sid in by_id:
             duplicates.setdefault(sid, [by_id[sid][1]]).append(location)
         else:
@@ -265,9 +340,10 @@ def validate_predictions(
             source=source,
         )
     if duplicates:
-        listed = "; ".join(f"{sid!r} at {', '.join(locs)}" for sid, locs in list(duplicates.items())[:SHOWN])
+        listed = "; ".join(_places(sid, locs) for sid, locs in list(duplicates.items())[:SHOWN])
+        more = f"; … ({len(duplicates) - SHOWN} more)" if len(duplicates) > SHOWN else ""
         raise SubmissionError(
-            f"{len(duplicates)} study ids appear more than once: {listed}", source=source, details={"duplicates": list(duplicates)}
+            f"{len(duplicates)} study ids appear more than once: {listed}{more}", source=source, details={"duplicates": list(duplicates)}
         )
     expected = list(test_ids)
     expected_set = set(expected)

@@ -61,8 +61,8 @@ def fig_metric_boxplots(tables_by_test_set: Mapping[str, "pd.DataFrame | RunSet"
     if not tables_by_test_set:
         raise AnalysisError("no test sets given for the box plots")
     tables = {name: as_system_table(t) for name, t in tables_by_test_set.items()}
-    if metrics is None:
-        metrics = list(dict.fromkeys(c for t in tables.values() for c in t.columns))
+    if metrics is None:  # the columns with a value somewhere (an optional column may have none yet)
+        metrics = list(dict.fromkeys(c for t in tables.values() for c in t.columns if t[c].notna().any()))
     if not metrics:
         raise AnalysisError("no metric columns to plot")
     cols = min(4, len(metrics))

@@ -1,45 +1,88 @@
-"""What may be published about a private test set (ReXGradient): rounded aggregates only.
+"""What may be published about a private test set (ReXGradient): noisy, rounded aggregates only.
 
-`private_results` rounds a scoring run's summaries before anything is derived from them;
-`private_view` keeps only aggregates; `validation_message` says what was wrong with a
-submission in counts, never ids; `find_leaks` is the last check before anything is
-written: no reference text may appear in it. `public_message` removes server paths from
-any message a submitter sees.
+`private_results` randomises and rounds a scoring run's summaries before anything is
+derived from them; `private_view` keeps only aggregates; `validation_message` says what
+was wrong with a submission in counts, never ids; `find_leaks` is the last check before
+anything is written: no reference text may appear in it. `public_message` removes server
+paths from any message a submitter sees.
 
-Rounding: why this precision hides one study
---------------------------------------------
-A submitter controls every prediction, so they can make two submissions that differ in
-one study, or leave all predictions but one empty (the mean is then that study's score
-divided by n). Replacing one study's score moves a mean over n studies by at most w / n,
-where w is the width of the range a per-study score can take (1 for scores in [0, 1];
-10,000 studies: 1e-4), and the 95 % CI half-width (1.96 × sample std / √n) by at most
-1.96 · w / √(n (n − 1)) ≈ 1.96 · w / n (the sample std is a norm of the centred scores,
-which one study moves by at most w).
+Why rounding alone leaks
+------------------------
+A submitter controls every prediction. Leaving all predictions empty except the first k,
+a binary search on k puts the published (rounded) mean on a rounding boundary; after that,
+one more submission with a guess for one chosen study answers with certainty whether that
+study's score crosses a threshold (whether the guess is close to its reference). Any
+deterministic rounding has boundaries, so it cannot stop this.
 
-Each published number is rounded to a step q, a power of ten, at least
-PRIVACY_FACTOR (5) times that largest one-study change. Then
-- a lone study never shows: its contribution (≤ w / n ≤ q / 5) is under half a step, so
-  the empty-but-one submission publishes the value of the empty submission;
-- a one-study difference changes the published value only when the unrounded value sits
-  within w / n of a rounding boundary: for a value that is not known to the submitter to
-  the last digit, at most 1 time in 5, and then it tells only "near a boundary"; each
-  such probe costs a submission of the quota, and failed validation counts too.
-Deterministic rounding cannot do better than this (a value on a boundary always flips);
-it is the same guarantee for every column, whatever its range.
+The guarantee: ε-differential privacy per published number
+---------------------------------------------------------
+Every published aggregate of a private test set (each score column's mean and 95 % CI
+half-width) is the true value plus Laplace noise of scale b = Δ / ε, then clamped to the
+values it can take and rounded. Δ is the largest change one study can make to it (its
+sensitivity): with per-study scores in a range of width w (PER_STUDY_RANGE) and n scored
+studies, Δ = w / n for the mean and 1.96 · w / √(n (n − 1)) for the CI half-width (the
+sample standard deviation is a norm of the centred scores, which one study moves by at
+most w / √(n − 1)). Clamping and rounding are post-processing: they cannot weaken it.
 
-For ReXGradient (10,000 studies) this gives 3 decimals for the means and CIs of scores
-in [0, 1] (BLEU-2, RadGraph, RaTEScore, GREEN: the ReXrank site's precision); BERTScore
-and SembScore ([-1, 1]) keep 3 decimals for the mean and 2 for the CI; the mean
-FineRadScore severity (0–4) and mean RadCliQ-v1 (a linear map of its components, width
-≈ 6.5) get 2 decimals. The leaderboard's 1/RadCliQ-v1 and 1/FineRadScore are computed from the
-rounded means, so they reveal nothing the rounded means do not. Per-study minima, maxima,
-medians and standard deviations are not published (a maximum is one study's score).
+So for any two test sets that differ in one study (or any two submissions that differ in
+one study's prediction), each published number has a probability distribution that
+changes by at most a factor e^ε = e^0.5 ≈ 1.65. A submitter who asks one yes/no question
+about one study with one published number is right with probability at most
+e^ε / (1 + e^ε) ≈ 0.62 (a coin toss is 0.5); tests/test_private_attack.py runs the
+boundary attack above and checks it against this bound.
+
+EPSILON = 0.5 per published number. The noise scale b (the Laplace parameter; its
+standard deviation is √2 · b):
+
+    score range (width w)          590 studies           10,000 studies
+                                   mean      CI          mean      CI
+    [0, 1]  BLEU-2, RadGraph, ...  0.0034    0.0066      0.0002    0.0004
+    [-1, 1] BERTScore, SembScore   0.0068    0.0133      0.0004    0.0008
+    0-4     FineRadScore           0.0136    0.0266      0.0008    0.0016
+    RadCliQ-v1 (w ≈ 6.54)          0.0222    0.0435      0.0013    0.0026
+
+At ReXGradient's 10,000 studies the noise on every [0, 1] and [-1, 1] mean and on the
+[0, 1] CIs is below the 0.001 of ReXrank's 3 displayed decimals (RadCliQ-v1 and
+FineRadScore are published at 2 decimals, above their noise).
+
+What repeated submissions cost
+------------------------------
+Privacy losses add up (sequential composition): a submission that publishes m numbers
+spends m · ε on every study; k submissions spend k · m · ε. ReXrank's metric set
+publishes a mean and a CI for 11 columns, so m = 22 and one submission spends at most
+11 on each study in the worst case (all numbers used against one study; one number
+against one question: 0.5). The quota (1 submission per submitter, test set and track
+in 7 days; failed validation counts) and, where organisers set it, the list of approved
+submitters are what bound k: the noise is drawn afresh for every submission, identical
+predictions included, so averaging many submissions works as fast as the budget says and
+no faster. A store without a quota (`--quota 0`) has no budget limit.
+
+Noise is drawn from a generator seeded from the operating system's secure randomness
+(`secrets`) for every result: no submitter can reproduce or predict it. Rounding removes
+the low bits of the floating-point noise, which could otherwise leak (Mironov 2012).
+
+Rounding: the precision
+-----------------------
+Each published number is rounded to a step q, a power of ten, at least PRIVACY_FACTOR
+(5) times its largest one-study change (above): so a lone study never shows in the
+digits published even before noise. For ReXGradient (10,000 studies) this gives 3
+decimals for the means and CIs of scores in [0, 1] (BLEU-2, RadGraph, RaTEScore, GREEN:
+the ReXrank site's precision); BERTScore and SembScore ([-1, 1]) keep 3 decimals for the
+mean and 2 for the CI; the mean FineRadScore severity (0–4) and mean RadCliQ-v1 (a linear
+map of its components, width ≈ 6.5) get 2 decimals. The leaderboard's 1/RadCliQ-v1 and
+1/FineRadScore are computed from the published means, so they reveal nothing more.
+Per-study minima, maxima, medians and standard deviations are not published (a maximum
+is one study's score); the counts n and n_missing are published as they are.
+
+The guarantee assumes each per-study score lies in its declared range (PER_STUDY_RANGE);
+scores are not clipped to it.
 """
 from __future__ import annotations
 
 import json
 import math
 import re
+import secrets
 from typing import Iterable, Sequence
 
 from rexrank.errors import SubmissionError
@@ -49,6 +92,7 @@ from rexrank.errors import SubmissionError
 MIN_LEAK_CHARS = 25
 PRIVACY_FACTOR = 5
 CI_FACTOR = 1.96  # the CI's one-study change relative to the mean's (see the module docstring)
+EPSILON = 0.5  # privacy loss per published number (see the module docstring)
 
 
 def _radcliq_v1_range() -> tuple[float, float]:
@@ -76,12 +120,16 @@ PER_STUDY_RANGE: dict[str, tuple[float, float]] = {
     "radgraph": (0.0, 1.0),
     "ratescore": (0.0, 1.0),
     "green": (0.0, 1.0),
+    "crimson": (-1.0, 1.0),  # (-1, 1] by construction
     "bertscore": (-1.0, 1.0),
     "sembscore": (-1.0, 1.0),
     "fineradscore": (0.0, 4.0),
     "fineradscore_no_error": (0.0, 1.0),
     "fineradscore_no_actionable_error": (0.0, 1.0),
     "fineradscore_no_significant_error": (0.0, 1.0),
+    "rouge": (0.0, 1.0),  # F1 values
+    "temporal_f1": (0.0, 1.0),
+    "srr_bert": (0.0, 1.0),
 }
 PER_STUDY_RANGE["radcliq"] = _radcliq_v1_range()
 
@@ -101,31 +149,66 @@ def rounding_for(column: str, n_studies: int) -> dict | None:
     return {"mean": decimals_for(width, n_studies), "ci95": decimals_for(CI_FACTOR * width, n_studies)}
 
 
-def _rounded(value, decimals: int):
+def sensitivity(column: str, n: int) -> dict | None:
+    """The largest change one study can make to a column's mean and CI half-width over
+    `n` scored studies: {"mean": w / n, "ci95": 1.96 w / √(n (n − 1))}; None without a range."""
+    if column not in PER_STUDY_RANGE or n < 2:
+        return None
+    low, high = PER_STUDY_RANGE[column]
+    width = high - low
+    return {"mean": width / n, "ci95": CI_FACTOR * width / math.sqrt(n * (n - 1))}
+
+
+def noise_scale(column: str, n: int, *, epsilon: float = EPSILON) -> dict | None:
+    """The Laplace scale b = sensitivity / ε of a column's mean and CI half-width."""
+    delta = sensitivity(column, n)
+    return None if delta is None else {k: v / epsilon for k, v in delta.items()}
+
+
+def secure_rng():
+    """A generator seeded from the operating system's secure randomness: a submitter can
+    neither reproduce nor predict its draws."""
+    import numpy as np
+
+    return np.random.default_rng(secrets.randbits(128))
+
+
+def _published(value, *, scale: float, decimals: int, rng, low: float = -math.inf, high: float = math.inf):
+    """value + Laplace(scale), clamped to [low, high], rounded; None for a missing value."""
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         return None
-    return round(float(value), decimals) + 0.0  # + 0.0: no "-0.0"
+    noisy = min(max(float(value) + float(rng.laplace(0.0, scale)), low), high)
+    return round(noisy, decimals) + 0.0  # + 0.0: no "-0.0"
 
 
-def private_results(results: dict) -> dict:
+def private_results(results: dict, *, rng=None, epsilon: float = EPSILON) -> dict:
     """A scoring run's results (rexrank.scoring) with every metric's scores reduced to n,
-    n_missing and the rounded mean and CI (columns without a declared range: n only).
-    Leaderboard values computed from it reveal nothing more than the rounded numbers."""
+    n_missing and the mean and CI with Laplace noise (ε per number), rounded (columns
+    without a declared range: n only). `rng`: a numpy Generator (default: `secure_rng()`);
+    tests pass a seeded one. Leaderboard values computed from it reveal nothing more."""
+    rng = secure_rng() if rng is None else rng
     n_studies = int(results.get("test_set", {}).get("n_studies") or results.get("predictions", {}).get("n") or 0)
     metrics = {}
     for name, summary in results.get("metrics", {}).items():
-        scores, rounding = {}, {}
+        scores, rounding, scales = {}, {}, {}
         for column, s in summary.get("scores", {}).items():
             kept = {k: s[k] for k in ("n", "n_missing") if k in s}
             rule = rounding_for(column, n_studies)
-            if rule is not None:
-                kept["mean"] = _rounded(s.get("mean"), rule["mean"])
-                kept["ci95"] = _rounded(s.get("ci95"), rule["ci95"])
+            # fewer scored studies than the test set has: each moves the mean more
+            n = min(int(s["n"]), n_studies) if s.get("n") else n_studies
+            scale = noise_scale(column, n, epsilon=epsilon)
+            if rule is not None and scale is not None:
+                low, high = PER_STUDY_RANGE[column]
+                kept["mean"] = _published(s.get("mean"), scale=scale["mean"], decimals=rule["mean"], rng=rng,
+                                          low=low, high=high)
+                kept["ci95"] = _published(s.get("ci95"), scale=scale["ci95"], decimals=rule["ci95"], rng=rng, low=0.0)
                 rounding[column] = rule
+                scales[column] = {k: float(f"{v:.3g}") for k, v in scale.items()}
             scores[column] = kept
         metrics[name] = {
             "scores": scores,
             "rounding_decimals": rounding,
+            "privacy": {"mechanism": "laplace", "epsilon_per_number": epsilon, "noise_scale": scales},
             "higher_is_better": summary.get("higher_is_better"),
             **{k: summary[k] for k in ("n_studies", "n_scored", "n_failed", "seconds") if k in summary},
         }
@@ -134,7 +217,7 @@ def private_results(results: dict) -> dict:
 
 def private_view(summary: dict) -> dict:
     """One metric's summary from `private_results`, as the result record keeps it."""
-    return {k: v for k, v in summary.items() if k in ("scores", "rounding_decimals", "higher_is_better",
+    return {k: v for k, v in summary.items() if k in ("scores", "rounding_decimals", "privacy", "higher_is_better",
                                                       "n_studies", "n_scored", "n_failed", "seconds")}
 
 

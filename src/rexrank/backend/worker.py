@@ -7,6 +7,7 @@ a second one (and a result already written before the crash is reused, not recom
 """
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
@@ -18,19 +19,22 @@ import traceback
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from rexrank import __version__
 from rexrank.backend.privacy import find_leaks, private_results, private_view, public_message, validation_message
 from rexrank.errors import MetricError, RexrankError, SubmissionError, TestSetError
 from rexrank.store import records as R
 from rexrank.store.names import display
+from rexrank.store.repo import StoreError, StoreWriteError
 from rexrank.store.scratch import ScratchDir, remove_stale
 from rexrank.store.store import Store
 
 log = logging.getLogger("rexrank.backend")
 
 DEFAULT_LEASE_SECONDS = 600.0
+# OS errors that say the machine, not the request, failed: the request goes back to the queue
+MACHINE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG, errno.ENFILE, errno.EMFILE}
 DEFAULT_MIN_COVERAGE = 0.99
 PRIVATE_INTERNAL_ERROR = (
     "scoring failed with an internal error on the private test set; details are kept out of the "
@@ -208,21 +212,45 @@ class Worker:
                               "again — fix the worker's data (--data-dir) and start it again, or withdraw the request "
                               f"with `rexrank cancel {rid}`") from None
         except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS:  # e.g. no space for scratch files
+                self._give_back(rid, f"{exc.strerror or exc} (scratch space: {tempfile.gettempdir()})")
             message, kind = self.failure_message(request, exc)
             log.error("%s FAILED: %s", rid, display(message))
             if not keeper.lost.is_set():
                 self.store.fail(rid, self.worker_id, error=message, kind=kind)
             return self.store.get_request(rid)
-        if keeper.lost.is_set():
-            log.warning("%s: lease lost while scoring; discarding this worker's result", rid)
-            return self.store.get_request(rid)
-        self.store.add_result(record, per_study=per_study)
-        notes = [f"{name} was not scored: {why}" for name, why in self.not_scored.items()]
-        if not self.store.finish(rid, self.worker_id, result_id=record["id"], notes=notes):
+        published = False
+        try:
+            if keeper.lost.is_set() or not self.store.begin_publish(rid, self.worker_id):
+                # cancelled, or taken by another worker, since the last renewal: the publishing
+                # step is a commit on the version in which this worker holds it, so it failed
+                log.warning("%s: no longer held by this worker (cancelled or taken over); nothing published", rid)
+                return self.store.get_request(rid)
+            self.store.add_result(record, per_study=per_study)
+            published = True
+            notes = [f"{name} was not scored: {why}" for name, why in self.not_scored.items()]
+            finished = self.store.finish(rid, self.worker_id, result_id=record["id"], notes=notes)
+        except StoreWriteError as exc:  # a full disk, a read-only store: nothing of that commit was written
+            if published:  # the result is out: the next worker to claim the request marks it FINISHED
+                raise BackendStop(f"cannot write: {exc}; the result of {rid} is published and the request stays "
+                                  "RUNNING until its lease ends — free space and start the worker again") from None
+            self._give_back(rid, str(exc))
+        if not finished:
             log.warning("%s: lease lost before FINISHED; the holder settles it (same result id)", rid)
         else:
             log.info("%s FINISHED", rid)
         return self.store.get_request(rid)
+
+    def _give_back(self, rid: str, why: str) -> NoReturn:
+        """The machine, not the request, failed (no space, a read-only store): the request
+        is PENDING again at once, attempt not counted, and the worker stops with one line."""
+        try:
+            self.store.release(rid, self.worker_id, reason="the backend could not write its output")
+            state = "is PENDING again"
+        except StoreError as exc:  # the same disk refused this small write too
+            state = f"stays RUNNING until its lease ends (it could not be put back: {exc})"
+        raise BackendStop(f"cannot write: {why}; request {rid} {state} — free space or fix the store's "
+                          "permissions and start the worker again")
 
     def policy_problem(self, request: dict) -> str | None:
         """The submission rules, checked here whatever the submitting client did."""

@@ -8,8 +8,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "cancel",
         help="withdraw a PENDING or RUNNING request (maintainers)",
-        description="Mark a PENDING or RUNNING request FAILED (cancelled): it uses no quota and claims no model "
-        "name. A worker scoring it notices at its next lease renewal and publishes nothing.",
+        description="Mark a PENDING or RUNNING request FAILED (cancelled): it counts against the submitter's quota "
+        "like a finished one and claims no model name. A worker scoring it publishes nothing (its publishing step "
+        "fails once the request was cancelled); a request whose result is already being published cannot be "
+        "cancelled.",
     )
     p.add_argument("id", help="request id")
     p.add_argument("--reason", default="", help="shown to the submitter")

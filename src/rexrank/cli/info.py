@@ -15,7 +15,7 @@ ACCESS = {"public": "public", "dua": "data use agreement: --data-dir", "private"
 RUNS_ON = {
     "bleu2": "text only",
     "rouge": "text only",
-    "temporal_f1": "text only",
+    "temporal_f1": "a local NER model (Stanza radiology); ner=keywords: text only",
     "bertscore": "a local encoder (distilroberta)",
     "sembscore": "a local model (CheXbert)",
     "radgraph": "a local model (RadGraph)",

@@ -38,5 +38,8 @@ def run(args: argparse.Namespace) -> int:
         print(note)
     demo = build_app(LeaderboardSource.from_store(store))
     print(f"ReXrank leaderboard on store {store.name}: http://{args.host}:{args.port}/")
-    demo.launch(server_name=args.host, server_port=args.port, show_error=True)
+    from rexrank.input_limits import MAX_FILE_BYTES
+
+    # Gradio refuses a larger upload before it reaches the Submit tab's handler
+    demo.launch(server_name=args.host, server_port=args.port, show_error=True, max_file_size=MAX_FILE_BYTES)
     return 0

@@ -45,6 +45,19 @@ def _check_names(names: list[str]) -> list[str]:
     return parse_metric_list(names) if names else []
 
 
+# LLM judges whose weights are needed only for the local path: ready where an endpoint is set
+WEIGHTS_OR_ENDPOINT = ("crimson",)
+
+
+def _served(metric: str) -> bool:
+    """Whether the environment sends `metric` to an endpoint (as LLMSettings.resolved decides the backend)."""
+    import os
+
+    endpoint = os.environ.get("REXRANK_LLM_BACKEND") == "openai" or (
+        bool(os.environ.get("REXRANK_LLM_BASE_URL")) and os.environ.get("REXRANK_LLM_BACKEND") in (None, "", "openai"))
+    return metric in WEIGHTS_OR_ENDPOINT and endpoint
+
+
 def format_status(statuses) -> str:
     """Per metric: one block per checkpoint (state, name, size, licence, how to point at a local copy)."""
     from rexrank.models.weights import CACHED, UNKNOWN
@@ -56,7 +69,14 @@ def format_status(statuses) -> str:
     for metric in by_metric:
         items = by_metric[metric]
         ready = all(s.state == CACHED for s in items)
-        lines.append(f"{metric}: {'ready' if ready else 'NOT ready'}")
+        if not ready and _served(metric):
+            lines.append(f"{metric}: ready (judged by the LLM endpoint REXRANK_LLM_BASE_URL names; "
+                         "for the local judge, its weights:)")
+        elif not ready and metric in WEIGHTS_OR_ENDPOINT:
+            lines.append(f"{metric}: NOT ready (no local weights and no LLM endpoint: fetch them, or set "
+                         "REXRANK_LLM_BASE_URL / pass --llm-base-url to rexrank score)")
+        else:
+            lines.append(f"{metric}: {'ready' if ready else 'NOT ready'}")
         for s in items:
             lines.append(f"  {s.state:<10} {s.need.label()}  [{s.need.role}]")
             if s.state == UNKNOWN:
@@ -67,11 +87,14 @@ def format_status(statuses) -> str:
             if s.detail:
                 info.append(s.detail)
             lines.append("             " + "; ".join(info))
+            option = s.local_option(terms='cli')  # '' where no option points at a copy (NLTK data)
             if s.state == CACHED:
-                lines.append(f"             local copy: {s.local_option(terms='cli')}")
+                if option:
+                    lines.append(f"             local copy: {option}")
             else:
                 lines.append(f"             or fetch elsewhere: {s.download_command(terms='cli')}")
-                lines.append(f"             then: {s.local_option(terms='cli')}")
+                if option:
+                    lines.append(f"             then: {option}")
     return "\n".join(lines)
 
 
@@ -107,12 +130,17 @@ def _no_weights_lines(names: list[str]) -> tuple[list[str], list[str]]:
 def _missing(statuses) -> list[str]:
     from rexrank.models.weights import ready
 
-    return [m for m, ok in ready(statuses).items() if not ok]
+    return [m for m, ok in ready(statuses).items() if not ok and not _served(m)]
 
 
 def _summary(statuses) -> str:
+    from rexrank.models.weights import ready
+
     missing = _missing(statuses)
+    served = [m for m, ok in ready(statuses).items() if not ok and _served(m)]
     if not missing:
+        if served:
+            return f"every listed metric can run here ({', '.join(served)} through the LLM endpoint, without local weights)"
         return "every listed metric that loads weights has them"
     return f"{len(missing)} metric(s) lack weights: {', '.join(missing)}; fetch them with: rexrank weights download {' '.join(missing)}"
 

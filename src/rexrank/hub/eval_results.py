@@ -48,8 +48,9 @@ def data_split(spec: TestSetSpec) -> str:
 
 
 def ordered_columns():
-    """The ranking column first (the one the board ranks by), then the board's order."""
-    return sorted(LEADERBOARD_COLUMNS, key=lambda c: c.key != DEFAULT_RANK_KEY)
+    """The ranking column first (the one the board ranks by), then the board's order; the
+    optional columns (metrics ReXrank does not publish) are not part of the benchmark."""
+    return sorted((c for c in LEADERBOARD_COLUMNS if not c.optional), key=lambda c: c.key != DEFAULT_RANK_KEY)
 
 
 def benchmark_definition(spec: TestSetSpec) -> dict:

@@ -17,7 +17,7 @@ GROUPS = ("metrics", "leaderboard", "backend", "data")
 DEFAULT_GROUPS = ("metrics", "leaderboard", "backend")
 SOURCES = ("wheel", "pypi")
 LEADERBOARD_NAME, BACKEND_NAME = "leaderboard", "backend"
-LLM_METRICS = ("green", "fineradscore", "spec_cxr")
+LLM_METRICS = ("green", "crimson", "fineradscore", "spec_cxr")
 
 
 @dataclass

@@ -51,6 +51,28 @@ DEFINITIONS = {
         "Huang et al., FineRadScore: A Radiology Report Line-by-Line Evaluation Technique Generating "
         "Corresponding Severity Scores, MLHC 2024 (PMLR 252).",
     ),
+    "rouge": (
+        "ROUGE-L: F1 of the longest common word subsequence of the two reports after Porter stemming "
+        "(rouge_score, as RadEval computes it), averaged over studies. Optional column: not a ReXrank metric.",
+        "Lin, ROUGE: A package for automatic evaluation of summaries, 2004; Xu et al., RadEval, EMNLP 2025 demos.",
+    ),
+    "temporal_f1": (
+        "F1 of the temporal words (new, increased, unchanged, resolved, ...) the two reports use, as "
+        "RadEval computes it, averaged over studies. Optional column: not a ReXrank metric.",
+        "Zhang et al., Libra: Leveraging temporal images for biomedical radiology analysis, 2024; Xu et al., RadEval.",
+    ),
+    "srr_bert": (
+        "SRR-BERT: a BERT classifier labels each sentence with findings and their status; per study, the F1 of "
+        "the generated report's labels against the reference's, averaged over studies. Optional column.",
+        "Delbrouck et al., Automated structured radiology report generation, ACL 2025; Xu et al., RadEval.",
+    ),
+    "crimson": (
+        "Optional column, not a published ReXrank metric. An LLM judge lists the abnormal findings of both reports "
+        "with their clinical significance and names false, missing and mis-described findings; significance-weighted "
+        "score in (-1, 1] (1 = perfect, 0 = no better than a normal template), averaged over studies.",
+        "Baharoon et al., CRIMSON: A Clinically-Grounded LLM-Based Metric for Generative Radiology Report "
+        "Evaluation, arXiv:2603.06183, 2026.",
+    ),
 }
 
 REXRANK_CITATION = (

@@ -32,6 +32,10 @@ PER_STUDY_COLUMN = {
     "ratescore": ("ratescore", False),
     "green": ("green", False),
     "fineradscore_inv": ("fineradscore", True),
+    "rouge": ("rouge", False),
+    "temporal_f1": ("temporal_f1", False),
+    "srr_bert": ("srr_bert", False),
+    "crimson": ("crimson", False),
 }
 SIGNIFICANCE_RESAMPLES = 1000
 ALPHA = 0.05
@@ -78,7 +82,13 @@ def model_results(frame: pd.DataFrame, model: str, rank_by: str = DEFAULT_RANK_K
         table = ranked_part(frame, test_set, track, rank_by, cached)
         rows += cached(("model_rows", model, rank_by), (test_set, track),
                        lambda: _result_rows(table, model, test_set, track))
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    out = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    if out.empty:
+        return out
+    # an optional column (not a published ReXrank one) only where one of the model's results has it
+    hidden = [COLUMNS_BY_KEY[k].display for k in METRIC_KEYS
+              if COLUMNS_BY_KEY[k].optional and k != rank_by and not (out[COLUMNS_BY_KEY[k].display] != MISSING).any()]
+    return out.drop(columns=hidden)
 
 
 def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str) -> list[dict]:

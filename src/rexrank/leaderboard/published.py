@@ -58,7 +58,7 @@ TRAINED_ON: dict[str, tuple[str, ...]] = {
     "MoERad-MIMIC": ("mimic_cxr",),
 }
 
-_BY_DISPLAY = {c.display: c for c in LEADERBOARD_COLUMNS}
+_BY_DISPLAY = {c.display: c for c in LEADERBOARD_COLUMNS if not c.optional}  # ReXrank publishes no optional column
 
 
 def canonical_model_name(name: str) -> str:

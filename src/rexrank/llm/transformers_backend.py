@@ -10,6 +10,8 @@ is passed to the decoder when given.
 GREEN's options (backend kwargs): `legacy_llama_tokenizer` encodes a SentencePiece-only
 Llama folder as transformers 4.x did (`rexrank.llm.llama_tokenizer`), and
 `sort_by_length=False` keeps the requests' order in the batches (the official batches).
+CRIMSON's: `generation_config_eos` also stops at the end-of-sequence ids of the checkpoint's
+generation_config.json (Gemma's <end_of_turn>), as `generate` does when not told otherwise.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from rexrank.models.encoders import folder_fingerprint
 class TransformersBackend:
     name = "transformers"
     max_concurrency = 1
+    fixed_batches = True  # generate(batches=...) keeps the given batches
 
     def __init__(
         self,
@@ -34,6 +37,7 @@ class TransformersBackend:
         max_input_tokens: int | None = None,
         legacy_llama_tokenizer: bool = False,
         sort_by_length: bool = True,
+        generation_config_eos: bool = False,
     ):
         if settings.model and not settings.model_path and Path(settings.model).expanduser().is_dir():
             settings = replace(settings, model_path=settings.model)  # --llm-model /local/folder
@@ -47,6 +51,7 @@ class TransformersBackend:
         self.max_input_tokens = max_input_tokens
         self.legacy_llama_tokenizer = legacy_llama_tokenizer
         self.sort_by_length = sort_by_length
+        self.generation_config_eos = generation_config_eos
         self._model = None
         self._tokenizer = None
         self._path: Path | None = None
@@ -83,6 +88,11 @@ class TransformersBackend:
         model = AutoModelForCausalLM.from_pretrained(self._path, dtype=getattr(torch, dtype_name))
         model.to(device).eval()
         self._model, self._device = model, device
+        stops = [self._tokenizer.eos_token_id]
+        if self.generation_config_eos:
+            extra = model.generation_config.eos_token_id
+            stops += [i for i in (extra if isinstance(extra, list) else [extra]) if i is not None and i not in stops]
+        self._stop_ids = stops
         self.dtype = dtype_name
 
     @property
@@ -107,8 +117,10 @@ class TransformersBackend:
             return tok(text, add_special_tokens=False)["input_ids"]
         raise ValueError(f"unknown request kind {request.kind!r}")
 
-    def generate(self, requests: list[LLMRequest], on_progress=None, on_result=None) -> list[LLMResponse]:
-        """Answers in request order; `on_result(i, response)` for each as its batch ends."""
+    def generate(self, requests: list[LLMRequest], on_progress=None, on_result=None, batches: list[list[int]] | None = None) -> list[LLMResponse]:
+        """Answers in request order; `on_result(i, response)` for each as its batch ends.
+        `batches` (request numbers per batch, each batch one set of params) fixes the
+        batches: their members and so their padded width."""
         self._load()
         on_progress = on_progress or (lambda n: None)
         on_result = on_result or (lambda i, response: None)
@@ -132,21 +144,31 @@ class TransformersBackend:
                 on_progress(1)
                 continue
             ready.append((i, ids))
+        for batch in self._batches(requests, ready, batches):
+            params = requests[batch[0][0]].params
+            if any(requests[i].params != params for i, _ in batch):
+                raise ValueError("a fixed batch mixes generation parameters")
+            for (i, _), response in zip(batch, self._generate_batch([ids for _, ids in batch], dict(requests[batch[0][0]].param_dict))):
+                out[i] = response
+                on_result(i, response)
+            on_progress(len(batch))
+        return out  # type: ignore[return-value]
+
+    def _batches(self, requests, ready: list[tuple[int, list[int]]], fixed: list[list[int]] | None) -> list[list[tuple[int, list[int]]]]:
+        if fixed is not None:
+            ids = dict(ready)  # a prompt that could not be built is out of its batch (reported above)
+            return [[(i, ids[i]) for i in batch if i in ids] for batch in fixed if any(i in ids for i in batch)]
         # requests with identical generation params are batched together, shortest first
         # to keep padding (and thus wasted compute) low, or in their own order
         groups: dict[tuple, list[tuple[int, list[int]]]] = {}
         for i, ids in ready:
             groups.setdefault(requests[i].params, []).append((i, ids))
-        for params, members in groups.items():
+        out = []
+        for members in groups.values():
             if self.sort_by_length:
                 members.sort(key=lambda m: len(m[1]))
-            for start in range(0, len(members), self.settings.batch_size):
-                batch = members[start : start + self.settings.batch_size]
-                for (i, _), response in zip(batch, self._generate_batch([ids for _, ids in batch], dict(requests[batch[0][0]].param_dict))):
-                    out[i] = response
-                    on_result(i, response)
-                on_progress(len(batch))
-        return out  # type: ignore[return-value]
+            out += [members[start : start + self.settings.batch_size] for start in range(0, len(members), self.settings.batch_size)]
+        return out
 
     def _generate_batch(self, batch: list[list[int]], params: dict) -> list[LLMResponse]:
         import torch
@@ -156,7 +178,8 @@ class TransformersBackend:
         pad = tok.pad_token_id
         input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in batch], device=self._device)
         attention = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch], device=self._device)
-        kwargs = dict(do_sample=False, eos_token_id=tok.eos_token_id, pad_token_id=pad, temperature=None, top_p=None, top_k=None)
+        stops = self._stop_ids
+        kwargs = dict(do_sample=False, eos_token_id=stops if len(stops) > 1 else stops[0], pad_token_id=pad, temperature=None, top_p=None, top_k=None)
         if params.get("max_tokens") is not None:
             kwargs["max_new_tokens"] = int(params["max_tokens"])
         if params.get("max_length") is not None:
@@ -173,8 +196,9 @@ class TransformersBackend:
         for ids, row in zip(batch, generated[:, width:].tolist()):
             new = row
             finish = "length"
-            if tok.eos_token_id in row:
-                new = row[: row.index(tok.eos_token_id) + 1]
+            ends = [row.index(i) for i in stops if i in row]
+            if ends:
+                new = row[: min(ends) + 1]
                 finish = "stop"
             text = tok.decode(new, skip_special_tokens=True, **decoding)
             responses.append(LLMResponse(text, prompt_tokens=len(ids), completion_tokens=len(new), finish_reason=finish))

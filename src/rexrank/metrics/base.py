@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from rexrank.errors import MetricError
-from rexrank.models.advice import AdvisedError
+from rexrank.models.advice import AdvisedError, WeightsUnavailable
 
 
 @dataclass
@@ -72,6 +72,10 @@ class Metric:
             result = self._score(predictions, references)
         except AdvisedError as exc:
             exc.note_metric(self.name)  # the advice then names this metric's option (radcliq.sembscore_options=...)
+            if isinstance(exc, WeightsUnavailable) and exc.inventory is None:
+                from rexrank.models import weights
+
+                exc.inventory = weights  # so the advice can name `rexrank weights download <metric>`
             raise
         for column, values in result.per_study.items():
             if len(values) != len(predictions):

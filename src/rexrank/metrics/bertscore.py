@@ -35,12 +35,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rexrank.catalogue import DISTILROBERTA
 from rexrank.errors import MetricError
 from rexrank.metrics.base import Metric, MetricResult
-from rexrank.models.pins import DISTILROBERTA_REPO, DISTILROBERTA_REVISION
 
-# Apache-2.0; pins and their sources: models.pins
-DEFAULT_MODEL, DEFAULT_REVISION = DISTILROBERTA_REPO, DISTILROBERTA_REVISION
+# Apache-2.0; pins and their sources: rexrank.catalogue
+DEFAULT_MODEL, DEFAULT_REVISION = DISTILROBERTA.repo_id, DISTILROBERTA.revision
 DEFAULT_NUM_LAYERS = 5  # bert_score model2layers["distilroberta-base"]
 # bert_score rescale_baseline/en/distilroberta-base.tsv, row LAYER=5: (P, R, F)
 DISTILROBERTA_LAYER5_BASELINE = (0.84732, 0.84759504, 0.8473319)
@@ -93,7 +93,7 @@ class BertScore(Metric):
         if model == "distilroberta-base":  # the id the official code used, before the hub moved it
             model = DEFAULT_MODEL
         self.checkpoint = checkpoint_for(
-            model, revision, default_model=DEFAULT_MODEL, default_revision=DEFAULT_REVISION, licence="Apache-2.0"
+            model, revision, default_model=DEFAULT_MODEL, default_revision=DEFAULT_REVISION, licence=DISTILROBERTA.licence
         )
         is_default = model == DEFAULT_MODEL
         if num_layers is None:

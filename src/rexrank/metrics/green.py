@@ -12,6 +12,8 @@ Official by default:
   reports, possibly shorter or longer completions on long ones;
 - prompt ids as transformers 4.x built them from the checkpoint's SentencePiece folder
   (`rexrank.llm.llama_tokenizer`);
+- the weights in float16 on every device, CPU included (`dtype="float32"` is the named
+  option);
 - decoding with transformers' space clean-up ("errors: 2 . x" counts 2);
 - a completion without a [Matched Findings] section scores 0 and is counted in the mean,
   as officially; it is reported (`n_unparseable`, `unparseable_positions`; `rexrank
@@ -22,9 +24,11 @@ scored: NaN, listed in `failures`.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
+from rexrank.catalogue import GREEN
 from rexrank.errors import MetricError
 from rexrank.llm import LLMRequest
 from rexrank.metrics.base import MetricResult
@@ -40,9 +44,12 @@ from rexrank.metrics.green_text import (
 )
 from rexrank.metrics.llm_common import LLMMetric, failure_report
 
-DEFAULT_MODEL = "StanfordAIMI/GREEN-radllama2-7b"
+DEFAULT_MODEL = GREEN.repo_id
 TOTAL_LENGTH = 2048
 FALLBACK_MAX_TOKENS = 1024  # completions endpoint without a local tokenizer (see card)
+# official: `from_pretrained(torch_dtype=torch.float16)` on GPU and with cpu=True alike
+OFFICIAL_DTYPE = "float16"
+DTYPES = ("float16", "bfloat16", "float32")
 UNPARSEABLE = ("zero", "fail")
 BATCHING = ("official", "by_length")
 
@@ -62,7 +69,7 @@ class Green(LLMMetric):
     higher_is_better = True
     default_backend = "transformers"
     default_model = DEFAULT_MODEL
-    backend_kwargs = {"licence": "llama2 (model card of StanfordAIMI/GREEN-RadLlama2-7b)"}
+    backend_kwargs = {"licence": GREEN.licence}
 
     def __init__(
         self,
@@ -82,6 +89,10 @@ class Green(LLMMetric):
         if batching not in BATCHING:
             raise MetricError(f"green: batching must be one of {', '.join(map(repr, BATCHING))}, got {batching!r}")
         self.batching = batching
+        if self.settings.dtype is None:
+            self.settings = replace(self.settings, dtype=OFFICIAL_DTYPE)
+        elif self.settings.dtype not in DTYPES:
+            raise MetricError(f"green: dtype must be one of {', '.join(map(repr, DTYPES))}, got {self.settings.dtype!r}")
         # per instance: the official batches keep the input order
         self.backend_kwargs = {**type(self).backend_kwargs, "legacy_llama_tokenizer": True, "sort_by_length": batching == "by_length"}
         self.max_length = max_length
@@ -174,7 +185,10 @@ class Green(LLMMetric):
         requests, failures = self._requests(predictions, references)
         sent = [i for i, request in enumerate(requests) if request is not None]
         responses: list = [None] * len(requests)
-        for i, response in zip(sent, runner.run([requests[i] for i in sent], desc="GREEN")):
+        # the official batches of 8 in input order, whole even when some answers are cached or
+        # repeated: each study keeps the neighbours and padded width of an uninterrupted run
+        batches = [i // self.settings.batch_size for i in sent] if self.batching == "official" else None
+        for i, response in zip(sent, runner.run([requests[i] for i in sent], desc="GREEN", batches=batches)):
             responses[i] = response
         n = len(predictions)
         cols = {k: np.full(n, math.nan) for k in ("green", "green_matched_findings", "green_significant_errors", "green_insignificant_errors")}

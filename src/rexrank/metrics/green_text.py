@@ -43,13 +43,14 @@ def truncate_words(text: str, max_words: int = MAX_WORDS) -> str:
     return " ".join(text.split()[:max_words])
 
 
+_PLACEHOLDER = re.compile(r"\{(REFERENCE_REPORT|CANDIDATE_REPORT)\}")
+
+
 def make_prompt(reference: str, candidate: str, max_words: int = MAX_WORDS) -> str:
-    # str.replace, not str.format: reports may contain braces
-    return (
-        prompt_template()
-        .replace("{REFERENCE_REPORT}", truncate_words(reference, max_words))
-        .replace("{CANDIDATE_REPORT}", truncate_words(candidate, max_words))
-    )
+    """The template filled in one pass, as the official f-string fills it: text inside a
+    report ("{CANDIDATE_REPORT}", braces) is never filled again."""
+    reports = {"REFERENCE_REPORT": truncate_words(reference, max_words), "CANDIDATE_REPORT": truncate_words(candidate, max_words)}
+    return _PLACEHOLDER.sub(lambda m: reports[m.group(1)], prompt_template())
 
 
 def render_model_input(prompt: str) -> str:

@@ -87,7 +87,7 @@ def ask_with_reasks(runner, conversations: list[list[dict]], params: dict, parse
     return parsed, problems, n_reasks
 
 
-LLM_METRICS = ("green", "fineradscore", "spec_cxr")
+LLM_METRICS = ("green", "crimson", "fineradscore", "spec_cxr")
 
 
 def cli_llm_options(metric_names, *, base_url: str | None = None, model: str | None = None, backend: str | None = None) -> dict[str, dict]:

@@ -25,19 +25,18 @@ from typing import Any
 
 import numpy as np
 
+from rexrank.catalogue import BIOLORD, RATE_NER
 from rexrank.errors import MetricError
 from rexrank.metrics.base import Metric, MetricResult
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
-from rexrank.models.pins import BIOLORD_REPO, BIOLORD_REVISION, RATE_NER_REPO, RATE_NER_REVISION
 from rexrank.ratescore.affinity import load_affinity
 from rexrank.ratescore.match import NO_ENTITY_SCORE, rate_score
 from rexrank.ratescore.sentences import DEFAULT_SPLITTER, SPLITTERS, get_splitter
 
-# pins and their sources: models.pins
-NER_REPO, NER_REVISION = RATE_NER_REPO, RATE_NER_REVISION
-EMBEDDING_REPO, EMBEDDING_REVISION = BIOLORD_REPO, BIOLORD_REVISION
-NER_LICENCE = "MIT"
-EMBEDDING_LICENCE = "other: ihtsdo-and-nlm-licences (UMLS / SNOMED CT terms)"
+# pins and their sources: rexrank.catalogue
+NER_REPO, NER_REVISION = RATE_NER.repo_id, RATE_NER.revision
+EMBEDDING_REPO, EMBEDDING_REVISION = BIOLORD.repo_id, BIOLORD.revision
+NER_LICENCE, EMBEDDING_LICENCE = RATE_NER.licence, BIOLORD.licence
 
 CACHE_VERSION = "1"  # bump when the cached analysis changes meaning
 

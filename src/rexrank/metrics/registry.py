@@ -9,12 +9,16 @@ from rexrank.errors import MetricError
 # name -> ("module:Class", extra that provides its dependencies)
 METRICS: dict[str, tuple[str, str]] = {
     "bleu2": ("rexrank.metrics.bleu2:Bleu2", "core"),
+    "rouge": ("rexrank.metrics.rouge:Rouge", "core"),
+    "temporal_f1": ("rexrank.metrics.temporal_f1:TemporalF1", "models"),  # Stanza's radiology NER (ner='keywords': none)
     "bertscore": ("rexrank.metrics.bertscore:BertScore", "models"),
     "sembscore": ("rexrank.metrics.sembscore:SembScore", "models"),
     "radcliq": ("rexrank.metrics.radcliq:RadCliQ", "models"),
     "radgraph": ("rexrank.metrics.radgraph:RadGraph", "models"),
     "ratescore": ("rexrank.metrics.ratescore:RaTEScore", "models"),
+    "srr_bert": ("rexrank.metrics.srr_bert:SRRBert", "models"),
     "green": ("rexrank.metrics.green:Green", "models"),  # transformers by default; openai for an endpoint
+    "crimson": ("rexrank.metrics.crimson:Crimson", "models"),  # transformers by default; openai for an endpoint
     "fineradscore": ("rexrank.metrics.fineradscore:FineRadScore", "llm"),
     "spec_cxr": ("rexrank.metrics.spec_cxr:SpecCxr", "llm"),
 }

@@ -14,12 +14,12 @@ import contextvars
 import json
 import shlex
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Protocol
 
 from rexrank.errors import MetricError
 
 if TYPE_CHECKING:
-    from rexrank.models.checkpoints import Checkpoint
+    from rexrank.catalogue import Checkpoint
 
 _STYLE: contextvars.ContextVar[str] = contextvars.ContextVar("rexrank_advice_style", default="python")
 PLACEHOLDER = "DIR"  # where the user put the downloaded copy
@@ -78,6 +78,14 @@ class AdvisedError(MetricError):
         return f"{where}{self.subject} {self.reason}. {self.advice()}"
 
 
+class Inventory(Protocol):
+    """The checkpoints `rexrank weights` fetches for a metric (rexrank.models.weights)."""
+
+    def is_default_need(self, metric: str, checkpoint: "Checkpoint") -> bool: ...
+
+    def other_missing(self, metric: str, checkpoint: "Checkpoint") -> list[str]: ...
+
+
 class WeightsUnavailable(AdvisedError):
     """A checkpoint is not in the local cache and cannot be fetched, or the cached copy is wrong.
 
@@ -90,6 +98,9 @@ class WeightsUnavailable(AdvisedError):
         self.checkpoint = checkpoint
         self.option = option
         self.files = tuple(files)
+        # what `rexrank weights` knows of the metric (is_default_need, other_missing): given by the
+        # metric the error passes through (metrics.base), since this layer is below `weights`
+        self.inventory: Inventory | None = None
 
     @property
     def subject(self) -> str:
@@ -103,16 +114,18 @@ class WeightsUnavailable(AdvisedError):
         fetch = download_command(self.checkpoint, self.files, terms=terms)
         setting = option_setting(self.metrics, self.option, self.local_value(), terms=terms)
         outer = self.metrics[-1] if self.metrics else None
-        ours = outer is not None and _is_default_need(outer, self.checkpoint)
-        others = _other_missing(outer, self.checkpoint) if ours else []
+        ours = outer is not None and self.inventory is not None and self.inventory.is_default_need(outer, self.checkpoint)
+        others = self.inventory.other_missing(outer, self.checkpoint) if ours else []
         if others:  # advice that fixes one file of several would leave the next error waiting
             listed = ", ".join(others)
             if terms == "cli":
                 return (f"{outer} also lacks {listed}. Fetch all it needs where the Hub is reachable with "
-                        f"`rexrank weights download {outer}`; `rexrank weights status {outer}` shows each one "
-                        "with the option that points at a local copy")
+                        f"`rexrank weights download {outer}`; with local copies, pass `{setting}` for this one, and "
+                        f"`rexrank weights status {outer}` shows each other one with its option")
             return (f"{outer} also lacks {listed}. Fetch all it needs where the Hub is reachable with "
-                    f"rexrank.models.weights.download([{outer!r}]) (command line: rexrank weights download {outer})")
+                    f"rexrank.models.weights.download([{outer!r}]) (command line: rexrank weights download {outer}); "
+                    f"with local copies, pass {setting} for this one and the others' options as "
+                    f"rexrank.models.weights.status([{outer!r}]) lists them")
         if terms == "cli":
             if ours:
                 return (f"Fetch it where the Hub is reachable with `rexrank weights download {outer}`, or download it "
@@ -139,31 +152,6 @@ def download_command(checkpoint: "Checkpoint", files: tuple[str, ...] = (), *, t
     patterns = f", allow_patterns={list(names)!r}" if names else ""
     return (f"huggingface_hub.snapshot_download({checkpoint.repo_id!r}, revision={checkpoint.revision!r}"
             f"{patterns}, local_dir={local_dir!r})")
-
-
-def _other_missing(metric: str, checkpoint: "Checkpoint") -> list[str]:
-    """The metric's other checkpoints that are not in the local cache either (a cache look-up,
-    no network), named as `rexrank weights status` names them."""
-    from rexrank.models.weights import CACHED, UNKNOWN, status
-
-    try:
-        statuses = status([metric])
-    except MetricError:
-        return []
-    return [s.need.label() for s in statuses
-            if s.state not in (CACHED, UNKNOWN) and s.need.checkpoint is not None
-            and not s.need.checkpoint.same_source(checkpoint)]
-
-
-def _is_default_need(metric: str, checkpoint: "Checkpoint") -> bool:
-    """Does `rexrank weights download METRIC` fetch this very checkpoint?"""
-    from rexrank.models.weights import default_needs
-
-    try:
-        needs = default_needs(metric)
-    except MetricError:
-        return False
-    return any(n.checkpoint.same_source(checkpoint) for n in needs)
 
 
 class EndpointUnreachable(AdvisedError):

@@ -11,9 +11,9 @@ import hashlib
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from rexrank.catalogue import Checkpoint  # noqa: F401  (re-exported: the catalogue declares it)
 from rexrank.errors import MetricError
 from rexrank.models.advice import WeightsUnavailable
 
@@ -22,31 +22,6 @@ DOWNLOAD_PROBE_TIMEOUT = 10.0  # an explicit download waits longer: a slow link 
 PROBE_TTL = 60.0  # seconds a probe's answer is reused (a metric resolves several files)
 _probes: dict[tuple[str, float], tuple[float, str | None]] = {}
 _probe_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """Where a metric's weights come from. `path` (a local folder or file) wins over the hub."""
-
-    repo_id: str
-    revision: str = "main"
-    filename: str | None = None  # a single file inside the repo (e.g. chexbert.pth), else the whole snapshot
-    path: str | None = None
-    licence: str = ""
-    sha256: str | None = None  # of `filename` as fetched from the hub; local paths are used as given
-
-    def describe(self) -> str:
-        if self.path:
-            return f"local {self.path}"
-        target = f"{self.repo_id}/{self.filename}" if self.filename else self.repo_id
-        return f"{target}@{self.revision}"
-
-    def same_source(self, other: "Checkpoint") -> bool:
-        return (self.repo_id, self.revision, self.filename, self.path) == (other.repo_id, other.revision, other.filename, other.path)
-
-    def provenance(self) -> dict:
-        return {"repo_id": self.repo_id, "revision": self.revision, "filename": self.filename, "path": self.path,
-                "sha256": None if self.path else self.sha256}
 
 
 def offline() -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 
 from rexrank.errors import MetricError
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
-from rexrank.models.pins import BERT_BASE_UNCASED_REPO, BERT_BASE_UNCASED_REVISION, RRG_SCORERS_REPO, RRG_SCORERS_REVISION, rrg_scorers_sha256
+from rexrank.catalogue import BERT_BASE_UNCASED, CHEXBERT, rrg_scorers_sha256
 
 CONDITIONS = (
     "Enlarged Cardiomediastinum",
@@ -43,14 +43,14 @@ CONDITIONS = (
 )
 CLASSES = ("blank", "positive", "negative", "uncertain")  # head output index -> meaning
 
-# chexbert.pth in StanfordAIMI/RRG_scorers (uploaded 2022-05-13); pins and their sources: models.pins
-CHEXBERT_REPO = RRG_SCORERS_REPO
-CHEXBERT_REVISION = RRG_SCORERS_REVISION
-CHEXBERT_FILE = "chexbert.pth"
-CHEXBERT_LICENCE = "Stanford Academic Software License (non-commercial); see CheXbert LICENSE"
+# chexbert.pth in StanfordAIMI/RRG_scorers (uploaded 2022-05-13); pins and their sources: rexrank.catalogue
+CHEXBERT_REPO = CHEXBERT.repo_id
+CHEXBERT_REVISION = CHEXBERT.revision
+CHEXBERT_FILE = CHEXBERT.filename
+CHEXBERT_LICENCE = CHEXBERT.licence
 # The tokenizer CheXbert was trained with (Apache-2.0).
-TOKENIZER_REPO = BERT_BASE_UNCASED_REPO
-TOKENIZER_REVISION = BERT_BASE_UNCASED_REVISION
+TOKENIZER_REPO = BERT_BASE_UNCASED.repo_id
+TOKENIZER_REVISION = BERT_BASE_UNCASED.revision
 MAX_IDS = 512
 
 _WS = re.compile(r"\s+")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rexrank.catalogue import CONFIG_FILE, TOKENIZER_FILES, WEIGHT_FILES, model_files  # noqa: F401  (the files a model repo is read for)
 from rexrank.errors import MetricError
 from rexrank.models.advice import WeightsUnavailable
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
@@ -22,17 +23,6 @@ from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
 # transformers 5 that argument is silently ignored by `encode`; it must be given when the
 # tokenizer is loaded. Decided from config.model_type, never from the path string.
 PREFIX_SPACE_MODEL_TYPES = frozenset({"roberta", "gpt2", "bart", "longformer", "mvp"})
-
-CONFIG_FILE = "config.json"
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab.json",
-    "merges.txt",
-    "vocab.txt",
-)
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
 def is_local(model: str) -> bool:
@@ -49,9 +39,7 @@ def checkpoint_for(model: str, revision: str | None, *, default_model: str, defa
     return Checkpoint(repo_id=model, revision=revision, licence=licence)
 
 
-def needed_files(*, weights: bool = True, tokenizer: bool = True) -> tuple[str, ...]:
-    """The files of a model repo that `fetch_files` reads (those the repo has)."""
-    return (CONFIG_FILE, *(TOKENIZER_FILES if tokenizer else ()), *(WEIGHT_FILES if weights else ()))
+needed_files = model_files  # the files of a model repo that `fetch_files` reads (those the repo has)
 
 
 def fetch_files(checkpoint: Checkpoint, *, option: str, weights: bool = True, tokenizer: bool = True) -> Path:

@@ -2,127 +2,78 @@
 hub cache (and are the official bytes), and fetching them: `rexrank weights status` and
 `rexrank weights download`, and the Python functions `status` and `download`.
 
-The list is built from the constants the metrics load from (models.pins and the metric
-modules), so it cannot name other weights than the metrics use; a test checks that each
-default metric resolves exactly these checkpoints.
+The list is the checkpoint catalogue (rexrank.catalogue), which the metrics load from too,
+so it cannot name other weights than the metrics use; a test checks that each default metric
+resolves exactly these checkpoints. Nothing here imports the metrics.
 """
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
+from rexrank import catalogue
+from rexrank.catalogue import CONFIG_FILE, TOKENIZER_FILES, WEIGHT_FILES, Checkpoint, Need
 from rexrank.errors import MetricError
 from rexrank.models.advice import PLACEHOLDER, WeightsUnavailable, download_command, option_setting
-from rexrank.models.checkpoints import DOWNLOAD_PROBE_TIMEOUT, Checkpoint, cached_path, fetch, hub_unavailable
+from rexrank.models.checkpoints import DOWNLOAD_PROBE_TIMEOUT, cached_path, fetch, hub_unavailable
 
 CACHED, MISSING, WRONG_HASH, UNKNOWN = "cached", "missing", "wrong hash", "unknown"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 
-
-@dataclass(frozen=True)
-class Need:
-    """One checkpoint a metric loads, and the option of `component` that points at a local copy.
-
-    kind: "file" (one file, `checkpoint.filename`), "model" (config + tokenizer + weights),
-    "tokenizer" (config + tokenizer) or "snapshot" (the whole repository).
-    """
-
-    checkpoint: Checkpoint | None  # None: not known until another need is here (RadGraph's encoder)
-    option: str
-    kind: str
-    role: str
-    component: str
-    pending: str = ""  # why the checkpoint is not known yet
-
-    @property
-    def files(self) -> tuple[str, ...]:
-        from rexrank.models.encoders import needed_files
-
-        if self.kind in ("model", "tokenizer"):
-            return needed_files(weights=self.kind == "model")
-        return ()
-
-    def label(self) -> str:
-        return self.checkpoint.describe() if self.checkpoint else self.pending
+LLM_ENDPOINT_METRICS = catalogue.LLM_ENDPOINT_METRICS
 
 
-# -- the list ---------------------------------------------------------------------------
+def _named_in(need: Need) -> Need:
+    """A need whose checkpoint is named inside another (RadGraph's encoder, in its archive's
+    config): resolved when that other one is in the local cache, else left pending with why."""
+    from rexrank.radgraph.tarball import archive_transformer_name
 
-LLM_ENDPOINT_METRICS = ("fineradscore", "spec_cxr")  # judged by a served LLM: no weights here
-
-
-def _bertscore() -> list[Need]:
-    from rexrank.metrics.bertscore import DEFAULT_MODEL, DEFAULT_REVISION
-
-    return [Need(Checkpoint(DEFAULT_MODEL, DEFAULT_REVISION, licence="Apache-2.0"), "model", "model",
-                 "encoder (layers 1-5)", "bertscore")]
-
-
-def _sembscore() -> list[Need]:
-    from rexrank.models import chexbert as C
-    from rexrank.models.pins import rrg_scorers_sha256
-
-    weights = Checkpoint(C.CHEXBERT_REPO, C.CHEXBERT_REVISION, filename=C.CHEXBERT_FILE, licence=C.CHEXBERT_LICENCE,
-                         sha256=rrg_scorers_sha256(C.CHEXBERT_FILE, C.CHEXBERT_REVISION))
-    tokenizer = Checkpoint(C.TOKENIZER_REPO, C.TOKENIZER_REVISION, licence="Apache-2.0")
-    return [Need(weights, "checkpoint_path", "file", "CheXbert weights", "sembscore"),
-            Need(tokenizer, "tokenizer", "tokenizer", "CheXbert tokenizer", "sembscore")]
-
-
-def _radgraph(model_type: str = "radgraph") -> list[Need]:
-    from rexrank.models.pins import radgraph_encoder_revision
-    from rexrank.radgraph.tarball import archive_transformer_name, checkpoint_for
-
-    archive = checkpoint_for(model_type)
-    needs = [Need(archive, "model_path", "file", "RadGraph model archive", "radgraph")]
-    local = cached_path(archive)
+    local = cached_path(need.named_in)
     if local is None:
-        needs.append(Need(None, "transformer_path", "tokenizer", "encoder config + tokenizer", "radgraph",
-                          pending=f"the encoder named in {archive.filename} (known once the archive is here)"))
-        return needs
+        return need
     try:
         name = archive_transformer_name(local)
     except (MetricError, OSError, ValueError) as exc:
-        needs.append(Need(None, "transformer_path", "tokenizer", "encoder config + tokenizer", "radgraph",
-                          pending=f"the encoder named in {archive.filename} (unreadable: {exc})"))
-        return needs
-    needs.append(Need(Checkpoint(name, radgraph_encoder_revision(name), licence="see its model card"),
-                      "transformer_path", "tokenizer", "encoder config + tokenizer", "radgraph"))
-    return needs
+        return replace(need, pending=f"the encoder named in {need.named_in.filename} (unreadable: {exc})")
+    licence = catalogue.CXR_BERT_GENERAL.licence if name == catalogue.CXR_BERT_GENERAL.repo_id else "see its model card"
+    return replace(need, checkpoint=Checkpoint(name, catalogue.radgraph_encoder_revision(name), licence=licence))
 
 
-def _ratescore() -> list[Need]:
-    from rexrank.metrics import ratescore as R
-
-    return [Need(Checkpoint(R.NER_REPO, R.NER_REVISION, licence=R.NER_LICENCE), "ner_path", "snapshot",
-                 "entity tagger", "ratescore"),
-            Need(Checkpoint(R.EMBEDDING_REPO, R.EMBEDDING_REVISION, licence=R.EMBEDDING_LICENCE), "embedding_path",
-                 "snapshot", "entity encoder", "ratescore")]
-
-
-def _green() -> list[Need]:
-    from rexrank.metrics.green import DEFAULT_MODEL, Green
-
-    return [Need(Checkpoint(DEFAULT_MODEL, "main", licence=Green.backend_kwargs["licence"]), "model_path", "snapshot",
-                 "GREEN model (transformers backend; revision not pinned)", "green")]
+def _resolved(needs: Iterable[Need]) -> list[Need]:
+    return [_named_in(n) if n.checkpoint is None and n.named_in is not None else n for n in needs]
 
 
 def default_needs(metric: str) -> list[Need]:
-    """What `metric` loads with its default options."""
-    from rexrank.metrics.registry import METRICS
+    """What `metric` loads with its default options (from the checkpoint catalogue)."""
+    if metric not in catalogue.METRIC_NEEDS:
+        raise MetricError(f"unknown metric {metric!r}; available: {', '.join(sorted(catalogue.METRIC_NEEDS))}")
+    return _resolved(catalogue.METRIC_NEEDS[metric])
 
-    if metric not in METRICS:
-        raise MetricError(f"unknown metric {metric!r}; available: {', '.join(sorted(METRICS))}")
-    builders = {"bertscore": _bertscore, "sembscore": _sembscore, "radgraph": _radgraph, "ratescore": _ratescore,
-                "green": _green}
-    if metric == "radcliq":
-        return _bertscore() + _sembscore() + _radgraph()
-    return builders[metric]() if metric in builders else []
+
+def is_default_need(metric: str, checkpoint: Checkpoint) -> bool:
+    """Does `rexrank weights download METRIC` fetch this very checkpoint?"""
+    try:
+        needs = default_needs(metric)
+    except MetricError:
+        return False
+    return any(n.checkpoint is not None and n.checkpoint.same_source(checkpoint) for n in needs)
+
+
+def other_missing(metric: str, checkpoint: Checkpoint) -> list[str]:
+    """The metric's other checkpoints that are not in the local cache either (a cache look-up,
+    no network), named as `rexrank weights status` names them."""
+    try:
+        statuses = status([metric])
+    except MetricError:
+        return []
+    return [s.need.label() for s in statuses
+            if s.state not in (CACHED, UNKNOWN) and s.need.checkpoint is not None
+            and not s.need.checkpoint.same_source(checkpoint)]
 
 
 def option_for(metric: str, need: Need, value: str, *, terms: str | None = None) -> str:
@@ -143,7 +94,10 @@ class NeedStatus:
     detail: str = ""
 
     def local_option(self, *, terms: str | None = None) -> str:
-        """The option pointing at the cached copy, or at DIR after `hf download`."""
+        """The option pointing at the cached copy, or at DIR after `hf download` ('' when
+        no option can: NLTK data is found on NLTK's own search path)."""
+        if not self.need.option:
+            return ""
         if self.state == CACHED and self.path is not None:
             return option_for(self.metric, self.need, str(self.path), terms=terms)
         checkpoint = self.need.checkpoint
@@ -151,6 +105,12 @@ class NeedStatus:
         return option_for(self.metric, self.need, value, terms=terms)
 
     def download_command(self, *, terms: str | None = None) -> str:
+        if self.need.kind == "stanza":
+            from rexrank.models.stanza_ner import download_command as stanza_command
+
+            return stanza_command()
+        if self.need.kind == "nltk":
+            return "python -m nltk.downloader punkt_tab"
         return download_command(self.need.checkpoint, self.need.files, terms=terms) if self.need.checkpoint else ""
 
 
@@ -160,10 +120,8 @@ def status(metrics: Iterable[str] | None = None, *, verify: bool = False) -> lis
     verify: re-hash the cached files (pinned SHA-256, and each hub blob against the content
     address it is stored under) instead of trusting the cache's names; slow for big models.
     """
-    from rexrank.metrics.registry import available_metrics
-
     out = []
-    for metric in metrics or available_metrics():
+    for metric in metrics or sorted(catalogue.METRIC_NEEDS):
         for need in default_needs(metric):
             out.append(_status(metric, need, verify=verify))
     return out
@@ -174,6 +132,10 @@ def _status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
         return NeedStatus(metric, need, UNKNOWN)  # its label says why
     if need.kind == "file":
         return _file_status(metric, need, verify=verify)
+    if need.kind == "stanza":
+        return _stanza_status(metric, need)
+    if need.kind == "nltk":
+        return _nltk_status(metric, need)
     if need.kind == "snapshot":
         return _snapshot_status(metric, need, verify=verify)
     return _folder_status(metric, need, verify=verify)
@@ -194,8 +156,6 @@ def _file_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
 def _folder_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
     from huggingface_hub import try_to_load_from_cache
 
-    from rexrank.models.encoders import CONFIG_FILE, TOKENIZER_FILES, WEIGHT_FILES
-
     checkpoint = need.checkpoint
     found: dict[str, Path] = {}
     for name in need.files:
@@ -205,9 +165,9 @@ def _folder_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
     lacking = []
     if CONFIG_FILE not in found:
         lacking.append(CONFIG_FILE)
-    if not any(n in found for n in TOKENIZER_FILES):
+    if need.kind != "weights" and not any(n in found for n in TOKENIZER_FILES):
         lacking.append("tokenizer files")
-    if need.kind == "model" and not any(n in found for n in WEIGHT_FILES):
+    if need.kind in ("model", "weights") and not any(n in found for n in WEIGHT_FILES):
         lacking.append(" or ".join(WEIGHT_FILES))
     size = sum(p.stat().st_size for p in found.values()) if found else None
     folder = found[CONFIG_FILE].parent if CONFIG_FILE in found else None
@@ -236,6 +196,30 @@ def _snapshot_status(metric: str, need: Need, *, verify: bool) -> NeedStatus:
         if problem:
             return NeedStatus(metric, need, WRONG_HASH, local, size, problem)
     return NeedStatus(metric, need, CACHED, local, size, f"{len(files)} files" + (", verified" if verify else ""))
+
+
+def _stanza_status(metric: str, need: Need) -> NeedStatus:
+    from rexrank.models.stanza_ner import LANG, installed_version, is_cached, resources_dir
+
+    folder = resources_dir()
+    if not is_cached():
+        return NeedStatus(metric, need, MISSING, detail=f"not in {folder}")
+    files = [p for p in (folder / LANG).rglob("*") if p.is_file()]
+    return NeedStatus(metric, need, CACHED, folder, sum(p.stat().st_size for p in files),
+                      f"{len(files)} files, stanza {installed_version() or 'not installed'}")
+
+
+def _nltk_status(metric: str, need: Need) -> NeedStatus:
+    import nltk
+
+    from rexrank.models.srr_bert import PUNKT
+
+    try:
+        found = Path(str(nltk.data.find(PUNKT)))
+    except LookupError:
+        return NeedStatus(metric, need, MISSING, detail="not on NLTK's data path")
+    files = [p for p in found.rglob("*") if p.is_file()]
+    return NeedStatus(metric, need, CACHED, found, sum(p.stat().st_size for p in files), f"{len(files)} files")
 
 
 def _hash_problem(path: Path, pinned: str | None, *, verify: bool) -> str:
@@ -272,16 +256,14 @@ def download(metrics: Iterable[str] | None = None, *, on_done=None, radgraph_xl:
     Returns the verified statuses; `on_done(status)` is called as each need is settled.
     `radgraph_xl`: also RadGraph-XL (radgraph's model_type="radgraph-xl") and its encoder.
     Raises WeightsUnavailable at once when the Hub cannot be reached."""
-    from rexrank.metrics.registry import available_metrics
-
     why = hub_unavailable(DOWNLOAD_PROBE_TIMEOUT)
     if why:
         raise MetricError(f"cannot download weights: {why}")
     out: list[NeedStatus] = []
     fetched: dict[tuple, NeedStatus] = {}
-    jobs = [(metric, lambda m=metric: default_needs(m)) for metric in metrics or available_metrics()]
+    jobs = [(metric, lambda m=metric: default_needs(m)) for metric in metrics or sorted(catalogue.METRIC_NEEDS)]
     if radgraph_xl:
-        jobs.append(("radgraph", lambda: _radgraph("radgraph-xl")))
+        jobs.append(("radgraph", lambda: _resolved(catalogue.radgraph_needs("radgraph-xl"))))
     for metric, needs_of in jobs:
         queue = needs_of()
         while queue:
@@ -313,6 +295,22 @@ def fetch_need(metric: str, need: Need) -> NeedStatus:
     if before.state == CACHED:
         return before
     try:
+        if need.kind == "nltk":
+            import nltk
+
+            if not nltk.download("punkt_tab", quiet=True, raise_on_error=True):
+                return NeedStatus(metric, need, MISSING, detail="NLTK's downloader could not fetch punkt_tab")
+            return _status(metric, need, verify=True)
+        if need.kind == "stanza":
+            from rexrank.models.stanza_ner import download as stanza_download
+
+            try:
+                stanza_download()
+            except MetricError as exc:  # stanza itself is not installed
+                return NeedStatus(metric, need, MISSING, detail=str(exc))
+            except Exception as exc:  # stanza's downloader: HTTP, transport and disk errors alike
+                return NeedStatus(metric, need, MISSING, detail=f"cannot be fetched ({type(exc).__name__}: {exc})")
+            return _status(metric, need, verify=True)
         if need.kind in ("file", "snapshot"):
             fetch(checkpoint, option=need.option, force=before.state == WRONG_HASH)
         else:
@@ -327,10 +325,9 @@ def _fetch_folder(need: Need, *, force: bool) -> None:
     the first weight file, in the order the metrics prefer them, that it has."""
     from huggingface_hub import snapshot_download
 
-    from rexrank.models.encoders import CONFIG_FILE, TOKENIZER_FILES, WEIGHT_FILES
-
     checkpoint = need.checkpoint
-    rounds = [[CONFIG_FILE, *TOKENIZER_FILES]] + ([[name] for name in WEIGHT_FILES] if need.kind == "model" else [])
+    first = [CONFIG_FILE] if need.kind == "weights" else [CONFIG_FILE, *TOKENIZER_FILES]
+    rounds = [first] + ([[name] for name in WEIGHT_FILES] if need.kind in ("model", "weights") else [])
     for patterns in rounds:
         try:
             folder = Path(snapshot_download(checkpoint.repo_id, revision=checkpoint.revision, allow_patterns=patterns,

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from rexrank.errors import MetricError
 from rexrank.models.checkpoints import Checkpoint, pick_device
 from rexrank.radgraph.preprocess import MODEL_TYPES, reader_word, words_for
-from rexrank.models.pins import radgraph_encoder_revision
+from rexrank.catalogue import radgraph_encoder_revision
 from rexrank.radgraph.tarball import DEFAULT_REVISION, RadGraphArchive, checkpoint_for, load_archive
 
 # Bump when anything that changes annotations for the same weights changes.
@@ -62,7 +62,7 @@ class RadGraphAnnotator:
         StanfordAIMI/RRG_scorers/<type>.tar.gz at `revision`.
     transformer_path: a local folder with the encoder's config + tokenizer (config.json
         names a Hub id such as PubMedBERT); default: that Hub id at `transformer_revision`
-        (default: the commit pinned for it in models.pins, else main).
+        (default: the commit pinned for it in rexrank.catalogue, else main).
     batch_size: reports encoded together (the encoder pass is batched; span heads run per
         report, as officially).
     """

@@ -21,14 +21,11 @@ from typing import Any
 
 from rexrank.errors import MetricError
 from rexrank.models.checkpoints import Checkpoint, resolve
-from rexrank.models.pins import RRG_SCORERS_REPO, RRG_SCORERS_REVISION, rrg_scorers_sha256
+from rexrank.catalogue import RADGRAPH_LICENCE, RRG_SCORERS_REPO, RRG_SCORERS_REVISION, radgraph_archive
 
 REPO_ID = RRG_SCORERS_REPO
-DEFAULT_REVISION = RRG_SCORERS_REVISION  # pins and their sources: models.pins
-LICENCE = (
-    "StanfordAIMI/RRG_scorers is tagged MIT; the RadGraph v1 model was first released on PhysioNet "
-    "under the PhysioNet Credentialed Health Data License"
-)
+DEFAULT_REVISION = RRG_SCORERS_REVISION  # pins and their sources: rexrank.catalogue
+LICENCE = RADGRAPH_LICENCE
 
 NON_PADDED_FILE = "non_padded_namespaces.txt"
 PADDING_TOKEN = "@@PADDING@@"
@@ -66,9 +63,7 @@ class RadGraphArchive:
 
 
 def checkpoint_for(model_type: str, *, path: str | None = None, revision: str = DEFAULT_REVISION) -> Checkpoint:
-    filename = f"{model_type}.tar.gz"
-    return Checkpoint(repo_id=REPO_ID, revision=revision, filename=filename, path=path, licence=LICENCE,
-                      sha256=rrg_scorers_sha256(filename, revision))
+    return radgraph_archive(model_type, revision=revision, path=path)
 
 
 def load_archive(checkpoint: Checkpoint, *, option: str = "model_path") -> RadGraphArchive:

@@ -3,37 +3,67 @@
 medSpaCy marks RuSH's sentence starts on spaCy tokens (`spacy.blank("en")`'s tokenizer in
 RaTEScore's pipeline), so a RuSH boundary that falls inside a token moves to a token edge.
 Boundaries inside a whitespace-free chunk are rare (11 of the ~100,000 on the ReXrank
-texts checked, all before a "," or ":"), so this reproduces spaCy's whitespace handling
-exactly and its affix splitting (prefixes, suffixes, infixes, the dotted abbreviations
-it keeps whole, Unicode symbols, URLs) in reduced form: Latin script, no IP-address
-URLs. Patterns are facts read from spaCy 3.7.5's `lang/punctuation.py`,
-`lang/char_classes.py`, `lang/tokenizer_exceptions.py` and `lang/en/tokenizer_exceptions.py`
-(MIT).
+texts checked, all before a "," or ":"), but in other scripts they are not ("clear.Легкие"
+is cut at the period), so this reproduces spaCy's whitespace handling and its affix
+splitting (prefixes, suffixes, infixes, the dotted abbreviations it keeps whole, Unicode
+symbols, URLs; not IP-address URLs) with spaCy's own character classes for every script
+it lists (`rexrank/data/spacy_char_classes.json`). Patterns are facts read from spaCy
+3.7.5's `lang/punctuation.py`, `lang/char_classes.py`, `lang/tokenizer_exceptions.py` and
+`lang/en/tokenizer_exceptions.py` (MIT).
 """
 from __future__ import annotations
 
+import json
 import re
-import unicodedata
+from importlib import resources
 
-_QUOTES = "'\"”“`‘´’‚,„»«「」『』（）〔〕【】《》〈〉⟦⟧"  # spaCy counts "," among its quotes
-_PUNCT = "…,:;!?¿¡()[]{}<>_#*&。？！，、；：～·।،۔؛٪"
-_CURRENCY = "$£€¥"
-_PREFIX = re.compile(rf"[§%=—–{re.escape(_PUNCT + _QUOTES + _CURRENCY)}]|\+(?![0-9])|\.\.+")
-_UNITS = (
-    "km|km²|km³|m|m²|m³|dm|dm²|dm³|cm|cm²|cm³|mm|mm²|mm³|ha|µm|nm|yd|in|ft|kg|g|mg|µg|t|lb|oz|m/s|km/h|kmh|mph|"
-    "hPa|Pa|mbar|mb|MB|kb|KB|gb|GB|tb|TB|T|G|M|K|%"
-)
+def _char_classes() -> dict:
+    # spaCy's character classes (every script it lists: Latin, Greek, Cyrillic, Arabic,
+    # Hebrew, Indic, Hangul, CJK, ...) as code-point ranges, read from spaCy by
+    # benchmarks/spacy_char_classes.py (source and licence: rexrank/data/README.md)
+    with resources.files("rexrank.data").joinpath("spacy_char_classes.json").open(encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+_CC = _char_classes()
+
+
+def _class(name: str) -> str:
+    """The body of a regex character class ("[...]") holding spaCy's class `name`."""
+    return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in _CC["ranges"][name])
+
+
+def _alternation(entries) -> str:
+    return "|".join(map(re.escape, entries))
+
+
+_ALPHA, _LOWER, _UPPER, _ICONS = (_class(n) for n in ("alpha", "alpha_lower", "alpha_upper", "icons"))
+_PUNCT, _QUOTES, _CURRENCY, _UNITS, _HYPHENS = (_CC["lists"][n] for n in ("punct", "quotes", "currency", "units", "hyphens"))
+_Q = re.escape("".join(_QUOTES))
+# spaCy's English affix rules. A prefix is the first alternative that matches, in spaCy's
+# order; its one-character entries are one class here, which changes no outcome (no
+# longer entry that could win starts with one of them: "……" comes after "…")
+_SINGLES = re.escape("".join(e for e in _PUNCT + _QUOTES + _CURRENCY if len(e) == 1))
+_PREFIX = re.compile(rf"[§%=—–{_SINGLES}{_ICONS}]|\+(?![0-9])|\.\.+|{_alternation(e for e in _PUNCT + _QUOTES + _CURRENCY if len(e) > 1)}")
+# before a final ".": digits, lower-case letters, "%²-+", and the characters of spaCy's
+# PUNCT alternation and quote group as they land in its character class ("|", "(?:)")
+_BEFORE_PERIOD = re.escape("%²-+|(?:)" + "".join(_PUNCT)) + _Q
+# a suffix ends the string, so which alternative matches first is moot: the one-character
+# entries are one class, the rules for a final "." are tried only at a "."
 _SUFFIX = re.compile(
-    rf"(?:[{re.escape(_PUNCT + _QUOTES)}—–]|\.\.+|'s|'S|’s|’S|(?<=[0-9])\+|(?<=°[FfCcKk])\."
-    rf"|(?<=[0-9])(?:[{re.escape(_CURRENCY)}])|(?<=[0-9])(?:{_UNITS})"
-    rf"|(?<=[0-9a-zß-öø-ÿ%²\-+|{re.escape(_PUNCT + _QUOTES)}])\.|(?<=[A-ZÀ-ÖØ-Þ][A-ZÀ-ÖØ-Þ])\.)$"
+    rf"(?:[{re.escape(''.join(e for e in _PUNCT + _QUOTES if len(e) == 1))}{_ICONS}]|{_alternation(e for e in _PUNCT + _QUOTES if len(e) > 1)}|\.\.+|…|'s|'S|’s|’S|—|–"
+    rf"|(?<=[0-9])\+|(?<=[0-9])(?:{_alternation(_CURRENCY)}|{_alternation(_UNITS)})"
+    rf"|(?=\.)(?:(?<=°[FfCcKk])|(?<=[0-9{_LOWER}{_BEFORE_PERIOD}])|(?<=[{_UPPER}][{_UPPER}]))\.)$"
 )
-_ALPHA = "A-Za-zÀ-ÖØ-öø-ÿ"
+# the rules after the icons all start with one of these characters: tried only there
+_INFIX_FIRST = re.escape("+-*^.,:<>=/" + "".join({h[0] for h in _HYPHENS}))
 _INFIX = re.compile(
-    rf"\.\.+|…|(?<=[0-9])[+\-*^](?=[0-9-])|(?<=[a-zß-öø-ÿ{re.escape(_QUOTES)}])\.(?=[A-ZÀ-ÖØ-Þ{re.escape(_QUOTES)}])"
-    rf"|(?<=[{_ALPHA}]),(?=[{_ALPHA}])|(?<=[{_ALPHA}0-9])(?:-|–|—|--|---|——|~)(?=[{_ALPHA}])"
-    rf"|(?<=[{_ALPHA}0-9])[:<>=/](?=[{_ALPHA}])"
+    rf"\.\.+|…|[{_ICONS}]|(?=[{_INFIX_FIRST}])(?:(?<=[0-9])[+\-*^](?=[0-9-])|(?<=[{_LOWER}{_Q}])\.(?=[{_UPPER}{_Q}])"
+    rf"|(?<=[{_ALPHA}]),(?=[{_ALPHA}])|(?<=[{_ALPHA}0-9])(?:{_alternation(_HYPHENS)})(?=[{_ALPHA}])"
+    rf"|(?<=[{_ALPHA}0-9])[:<>=/](?=[{_ALPHA}]))"
 )
+
+
 # spaCy's English special cases that hold punctuation (kept as one token; "10a.m." and the
 # like are split by spaCy into number + "a.m.", which starts no token at a sentence edge)
 _SPECIALS = frozenset(
@@ -53,6 +83,9 @@ _SPECIALS = frozenset(
     v_v w/o ¯\(ツ)/¯ ಠ_ಠ ಠ︵ಠ — ‘S ‘s ’ ’’
 """.split()
 )
+# special cases that spaCy writes as several tokens ("°C." is "°" "C" "."): the offsets
+# inside them where a token starts
+_SPECIAL_SPLITS = {f"°{unit}.": (1, 2) for unit in "CFKcfk"}
 
 
 # spaCy's URL_MATCH (host labels, a lower-case top-level domain, port, path; its IP-address
@@ -60,7 +93,7 @@ _SPECIALS = frozenset(
 _URL_PATTERN = re.compile(
     r"(?:[\w+\-.]{2,}://)?(?:\S+(?::\S*)?@)?"
     r"(?:(?:[A-Za-z0-9\u00a1-\uffff][A-Za-z0-9\u00a1-\uffff_-]{0,62})?[A-Za-z0-9\u00a1-\uffff]\.)+"
-    r"[a-zß-öø-ÿ]{2,63}(?::\d{2,5})?(?:[/?#]\S*)?"
+    rf"[{_LOWER}]{{2,63}}(?::\d{{2,5}})?(?:[/?#]\S*)?"
 )
 _URL_MAX_CHARS = 2048  # longer chunks are not tried (bounded time on pathological input)
 
@@ -71,11 +104,6 @@ def _url(text: str) -> bool:
 
 _SUFFIX_WINDOW = 16  # suffixes are looked for in the last characters first (linear time on long chunks)
 _LONGEST_SPECIAL = max(map(len, _SPECIALS))
-
-
-def _is_icon(char: str) -> bool:
-    # spaCy's "icons" (Unicode symbols such as "°"): a prefix, a suffix and an infix
-    return char > "\x7f" and unicodedata.category(char) == "So"
 
 
 def _special(chunk: str, begin: int, end: int, specials: frozenset = _SPECIALS) -> bool:
@@ -112,12 +140,14 @@ def _join_special_runs(chunk: str, starts: list[int]) -> list[int]:
         return starts
     taken: set[int] = set()
     joined: set[int] = set()
+    split: list[int] = []  # a joined run becomes the special's own tokens
     for size, i in sorted(found, reverse=True):  # longest first, then the later one, as spaCy filters
         if i in taken or i + size - 1 in taken:
             continue
         taken.update(range(i, i + size))
         joined.update(range(i + 1, i + size))
-    return [start for k, start in enumerate(starts) if k not in joined]
+        split += [starts[i] + offset for offset in _SPECIAL_SPLITS.get(_SPECIAL_RUNS[tuple(tokens[i : i + size])], ())]
+    return sorted({start for k, start in enumerate(starts) if k not in joined} | set(split))
 
 
 def _affix_starts(chunk: str, specials: frozenset) -> list[int]:
@@ -130,12 +160,12 @@ def _affix_starts(chunk: str, specials: frozenset) -> list[int]:
     while begin < end and end - begin != last and not _special(chunk, begin, end, specials):
         last = end - begin
         pre = _PREFIX.match(chunk, begin, end)
-        pre_len = 1 if _is_icon(chunk[begin]) else pre.end() - begin if pre else 0
+        pre_len = pre.end() - begin if pre else 0
         if pre_len and _special(chunk, begin + pre_len, end, specials):
             begin += pre_len
             prefix_ends.append(begin)
             break
-        suf_len = (1 if _is_icon(chunk[end - 1]) else _suffix_len(chunk, begin + pre_len, end)) if begin + pre_len < end else 0
+        suf_len = _suffix_len(chunk, begin + pre_len, end) if begin + pre_len < end else 0
         if suf_len and _special(chunk, begin, end - suf_len, specials):
             end -= suf_len
             suffix_starts.append(end)
@@ -153,11 +183,10 @@ def _affix_starts(chunk: str, specials: frozenset) -> list[int]:
             suffix_starts.append(end)
     starts = [0, *prefix_ends]
     middle = chunk[begin:end]
+    starts += [begin + offset for offset in _SPECIAL_SPLITS.get(middle, ()) if middle in specials]
     if middle and not _special(chunk, begin, end, specials) and not _url(middle):
-        infixes = [(m.start(), m.end()) for m in _INFIX.finditer(middle)]
-        if not middle.isascii():
-            infixes += [(i, i + 1) for i, c in enumerate(middle) if _is_icon(c)]
-        for infix_start, infix_end in infixes:
+        for infix in _INFIX.finditer(middle):
+            infix_start, infix_end = infix.span()
             if infix_start > 0:  # spaCy ignores an infix at the very start
                 starts += [begin + infix_start, begin + infix_end]
     starts.extend(suffix_starts)

@@ -2,6 +2,12 @@
 worker on the store scores with the same metric set, and anyone reading the store can see
 which set its results were scored with.
 
+It may also restrict test sets to submitters the organisers approved, as ReXrank's own
+process does for its private test set:
+    "approved_submitters": {"rexgradient": ["alice", "stanford-aimi"]}
+a test set listed there accepts requests from those submitters only (names compared as
+the quota compares them); one not listed is open to all.
+
 The metric set has two parts:
     metrics       run on every request; a metric that cannot run fails the request with
                   the metric and the reason (the coverage rule: it scored no study)
@@ -105,3 +111,22 @@ def record_set(store, metric_set: MetricSet, *, only_if_absent: bool = False) ->
 
     transact(store.requests, decide)
     return chosen[-1]
+
+
+APPROVED_KEY = "approved_submitters"
+
+
+def approved_submitters(store, test_set: str) -> list[str] | None:
+    """The submitters the store's config approves for `test_set`; None if it is open to all."""
+    listed = read_config(store).get(APPROVED_KEY)
+    if listed is None:
+        return None
+    where = f"{store.name}/{R.CONFIG_FILE}: {APPROVED_KEY}"
+    if not isinstance(listed, dict):
+        raise StoreError(f"{where} must be an object mapping test set names to lists of submitters")
+    names = listed.get(test_set)
+    if names is None:
+        return None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise StoreError(f"{where}[{test_set!r}] must be a list of submitter names")
+    return names

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from rexrank.store import records as R
-from rexrank.store.repo import Snapshot, consistent_reads, git_blob_oid
+from rexrank.store.repo import Snapshot, git_blob_oid
 
 log = logging.getLogger("rexrank.store")
 
@@ -50,21 +50,22 @@ class ResultsFeed:
         self._members: dict[str, set[str]] = {}  # shard path -> record paths read that it covers
 
     def refresh(self) -> Delta:
-        with consistent_reads(self.repo):  # a local repo: no commit half-seen
-            version = self.repo.version()
-            full_due = time.monotonic() - self._last_full > self.full_every
-            if version == self.version and not full_due:
-                return Delta()
-            if not self._indexed:
-                self._indexed = self.repo.read_optional(Snapshot(version), R.RESULTS_LAYOUT) is not None
-            if full_due or not self._indexed:
-                snap = self.repo.snapshot(R.RECORDS_DIR, R.RESULT_SHARDS_DIR, at=version)
-                delta = self._by_listing(snap)
-            else:
-                snap = self.repo.snapshot(R.RESULT_SHARDS_DIR, at=version)
-                delta = self._by_index(snap)
-            self._shards = {p: c for p, c in snap.files.items() if p.startswith(R.RESULT_SHARDS_DIR)}
-            self.version = snap.version
+        # no lock (readers take none): result records are only ever replaced whole, and a
+        # commit landing during this look moves the version, so the next look sees it
+        version = self.repo.version()
+        full_due = time.monotonic() - self._last_full > self.full_every
+        if version == self.version and not full_due:
+            return Delta()
+        if not self._indexed:
+            self._indexed = self.repo.read_optional(Snapshot(version), R.RESULTS_LAYOUT) is not None
+        if full_due or not self._indexed:
+            snap = self.repo.snapshot(R.RECORDS_DIR, R.RESULT_SHARDS_DIR, at=version)
+            delta = self._by_listing(snap)
+        else:
+            snap = self.repo.snapshot(R.RESULT_SHARDS_DIR, at=version)
+            delta = self._by_index(snap)
+        self._shards = {p: c for p, c in snap.files.items() if p.startswith(R.RESULT_SHARDS_DIR)}
+        self.version = snap.version
         return delta
 
     def _read(self, snap: Snapshot, path: str, delta: Delta) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 
-from rexrank.store.repo import ConflictError, Snapshot, StoreError, git_blob_oid
+from rexrank.store.repo import ConflictError, Snapshot, StoreError, StoreWriteError, git_blob_oid
 
 MAX_CACHED_BYTES = 256 * 1024 * 1024
 
@@ -48,6 +48,9 @@ class HubRepo:
         self.api = HfApi(endpoint=self.endpoint, token=self.token)
         self._blobs: dict[str, bytes] = {}
         self._cached_bytes = 0
+        # files read outside the snapshot's listing (index files), by (commit, path): a commit's
+        # content never changes, so one step that reads an index twice asks the Hub once
+        self._unlisted: dict[tuple[str, str], bytes | None] = {}
         self._lock = threading.Lock()
         HfHubHTTPError, Offline = _hub_errors()
         try:
@@ -94,21 +97,31 @@ class HubRepo:
         from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
         blob = snapshot.files.get(path)
-        if blob is not None:
-            with self._lock:
-                if blob in self._blobs:
-                    return self._blobs[blob]
+        with self._lock:
+            if blob is not None and blob in self._blobs:
+                return self._blobs[blob]
+            if blob is None and (snapshot.version, path) in self._unlisted:
+                return self._unlisted[(snapshot.version, path)]
         url = hf_hub_url(self.repo_id, path, repo_type="dataset", revision=snapshot.version, endpoint=self.endpoint)
         try:
             response = get_session().get(url, headers=build_hf_headers(token=self.token), follow_redirects=True)
             if response.status_code == 404 and response.headers.get("X-Error-Code") == "EntryNotFound":
+                self._remember_unlisted(snapshot.version, path, None)
                 return None
             hf_raise_for_status(response)
         except Exception as exc:
             raise StoreError(f"{self.name}: cannot download {path}: {type(exc).__name__}: {exc}") from None
         data = response.content
         self._remember(git_blob_oid(data), data)
+        if blob is None:
+            self._remember_unlisted(snapshot.version, path, data)
         return data
+
+    def _remember_unlisted(self, version: str, path: str, data: bytes | None) -> None:
+        with self._lock:
+            if len(self._unlisted) >= 64:  # a few index files per step; older commits are not read again
+                self._unlisted.clear()
+            self._unlisted[(version, path)] = data
 
     def _remember(self, blob: str, data: bytes) -> None:
         with self._lock:
@@ -135,7 +148,7 @@ class HubRepo:
         except HfHubHTTPError as exc:
             if _status(exc) in (409, 412):  # the branch moved since `parent`
                 raise ConflictError(f"{self.name}: moved past {parent[:12]}") from None
-            raise StoreError(f"{self.name}: commit failed: {exc}") from None
+            raise StoreWriteError(f"{self.name}: commit failed: {exc}") from None
         except Exception as exc:  # connection errors: the commit may or may not have landed;
             # the caller's transaction re-reads, so report it as a conflict to retry safely
             raise ConflictError(f"{self.name}: commit interrupted ({type(exc).__name__}: {exc})") from None

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from rexrank.errors import SubmissionError
+from rexrank.input_limits import MAX_FILE_BYTES
 from rexrank.store.scratch import ScratchDir
 from rexrank.submissions import RawPredictions, read_raw_predictions
 
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl", ".csv")
 MAX_BYTES_ENV = "REXRANK_MAX_PREDICTIONS_MB"
-DEFAULT_MAX_MB = 200  # 10,000 reports of a few KB each are well under 100 MB in any format
 MAX_FILES = 64
 # metadata files `datasets` writes beside the data (save_to_disk, older push_to_hub): never predictions
 DATASETS_METADATA = {"dataset_info.json", "dataset_infos.json", "dataset_dict.json", "state.json"}
@@ -45,7 +45,10 @@ class HubDataset:
 
 
 def max_bytes() -> int:
-    return int(float(os.environ.get(MAX_BYTES_ENV) or DEFAULT_MAX_MB) * 1024 * 1024)
+    """The most a predictions dataset may download: by default the largest file any other route
+    accepts (input_limits.MAX_FILE_BYTES), so the Hub route is bounded as an upload is."""
+    setting = os.environ.get(MAX_BYTES_ENV)
+    return int(float(setting) * 1024 * 1024) if setting else MAX_FILE_BYTES
 
 
 def _mb(n: int) -> str:

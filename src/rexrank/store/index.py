@@ -93,10 +93,29 @@ class IndexEdit:
         recent = self._section(R.RECENT_INDEX, "requests", [])
         self._files[R.RECENT_INDEX]["requests"] = [e for e in recent if e.get("id") != request["id"]]
 
+    def receive(self, request_id: str, when: str) -> None:
+        """Register when the backend first saw an open request (see R.with_server_time)."""
+        if self.file(R.RECEIVED_INDEX).get("requests", {}).get(request_id) != when:
+            self._section(R.RECEIVED_INDEX, "requests", {})[request_id] = when
+
+    def forget_received(self, open_ids: set[str]) -> None:
+        """Drop register entries of requests no longer in the queue (removed by hand)."""
+        received = self.file(R.RECEIVED_INDEX).get("requests", {})
+        gone = [rid for rid in received if rid not in open_ids]
+        if gone:
+            section = self._section(R.RECEIVED_INDEX, "requests", {})
+            for rid in gone:
+                section.pop(rid, None)
+
     def move_request(self, old_path: str | None, old: dict | None, new: dict) -> dict[str, bytes | None]:
         """Changes that write `new` where its status puts it (queue/ or done/), remove the
-        file it was read from if that is elsewhere, and keep the settled index in step."""
+        file it was read from if that is elsewhere, and keep the settled index and the
+        register of received times in step (`new` as R.with_server_time returned it)."""
         new_path = R.request_path(new["id"], new["status"])
+        if new_path.startswith(R.QUEUE_DIR) and new.get("received_time"):
+            self.receive(new["id"], new["received_time"])  # e.g. requeued: keeps its time
+        elif new["id"] in self.file(R.RECEIVED_INDEX).get("requests", {}):
+            self._section(R.RECEIVED_INDEX, "requests", {}).pop(new["id"])  # settled: its record holds it
         changes: dict[str, bytes | None] = {new_path: R.dumps(new)}
         if old_path and old_path != new_path:
             changes[old_path] = None

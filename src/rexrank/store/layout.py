@@ -22,7 +22,9 @@ def _rebuilt(repo, snap: Snapshot, build) -> dict[str, bytes | None]:
     fresh = IndexEdit(repo, snap, fresh=True)
     build(fresh)
     wanted = {p: d for p, d in fresh.changes().items() if d is not None}
-    changes: dict[str, bytes | None] = {p: None for p in snap.paths(INDEX_DIR) if p not in wanted}
+    # the register of received times is the backend's own record, not derived from records
+    changes: dict[str, bytes | None] = {p: None for p in snap.paths(INDEX_DIR)
+                                        if p not in wanted and p != R.RECEIVED_INDEX}
     for path, data in wanted.items():
         if path not in snap.files or repo.read(snap, path) != data:
             changes[path] = data

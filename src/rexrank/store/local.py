@@ -12,17 +12,20 @@ a commit that never happened and are removed.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
 import os
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from rexrank.store.repo import ConflictError, Snapshot, StoreError
+from rexrank.store.names import display
+from rexrank.store.repo import ConflictError, Snapshot, StoreError, StoreWriteError
 
 log = logging.getLogger("rexrank.store")
 
@@ -30,6 +33,8 @@ _VERSION_FILE = ".rexrank-version"
 _TEMP_PREFIX = ".tmp-"
 _LOCK_FILE = ".rexrank-lock"
 _JOURNAL_FILE = ".rexrank-journal"
+_READ_ATTEMPTS = 200
+DEFAULT_LOCK_WAIT = 120.0
 
 
 class LocalRepo:
@@ -41,39 +46,91 @@ class LocalRepo:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"cannot create store folder {self.root}: {exc}") from None
-        with self._locked(fcntl.LOCK_EX):
-            if not (self.root / _VERSION_FILE).exists():
-                _atomic_write(self.root / _VERSION_FILE, b"0", sync=True)
-            self._finish_interrupted_commit()
-            _remove_stale_temp_files(self.root)
+            raise StoreError(f"cannot create store folder {self.root}: {_why(exc)}") from None
+        # readers take no lock at all, so a store they can only read works, and a reader
+        # stopped with Ctrl-Z holds off no writer (reads are checked against the version)
+        self.writable = os.access(self.root, os.W_OK)
+        if not self.writable:
+            return
+        try:
+            with self._locked():
+                if not (self.root / _VERSION_FILE).exists():
+                    _atomic_write(self.root / _VERSION_FILE, b"0", sync=True)
+                self._finish_interrupted_commit()
+                _remove_stale_temp_files(self.root)
+        except OSError as exc:  # e.g. files of another user: readable, and a commit says why not
+            log.info("%s: opened for reading only (%s)", self.name, _why(exc))
+            self.writable = False
 
     @contextmanager
-    def _locked(self, mode: int):
+    def _locked(self):
+        """The writers' lock (exclusive; held for one commit). An OSError opening it says the
+        store is read-only. A wait longer than REXRANK_LOCK_WAIT seconds (default 120) ends
+        with a message naming the holder: e.g. a writer stopped with Ctrl-Z."""
         with open(self.root / _LOCK_FILE, "a+b") as fh:
-            fcntl.flock(fh.fileno(), mode)
+            self._wait_for_lock(fh)
             try:
+                fh.truncate(0)  # who holds it, for a writer that waits too long ("a" mode: written at 0)
+                fh.write(f"pid {os.getpid()} ({' '.join(sys.argv)[:200]})".encode("utf-8", "replace"))
+                fh.flush()
                 yield
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
-    @contextmanager
-    def reading(self):
-        """Hold off commits while several files are read (a consistent view without a
-        version check). Do not commit from inside: the commit would wait for itself."""
+    def _wait_for_lock(self, fh) -> None:
+        try:
+            limit = float(os.environ.get("REXRANK_LOCK_WAIT", "") or DEFAULT_LOCK_WAIT)
+        except ValueError:
+            limit = DEFAULT_LOCK_WAIT
+        start, pause = time.monotonic(), 0.0005
         while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                waited = time.monotonic() - start
+                if waited > limit:
+                    fh.seek(0)
+                    holder = fh.read(300).decode("utf-8", "replace").strip() or "another process"
+                    raise StoreError(f"{self.name}: the store's write lock has been held for {waited:.0f} s by "
+                                     f"{display(holder)}; if that process is stopped (Ctrl-Z), resume it (fg) "
+                                     "or end it") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+
+    def read_consistently(self, read):
+        """`read()` (a listing and the reads that follow it) as of one version, without a
+        lock: run again when a commit landed meanwhile (the version moved, or a commit's
+        journal was present), which also covers a listed file moved away before its read."""
+        for attempt in range(_READ_ATTEMPTS):
             self._recover_if_needed()
-            with self._locked(fcntl.LOCK_SH):
-                # a committer killed between our recovery and our lock left a journal: the
-                # reads inside would recover it and wait for our own lock, so recover first
-                if not (self.root / _JOURNAL_FILE).exists():
-                    yield
-                    return
+            before = self._state()
+            if before[1] and self.writable:  # a commit is being applied right now
+                time.sleep(0.005 * (attempt + 1))
+                continue
+            try:
+                value = read()
+            except StoreError:
+                if self._state() == before:
+                    raise
+                continue
+            if self._state() == before:
+                return value
+            time.sleep(min(0.005 * (attempt + 1), 0.1))
+        raise StoreError(f"{self.name}: the store kept changing while it was read ({_READ_ATTEMPTS} tries); try again")
+
+    def _state(self) -> tuple[str, bool]:
+        return self._version(), (self.root / _JOURNAL_FILE).exists()
 
     def _recover_if_needed(self) -> None:
-        if (self.root / _JOURNAL_FILE).exists():
-            with self._locked(fcntl.LOCK_EX):
-                self._finish_interrupted_commit()
+        """A journal left by a killed writer: finish its commit (a writer applying one right
+        now holds the lock for a moment). A read-only store is read as it is."""
+        if self.writable and (self.root / _JOURNAL_FILE).exists():
+            try:
+                with self._locked():
+                    self._finish_interrupted_commit()
+            except OSError as exc:
+                log.warning("%s: cannot finish an interrupted commit: %s", self.name, _why(exc))
 
     def _version(self) -> str:
         try:
@@ -83,28 +140,32 @@ class LocalRepo:
 
     def version(self) -> str:
         self._recover_if_needed()
-        with self._locked(fcntl.LOCK_SH):  # the counter is rewritten in place under the exclusive lock
-            return self._version()
+        return self._version()
 
     def snapshot(self, *folders: str, at: str | None = None) -> Snapshot:
         """`at`: the version the caller just read (a local folder has only the current one:
-        callers that need the two to agree read under `reading()`)."""
+        callers that need the two to agree read through `read_consistently`). The version
+        is read before the listing: a commit landing during it makes a later commit on
+        this snapshot a conflict, and a consistent read run again."""
         self._recover_if_needed()
-        with self._locked(fcntl.LOCK_SH):  # no commit half-applied while we list
-            files: dict[str, str] = {}
-            for folder in folders:
-                start = self.root / folder if folder else self.root
-                if not start.is_dir():
-                    continue
-                for dirpath, dirnames, filenames in os.walk(start):
-                    dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                    for fname in filenames:
-                        if fname.startswith("."):
-                            continue
-                        full = Path(dirpath) / fname
+        version = self._version()
+        files: dict[str, str] = {}
+        for folder in folders:
+            start = self.root / folder if folder else self.root
+            if not start.is_dir():
+                continue
+            for dirpath, dirnames, filenames in os.walk(start):
+                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                for fname in filenames:
+                    if fname.startswith("."):
+                        continue
+                    full = Path(dirpath) / fname
+                    try:
                         st = full.stat()
-                        files[full.relative_to(self.root).as_posix()] = f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}"
-            return Snapshot(self._version(), files, tuple(folders))
+                    except FileNotFoundError:  # moved by a commit landing now: the version says so
+                        continue
+                    files[full.relative_to(self.root).as_posix()] = f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}"
+        return Snapshot(version, files, tuple(folders))
 
     def read(self, snapshot: Snapshot, path: str) -> bytes:
         data = self.read_optional(snapshot, path)
@@ -113,6 +174,7 @@ class LocalRepo:
         return data
 
     def read_optional(self, snapshot: Snapshot, path: str) -> bytes | None:
+        _check_inside(self.name, path)
         try:
             return (self.root / path).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
@@ -120,33 +182,56 @@ class LocalRepo:
 
     def commit(self, changes: dict[str, bytes | None], *, message: str, parent: str) -> str:
         for path in changes:
-            if path.startswith((".", "/")) or ".." in Path(path).parts or "/." in path:
-                raise StoreError(f"{self.name}: refusing to write outside the store: {path!r}")
-        with self._locked(fcntl.LOCK_EX):
-            self._finish_interrupted_commit()
-            current = self._version()
-            if current != parent:
-                raise ConflictError(f"{self.name}: version is {current}, commit was made on {parent}")
-            if current.isdigit():
-                new = str(int(current) + 1)
-            else:  # the counter file was damaged or deleted by hand: start a fresh, unique count
-                new = str(time.time_ns())
-                log.warning("%s: version file held %r, not a number; reset it to %s", self.name, current[:40], new)
-            writes = [[_temp_file(self.root, path, data), path] for path, data in changes.items() if data is not None]
+            _check_inside(self.name, path)
+        try:
+            with self._locked():
+                return self._commit_locked(changes, parent)
+        except OSError as exc:  # a full disk, a read-only store, ...: one line, nothing left behind
+            raise StoreWriteError(f"{self.name}: cannot write to the store: {_why(exc)}") from None
+
+    def _commit_locked(self, changes: dict[str, bytes | None], parent: str) -> str:
+        self._finish_interrupted_commit()
+        current = self._version()
+        if current != parent:
+            raise ConflictError(f"{self.name}: version is {current}, commit was made on {parent}")
+        if current.isdigit():
+            new = str(int(current) + 1)
+        else:  # the counter file was damaged or deleted by hand: start a fresh, unique count
+            new = str(time.time_ns())
+            log.warning("%s: version file held %r, not a number; reset it to %s", self.name, current[:40], new)
+        writes: list[list[str]] = []
+        made_dirs: list[Path] = []
+        try:  # until the journal exists the commit has not happened: undo everything on failure
+            for path, data in changes.items():
+                if data is not None:
+                    writes.append([_temp_file(self.root, path, data, made_dirs), path])
             _sync_all([self.root / temp for temp, _ in writes])
-            deletes = [path for path, data in changes.items() if data is None]
-            if len(changes) == 1 and writes:  # one rename is atomic by itself
-                os.replace(self.root / writes[0][0], self.root / writes[0][1])
-                self._set_version(new)
-                return new
-            journal = {"version": new, "writes": writes, "deletes": deletes}
-            # written in place: a journal cut short by a kill is not JSON, and its commit never happened
+        except BaseException:
+            for temp, _ in writes:
+                (self.root / temp).unlink(missing_ok=True)
+            for folder in reversed(made_dirs):  # e.g. no empty predictions/<id>/ left behind
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            raise
+        deletes = [path for path, data in changes.items() if data is None]
+        if len(changes) == 1 and writes:  # one rename is atomic by itself
+            os.replace(self.root / writes[0][0], self.root / writes[0][1])
+            self._set_version(new)
+            return new
+        journal = {"version": new, "writes": writes, "deletes": deletes}
+        # written in place: a journal cut short by a kill is not JSON, and its commit never happened
+        try:
             with open(self.root / _JOURNAL_FILE, "wb") as fh:
                 fh.write(json.dumps(journal).encode())
                 fh.flush()
                 os.fsync(fh.fileno())
-            self._apply(journal)
-            return new
+        except OSError:
+            (self.root / _JOURNAL_FILE).unlink(missing_ok=True)
+            for temp, _ in writes:
+                (self.root / temp).unlink(missing_ok=True)
+            raise
+        self._apply(journal)
+        return new
 
     def _finish_interrupted_commit(self) -> None:
         """Called under the exclusive lock: apply the journal a killed writer left."""
@@ -185,11 +270,31 @@ class LocalRepo:
             os.close(fd)
 
 
-def _temp_file(root: Path, path: str, data: bytes) -> str:
+def _check_inside(name: str, path: str) -> None:
+    """A path inside the store, not one of its own dot-files (a record's text never decides
+    which file outside it is read or written)."""
+    if path.startswith((".", "/")) or ".." in Path(path).parts or "/." in path or "\x00" in path:
+        raise StoreError(f"{name}: refusing a path outside the store: {path[:80]!r}")
+
+
+def _why(exc: OSError) -> str:
+    """An OS error in a few words, without the path (the message names the store)."""
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _temp_file(root: Path, path: str, data: bytes, made_dirs: list[Path]) -> str:
     """`data` in a temporary file beside `root/path` (synced later, with the commit's
-    others); returns the temporary file's path relative to `root`."""
+    others); returns the temporary file's path relative to `root`. Folders it creates
+    are appended to `made_dirs` (outermost first), for a failed commit to remove."""
     target = root / path
-    target.parent.mkdir(parents=True, exist_ok=True)
+    missing = []
+    parent = target.parent
+    while not parent.exists() and parent != root:
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        folder.mkdir(exist_ok=True)
+        made_dirs.append(folder)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_TEMP_PREFIX, suffix=target.suffix)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -8,17 +8,17 @@ import os
 from dataclasses import dataclass
 
 from rexrank.errors import SubmissionError
+from rexrank.input_limits import check_texts
 from rexrank.store.names import check_name, check_one_script, check_submitter, check_url, display, name_key, same_name
 from rexrank.store.records import CANCELLED, FAILED, REFUSED, VALIDATION, iso, parse_iso
 
-# a report is ~1 kB; anything this long is not a report and would only stress the metrics
-MAX_PREDICTION_CHARS = 20_000
 
 
 @dataclass(frozen=True)
 class Quota:
     """At most `limit` submissions per submitter, test set and track in `days` days
-    (FAILED requests do not count, except failed validation on a private test set).
+    (FAILED requests do not count, except cancelled ones and failed validation on a
+    private test set).
     `limit <= 0` disables the quota."""
 
     limit: int = 1
@@ -45,12 +45,22 @@ def same_submitter(a: str, b: str) -> bool:
     return name_key(a) == name_key(b)
 
 
+def is_private(test_set: str) -> bool:
+    """From the test-set registry, never from a request (whose writer chose its fields)."""
+    from rexrank.testsets.registry import TEST_SETS
+
+    spec = TEST_SETS.get(test_set)
+    return bool(spec is not None and spec.private)
+
+
 def counts_for_quota(request: dict) -> bool:
-    """FAILED requests do not use up the quota, except a private test set's failed
-    validation: otherwise each failed probe would be a free question about its studies."""
+    """FAILED requests do not use up the quota, except a cancelled one (cancelling must not
+    be a way to retry for free) and a private test set's failed validation: otherwise each
+    failed probe would be a free question about its studies."""
     if request["status"] != FAILED:
         return True
-    return bool(request.get("private")) and request.get("failure_kind") == VALIDATION
+    kind = request.get("failure_kind")
+    return kind == CANCELLED or (kind == VALIDATION and is_private(request["test_set"]))
 
 
 def check_quota(requests: list[dict], *, submitter: str, test_set: str, track: str, now: float, quota: Quota) -> None:
@@ -156,11 +166,16 @@ def check_policy(
         check_one_script(label, value)
 
 
-def check_lengths(ids: list[str], texts: list[str], *, source: str, max_chars: int = MAX_PREDICTION_CHARS) -> None:
-    long = [(sid, len(t)) for sid, t in zip(ids, texts) if len(t) > max_chars]
-    if long:
-        shown = ", ".join(f"{sid!r} ({n} characters)" for sid, n in long[:10])
+def check_approved(approved: list[str] | None, *, submitter: str, test_set: str) -> None:
+    """`approved`: the submitters the store's organisers approved for `test_set`
+    (rexrank.store.config.approved_submitters); None = open to all."""
+    if approved is not None and not any(same_submitter(a, submitter) for a in approved):
         raise SubmissionError(
-            f"{len(long)} predictions are longer than {max_chars} characters (a report is ~1000): {shown}",
-            source=source,
+            f"test set {test_set} accepts submissions only from submitters approved by its organisers, and "
+            f"{display(submitter)!r} is not one of them; ask the organisers to be added"
         )
+
+
+def check_lengths(ids: list[str], texts: list[str], *, source: str) -> None:
+    """The readers' limits (rexrank.input_limits), checked again on validated predictions."""
+    check_texts(texts, ids, source=source)

@@ -34,28 +34,26 @@ def validate_for(
 ) -> tuple[Predictions, bool]:
     """Validate against the test set's ids; returns (predictions, ids_checked).
 
-    A private test set's studies are only known to the backend: without its data the ids
-    cannot be checked here (the backend checks them, and fails the request with counts of
-    missing/unknown ids, never the ids), so only the file's structure is validated.
+    A private test set's studies are only known to the backend: the ids are not checked
+    here, whatever `data_dir` holds (a filing is answered by the public service, which
+    must never hold or consult the private set); the backend checks them, fails the
+    request with counts of missing/unknown ids, never the ids, and counts the attempt
+    against the quota. Only the file's structure is validated: its row count against
+    the set's published size, and ids being non-empty, unique strings.
     """
     from rexrank.testsets.loading import track_studies
     from rexrank.testsets.registry import check_track, get_spec
 
     spec = get_spec(test_set)
     check_track(track)
-    if spec.private and data_dir is None:
+    if spec.private:
+        if spec.n_studies is not None and len(raw.rows) > spec.n_studies:
+            raise SubmissionError(f"{len(raw.rows)} predictions, but {spec.title} has {spec.n_studies} studies",
+                                  source=raw.source)
         # the same validator, against the submitted ids: catches duplicates, non-strings, bad ids
         submitted = list(dict.fromkeys(str(r[0]).strip() for r in raw.rows))
         return validate_predictions(raw, submitted, test_set=spec.title), False
     test = track_studies(test_set, track, data_dir=data_dir)
     outside = test.outside_ids
-    try:
-        preds = validate_predictions(raw, list(test.ids), test_set=f"{spec.title}, {track} track", outside_track_ids=outside)
-    except SubmissionError as exc:
-        if not spec.private:
-            raise
-        from rexrank.backend.privacy import validation_message
-
-        # a server holding the private set answers in counts: ids would tell a prober its studies
-        raise SubmissionError(validation_message(exc, len(test.ids)), details={}) from None
+    preds = validate_predictions(raw, list(test.ids), test_set=f"{spec.title}, {track} track", outside_track_ids=outside)
     return preds, True

@@ -7,11 +7,13 @@ same commit that indexes it for the submission rules (rexrank.store.index).
 from __future__ import annotations
 
 import logging
+import time
+import uuid
 
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
-from rexrank.store.policy import check_policy
+from rexrank.store.policy import check_approved, check_policy
 from rexrank.store.repo import Snapshot, StoreError, consistent_reads, transact
 
 log = logging.getLogger("rexrank.store")
@@ -31,20 +33,24 @@ class QueueOperations:
         found.update({req["id"]: req for _, req in self._queued(snap)})  # the live record wins
         return list(found.values())
 
-    def _update(self, request_id: str, change, message: str):
+    def _update(self, request_id: str, change, message: str, *, arrivals: bool = False):
         """Apply `change(request) -> new request | None` atomically (moving the request
         between queue/ and done/ as its status says); returns the new request, or None
-        if `change` declined."""
+        if `change` declined. `arrivals`: also register the requests that arrived since
+        the backend last looked (a busy worker's lease renewals keep their times close)."""
 
         def decide(snap: Snapshot):
+            edit = IndexEdit(self.requests, snap)
+            ts = R.now()
+            if arrivals:
+                stamp_arrivals(edit, self._queued(snap), ts)
             found = self._find_request(snap, request_id)
             if found is None:
                 raise StoreError(f"no request {request_id!r} in {self.name}")
-            path, current = found
+            [(path, current)] = stamp_arrivals(edit, [found], ts)
             new = change(current)
             if new is None:
                 return None
-            edit = IndexEdit(self.requests, snap)
             changes = edit.move_request(path, current, new)
             return {**changes, **edit.changes()}, f"{message} {request_id}", new
 
@@ -66,7 +72,8 @@ class QueueOperations:
             ts = R.now()
             edit = IndexEdit(self.requests, snap)
             changes: dict[str, bytes | None] = {}
-            queued = self._queued(snap)
+            queued = sorted(stamp_arrivals(edit, self._queued(snap), ts), key=lambda pr: (pr[1]["submitted_time"], pr[1]["id"]))
+            edit.forget_received({req["id"] for _, req in queued})
             settled = [(path, req) for path, req in queued if req["status"] in R.SETTLED]
             if len(settled) > MOVE_IN_A_CLAIM:
                 raise _EarlierLayout(len(settled))
@@ -74,8 +81,10 @@ class QueueOperations:
                 changes.update(edit.move_request(path, req, req))
             moved[:] = [len(settled)]
             claimed = None
+            leases = self._lease_clock()
+            leases.forget({req["id"] for _, req in queued if req["status"] == R.RUNNING})
             for path, req in queued:
-                expired = req["status"] == R.RUNNING and (req.get("lease_expires") or 0) < ts
+                expired = req["status"] == R.RUNNING and leases.expired(req, lease_seconds)
                 if req["status"] != R.PENDING and not expired:
                     continue
                 if expired and req.get("attempts", 0) >= max_attempts:
@@ -86,11 +95,14 @@ class QueueOperations:
                     )))
                     continue
                 claimed = transition(req, R.RUNNING, ts, worker=worker_id, lease_expires=ts + lease_seconds,
-                                     attempts=req.get("attempts", 0) + 1, started_time=R.iso(ts))
+                                     attempts=req.get("attempts", 0) + 1, started_time=R.iso(ts),
+                                     **new_lease(lease_seconds))
                 changes.update(edit.move_request(path, req, claimed))
                 break
             if not changes:
-                return None
+                # nothing to claim; register what arrived (the server's time for it)
+                arrived = edit.changes()
+                return (arrived, "register received requests", None) if arrived else None
             message = f"claim {claimed['id']} by {worker_id}" if claimed else "fail interrupted requests"
             if settled:
                 message += f"; move {len(settled)} settled request(s) to {R.DONE_DIR}"
@@ -113,7 +125,14 @@ class QueueOperations:
         if moved and moved[0]:
             log.info("%s: moved %d settled request(s) from %s to %s and indexed them (the store layout of this "
                      "version: workers list only open requests)", self.name, moved[0], R.QUEUE_DIR, R.DONE_DIR)
+        if claimed is not None:
+            self._lease_clock().observe(claimed)  # our own lease: its age counts from now
         return claimed
+
+    def _lease_clock(self) -> "LeaseClock":
+        if getattr(self, "_leases", None) is None:
+            self._leases = LeaseClock()
+        return self._leases
 
     def _holder_guard(self, worker_id: str, update):
         def change(req):
@@ -126,8 +145,24 @@ class QueueOperations:
         """Extend this worker's lease; False if it no longer holds the request."""
         new = self._update(
             request_id,
-            self._holder_guard(worker_id, lambda r: {**r, "lease_expires": R.now() + lease_seconds}),
+            self._holder_guard(worker_id, lambda r: {**r, "lease_expires": R.now() + lease_seconds,
+                                                     **new_lease(lease_seconds)}),
             "renew lease",
+            arrivals=True,
+        )
+        if new is not None:
+            self._lease_clock().observe(new)
+        return new is not None
+
+    def begin_publish(self, request_id: str, worker_id: str) -> bool:
+        """The step before a worker publishes: a commit made on the version in which it
+        still holds the request (refused if the request changed since: a cancel, another
+        worker's claim), marking it as being published, after which a cancel is refused.
+        False: nothing may be published."""
+        new = self._update(
+            request_id,
+            self._holder_guard(worker_id, lambda r: {**r, "publishing": True}),
+            "publish",
         )
         return new is not None
 
@@ -161,7 +196,8 @@ class QueueOperations:
         ts = R.now()
 
         def back(r):
-            new = transition(r, R.PENDING, ts, worker=None, lease_expires=None, attempts=max(0, r.get("attempts", 1) - 1))
+            new = transition(r, R.PENDING, ts, worker=None, lease_expires=None, attempts=max(0, r.get("attempts", 1) - 1),
+                             publishing=False)
             new["history"][-1]["note"] = reason
             return new
 
@@ -178,37 +214,48 @@ class QueueOperations:
         return self._update(
             request_id,
             lambda r: transition(r, R.PENDING, ts, worker=None, lease_expires=None, error=None, failure_kind=None,
-                                 attempts=0) if r["status"] in (R.FAILED, R.RUNNING) else None,
+                                 attempts=0, publishing=False) if r["status"] in (R.FAILED, R.RUNNING) else None,
             "requeue",
         ) or self.get_request(request_id)
 
     def cancel(self, request_id: str, *, reason: str = "") -> dict:
         """Withdraw a PENDING or RUNNING request (maintainers): FAILED, kind "cancelled"
-        (no quota used, its model name stays free). A worker scoring it loses its lease and
-        writes nothing."""
+        (it counts against the quota like a finished one; its model name stays free). A
+        worker scoring it publishes nothing: its publishing step is a commit that fails
+        once the request changed. A request whose result is being published can no longer
+        be cancelled (StoreError)."""
         ts = R.now()
         current = self.get_request(request_id)
         if current["status"] not in (R.PENDING, R.RUNNING):
             raise StoreError(f"request {request_id} is {current['status']}; only PENDING or RUNNING requests can be cancelled")
         message = "cancelled by the maintainers" + (f": {reason}" if reason else "")
-        return self._update(
-            request_id,
-            lambda r: transition(r, R.FAILED, ts, error=message, failure_kind=R.CANCELLED, worker=None, lease_expires=None)
-            if r["status"] in (R.PENDING, R.RUNNING) else None,
-            "cancel",
-        ) or self.get_request(request_id)
+
+        def change(r):
+            if r["status"] not in (R.PENDING, R.RUNNING):
+                return None
+            if r["status"] == R.RUNNING and r.get("publishing"):
+                raise StoreError(f"request {request_id}: its result is being published; too late to cancel it")
+            return transition(r, R.FAILED, ts, error=message, failure_kind=R.CANCELLED, worker=None, lease_expires=None)
+
+        return self._update(request_id, change, "cancel") or self.get_request(request_id)
 
     def policy_problem(self, request: dict) -> str | None:
         """The backend's own check of the submission rules (rexrank.store.policy) for a
         request, against the requests filed before it and those already scored (a request
         dated back by a rogue client still meets them): a message, or None if it passes."""
-        with consistent_reads(self.requests):  # another worker may settle a listed request meanwhile
-            snap = self.requests.snapshot(R.QUEUE_DIR)
-            history = self._history(snap, model_name=request["model_name"], submitter=request["submitter"])
+        history = consistent_reads(  # another worker may settle a listed request meanwhile
+            self.requests,
+            lambda: self._history(self.requests.snapshot(R.QUEUE_DIR), model_name=request["model_name"],
+                                  submitter=request["submitter"]))
         key = (request["submitted_time"], request["id"])
+        # dated by the server (R.with_server_time); one not seen yet arrived after this one
         earlier = [r for r in history if r["id"] != request["id"]
-                   and ((r["submitted_time"], r["id"]) < key or r["status"] == R.FINISHED)]
+                   and (((r["submitted_time"], r["id"]) < key and _seen(r)) or r["status"] == R.FINISHED)]
+        from rexrank.store.config import approved_submitters
+
         try:
+            check_approved(approved_submitters(self, request["test_set"]), submitter=request["submitter"],
+                           test_set=request["test_set"])
             check_policy(earlier, self.results_named(request["model_name"]), request,
                          now=R.parse_iso(request["submitted_time"]), quota=self.quota)
         except SubmissionError as exc:
@@ -226,6 +273,70 @@ class _StaleNameIndex(Exception):
 class _EarlierLayout(Exception):
     def __init__(self, n: int):
         self.n = n
+
+
+MAX_LEASE_SECONDS = 86400.0  # a lease a request's writer says lasts longer still ends after a day
+
+
+def new_lease(lease_seconds: float) -> dict:
+    """A fresh lease: a token that changes at every claim and renewal, and how long its
+    holder asked for (a duration, not a time: comparing two hosts' clocks is what let a
+    backend 15 minutes ahead take live leases)."""
+    return {"lease_token": uuid.uuid4().hex[:16], "lease_seconds": float(lease_seconds)}
+
+
+class LeaseClock:
+    """When this process first saw each RUNNING request's current lease token, on its own
+    monotonic clock. A lease has expired when its token has not changed for the lease's
+    duration as this process measured it: only one host's clock is ever read, so clocks
+    set apart (or changed while a worker runs) neither steal a live lease nor keep a dead
+    one. A process that starts after a worker died waits one lease from its first look."""
+
+    def __init__(self):
+        self._seen: dict[str, tuple[tuple, float]] = {}
+
+    @staticmethod
+    def _token(req: dict) -> tuple:
+        # a store of an earlier version has no token: any change of these is a renewal
+        return req.get("lease_token"), req.get("worker"), req.get("attempts"), req.get("lease_expires")
+
+    def observe(self, req: dict) -> float:
+        """Record `req`'s lease; returns how long (seconds) this process has seen it unchanged."""
+        token, now = self._token(req), time.monotonic()
+        seen = self._seen.get(req["id"])
+        if seen is None or seen[0] != token:
+            self._seen[req["id"]] = (token, now)
+            return 0.0
+        return now - seen[1]
+
+    def expired(self, req: dict, default_seconds: float) -> bool:
+        duration = req.get("lease_seconds")
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not 0 < duration <= MAX_LEASE_SECONDS:
+            duration = default_seconds
+        return self.observe(req) >= duration
+
+    def forget(self, running: set[str]) -> None:
+        """Drop what is known of requests no longer RUNNING."""
+        for rid in [r for r in self._seen if r not in running]:
+            del self._seen[rid]
+
+
+def _seen(request: dict) -> bool:
+    """Dated by the backend: open and registered, or settled (written by the backend)."""
+    return request["status"] not in R.OPEN or "received_time" in request
+
+
+def stamp_arrivals(edit: IndexEdit, requests: list[tuple[str, dict]], ts: float) -> list[tuple[str, dict]]:
+    """Open requests the backend has not seen before are received now: registered in
+    `edit`, and returned dated `ts` (the server's time, never their writer's)."""
+    when = R.iso(ts)
+    out = []
+    for path, req in requests:
+        if path.startswith(R.QUEUE_DIR) and req["status"] in R.OPEN and "received_time" not in req:
+            edit.receive(req["id"], when)
+            req = {**req, "submitted_time": when, "received_time": when}
+        out.append((path, req))
+    return out
 
 
 def transition(req: dict, status: str, ts: float, **fields) -> dict:

@@ -9,6 +9,7 @@ requests repo:
     index/names/<key>.json          settled requests by model name, and
     index/submitters/<key>.json     by submitter (summaries: what the submission rules read)
     index/recent.json               the last RECENT_LIMIT settled requests (the queue tables)
+    index/received.json             when each open request was filed (or first seen)
     config.json                     the store's settings (rexrank.store.config)
 results repo:
     records/<test_set>/<track>/<id>.json      result records (rexrank.results_schema format)
@@ -30,6 +31,7 @@ import time
 from datetime import datetime, timezone
 
 from rexrank.store.names import NAME_KEY_VERSION
+from rexrank.errors import RexrankError
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
 STATUSES = (PENDING, RUNNING, FINISHED, FAILED)
@@ -50,6 +52,10 @@ PREDICTIONS_DIR = "predictions/"
 REQUEST_NAMES_DIR = "index/names/"
 REQUEST_SUBMITTERS_DIR = "index/submitters/"
 RECENT_INDEX = "index/recent.json"
+# when each open request was filed (the server's time, which quota windows, queue order and
+# displayed dates use): the filing server's clock for filings through Store.submit, else
+# when the backend first saw the request file; never a time written in the request
+RECEIVED_INDEX = "index/received.json"
 RECENT_LIMIT = 100
 CONFIG_FILE = "config.json"
 
@@ -69,13 +75,33 @@ REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFI
 RESULTS_DATA_PREFIXES = (RECORDS_DIR, PER_STUDY_DIR, INDEX_DIR)
 
 
+# what `new_request_id` makes: the only ids a path is ever built from (no "../", no 300 characters)
+REQUEST_ID = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{6}-[0-9a-f]{10}")  # ASCII digits only
+REQUEST_ID_EXAMPLE = "20260101T120000.000000-0123456789"
+
+
+class BadRequestId(RexrankError, ValueError):
+    """Not a request id; str() says so in one line, without repeating the whole text."""
+
+
+def check_request_id(request_id) -> str:
+    """`request_id` if it has the format `new_request_id` gives, else BadRequestId: checked
+    before any path is built from an id a user or a record supplied."""
+    if isinstance(request_id, str) and REQUEST_ID.fullmatch(request_id):
+        return request_id
+    text = repr(request_id)
+    shown = text if len(text) <= 60 else f"{text[:40]}... ({len(str(request_id))} characters)"
+    raise BadRequestId(f"{shown} is not a request id (expected the form {REQUEST_ID_EXAMPLE})")
+
+
 def request_path(request_id: str, status: str = PENDING) -> str:
     """Where a request with `status` lives: queue/ while open, done/ once settled."""
-    return f"{DONE_DIR if status in SETTLED else QUEUE_DIR}{request_id}.json"
+    return f"{DONE_DIR if status in SETTLED else QUEUE_DIR}{check_request_id(request_id)}.json"
 
 
 def request_paths(request_id: str) -> tuple[str, str]:
     """Both places a request can be (the queue first)."""
+    check_request_id(request_id)
     return f"{QUEUE_DIR}{request_id}.json", f"{DONE_DIR}{request_id}.json"
 
 
@@ -92,7 +118,7 @@ def result_shard(path: str) -> str:
 
 
 def predictions_path(request_id: str) -> str:
-    return f"{PREDICTIONS_DIR}{request_id}/test.parquet"
+    return f"{PREDICTIONS_DIR}{check_request_id(request_id)}/test.parquet"
 
 
 def _safe(part: str) -> str:
@@ -121,7 +147,7 @@ _LOCAL_PATH = re.compile(r"^(?:/|~|[A-Za-z]:[\\/]|\\\\|\.{1,2}[\\/])")
 
 
 def public_paths(obj):
-    """`obj` (JSON values) with every string that is a local path (/..., ~..., C:\..., ./...)
+    r"""`obj` (JSON values) with every string that is a local path (/..., ~..., C:\..., ./...)
     cut to its base name: a metric's provenance names the backend's checkpoint files, and
     the server's folders are nobody's business (a Hub id or a URL is kept)."""
     if isinstance(obj, dict):
@@ -214,6 +240,10 @@ def parse_request(data: bytes, path: str) -> dict:
     """A queue file's record, checked enough that every queue operation can rely on it."""
     record = _load(data)
     _check_fields(record, REQUEST_FIELDS)
+    try:
+        check_request_id(record["id"])
+    except BadRequestId as exc:
+        raise BadRecord(str(exc)) from None
     if path not in request_paths(record["id"]):
         raise BadRecord(f"holds request id {record['id']!r}, which belongs in {request_path(record['id'], record['status'])}")
     if record["status"] not in STATUSES:
@@ -232,6 +262,30 @@ def parse_request(data: bytes, path: str) -> dict:
         if key in record and (isinstance(record[key], bool) or not isinstance(record[key], types)):
             raise BadRecord(f"{key} is {type(record[key]).__name__}")
     return record
+
+
+def with_server_time(path: str, request: dict, received: dict) -> dict:
+    """An open request as the server dates it: `submitted_time` (and `received_time`) is
+    the time in the register (`received`: filed through the API, or first seen by the
+    backend), whatever time the file's writer put there; a request file not seen yet has
+    no `received_time`. Settled requests were written by the backend itself and are
+    returned as they are."""
+    if not path.startswith(QUEUE_DIR) or request["status"] not in OPEN:
+        return request
+    out = dict(request)
+    out.pop("received_time", None)
+    when = received.get(request["id"])
+    if _is_iso(when):
+        out["submitted_time"] = out["received_time"] = when
+    return out
+
+
+def _is_iso(text) -> bool:
+    try:
+        parse_iso(text)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 SUMMARY_FIELDS = ("id", "status", "failure_kind", "private", "submitted_time", "submitter", "model_name", "test_set",

@@ -9,7 +9,6 @@ other file is read by its path at the snapshot's version.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import random
 import time
@@ -23,6 +22,11 @@ T = TypeVar("T")
 
 class StoreError(RexrankError):
     """The store cannot be opened, read or written."""
+
+
+class StoreWriteError(StoreError):
+    """A commit failed for a reason other than a concurrent writer (a full disk, a
+    read-only store, the Hub refusing it): nothing of it was written."""
 
 
 class ConflictError(StoreError):
@@ -81,12 +85,14 @@ class Repo(Protocol):
 Decision = tuple[dict[str, bytes | None], str, T] | None
 
 
-def consistent_reads(repo):
-    """Context in which a listing and the reads that follow it see one version: a local
-    repo holds off commits (`reading()`); a Hub repo reads at the listing's version anyway.
-    Without it another worker's commit can move a listed file away before it is read."""
-    reading = getattr(repo, "reading", None)
-    return reading() if reading else contextlib.nullcontext()
+def consistent_reads(repo, read: Callable[[], T]) -> T:
+    """`read()` (a listing and the reads that follow it) as of one version: a Hub repo
+    reads at the listing's version anyway; a local repo, which readers never lock (a
+    reader stopped with Ctrl-Z must not hold off writers), runs it again if a commit
+    landed meanwhile. Without it another worker's commit can move a listed file away
+    before it is read. `read` must only read."""
+    again = getattr(repo, "read_consistently", None)
+    return again(read) if again else read()
 
 
 def transact(
@@ -102,7 +108,12 @@ def transact(
     depend on the snapshot (and on files read at its version)."""
     for attempt in range(attempts):
         snap = repo.snapshot(*folders)
-        decision = decide(snap)
+        try:
+            decision = decide(snap)
+        except StoreError:
+            if repo.version() != snap.version:  # a file listed was moved by a commit since: decide again
+                continue
+            raise
         if decision is None:
             return default
         changes, message, value = decision

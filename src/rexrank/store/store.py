@@ -9,7 +9,7 @@ from typing import Iterable
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
-from rexrank.store.policy import Quota, check_lengths, check_names, check_policy
+from rexrank.store.policy import Quota, check_approved, check_lengths, check_names, check_policy
 from rexrank.store.queue import QueueOperations
 from rexrank.store.repo import Repo, Snapshot, StoreError, consistent_reads, transact
 
@@ -70,7 +70,14 @@ class Store(QueueOperations):
         """(path, request) in the queue, oldest first: open requests, and in a store of the
         earlier layout settled ones too (the next claim moves them to done/)."""
         found = self._read_records("requests", snap, [R.QUEUE_DIR], R.parse_request)
+        received = self._received(snap)
+        found = [(path, R.with_server_time(path, req, received)) for path, req in found]
         return sorted(found, key=lambda pr: (pr[1]["submitted_time"], pr[1]["id"]))
+
+    def _received(self, snap: Snapshot) -> dict:
+        """The backend's register of when it first saw each open request."""
+        received = load_index(self.requests, snap, R.RECEIVED_INDEX).get("requests", {})
+        return received if isinstance(received, dict) else {}
 
     def problems(self) -> list[Problem]:
         """Queue and result files skipped because they cannot be used (re-read now)."""
@@ -87,8 +94,13 @@ class Store(QueueOperations):
         request of the history unless only open statuses are asked for."""
         wanted = set(R.STATUSES) if status is None else {status} if isinstance(status, str) else set(status)
         folders = [R.QUEUE_DIR] if wanted <= set(R.OPEN) else [R.QUEUE_DIR, R.DONE_DIR]
-        with consistent_reads(self.requests):
-            found = self._read_records("requests", self.requests.snapshot(*folders), folders, R.parse_request)
+        def read():
+            snap = self.requests.snapshot(*folders)
+            received = self._received(snap)
+            return [(path, R.with_server_time(path, req, received))
+                    for path, req in self._read_records("requests", snap, folders, R.parse_request)]
+
+        found = consistent_reads(self.requests, read)
         latest: dict[str, dict] = {}
         for _, req in found:  # a request in both places (edited by hand): the later state
             if req["id"] not in latest or len(req.get("history") or []) > len(latest[req["id"]].get("history") or []):
@@ -99,10 +111,13 @@ class Store(QueueOperations):
     def queue_view(self) -> list[dict]:
         """What the queue tables show, newest first: every open request and the last
         RECENT_LIMIT settled ones (as summaries with their error), whatever the history holds."""
-        with consistent_reads(self.requests):
+        def read():
             snap = self.requests.snapshot(R.QUEUE_DIR)
             shown = {e["id"]: e for e in load_index(self.requests, snap, R.RECENT_INDEX).get("requests", [])}
             shown.update({req["id"]: req for _, req in self._queued(snap)})
+            return shown
+
+        shown = consistent_reads(self.requests, read)
         return sorted(shown.values(), key=lambda r: (r["submitted_time"], r["id"]), reverse=True)
 
     def _find_request(self, snap: Snapshot, request_id: str) -> tuple[str, dict] | None:
@@ -113,20 +128,21 @@ class Store(QueueOperations):
         if data is None:
             return None
         try:
-            return path, R.parse_request(data, path)
+            return path, R.with_server_time(path, R.parse_request(data, path), self._received(snap))
         except R.BadRecord as exc:
             raise StoreError(f"request {request_id!r} in {self.name} cannot be read: {exc}") from None
 
     def get_request(self, request_id: str) -> dict:
-        with consistent_reads(self.requests):
-            found = self._find_request(self.requests.snapshot(R.QUEUE_DIR), request_id)
+        R.check_request_id(request_id)
+        found = consistent_reads(self.requests, lambda: self._find_request(self.requests.snapshot(R.QUEUE_DIR), request_id))
         if found is None:
             raise StoreError(f"no request {request_id!r} in {self.name}")
         return found[1]
 
     def read_predictions(self, request: dict) -> bytes:
-        """The stored predictions parquet of a request."""
-        return self.requests.read(self.requests.snapshot(), request["predictions"]["path"])
+        """The stored predictions parquet of a request: found from its id, never from the
+        path written in the record (a hand-written record could name any file)."""
+        return self.requests.read(self.requests.snapshot(), R.predictions_path(request["id"]))
 
     def list_results(self) -> list[dict]:
         """Result records (format: rexrank.results_schema), sorted by test set, track, id.
@@ -306,6 +322,9 @@ class Store(QueueOperations):
                 raise SubmissionError(f"{label} is longer than 300 characters")
         check_names(model_name=model_name, submitter=submitter, institution=institution, model_url=model_url)
         spec = get_spec(test_set)
+        from rexrank.store.config import approved_submitters
+
+        check_approved(approved_submitters(self, test_set), submitter=submitter, test_set=test_set)
         check_track(track)
         trained_on = [t.strip() for t in trained_on if t and t.strip()]
         unknown = [t for t in trained_on if t not in TEST_SETS]
@@ -348,6 +367,7 @@ class Store(QueueOperations):
                 "model_url": (model_url or "").strip(),
                 "trained_on": trained_on,
                 "submitted_time": R.iso(ts),
+                "received_time": R.iso(ts),
                 "predictions": {
                     "path": R.predictions_path(rid),
                     "source": source,
@@ -364,7 +384,12 @@ class Store(QueueOperations):
                 "result_id": None,
                 "history": [{"time": R.iso(ts), "status": R.PENDING}],
             }
-            changes = {R.request_path(rid): R.dumps(request), R.predictions_path(rid): parquet}
+            # filed through this API (the leaderboard Space, the organisers' CLI): dated by the
+            # filing server's clock in the backend's register; a request file written any
+            # other way is dated when the backend first sees it
+            edit = IndexEdit(self.requests, snap)
+            edit.receive(rid, R.iso(ts))
+            changes = {R.request_path(rid): R.dumps(request), R.predictions_path(rid): parquet, **edit.changes()}
             return changes, f"submit {rid}: {model_name} on {test_set}/{track}", request
 
         return transact(self.requests, decide, folders=(R.QUEUE_DIR,))

@@ -26,8 +26,11 @@ _known: dict[tuple, str] = {}  # (path, inode, size, mtime) -> sha256: a file is
 
 
 def sha256_of(path: Path) -> str:
+    from rexrank.errors import TestSetError
+    from rexrank.input_limits import MAX_TEST_SET_BYTES, check_size
+
     path = Path(path).resolve()
-    st = path.stat()
+    st = check_size(path, MAX_TEST_SET_BYTES, error=TestSetError, what="test set file")  # no FIFO, no /dev/zero
     signature = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
     if signature in _known:
         return _known[signature]

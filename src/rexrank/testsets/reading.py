@@ -10,13 +10,14 @@ from rexrank.errors import TestSetError
 def iter_raw_studies(path: str | Path) -> Iterator[tuple[str, dict]]:
     """ReXrank format: a JSON object keyed by study id. A JSON list of objects with an
     `id` (or `study_id`) field is accepted too. Duplicate ids are an error."""
+    from rexrank.input_limits import MAX_TEST_SET_BYTES, read_capped
     from rexrank.strict_json import JSONProblem, describe_duplicates, duplicate_keys, loads
 
     path = Path(path)
+    # a regular file of bounded size: a FIFO or /dev/zero given as --data-dir is a message, not a hang
+    data = read_capped(path, MAX_TEST_SET_BYTES, error=TestSetError, what="test set file")
     try:
-        doc = loads(path.read_text(encoding="utf-8"))  # the official files contain bare NaN, which is accepted
-    except FileNotFoundError:
-        raise TestSetError(f"{path}: file not found") from None
+        doc = loads(data.decode("utf-8"))  # the official files contain bare NaN, which is accepted
     except UnicodeDecodeError as exc:
         raise TestSetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except JSONProblem as exc:

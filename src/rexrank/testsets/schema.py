@@ -12,7 +12,10 @@ ReXrank's published evaluation script builds its ground truth (rajpurkarlab/ReXr
 written `None`. Nothing is stripped and "", "nan" or whitespace stay as written. This is
 not the file's own `report` field, which writes `None.` and strips: they differ in 723 of
 2,347 MIMIC-CXR and all 200 CheXpert Plus studies (IU-Xray: none). `report` is kept
-verbatim; a file without it gets the evaluation script's string there too.
+verbatim; a file without it gets the evaluation script's string there too. A study with
+neither section is kept, as the script keeps it: its findings + impression reference is
+"Findings: None Impression: None"; the findings track does not score it (like any study
+without findings) and lists it among the studies it leaves out.
 """
 from __future__ import annotations
 
@@ -129,8 +132,6 @@ def normalise_study(study_id: str, raw: dict, spec: TestSetSpec, *, source: str)
     raw_findings, raw_impression = raw.get("section_findings"), raw.get("section_impression")
     findings = text_or_none(raw_findings, where=f"{where} field 'section_findings'")
     impression = text_or_none(raw_impression, where=f"{where} field 'section_impression'")
-    if findings is None and impression is None:
-        raise TestSetError(f"{where}: has neither findings nor impression")
     findings_impression = findings_impression_reference(raw_findings, raw_impression)
     report = text_or_none(raw.get("report"), where=f"{where} field 'report'")
     if report is None:

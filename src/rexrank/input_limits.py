@@ -1,0 +1,291 @@
+"""Limits on the input files rexrank reads (predictions, test sets), checked before a file
+is loaded, and the reading that keeps to them.
+
+Every predictions file, whatever the entry point (`rexrank score`, `rexrank submit`, the
+leaderboard's Submit tab, the backend), is held to:
+
+    MAX_FILE_BYTES         bytes of any file, and of a JSON file (the ReXrank format
+                           carries the test set's fields beside each prediction); the
+                           leaderboard's upload limit
+    MAX_TABLE_BYTES        bytes of a JSONL or CSV file (id and prediction only), of a
+                           parquet file's two columns once decompressed (from its
+                           metadata), of a datasets folder
+    MAX_ROWS               rows (predictions) in a file; parquet: from its metadata
+    MAX_PREDICTION_CHARS   characters in one prediction (a report is ~1,000)
+    MAX_TOTAL_CHARS        characters in all predictions together
+    MAX_JSON_VALUES        JSON values (objects, arrays, numbers, strings, ...) in a JSON
+                           or JSONL file: 3 bytes (`{},`) make a Python object of ~100
+    MAX_CSV_COLUMNS        columns in a CSV header (and a parquet file)
+    MAX_PARQUET_FOOTER     bytes of a parquet file's metadata, read before it is parsed
+    MAX_ROW_GROUPS         row groups of a parquet file (50,000 empty ones cost 1 GB)
+
+They are set so that a submission for the largest test set (ReXGradient, 10,000 studies)
+may hold predictions of 1.6 kB on average (ReXrank's reports are a few hundred
+characters), in the ReXrank format with test-set fields of ~1.5 kB a study, while the
+most a file within them can cost stays under twice the memory and time of an ordinary
+10,000-study submission (~0.9 kB predictions) in the same format
+(benchmarks/input_limits.py measures it).
+
+Only regular files are read (a FIFO would block the reader forever, /dev/zero never
+ends); a symlink counts as what it points to. Test-set files, which come from the
+organisers, have a larger byte cap (MAX_TEST_SET_BYTES) and no row limit.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import stat
+from pathlib import Path
+
+from rexrank.errors import RexrankError, SubmissionError
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_TABLE_BYTES = 20 * 1024 * 1024
+MAX_ROWS = 20_000
+MAX_PREDICTION_CHARS = 20_000
+MAX_TOTAL_CHARS = 16_000_000
+MAX_JSON_VALUES = 20 * MAX_ROWS
+MAX_CSV_COLUMNS = 1_000
+MAX_PARQUET_FOOTER = 1024 * 1024  # a parquet file's metadata, parsed whole before anything else
+MAX_ROW_GROUPS = 1_000
+# a JSONL line: one prediction of MAX_PREDICTION_CHARS, each character written as a 6-byte
+# \uXXXX escape at worst (120,000 bytes), its id and other fields, with room
+MAX_LINE_BYTES = 256 * 1024
+MAX_TEST_SET_BYTES = 512 * 1024 * 1024
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def kind_of(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def check_regular(path: str | Path, *, error=SubmissionError, allow_dir: bool = False) -> os.stat_result:
+    """stat() of `path` (following symlinks) if it is a regular file (or, with `allow_dir`,
+    a folder); else `error` with a one-line reason. Never opens the file."""
+    path = Path(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise _error(error, "file not found" + (" (a broken symlink)" if path.is_symlink() else ""), path) from None
+    except OSError as exc:
+        raise _error(error, f"cannot read it: {exc.strerror or exc}", path) from None
+    if stat.S_ISREG(st.st_mode) or (allow_dir and stat.S_ISDIR(st.st_mode)):
+        return st
+    via = f" (a symlink to {os.path.realpath(path)})" if path.is_symlink() else ""
+    raise _error(error, f"is {kind_of(st.st_mode)}{via}, not a regular file", path)
+
+
+def read_capped(path: str | Path, cap: int, *, error=SubmissionError, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most `cap` bytes; `error` otherwise. The file is
+    opened non-blocking and checked again once open (it may have been swapped for a FIFO
+    after the first check), and at most cap + 1 bytes are read (it may grow meanwhile)."""
+    path = Path(path)
+    check_size(path, cap, error=error, what=what)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise _error(error, f"cannot read it: {exc.strerror or exc}", path) from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _error(error, f"is {kind_of(os.fstat(fd).st_mode)}, not a regular file", path)
+        try:
+            data = fh.read(cap + 1)
+        except OSError as exc:  # e.g. a /proc file with nothing to read yet (EAGAIN), an I/O error
+            raise _error(error, f"cannot read it: {exc.strerror or exc}", path) from None
+    if len(data) > cap:
+        raise _too_big(error, what, len(data), cap, path, at_least=True)
+    return data
+
+
+def check_size(path: Path, cap: int, *, error=SubmissionError, what: str = "file") -> os.stat_result:
+    """check_regular, and at most `cap` bytes."""
+    st = check_regular(path, error=error)
+    if st.st_size > cap:
+        raise _too_big(error, what, st.st_size, cap, path)
+    return st
+
+
+def _too_big(error, what: str, size: int, cap: int, path: Path, *, at_least: bool = False) -> RexrankError:
+    shown = f"more than {mib(cap)}" if at_least else f"{mib(size)} ({size:,} bytes)"
+    return _error(error, f"{what} is {shown}; the limit is {mib(cap)}", path)
+
+
+def _error(error, message: str, path: Path) -> RexrankError:
+    return error(message, source=str(path)) if error is SubmissionError else error(f"{path}: {message}")
+
+
+def check_json_values(data: bytes, *, source: str, lines: bool = False, limit: int = MAX_JSON_VALUES) -> None:
+    """At most `limit` JSON values in `data`, counted before parsing (a JSON parser makes a
+    Python object of each: `[{},{},...]` costs ~100 bytes of memory per 3 bytes of file).
+    Commas and brackets count the values; only when that bound is over the limit are the
+    strings (whose commas are text) taken out and the count made exact. `lines`: JSONL,
+    where each line is a value (elsewhere a newline is only layout)."""
+    def count(b: bytes) -> int:
+        return b.count(b",") + b.count(b"{") + b.count(b"[") + (b.count(b"\n") if lines else 0)
+
+    if count(data) <= limit:
+        return
+    import re
+
+    bare = re.sub(rb'"[^"\\]*(?:\\.[^"\\]*)*"', b"", data)  # each string, escapes included
+    if count(bare) > limit:
+        raise SubmissionError(
+            f"holds more than {limit:,} JSON values (objects, arrays, numbers, strings); the limit is "
+            f"{MAX_ROWS:,} predictions of {limit // MAX_ROWS} values each", source=source)
+
+
+def jsonl_lines(data: bytes, *, source: str):
+    """The lines of a JSONL file, each checked against MAX_LINE_BYTES before it is copied
+    out (a 10 MB line is refused without being decoded or parsed)."""
+    start = 0
+    for lineno in itertools.count(1):
+        if start >= len(data):
+            return
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        if end - start > MAX_LINE_BYTES:
+            raise SubmissionError(f"line {lineno} is {end - start:,} bytes, more than a line may hold "
+                                  f"({MAX_LINE_BYTES:,}): predictions longer than {MAX_PREDICTION_CHARS} characters "
+                                  "are refused (a report is ~1000)", source=source)
+        yield data[start:end]
+        start = end
+
+
+def check_rows(n: int, *, source: str, counted: bool = True) -> None:
+    """At most MAX_ROWS; `counted`=False when reading stopped at the first row too many."""
+    if n > MAX_ROWS:
+        raise SubmissionError(f"has more than {MAX_ROWS:,} rows{f' ({n:,})' if counted else ''}; "
+                              "the largest test set has 10,000 studies", source=source)
+
+
+def check_texts(texts: list, ids: list, *, source: str, shown: int = 10) -> None:
+    """Characters per prediction and in all predictions (non-strings are left to the
+    validator, which names them)."""
+    from rexrank.submissions import short_repr
+
+    strings = [(i, t) for i, t in zip(ids, texts) if isinstance(t, str)]
+    long = [(i, len(t)) for i, t in strings if len(t) > MAX_PREDICTION_CHARS]
+    if long:
+        listed = ", ".join(f"{short_repr(i)} ({n} characters)" for i, n in long[:shown])
+        more = f", … ({len(long) - shown} more)" if len(long) > shown else ""
+        raise SubmissionError(f"{len(long)} predictions are longer than {MAX_PREDICTION_CHARS} characters "
+                              f"(a report is ~1000): {listed}{more}", source=source)
+    total = sum(len(t) for _, t in strings)
+    if total > MAX_TOTAL_CHARS:
+        raise SubmissionError(f"the predictions hold {total:,} characters together; the limit is {MAX_TOTAL_CHARS:,}",
+                              source=source)
+
+
+def parquet_columns(path: Path, id_names, text_names, *, source: str):
+    """(id column, text column) of a parquet file, after its metadata passed the limits:
+    rows (num_rows) and the two columns' decompressed size (a small file can expand to
+    millions of rows: a decompression bomb is refused before a page is read)."""
+    import pyarrow.parquet as pq
+
+    from rexrank.submissions import _first_present
+
+    footer = _parquet_footer_length(path)
+    if footer > MAX_PARQUET_FOOTER:
+        raise SubmissionError(f"its metadata is {mib(footer)}; the limit is {mib(MAX_PARQUET_FOOTER)}", source=source)
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
+        raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {_one_line(exc)})", source=source) from None
+    check_rows(meta.num_rows, source=source)
+    if meta.num_row_groups > MAX_ROW_GROUPS:
+        raise SubmissionError(f"has {meta.num_row_groups:,} row groups; the limit is {MAX_ROW_GROUPS:,}", source=source)
+    if meta.num_columns > MAX_CSV_COLUMNS:
+        raise SubmissionError(f"has {meta.num_columns:,} columns; the limit is {MAX_CSV_COLUMNS:,}", source=source)
+    names = meta.schema.to_arrow_schema().names
+    id_col = _first_present(names, id_names, what="id", source=source)
+    text_col = _first_present(names, text_names, what="prediction text", source=source)
+    size = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            if column.path_in_schema in (id_col, text_col):
+                size += max(column.total_uncompressed_size, column.total_compressed_size)
+    if size > MAX_TABLE_BYTES:
+        raise SubmissionError(f"its {id_col!r} and {text_col!r} columns decompress to {mib(size)}; the limit is "
+                              f"{mib(MAX_TABLE_BYTES)}", source=source)
+    return id_col, text_col
+
+
+def _parquet_footer_length(path: Path) -> int:
+    """The metadata length a parquet file declares in its last 8 bytes (length, b"PAR1");
+    0 when it has no such ending (pyarrow then says it is not parquet)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() < 8:
+            return 0
+        fh.seek(-8, os.SEEK_END)
+        tail = fh.read(8)
+    return int.from_bytes(tail[:4], "little") if tail[4:] == b"PAR1" else 0
+
+
+def check_expanded(table, *, source: str) -> None:
+    """Each column of a parquet table read with `read_dictionary`: at most
+    MAX_PREDICTION_CHARS characters a value and MAX_TOTAL_CHARS in all, computed from the
+    dictionary's value lengths and the indices, before any value is repeated."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name in table.column_names:
+        longest, total = 0, 0
+        for chunk in table.column(name).chunks:
+            values, indices = (chunk.dictionary, chunk.indices) if isinstance(chunk, pa.DictionaryArray) else (chunk, None)
+            if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+                    or pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
+                continue
+            lengths = pc.binary_length(values).cast(pa.int64())  # bytes >= characters: a safe bound
+            if indices is not None:
+                lengths = pc.take(lengths, indices)
+            longest = max(longest, pc.max(lengths).as_py() or 0)
+            total += pc.sum(lengths).as_py() or 0
+        if longest > 4 * MAX_PREDICTION_CHARS:  # 4 bytes the most a character takes in UTF-8
+            raise SubmissionError(f"column {name!r} holds a value of {longest:,} bytes; the limit is "
+                                  f"{MAX_PREDICTION_CHARS:,} characters", source=source)
+        if total > MAX_TABLE_BYTES:
+            raise SubmissionError(f"column {name!r} expands to {mib(total)}; the limit is {mib(MAX_TABLE_BYTES)}",
+                                  source=source)
+
+
+def expand(table):
+    """`table` with its dictionary columns decoded in Arrow (after `check_expanded`):
+    pandas would make categoricals of them first, at twice the memory."""
+    import pyarrow as pa
+
+    return pa.table({name: pa.chunked_array(
+        [c.dictionary_decode() if isinstance(c, pa.DictionaryArray) else c for c in table.column(name).chunks],
+        type=getattr(table.column(name).type, "value_type", table.column(name).type))
+        for name in table.column_names})
+
+
+def check_folder(path: Path, *, source: str) -> None:
+    """A datasets folder: regular files only (a symlink to /dev/zero inside would never end),
+    and at most MAX_TABLE_BYTES in all (its arrow files are uncompressed)."""
+    total, count = 0, 0
+    try:
+        for child in path.rglob("*"):
+            count += 1
+            if count > 1000:
+                raise SubmissionError("holds more than 1,000 files: not a datasets folder", source=source)
+            st = check_regular(child, allow_dir=True)
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    except OSError as exc:  # a sub-folder that cannot be listed
+        raise SubmissionError(f"cannot read the folder: {exc.strerror or exc}", source=source) from None
+    if total > MAX_TABLE_BYTES:
+        raise SubmissionError(f"the folder's files are {mib(total)} together; the limit is {mib(MAX_TABLE_BYTES)}",
+                              source=source)
+
+
+def _one_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300]

@@ -1,0 +1,134 @@
+"""SRR-BERT equals RadEval's own pipeline (radeval 2.2.1 SRRBert.evaluate) per study and in the
+corpus value, on 590 IU-Xray predictions, with a tiny random model of the real architecture
+fed to both (tests/srr_bert_tiny.py; RadEval's outputs in tests/data/srr_bert/official.json),
+and the corpus formula equals scikit-learn's classification_report."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import srr_bert_tiny as tiny
+from conftest import shared_path
+from rexrank.errors import MetricError
+from rexrank.metrics.srr_bert import SRRBert, per_study_prf, weighted_prf
+from rexrank.models import srr_bert as S
+
+GOLDEN = json.loads((Path(__file__).parent / "data" / "srr_bert" / "official.json").read_text())
+
+
+@pytest.fixture
+def stand_in_splitter(monkeypatch):
+    import nltk
+
+    monkeypatch.setattr(nltk, "sent_tokenize", tiny.stand_in_sent_tokenize)
+    monkeypatch.setattr(S, "punkt_available", lambda: True)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return tiny.build(tmp_path_factory.mktemp("srr_bert"))
+
+
+def _metric(tiny_model, **options):
+    model_dir, tokenizer_dir = tiny_model
+    options = {"cache": False, **options}
+    return SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", progress=False, **options)
+
+
+def test_per_study_and_corpus_equal_radeval_on_iu_xray(tiny_model, stand_in_splitter):
+    preds = pd.read_csv(shared_path("validation", "moerad_iu", "preds.csv"))
+    gts = pd.read_csv(shared_path("validation", "moerad_iu", "gts.csv"))
+    assert preds.study_id.tolist() == GOLDEN["study_ids"]
+    result = _metric(tiny_model).score(preds.report.fillna("nan").tolist(), gts.report.fillna("nan").tolist())
+    # labels are thresholded: identical labels give identical scores (batches differ: float error in
+    # the logits could only flip a label within ~1e-6 of the threshold)
+    np.testing.assert_array_equal(result.primary, GOLDEN["per_study"]["f1"])
+    np.testing.assert_array_equal(result.per_study["srr_bert_precision"], GOLDEN["per_study"]["precision"])
+    np.testing.assert_array_equal(result.per_study["srr_bert_recall"], GOLDEN["per_study"]["recall"])
+    assert result.value == pytest.approx(GOLDEN["weighted"]["f1"], abs=1e-15)
+    assert result.corpus["srr_bert_precision"] == pytest.approx(GOLDEN["weighted"]["precision"], abs=1e-15)
+    assert result.corpus["srr_bert_recall"] == pytest.approx(GOLDEN["weighted"]["recall"], abs=1e-15)
+
+
+def test_weighted_scores_equal_sklearn_classification_report():
+    from sklearn.metrics import classification_report
+
+    rng = np.random.default_rng(0)
+    for density in (0.02, 0.2, 0.6):
+        refs = (rng.random((40, 163)) < density).astype(int)
+        hyps = (rng.random((40, 163)) < density).astype(int)
+        refs[:, :5] = 0  # labels no reference has (zero support)
+        hyps[:, 5:10] = 0  # labels never predicted (zero division)
+        report = classification_report(refs, hyps, output_dict=True, zero_division=0)["weighted avg"]
+        assert weighted_prf(refs, hyps) == pytest.approx((report["precision"], report["recall"], report["f1-score"]), abs=1e-15)
+    nothing = np.zeros((3, 163), dtype=int)
+    report = classification_report(nothing, nothing, output_dict=True, zero_division=0)["weighted avg"]
+    assert weighted_prf(nothing, nothing) == (report["precision"], report["recall"], report["f1-score"])
+
+
+def test_per_study_rule_for_reports_without_labels():
+    refs = np.zeros((2, 163), dtype=int)
+    hyps = np.zeros((2, 163), dtype=int)
+    hyps[1, 3] = 1
+    precision, recall, f1 = per_study_prf(refs, hyps)
+    assert (precision.tolist(), recall.tolist(), f1.tolist()) == ([1.0, 0.0], [1.0, 0.0], [1.0, 0.0])
+
+
+def test_sentence_clean_up_of_numbered_lists():
+    import nltk
+
+    seen = []
+    original = nltk.sent_tokenize
+    nltk.sent_tokenize = lambda text: seen.append(text) or [text]
+    try:
+        S.sentences("1. Cardiomegaly.2. Effusion 3. Edema.Heart size normal")
+    finally:
+        nltk.sent_tokenize = original
+    assert seen == ["Cardiomegaly. Effusion. Edema. Heart size normal."]
+
+
+def test_each_distinct_sentence_is_classified_once(tiny_model, stand_in_splitter):
+    metric = _metric(tiny_model)
+    seen = []
+    labels = metric.labeler.labels
+    metric.labeler.labels = lambda texts, **kw: seen.extend(texts) or labels(texts, **kw)
+    metric.score(["No effusion. Heart normal.", "No effusion."], ["Heart normal.", "No effusion. Heart normal."])
+    assert sorted(seen) == ["Heart normal.", "No effusion."]
+
+
+def test_references_come_from_the_reference_cache_on_a_second_submission(tiny_model, stand_in_splitter, tmp_path):
+    refs = ["No effusion. Heart normal.", "Mild edema."]
+    first = _metric(tiny_model, cache=True, cache_dir=str(tmp_path)).score(["Heart normal.", "No edema."], refs)
+    metric = _metric(tiny_model, cache=True, cache_dir=str(tmp_path))
+    seen = []
+    labels = metric.labeler.labels
+    metric.labeler.labels = lambda texts, **kw: seen.extend(texts) or labels(texts, **kw)
+    again = metric.score(["Heart normal.", "No edema."], refs)
+    assert seen == ["Heart normal.", "No edema."]  # the predictions' sentences only
+    np.testing.assert_array_equal(again.primary, first.primary)
+
+
+def test_missing_sentence_model_fails_fast_naming_the_fix(monkeypatch):
+    monkeypatch.setattr(S, "punkt_available", lambda: False)
+    start = time.monotonic()
+    with pytest.raises(MetricError, match="rexrank weights download srr_bert"):
+        SRRBert().score(["No effusion."], ["Effusion."])
+    assert time.monotonic() - start < 3
+
+
+def test_missing_weights_offline_fail_fast_naming_the_fix(monkeypatch, stand_in_splitter, tmp_path):
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.monotonic()
+    with pytest.raises(MetricError) as err:
+        SRRBert().score(["No effusion."], ["Effusion."])
+    assert time.monotonic() - start < 5
+    assert "StanfordAIMI/SRR-BERT-Leaves-with-Statuses" in str(err.value)
+    assert "rexrank.models.weights.download(['srr_bert'])" in str(err.value)

@@ -25,10 +25,9 @@ TRAINED_MARK = "*"
 TRAINED_NOTE = "\\* the model used this test set's training split (as marked on the ReXrank site)."
 MISSING = "–"
 DISPLAY_FIXED = ("Rank", "Model", "Tier", "Institution", "Date", "n")
-# the ReXrank site's columns: shown unless hidden; a column added since (rouge, crimson, ...)
-# is hidden until chosen
-SITE_COLUMNS = ("bleu2", "bertscore", "sembscore", "radgraph", "radcliq_v1_inv", "ratescore", "green", "fineradscore_inv")
-DEFAULT_COLUMNS = tuple(k for k in METRIC_KEYS if k in SITE_COLUMNS)
+# the ReXrank site's columns: shown unless hidden; an optional one added since (ROUGE-L,
+# CRIMSON, ...) is hidden until chosen (or ranked by)
+DEFAULT_COLUMNS = tuple(k for k in METRIC_KEYS if not COLUMNS_BY_KEY[k].optional)
 # source filter: a record's source -> the label a reader picks
 SOURCE_LABELS = {"published": "published", "rexrank": "submitted"}
 SOURCES = ("published", "submitted")
@@ -181,15 +180,21 @@ def sort_mark(key: str) -> str:
     return "▼" if COLUMNS_BY_KEY[key].higher_is_better else "▲"
 
 
-def shown_columns(columns, rank_by: str) -> tuple[str, ...]:
-    """The metric columns a view shows, in the site's order: those chosen (None: the
-    default ones) and always the ranking metric."""
-    chosen = set(DEFAULT_COLUMNS if columns is None else columns) | {rank_by}
-    return tuple(k for k in METRIC_KEYS if k in chosen)
+def shown_columns(columns, rank_by: str, table: pd.DataFrame | None = None) -> tuple[str, ...]:
+    """The metric columns a view shows, in the site's order: those chosen and always the
+    ranking metric. Nothing chosen (None: an API call, not the page's column picker): the
+    default ones and an optional one where a row of `table` has it."""
+    if columns is None:
+        chosen = set(DEFAULT_COLUMNS)
+        if table is not None:
+            chosen |= {k for k in METRIC_KEYS if k in table and table[k].notna().any()}
+    else:
+        chosen = set(columns)
+    return tuple(k for k in METRIC_KEYS if k in chosen | {rank_by})
 
 
-def display_headers(rank_by: str = DEFAULT_RANK_KEY, columns=None) -> list[str]:
-    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in shown_columns(columns, rank_by)), "Source"]
+def display_headers(rank_by: str = DEFAULT_RANK_KEY, columns=None, table: pd.DataFrame | None = None) -> list[str]:
+    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in shown_columns(columns, rank_by, table)), "Source"]
 
 
 def year(date) -> str:
@@ -212,7 +217,7 @@ def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DE
     {id: tier}), institution, year, n, one "mean ± CI" cell per shown column with the
     column's best value in bold, source. Built column by column (a table of a thousand
     results is rebuilt whenever one of them changes)."""
-    keys = shown_columns(columns, rank_by)
+    keys = shown_columns(columns, rank_by, table)
     rank = table["rank"].to_numpy(np.float64)
     n = table[f"{rank_by}_n"].to_numpy(np.float64)
     n = np.where(np.isnan(n), table["n"].to_numpy(np.float64), n)
@@ -225,7 +230,7 @@ def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DE
         "Date": [year(d) for d in table["date"]],
         "n": [MISSING if math.isnan(x) else str(int(x)) for x in n],
     }
-    headers = display_headers(rank_by, columns)
+    headers = display_headers(rank_by, columns, table)
     for key, header in zip(keys, headers[len(DISPLAY_FIXED):]):
         cells[header] = metric_cells(table[key].to_numpy(np.float64), table[f"{key}_ci"].to_numpy(np.float64), best[key])
     cells["Source"] = [source_label(x) for x in table["source"]]

@@ -26,7 +26,6 @@ from rexrank.leaderboard.downloads import CsvFiles, PreparedCsv
 from rexrank.leaderboard.model_page import (
     MODEL_QUERY_PARAMETER,
     NOT_FOUND_PICK,
-    PER_STUDY_COLUMN,
     RESULT_COLUMNS,
     SIGNIFICANCE_COLUMNS,
     model_choices,
@@ -351,9 +350,8 @@ def build_app(source: LeaderboardSource):
                 model_md = gr.Markdown(first_model[0], elem_id="model-header")
                 model_df = grid(first_model[1], "model-results", MODEL_GRID, label="All results", pinned_columns=1)
                 gr.Markdown(
-                    "Significance against the neighbours in the ranking (paired bootstrap over studies, "
-                    f"ranking metric's per-study scores: {', '.join(sorted({c for c, _ in PER_STUDY_COLUMN.values()}))}); "
-                    "only where both results have per-study data."
+                    "Significance against the neighbours in the ranking: a paired bootstrap over studies on the "
+                    "ranking metric's per-study scores, only where both results have per-study data."
                 )
                 significance_df = gr.Dataframe(first_model[2], interactive=False, wrap=True, label="Significance vs neighbours",
                                                elem_id="model-significance", elem_classes=[TABLE_CLASS])

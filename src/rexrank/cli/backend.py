@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     for handler in handlers:  # names in the log cannot recolour or rewrite the terminal
         handler.addFilter(_visible_only(display))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", handlers=handlers)
+    for chatty in ("httpx", "httpx2", "httpcore"):  # one INFO line per Hub request would bury the backend's own
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     if args.device:  # before the store is opened or created
         check_device(args.device)
     quota = Quota.parse(args.quota) if args.quota is not None else Quota.from_env()

@@ -178,16 +178,7 @@ class RaTEScore(Metric):
         cache = self._cache()
         known: dict[str, np.ndarray] = {}
         tagged: dict[str, list] = {}
-        analyses: dict[str, dict] = {}
-        missing: list[str] = []  # references not in the cache
-        for text in dict.fromkeys(references):
-            hit = cache.get(text)
-            if hit is None:
-                missing.append(text)
-            else:
-                analyses[text] = hit
-        cache.hits += len(analyses)
-        cache.misses += len(missing)
+        analyses, missing = cache.lookup(references)
         # cached reference entities seed the prediction side's embeddings
         for analysis in analyses.values():
             known.update(zip(analysis["entities"], analysis["embeddings"]))

@@ -64,9 +64,8 @@ class ReferenceCache:
             if os.path.exists(tmp):
                 os.unlink(tmp)
 
-    def get_or_compute(self, texts: Sequence[str], compute: Callable[[list[str]], list[Any]]) -> list[Any]:
-        """Values for `texts` (in order): cached ones read, the rest computed in one call
-        on the distinct missing texts, then stored."""
+    def lookup(self, texts: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+        """({text: cached value}, the distinct texts not in the cache), counted as hits and misses."""
         values: dict[str, Any] = {}
         missing: list[str] = []
         for text in dict.fromkeys(texts):
@@ -77,6 +76,12 @@ class ReferenceCache:
                 values[text] = cached
         self.hits += len(values)
         self.misses += len(missing)
+        return values, missing
+
+    def get_or_compute(self, texts: Sequence[str], compute: Callable[[list[str]], list[Any]]) -> list[Any]:
+        """Values for `texts` (in order): cached ones read, the rest computed in one call
+        on the distinct missing texts, then stored."""
+        values, missing = self.lookup(texts)
         if missing:
             computed = compute(missing)
             if len(computed) != len(missing):

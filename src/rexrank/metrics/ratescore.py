@@ -177,15 +177,16 @@ class RaTEScore(Metric):
         cache = self._cache()
         known: dict[str, np.ndarray] = {}
         tagged: dict[str, list] = {}
-        distinct_refs = list(dict.fromkeys(references))
-        analyses = dict(
-            zip(distinct_refs, cache.get_or_compute(distinct_refs, lambda t: self._analyse(t, known, tagged)))
-        )
+        analyses, missing = cache.lookup(references)
         # cached reference entities seed the prediction side's embeddings
         for analysis in analyses.values():
             known.update(zip(analysis["entities"], analysis["embeddings"]))
-        pending = [t for t in dict.fromkeys(predictions) if t not in analyses]
+        # uncached references and predictions in one pass: one length-sorted set of batches
+        # per model, as few and as full as a bare forward pass over the same texts
+        pending = list(dict.fromkeys(missing + [t for t in predictions if t not in analyses]))
         analyses.update(zip(pending, self._analyse(pending, known, tagged)))
+        for text in missing:
+            cache.put(text, analyses[text])
 
         scores = []
         empty = 0

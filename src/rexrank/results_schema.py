@@ -68,16 +68,11 @@ FINERADSCORE_MAX = 4.0  # a report's FineRadScore is its largest line severity, 
 
 @lru_cache(maxsize=1)
 def _radcliq_v1_bounds() -> tuple[float, float]:
-    """The smallest and largest mean RadCliQ-v1: the formula is linear in its components,
-    so its extremes lie at the corners of their ranges (radgraph, BLEU-2 0..1; SembScore
-    -1..1; BERTScore BERTSCORE_MIN..1)."""
-    import itertools
+    """The smallest and largest mean RadCliQ-v1 (radgraph, BLEU-2 0..1; SembScore -1..1;
+    BERTScore BERTSCORE_MIN..1)."""
+    from rexrank.metrics.radcliq_formula import radcliq_v1_extremes
 
-    from rexrank.metrics.radcliq_formula import radcliq_from_components
-
-    corners = [float(radcliq_from_components(radgraph=g, bertscore=b, semb=s, bleu2=u, version="v1"))
-               for g, b, s, u in itertools.product((0.0, 1.0), (BERTSCORE_MIN, 1.0), (-1.0, 1.0), (0.0, 1.0))]
-    return min(corners), max(corners)
+    return radcliq_v1_extremes(radgraph=(0.0, 1.0), bertscore=(BERTSCORE_MIN, 1.0), semb=(-1.0, 1.0), bleu2=(0.0, 1.0))
 
 
 def value_in_range(key: str, mean: float) -> tuple[bool, str]:

@@ -96,17 +96,12 @@ EPSILON = 0.5  # privacy loss per published number (see the module docstring)
 
 
 def _radcliq_v1_range() -> tuple[float, float]:
-    """Lowest and highest per-study RadCliQ-v1 over the component ranges below (it is
-    linear in its components, so the extremes are at the corners)."""
-    import numpy as np
+    """Lowest and highest per-study RadCliQ-v1 over the component ranges below."""
+    from rexrank.metrics.radcliq_formula import radcliq_v1_extremes
 
-    from rexrank.metrics.radcliq_formula import V1_COEFS, V1_MEAN, V1_SCALE
-
-    lows = np.array([PER_STUDY_RANGE[c][0] for c in ("radgraph", "bertscore", "sembscore", "bleu2")])
-    highs = np.array([PER_STUDY_RANGE[c][1] for c in ("radgraph", "bertscore", "sembscore", "bleu2")])
-    slope = V1_COEFS[:4] / V1_SCALE
-    at_low, at_high = slope * (lows - V1_MEAN), slope * (highs - V1_MEAN)
-    return float(np.minimum(at_low, at_high).sum() + V1_COEFS[4]), float(np.maximum(at_low, at_high).sum() + V1_COEFS[4])
+    return radcliq_v1_extremes(**{part: PER_STUDY_RANGE[column] for part, column in
+                                  (("radgraph", "radgraph"), ("bertscore", "bertscore"), ("semb", "sembscore"),
+                                   ("bleu2", "bleu2"))})
 
 
 # The range each published per-study score can take. BLEU-2, RadGraph F1, RaTEScore,

@@ -60,3 +60,14 @@ def radcliq_from_components(
         normed = (x - V1_MEAN) / V1_SCALE
         values = np.concatenate([normed, np.ones((len(x), 1))], axis=1) @ V1_COEFS
     return float(values[0]) if scalar else values
+
+
+def radcliq_v1_extremes(*, radgraph: tuple[float, float], bertscore: tuple[float, float],
+                        semb: tuple[float, float], bleu2: tuple[float, float]) -> tuple[float, float]:
+    """The lowest and highest RadCliQ-v1 when each component lies in its (low, high) range:
+    the formula is linear in its components, so the extremes lie at the corners."""
+    import itertools
+
+    corners = [radcliq_from_components(radgraph=g, bertscore=b, semb=s, bleu2=u, version="v1")
+               for g, b, s, u in itertools.product(radgraph, bertscore, semb, bleu2)]
+    return min(corners), max(corners)

@@ -345,3 +345,25 @@ def test_a_read_token_of_the_owner_reads_a_private_dataset_and_others_get_how_to
     message = _refused(tmp_path / "b", "alice/private-preds", token=BOB)
     assert "alice/private-preds: no dataset repo by that name that this token can read" in message
     assert "https://huggingface.co/datasets/alice/private-preds/settings" in message
+
+
+def test_the_limits_hold_for_the_shards_together_before_the_rest_is_downloaded(hub, tmp_path, monkeypatch):
+    import pandas as pd
+    from huggingface_hub import HfApi
+
+    from rexrank import input_limits
+
+    rows = example_rows()
+    api = HfApi(endpoint=os.environ["HF_ENDPOINT"], token=ALICE)
+    api.create_repo("alice/many-shards", repo_type="dataset", private=True)
+    frame = pd.DataFrame({"id": list(rows), "prediction": list(rows.values())})
+    for i, part in enumerate((frame[:8], frame[8:16], frame[16:])):
+        part.to_parquet(tmp_path / f"m{i}.parquet", index=False)
+        api.upload_file(path_or_fileobj=str(tmp_path / f"m{i}.parquet"), path_in_repo=f"data/test-0000{i}-of-00003.parquet",
+                        repo_id="alice/many-shards", repo_type="dataset")
+    monkeypatch.setattr(input_limits, "MAX_ROWS", 10)  # each shard is within it, the first two together are not
+    start = len(hub.requests)
+    message = _refused(tmp_path, "alice/many-shards")
+    assert "more than 10 rows" in message
+    downloads = [r for r in hub.requests[start:] if "/resolve/" in r and ".parquet" in r]
+    assert not [r for r in downloads if "test-00002-of-00003" in r]  # refused before the third shard

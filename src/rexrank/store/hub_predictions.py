@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from rexrank.errors import SubmissionError
-from rexrank.input_limits import MAX_FILE_BYTES
+from rexrank.input_limits import MAX_FILE_BYTES, check_rows, check_texts
 from rexrank.store.scratch import ScratchDir
 from rexrank.submissions import RawPredictions, read_raw_predictions
 
@@ -45,10 +45,17 @@ class HubDataset:
 
 
 def max_bytes() -> int:
-    """The most a predictions dataset may download: by default the largest file any other route
-    accepts (input_limits.MAX_FILE_BYTES), so the Hub route is bounded as an upload is."""
+    """The most a predictions dataset may download: the largest file any other route accepts
+    (input_limits.MAX_FILE_BYTES), or less where the Space sets REXRANK_MAX_PREDICTIONS_MB
+    (more could only be downloaded to be refused by the reader's own limits)."""
     setting = os.environ.get(MAX_BYTES_ENV)
-    return int(float(setting) * 1024 * 1024) if setting else MAX_FILE_BYTES
+    if not setting:
+        return MAX_FILE_BYTES
+    try:
+        wanted = int(float(setting) * 1024 * 1024)
+    except ValueError:
+        raise SubmissionError(f"{MAX_BYTES_ENV}={setting!r} is not a number of MB") from None
+    return min(wanted, MAX_FILE_BYTES)
 
 
 def _mb(n: int) -> str:
@@ -180,4 +187,8 @@ def _read_files(api, dataset: HubDataset, scratch: Path, columns: dict) -> RawPr
             rows.extend(read_raw_predictions(local, **columns).rows)
         except SubmissionError as exc:  # name the repo's file, not the download folder
             raise SubmissionError(str(exc).replace(str(local), f"{pinned}/{name}"), details=exc.details) from None
+        # the limits hold for the shards together, checked as they add up: 64 shards each
+        # within a file's limits must not make 64 times the work
+        check_rows(len(rows), source=pinned)
+        check_texts([r[1] for r in rows], [r[0] for r in rows], source=pinned)
     return RawPredictions(rows, pinned)

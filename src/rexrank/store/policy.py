@@ -8,7 +8,6 @@ import os
 from dataclasses import dataclass
 
 from rexrank.errors import SubmissionError
-from rexrank.input_limits import check_texts
 from rexrank.store.names import check_name, check_one_script, check_submitter, check_url, display, name_key, same_name
 from rexrank.store.records import CANCELLED, FAILED, REFUSED, VALIDATION, iso, parse_iso
 
@@ -174,8 +173,3 @@ def check_approved(approved: list[str] | None, *, submitter: str, test_set: str)
             f"test set {test_set} accepts submissions only from submitters approved by its organisers, and "
             f"{display(submitter)!r} is not one of them; ask the organisers to be added"
         )
-
-
-def check_lengths(ids: list[str], texts: list[str], *, source: str) -> None:
-    """The readers' limits (rexrank.input_limits), checked again on validated predictions."""
-    check_texts(texts, ids, source=source)

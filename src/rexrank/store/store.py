@@ -9,7 +9,7 @@ from typing import Iterable
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
-from rexrank.store.policy import Quota, check_approved, check_lengths, check_names, check_policy
+from rexrank.store.policy import Quota, check_approved, check_names, check_policy
 from rexrank.store.queue import QueueOperations
 from rexrank.store.repo import Repo, Snapshot, StoreError, consistent_reads, transact
 
@@ -308,6 +308,7 @@ class Store(QueueOperations):
         request (same predictions and model name), or over the submitter's quota.
         """
         from rexrank.store.hub_predictions import read_raw_from_hub
+        from rexrank.submissions import read_raw_predictions
         from rexrank.store.predictions import content_sha256, to_parquet_bytes, validate_for
         from rexrank.testsets.registry import TEST_SETS, check_track, get_spec
 
@@ -340,10 +341,9 @@ class Store(QueueOperations):
             source, hub_fields = dataset.pinned, {"repo": dataset.repo_id, "revision": dataset.sha,
                                                   "files": list(dataset.files)}
         else:
-            raw = _read_raw_local(predictions, id_column=id_column, prediction_column=prediction_column)
+            raw = read_raw_predictions(predictions, id_column=id_column, prediction_column=prediction_column)
             source = R.public_source(source_label or source)
         preds, ids_checked = validate_for(raw, test_set, track, data_dir=data_dir)
-        check_lengths(preds.ids, preds.texts, source=source)
         sha = content_sha256(preds)
         parquet = to_parquet_bytes(preds)
 
@@ -393,20 +393,6 @@ class Store(QueueOperations):
             return changes, f"submit {rid}: {model_name} on {test_set}/{track}", request
 
         return transact(self.requests, decide, folders=(R.QUEUE_DIR,))
-
-
-def _read_raw_local(path: str | Path, **columns):
-    """read_raw_predictions, with undecodable bytes reported instead of a traceback."""
-    from rexrank.submissions import read_raw_predictions
-
-    try:
-        return read_raw_predictions(path, **columns)
-    except UnicodeDecodeError as exc:
-        raise SubmissionError(
-            f"not UTF-8 text: byte {exc.object[exc.start:exc.start + 1]!r} at position {exc.start}; "
-            "save the file as UTF-8",
-            source=str(path),
-        ) from None
 
 
 def results_repo_files(records: Iterable[dict]) -> dict[str, bytes]:

@@ -86,7 +86,7 @@ def test_views_endpoint_switches_track_rank_and_search(served):
     csv = _csv("result_chexpertplus.csv")
     stanford = csv[csv["Institution"] == "Stanford"].sort_values("BLEU", ascending=False)
     assert [_model(r[1]) for r in cxp["data"]] == stanford["Model Name"].str.replace("_", "-").tolist()
-    assert note.startswith(f"{len(stanford)} of {len(csv)} results match “stanford”.")
+    assert note.startswith(f"{len(stanford)} of {len(csv)} results match the search.")
 
 
 def test_views_endpoint_csv_files_hold_the_shown_tables(served):

@@ -228,7 +228,7 @@ def test_browse_switch_rerank_search(page_url, browser):
     rows = wait_rows(page, "table-iu_xray", expected, full=True)
     assert models_shown(rows) == expected
     note = wait_text(page, "#note-iu_xray", lambda t: "Stanford" in t)
-    assert note.startswith(f"{len(expected)} of 7 results match “Stanford”.")
+    assert note.startswith(f"{len(expected)} of 7 results match the search.")
     settle(page)
     page.screenshot(path=str(ARTIFACTS / "leaderboard_4_search.png"))
 
@@ -241,10 +241,10 @@ def test_browse_switch_rerank_search(page_url, browser):
     # one match: singular; no match: an empty table that says why
     page.locator("#search textarea, #search input").first.fill("RadFM")
     note = wait_text(page, "#note-mimic_cxr", lambda t: "RadFM" in t)
-    assert note.startswith("1 of 7 results matches “RadFM”.")
+    assert note.startswith("1 of 7 results matches the search.")
     page.locator("#search textarea, #search input").first.fill("no such model")
     note = wait_text(page, "#note-mimic_cxr", lambda t: "no such model" in t)
-    assert note == "No model or institution matches “no such model”: the table is empty. Clear the search to see all 7 results."
+    assert note == "No model or institution matches the search: the table is empty. Clear the search to see all 7 results."
     assert wait_until(page, "table-mimic_cxr", lambda rows: rows == []) == []
     settle(page)
     page.screenshot(path=str(ARTIFACTS / "leaderboard_5_no_match.png"))

@@ -210,17 +210,19 @@ def test_rank_key_for_every_displayed_header():
 def test_table_notes_count_with_correct_plurals():
     assert tables.table_note(1, 1, "", "findings") == "1 result in the Findings track."
     assert tables.table_note(25, 25, "  ", "findings_impression") == "25 results in the Findings + Impression track."
-    assert tables.table_note(1, 25, "csiro", "findings") == "1 of 25 results matches “csiro”."
-    assert tables.table_note(3, 25, "csiro  lab", "findings") == "3 of 25 results match “csiro lab”."
+    assert tables.table_note(1, 25, "csiro", "findings") == "1 of 25 results matches the search."
+    assert tables.table_note(3, 25, "csiro  lab", "findings") == "3 of 25 results match the search."
     empty = tables.table_note(0, 1, "x_y", "findings")
-    assert empty.startswith("No model or institution matches “x\\_y”") and "all 1 result." in empty
+    assert empty.startswith("No model or institution matches the search") and "all 1 result." in empty
+    # a search can come from a link (?q=): its text is not repeated in the note
+    assert "evil" not in tables.table_note(0, 25, "https://evil.example \u202e", "findings")
     assert tables.table_note(0, 0, "", "findings").startswith("No results in the Findings track")
 
 
 def test_page_views_csv_holds_the_rows_the_grid_shows(frame):
     views = tables.page_views(frame, "findings", "fineradscore_inv", "csiro")
     iu = views.tables["iu_xray"]
-    assert iu.note == "4 of 25 results match “csiro”. Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
+    assert iu.note == "4 of 25 results match the search. Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
     display, plain = iu.display, iu.plain
     # same rows, same order; names without markdown; ranks as numbers, unranked empty
     assert plain["Model"].tolist() == [_model(c) for c in display["Model"]]

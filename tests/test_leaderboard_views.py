@@ -246,7 +246,10 @@ def test_the_address_holds_the_view():
     assert defaults.tab is None and defaults.filters == tables.NO_FILTERS and defaults.columns == list(tables.DEFAULT_COLUMNS)
     bad = parse_view({"tab": "nope", "rank": "bleu3", "source": "elsewhere"})
     assert bad.rank_by == "radcliq_v1_inv" and bad.tab is None
-    assert [p.split("=")[0] for p in bad.problems] == ["tab", "rank", "source"]
+    assert [p.split(" ")[0] for p in bad.problems] == ["tab", "rank", "source"]
+    # a link's own text is never repeated on the page (it could carry a URL or control characters)
+    echo = parse_view({"tab": "https://evil.example/\u202e", "columns": "[x](https://evil.example)"})
+    assert not any("evil" in p or "\u202e" in p for p in echo.problems) and len(echo.problems) == 2
     assert parse_view({"source": "none"}).filters.sources == ()
 
 

@@ -360,12 +360,13 @@ def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, ran
     if not words:
         text = f"{plural(n_total, 'result')} in the {track_label} track."
     else:
-        quoted = f"“{md_escape(' '.join(words))}”"
+        # the search is in the search box; not repeated here, where a link's q= would put
+        # any text (a URL, say) into the page
         if n_shown == 0:
-            text = (f"No model or institution matches {quoted}: the table is empty. "
+            text = (f"No model or institution matches the search: the table is empty. "
                     f"Clear the search to see all {plural(n_total, 'result')}.")
         else:
-            text = f"{n_shown} of {plural(n_total, 'result')} {'matches' if n_shown == 1 else 'match'} {quoted}."
+            text = f"{n_shown} of {plural(n_total, 'result')} {'matches' if n_shown == 1 else 'match'} the search."
     if left_out:
         text += f" Filters: {left_out}."
     metric = COLUMNS_BY_KEY[rank_by].display

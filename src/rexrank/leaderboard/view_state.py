@@ -49,17 +49,17 @@ def parse_view(params) -> ViewState:
         if get("tab") in TABS:
             state.tab = get("tab")
         else:
-            state.problems.append(f"tab={get('tab')} (known: {', '.join(TABS)})")
+            state.problems.append(f"tab (known: {', '.join(TABS)})")
     if get("track"):
         if get("track") in TRACK_LABELS:
             state.track = get("track")
         else:
-            state.problems.append(f"track={get('track')} (known: {', '.join(TRACK_LABELS)})")
+            state.problems.append(f"track (known: {', '.join(TRACK_LABELS)})")
     if get("rank"):
         if get("rank") in METRIC_KEYS:
             state.rank_by = get("rank")
         else:
-            state.problems.append(f"rank={get('rank')} (known: {', '.join(METRIC_KEYS)})")
+            state.problems.append(f"rank (known: {', '.join(METRIC_KEYS)})")
     state.query = get("q")
     if get("hide_trained"):
         state.hide_trained = get("hide_trained") in ("1", "true", "yes")
@@ -67,19 +67,20 @@ def parse_view(params) -> ViewState:
         asked = [s.strip() for s in get("source").split(",") if s.strip()]
         unknown = [s for s in asked if s not in (*SOURCES, NO_SOURCE)]
         if unknown:
-            state.problems.append(f"source={','.join(unknown)} (known: {', '.join(SOURCES)})")
+            state.problems.append(f"source (known: {', '.join(SOURCES)})")
         state.sources = [s for s in SOURCES if s in asked] if not unknown else state.sources
     if get("columns"):
         asked = [c.strip() for c in get("columns").split(",") if c.strip()]
         unknown = [c for c in asked if c not in METRIC_KEYS]
         if unknown:
-            state.problems.append(f"columns={','.join(unknown)} (known: {', '.join(METRIC_KEYS)})")
+            state.problems.append(f"columns (known: {', '.join(METRIC_KEYS)})")
         state.columns = [c for c in METRIC_KEYS if c in asked]
     return state
 
 
 def describe_problems(problems: list[str]) -> str:
-    return ("Ignored in the page's address: " + "; ".join(problems) + ".") if problems else ""
+    # the parameters only, never their values: a link's text is not repeated on the page
+    return ("Unknown values ignored in the page's address: " + "; ".join(problems) + ".") if problems else ""
 
 
 # Until the page load has read the address (VIEW_READY_JS, the load chain's last step), the

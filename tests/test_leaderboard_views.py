@@ -308,3 +308,14 @@ def test_about_explains_tiers_and_published_figures():
     official = pd.read_csv(shared_path(*MOERAD_SCORES))["bleu_score"].mean()
     assert f"{official:.3f}" == "0.270" and "0.277 published, 0.270 from its public predictions" in text
     assert "the ReXrank site's own figures" in text
+
+
+def test_an_optional_column_ranked_by_gets_tiers_from_its_per_study_scores():
+    # the tiers read the per-study column of every leaderboard column, ROUGE-L's included
+    ids = [f"S{i}" for i in range(40)]
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.2, 0.6, len(ids))
+    data = {"a": pd.DataFrame({"id": ids, "rouge": base + 0.2}), "b": pd.DataFrame({"id": ids, "rouge": base})}
+    table = pd.DataFrame({"id": ["a", "b"], "rank": [1.0, 2.0], "per_study_available": [True, True]})
+    tiers = table_tiers(table, "rouge", data.get)
+    assert tiers == {"a": 1, "b": 2}

@@ -25,6 +25,14 @@ class Column:
     # not a column of the published ReXrank tables: never the default ranking, and hidden by
     # default once the leaderboard lets users choose columns
     optional: bool = False
+    # the per-study column rexrank.scoring writes for it ("" = the key), and whether the board
+    # shows 1 / mean of it (tests on per-study scores use the scores themselves)
+    per_study: str = ""
+    inverted: bool = False
+
+    @property
+    def per_study_column(self) -> str:
+        return self.per_study or self.key
 
 
 # In the order the ReXrank site shows them.
@@ -33,10 +41,10 @@ LEADERBOARD_COLUMNS: tuple[Column, ...] = (
     Column("bertscore", "BertScore", "bertscore"),
     Column("sembscore", "SembScore", "sembscore"),
     Column("radgraph", "RadGraph", "radgraph"),
-    Column("radcliq_v1_inv", "1/RadCliQ-v1", "radcliq"),
+    Column("radcliq_v1_inv", "1/RadCliQ-v1", "radcliq", per_study="radcliq_v1", inverted=True),
     Column("ratescore", "RaTEScore", "ratescore"),
     Column("green", "GREEN", "green"),
-    Column("fineradscore_inv", "1/FineRadScore", "fineradscore"),
+    Column("fineradscore_inv", "1/FineRadScore", "fineradscore", per_study="fineradscore", inverted=True),
     # RadEval's metrics that ReXrank does not publish
     Column("rouge", "ROUGE-L", "rouge", optional=True),
     Column("temporal_f1", "Temporal F1", "temporal_f1", optional=True),

@@ -20,23 +20,10 @@ from rexrank.leaderboard.tables import (
     uncached,
     web_url,
 )
-from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY
+from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY, LEADERBOARD_COLUMNS
 
 # leaderboard key -> (per-study column written by rexrank.scoring, shown as 1/mean?)
-PER_STUDY_COLUMN = {
-    "bleu2": ("bleu2", False),
-    "bertscore": ("bertscore", False),
-    "sembscore": ("sembscore", False),
-    "radgraph": ("radgraph", False),
-    "radcliq_v1_inv": ("radcliq_v1", True),
-    "ratescore": ("ratescore", False),
-    "green": ("green", False),
-    "fineradscore_inv": ("fineradscore", True),
-    "rouge": ("rouge", False),
-    "temporal_f1": ("temporal_f1", False),
-    "srr_bert": ("srr_bert", False),
-    "crimson": ("crimson", False),
-}
+PER_STUDY_COLUMN = {c.key: (c.per_study_column, c.inverted) for c in LEADERBOARD_COLUMNS}
 SIGNIFICANCE_RESAMPLES = 1000
 ALPHA = 0.05
 RESULT_COLUMNS = ["Test set", "Track", "Rank", "Trained on it",

@@ -245,13 +245,13 @@ class LeaderboardSource:
 
 def _checked_per_study(table: pd.DataFrame) -> pd.DataFrame:
     """A per-study table the significance tests can use: unique study ids, numeric scores."""
-    from rexrank.leaderboard.model_page import PER_STUDY_COLUMN
+    from rexrank.results_schema import LEADERBOARD_COLUMNS
 
     if "id" not in table.columns:
         raise RexrankError("it has no 'id' column")
     if table["id"].duplicated().any():
         raise RexrankError(f"study id {table['id'][table['id'].duplicated()].iloc[0]!r} appears more than once")
-    for column, _ in PER_STUDY_COLUMN.values():
+    for column in (c.per_study_column for c in LEADERBOARD_COLUMNS):
         if column in table.columns and not pd.api.types.is_numeric_dtype(table[column].dtype):
             raise RexrankError(f"column {column!r} is {table[column].dtype}, not numbers")
     return table

@@ -16,24 +16,10 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from rexrank.results_schema import COLUMNS_BY_KEY
+
 ALPHA = 0.05
-METHOD = ("paired t-test on the ranking metric's per-study scores against the next model above "
-          "with per-study scores, Holm-corrected over the table's neighbour tests, α = 0.05")
 NO_TIER = "n/a"
-
-# leaderboard key -> per-study column written by rexrank.scoring (1/mean columns are
-# tested on the per-study scores themselves: the order of the means is the same)
-PER_STUDY_COLUMN = {
-    "bleu2": "bleu2",
-    "bertscore": "bertscore",
-    "sembscore": "sembscore",
-    "radgraph": "radgraph",
-    "radcliq_v1_inv": "radcliq_v1",
-    "ratescore": "ratescore",
-    "green": "green",
-    "fineradscore_inv": "fineradscore",
-}
-
 
 def _aligned(data: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
     """(study ids, scores) of one result, sorted by id, studies without a score left out."""
@@ -70,7 +56,7 @@ def table_tiers(table: pd.DataFrame, rank_by: str, per_study: Callable[[str], pd
     costs the tests of its own neighbours only."""
     from rexrank.analysis.uncertainty import holm
 
-    column = PER_STUDY_COLUMN.get(rank_by)
+    column = COLUMNS_BY_KEY[rank_by].per_study_column if rank_by in COLUMNS_BY_KEY else None
     if column is None:
         return {}
     scored = []

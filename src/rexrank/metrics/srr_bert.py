@@ -127,12 +127,11 @@ class SRRBert(Metric):
 
         cache = ReferenceCache(f"srr_bert/v1/{self.labeler.identity}/nltk-{nltk.__version__}", self.cache_dir,
                                enabled=self.cache)
-        known = {t: cache.get(t) for t in dict.fromkeys(references)}
-        missing = [t for t, v in known.items() if v is None]
+        known, missing = cache.lookup(references)
         computed = self.report_labels(missing + predictions)
         for text in missing:
             cache.put(text, computed[text])
-        return {**{t: v for t, v in known.items() if v is not None}, **computed}
+        return {**known, **computed}
 
     def report_labels(self, texts: list[str]) -> dict[str, np.ndarray]:
         """Each distinct report's labels: the union over its sentences' labels."""
@@ -151,9 +150,6 @@ class SRRBert(Metric):
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         if not predictions:
             return self._result_from_columns({self.name: [], "srr_bert_precision": [], "srr_bert_recall": []})
-        from rexrank.models.srr_bert import require_punkt
-
-        require_punkt()
         labels = self.all_labels(predictions, references)
         hyps = np.array([labels[t] for t in predictions]).reshape(len(predictions), -1)
         refs = np.array([labels[t] for t in references]).reshape(len(references), -1)

@@ -74,6 +74,12 @@ def test_weights_status_crimson_is_ready_with_an_endpoint_or_its_weights(monkeyp
     monkeypatch.setenv("REXRANK_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     assert main(["weights", "status", "crimson"]) == 0
     assert "crimson: ready (judged by the LLM endpoint" in capsys.readouterr().out
+    # GREEN has the same choice: its 7B weights or the endpoint
+    assert main(["weights", "status", "green"]) == 0
+    assert "green: ready (judged by the LLM endpoint" in capsys.readouterr().out
+    monkeypatch.setenv("REXRANK_LLM_BACKEND", "transformers")  # the local judge asked for: its weights count
+    assert main(["weights", "status", "crimson"]) == 1
+    monkeypatch.delenv("REXRANK_LLM_BACKEND")
     monkeypatch.delenv("REXRANK_LLM_BASE_URL")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")  # a key alone does not move crimson off its local weights
     assert main(["weights", "status", "crimson"]) == 1

@@ -207,6 +207,8 @@ _BERTSCORE = (Need(DISTILROBERTA, "model", "model", "encoder (layers 1-5)", "ber
 _SEMBSCORE = (Need(CHEXBERT, "checkpoint_path", "file", "CheXbert weights", "sembscore"),
               Need(BERT_BASE_UNCASED, "tokenizer", "tokenizer", "CheXbert tokenizer", "sembscore"))
 LLM_ENDPOINT_METRICS = ("fineradscore", "spec_cxr")  # judged by a served LLM: no weights here
+# LLM judges whose weights are needed only for the local path: ready where an endpoint is set
+WEIGHTS_OR_ENDPOINT = ("green", "crimson")
 
 # metric -> the checkpoints it loads with its default options (every registered metric is a key)
 METRIC_NEEDS: dict[str, tuple[Need, ...]] = {

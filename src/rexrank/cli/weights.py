@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from rexrank.catalogue import WEIGHTS_OR_ENDPOINT
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -45,17 +47,11 @@ def _check_names(names: list[str]) -> list[str]:
     return parse_metric_list(names) if names else []
 
 
-# LLM judges whose weights are needed only for the local path: ready where an endpoint is set
-WEIGHTS_OR_ENDPOINT = ("crimson",)
-
-
 def _served(metric: str) -> bool:
-    """Whether the environment sends `metric` to an endpoint (as LLMSettings.resolved decides the backend)."""
-    import os
+    """Whether the environment sends `metric` to an endpoint instead of its local weights."""
+    from rexrank.llm.settings import LLMSettings
 
-    endpoint = os.environ.get("REXRANK_LLM_BACKEND") == "openai" or (
-        bool(os.environ.get("REXRANK_LLM_BASE_URL")) and os.environ.get("REXRANK_LLM_BACKEND") in (None, "", "openai"))
-    return metric in WEIGHTS_OR_ENDPOINT and endpoint
+    return metric in WEIGHTS_OR_ENDPOINT and LLMSettings().chosen_backend("transformers") == "openai"
 
 
 def format_status(statuses) -> str:

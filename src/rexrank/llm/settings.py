@@ -48,11 +48,17 @@ class LLMSettings:
         if self.batch_size < 1:
             raise MetricError(f"batch_size must be >= 1, got {self.batch_size}")
 
+    def chosen_backend(self, default_backend: str) -> str:
+        """The backend these settings and the environment choose (an endpoint's address
+        chooses "openai"), before any check."""
+        base_url = self.base_url or os.environ.get("REXRANK_LLM_BASE_URL") or None
+        return self.backend or os.environ.get("REXRANK_LLM_BACKEND") or ("openai" if base_url else default_backend)
+
     def resolved(self, *, default_backend: str, default_model: str | None = None) -> "LLMSettings":
         """A copy with environment fallbacks and defaults applied, checked."""
         env = os.environ
         base_url = self.base_url or env.get("REXRANK_LLM_BASE_URL") or None
-        backend = self.backend or env.get("REXRANK_LLM_BACKEND") or ("openai" if base_url else default_backend)
+        backend = self.chosen_backend(default_backend)
         if backend not in BACKENDS:
             raise MetricError(f"unknown LLM backend {backend!r}; use one of {', '.join(BACKENDS)}")
         model = self.model or env.get("REXRANK_LLM_MODEL") or default_model

@@ -23,3 +23,8 @@ class SubmissionError(RexrankError):
 
 class MetricError(RexrankError):
     """A metric is unknown, misconfigured, or its model cannot be loaded."""
+
+
+def first_line(exc: BaseException, *, limit: int = 300) -> str:
+    """An exception's message as one short line (a library's multi-line error inside ours)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]

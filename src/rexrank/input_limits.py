@@ -37,7 +37,7 @@ import os
 import stat
 from pathlib import Path
 
-from rexrank.errors import RexrankError, SubmissionError
+from rexrank.errors import RexrankError, SubmissionError, first_line
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_TABLE_BYTES = 20 * 1024 * 1024
@@ -196,7 +196,7 @@ def parquet_columns(path: Path, id_names, text_names, *, source: str):
     try:
         meta = pq.ParquetFile(path).metadata
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
-        raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {_one_line(exc)})", source=source) from None
+        raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {first_line(exc)})", source=source) from None
     check_rows(meta.num_rows, source=source)
     if meta.num_row_groups > MAX_ROW_GROUPS:
         raise SubmissionError(f"has {meta.num_row_groups:,} row groups; the limit is {MAX_ROW_GROUPS:,}", source=source)
@@ -285,7 +285,3 @@ def check_folder(path: Path, *, source: str) -> None:
     if total > MAX_TABLE_BYTES:
         raise SubmissionError(f"the folder's files are {mib(total)} together; the limit is {mib(MAX_TABLE_BYTES)}",
                               source=source)
-
-
-def _one_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0][:300]

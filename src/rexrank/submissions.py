@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from rexrank.errors import SubmissionError
+from rexrank.errors import SubmissionError, first_line
 
 ID_COLUMNS = ("id", "study_id")
 TEXT_COLUMNS = ("prediction", "report")
@@ -143,7 +143,7 @@ def _read_dataset_folder(path: Path, *, source: str, ids, texts) -> RawPredictio
     try:
         table = datasets.load_from_disk(str(path))
     except Exception as exc:  # datasets raises several types for a folder it cannot read
-        raise SubmissionError(f"not a folder saved with datasets.save_to_disk: {_first_line(exc)}", source=source) from None
+        raise SubmissionError(f"not a folder saved with datasets.save_to_disk: {first_line(exc)}", source=source) from None
     if isinstance(table, datasets.DatasetDict):
         if len(table) != 1:
             raise SubmissionError(f"saved DatasetDict has splits {list(table)}; save a single split", source=source)
@@ -176,7 +176,7 @@ def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
         except SubmissionError:
             raise
         except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
-            raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {_first_line(exc)})", source=source) from None
+            raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {first_line(exc)})", source=source) from None
         return _read_table(frame, source=source, location="row", ids=(id_col,), texts=(text_col,))
     if suffix not in (".csv", ".jsonl", ".json"):
         raise SubmissionError(
@@ -226,16 +226,13 @@ def _read_csv(data: bytes, *, source: str, ids, texts) -> RawPredictions:
     except pd.errors.EmptyDataError:
         raise SubmissionError("empty CSV file: expected a header line (id,prediction) and one line per study", source=source) from None
     except pd.errors.ParserError as exc:
-        raise SubmissionError(f"not a readable CSV: {_first_line(exc)}", source=source) from None
+        raise SubmissionError(f"not a readable CSV: {first_line(exc)}", source=source) from None
     L.check_rows(len(frame), source=source, counted=False)
     # CSV row numbers count the header as line 1
     raw = _read_table(frame, source=source, location="line", ids=ids, texts=texts)
     raw.rows = [(i, t, f"line {n + 2}") for n, (i, t, _) in enumerate(raw.rows)]
     return raw
 
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0][:300]
 
 
 def _strict_json(text: str, *, source: str, where: str):

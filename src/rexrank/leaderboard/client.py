@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from rexrank.errors import SubmissionError
+from rexrank.errors import SubmissionError, first_line
 
 
 def _token(token: str | None) -> str | None:
@@ -21,9 +21,6 @@ def _token(token: str | None) -> str | None:
 
     return get_token()  # HF_TOKEN, then the token `hf auth login` saved
 
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def _client(leaderboard: str, token: str | None):
@@ -39,7 +36,7 @@ def _client(leaderboard: str, token: str | None):
     try:
         return Client(leaderboard, oauth_token=token, verbose=False, download_files=False)
     except Exception as exc:  # a wrong Space name, a URL that does not answer, a sleeping Space
-        raise SubmissionError(f"cannot reach the leaderboard: {type(exc).__name__}: {_first_line(exc)}",
+        raise SubmissionError(f"cannot reach the leaderboard: {type(exc).__name__}: {first_line(exc)}",
                               source=leaderboard) from None
 
 
@@ -85,7 +82,7 @@ def submit(
         _, answer, _ = client.predict(upload, hub_dataset, dataset, track, model_name, institution, model_url, trained,
                                       submitter, api_name="/submit")
     except Exception as exc:  # the app refused the input (e.g. an unknown test set) or the call broke off
-        raise SubmissionError(f"the submission was not accepted: {_first_line(exc)}", source=leaderboard) from None
+        raise SubmissionError(f"the submission was not accepted: {first_line(exc)}", source=leaderboard) from None
     if not isinstance(answer, dict) or not answer.get("filed"):
         reason = answer.get("error") if isinstance(answer, dict) else None
         raise SubmissionError(reason or "the leaderboard gave no answer", source=leaderboard)
@@ -98,7 +95,7 @@ def status(request_id: str, *, leaderboard: str, token: str | None = None) -> di
     try:
         answer = client.predict(request_id, api_name="/status")
     except Exception as exc:
-        raise SubmissionError(f"cannot read the request's status: {_first_line(exc)}", source=leaderboard) from None
+        raise SubmissionError(f"cannot read the request's status: {first_line(exc)}", source=leaderboard) from None
     if not answer.get("found"):
         raise SubmissionError(answer.get("error") or f"no request {request_id!r}", source=leaderboard)
     return answer

@@ -81,7 +81,9 @@ class SizedGrid:
 
 
 def _status(source: LeaderboardSource) -> str:
-    return source.cached(("status",), lambda: _status_text(source))
+    # keyed by the problems too: a damaged per-study file found while a page is built is
+    # listed from then on, without discarding the frame's other views
+    return source.cached(("status", len(source.problems)), lambda: _status_text(source))
 
 
 def _status_text(source: LeaderboardSource) -> str:

@@ -98,8 +98,9 @@ def check_record(record: dict, *, value_problems: list[str] | None = None) -> di
     if unknown:
         raise RexrankError(f"result record {rid}: unknown leaderboard column(s) {unknown} (known: {list(COLUMNS_BY_KEY)})")
     row = {f: display(record.get(f) or "") for f in IDENTITY}
-    if row["date"] and check_date(row["date"]):
-        raise RexrankError(f"result record {rid}: {check_date(row['date'])}")
+    wrong_date = check_date(row["date"]) if row["date"] else None
+    if wrong_date:
+        raise RexrankError(f"result record {rid}: {wrong_date}")
     row["source"] = row["source"] or "rexrank"
     trained_on = record.get("trained_on") or []
     if not isinstance(trained_on, (list, tuple)):

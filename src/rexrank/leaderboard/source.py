@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from pyarrow import ArrowException
 
-from rexrank.errors import RexrankError
+from rexrank.errors import RexrankError, first_line
 from rexrank.leaderboard.records import check_record, frame_from_rows, records_frame
 from rexrank.store.names import display
 
@@ -234,11 +234,10 @@ class LeaderboardSource:
                     raise RexrankError("the file is missing")
                 self._per_study[record_id] = _checked_per_study(pd.read_parquet(io.BytesIO(data)))
             except (RexrankError, OSError, ValueError, ArrowException) as exc:
-                why = f"per-study scores of result record {record_id} cannot be used: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                why = f"per-study scores of result record {record_id} cannot be used: {first_line(exc)}"
                 with self._lock:
                     self.per_study_problems[record_id] = display(why)
                     self.problems = [*self.problems, display(why)]
-                    self.generation += 1  # the status line lists it from now on
                 self._per_study[record_id] = None
         return self._per_study[record_id]
 

@@ -430,6 +430,10 @@ def test_controls_live_in_the_address_and_a_link_reproduces_the_view(store_url, 
     assert not any(h.startswith("BertScore") for h in again.evaluate(READ_HEADERS, "#table-mimic_cxr"))
     settle(again)
     again.screenshot(path=str(ARTIFACTS / "leaderboard_21_view_390.png"), full_page=True)
+    # an unknown value in the address is named in the status line, its text never shown
+    again.goto(store_url + "?rank=bogus%E2%80%AEhttps://evil.example")
+    status = wait_text(again, "#status", lambda t: "Unknown values ignored" in t)
+    assert "rank" in status and "evil" not in status and "\u202e" not in status
     # a model's page in the address
     again.goto(store_url + "?model=MedVersa")
     assert wait_text(again, "#model-header", lambda t: t.startswith("MedVersa")).startswith("MedVersa")

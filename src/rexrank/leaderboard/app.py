@@ -216,6 +216,11 @@ def build_app(source: LeaderboardSource):
                for v in page(track, rank_by, query, hide_trained, sources, columns)]
         return (*out, _status(source))
 
+    def views_keeping_status(*args):
+        """`views` without the status line: after a page load, which has put the address's
+        ignored parameters into it."""
+        return views(*args)[:-1]
+
     def leaderboard(test_set: str = "iu_xray", track: str = "findings", rank_by: str = DEFAULT_RANK_KEY, query: str = "") -> dict:
         """One test set's table as {"headers", "data"}, ranked by a leaderboard column key
         (e.g. radcliq_v1_inv, fineradscore_inv), with every column."""
@@ -455,7 +460,7 @@ def build_app(source: LeaderboardSource):
         )
         # a page load re-reads the store quietly: the tables already show the build-time data
         demo.load(on_load, None, [model_pick, status, tabs, *controls], show_progress="hidden", **hidden).then(
-            views, controls, view_outputs, show_progress="hidden", **hidden
+            views_keeping_status, controls, view_outputs[:-1], show_progress="hidden", **hidden
         ).then(model, [model_pick, rank_by], [model_md, model_df, significance_df], show_progress="hidden", **hidden).then(
             None, None, None, js=VIEW_READY_JS, **hidden)  # from now on the view is written to the address
         gr.api(leaderboard, api_name="leaderboard")

@@ -21,6 +21,11 @@ seconds in the run's results, over the run's seconds). Rounds alternate bare and
 one process; every round is printed, then the median round, and as the last line
 `suite/bare = R` (the median round's ratio).
 
+Like `rexrank` and the backend Space, the benchmark asks PyTorch for huge pages
+(THP_MEM_ALLOC_ENABLE=1 unless set; `rexrank.models.huge_pages`, `huge_pages.py`): without
+them, page faults on freed and re-allocated activation buffers swing a model's pass by
++-20 % with the heap's history, on both sides.
+
 On a shared machine wall times swing with the other load; `--threads 1 --clock cpu` times
 this process's CPU work instead, which other processes barely move.
 
@@ -35,7 +40,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
+from rexrank.models.huge_pages import prefer_huge_pages
+
+prefer_huge_pages()  # as the `rexrank` command and the backend Space run: bare passes and the run alike
+import torch  # noqa: E402
 
 from model_metrics import bare_forward, build_chexbert, build_roberta
 from radgraph import build_archive

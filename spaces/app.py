@@ -25,6 +25,10 @@ import threading
 
 import gradio as gr
 
+from rexrank.models.huge_pages import prefer_huge_pages
+
+prefer_huge_pages()  # before the worker's models create a tensor
+
 LOG_LINES = 500
 
 

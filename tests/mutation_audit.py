@@ -228,6 +228,20 @@ _register(
 )
 
 
+
+# ---- issue 23: one joint pass, huge pages ------------------------------------------------
+_register(
+    Mutant("two-passes-again", "predictions through the model in a second pass, apart from the uncached references",
+           "src/rexrank/refcache.py",
+           "    todo = list(dict.fromkeys([*missing, *(text for text in predictions if text not in values)]))\n    if todo:",
+           "    extra = [t for t in dict.fromkeys(predictions) if t not in values and t not in missing]\n"
+           "    if extra:\n        values.update(zip(extra, compute(extra)))\n    todo = list(dict.fromkeys(missing))\n    if todo:",
+           ("tests/test_run_sharing.py::test_both_sides_go_through_the_model_in_one_pass",)),
+    Mutant("huge-pages-override", "rexrank overrides a user's THP_MEM_ALLOC_ENABLE=0",
+           "src/rexrank/models/huge_pages.py", "os.environ.setdefault(VARIABLE, \"1\")", "os.environ[VARIABLE] = \"1\"",
+           ("tests/test_huge_pages.py",)),
+)
+
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / mutant.file

@@ -86,8 +86,8 @@ def test_metric_columns_cache_and_distinct_texts(tiny, tmp_path, monkeypatch):
     metric = get_metric("radgraph", model_path=str(tiny["radgraph"]), cache_dir=str(tmp_path), progress=False)
     result = metric.score(preds, refs)
 
-    # each distinct text annotated once: references (3 distinct) then predictions not among them
-    assert calls == [[texts[4], texts[1], texts[5], texts[0]], [""]]
+    # each distinct text annotated once, in one pass: references, then predictions not among them
+    assert calls == [[texts[4], texts[1], texts[5], texts[0], ""]]
     for i, (p, r) in enumerate(zip(preds, refs)):
         hyp = official.get(p, {"text": "", "entities": {}})
         ent, rel, comb = f1.combined(hyp, official[r])

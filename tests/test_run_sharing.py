@@ -101,6 +101,37 @@ def test_each_model_runs_once_per_text_and_every_value_is_the_one_alone(models, 
     assert "weights_sha256" in config
 
 
+MODEL_METHOD = {"bertscore": ("rexrank.models.token_embeddings", "TokenEmbedder", "embed"),
+                "sembscore": ("rexrank.models.chexbert", "CheXbert", "encode"),
+                "radgraph": ("rexrank.radgraph.annotator", "RadGraphAnnotator", "annotate")}
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_METHOD))
+def test_both_sides_go_through_the_model_in_one_pass(models, monkeypatch, tmp_path, name):
+    """A cold run asks the model once, for every distinct text of references and predictions
+    together (one length-sorted set of batches, as bert_score embeds them); a warm run, for the
+    predictions that are not cached references. Values agree to float rounding: a text's
+    batch mates change the padded width (official bert_score runs have the same property)."""
+    import importlib
+
+    module, cls, method = MODEL_METHOD[name]
+    owner = getattr(importlib.import_module(module), cls)
+    original, calls = getattr(owner, method), []
+
+    def recording(self, texts, *args, **kwargs):
+        calls.append(list(texts))
+        return original(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(owner, method, recording)
+    opts = options(models, tmp_path / "cache")
+    cold = alone(name, opts)
+    assert calls == [list(dict.fromkeys(REFERENCES + PREDICTIONS))]
+    calls.clear()
+    warm = alone(name, opts)
+    assert calls == [[p for p in dict.fromkeys(PREDICTIONS) if p not in REFERENCES]]
+    np.testing.assert_allclose(warm.primary, cold.primary, rtol=0, atol=1e-6)
+
+
 def test_a_component_with_other_settings_is_scored_again_from_the_shared_outputs(models, model_calls, tmp_path):
     """bertscore with idf is not radcliq's BERTScore: radcliq scores its own, but from the
     embeddings the standalone metric computed."""

@@ -5,6 +5,9 @@ import json
 
 
 def build_metric_demo(name: str, **options):
+    from rexrank.models.huge_pages import prefer_huge_pages
+
+    prefer_huge_pages()  # before the metric's model creates a tensor
     import gradio as gr
 
     from rexrank.evaluate_support import compute

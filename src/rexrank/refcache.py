@@ -78,15 +78,21 @@ class ReferenceCache:
         self.misses += len(missing)
         return values, missing
 
-    def get_or_compute(self, texts: Sequence[str], compute: Callable[[list[str]], list[Any]]) -> list[Any]:
-        """Values for `texts` (in order): cached ones read, the rest computed in one call
-        on the distinct missing texts, then stored."""
-        values, missing = self.lookup(texts)
-        if missing:
-            computed = compute(missing)
-            if len(computed) != len(missing):
-                raise RuntimeError(f"cache compute returned {len(computed)} values for {len(missing)} texts")
-            for text, value in zip(missing, computed):
-                self.put(text, value)
-                values[text] = value
-        return [values[t] for t in texts]
+
+def references_then_predictions(cache: ReferenceCache, references: Sequence[str], predictions: Sequence[str],
+                                compute: Callable[[list[str]], list[Any]]) -> list[Any]:
+    """Values for `references + predictions`, in that order. References are read from the
+    cache; every other distinct text of both sides is computed in one call, so a model runs
+    one length-sorted set of batches over them (as few and as full as one pass over the
+    run's texts can be; bert_score, too, embeds references and candidates together). New
+    references are then stored."""
+    values, missing = cache.lookup(references)
+    todo = list(dict.fromkeys([*missing, *(text for text in predictions if text not in values)]))
+    if todo:
+        computed = compute(todo)
+        if len(computed) != len(todo):
+            raise RuntimeError(f"cache compute returned {len(computed)} values for {len(todo)} texts")
+        values.update(zip(todo, computed))
+        for text in missing:
+            cache.put(text, values[text])
+    return [values[text] for text in [*references, *predictions]]

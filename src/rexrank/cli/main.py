@@ -40,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from rexrank.errors import RexrankError
+    from rexrank.models.huge_pages import prefer_huge_pages
 
+    prefer_huge_pages()  # before any command creates a tensor
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "run", None):

@@ -17,6 +17,11 @@ runs of spaces. What that computes, and what we reproduce:
 - baseline rescaling of P, R and F separately: (x - b) / (1 - b), with the published
   distilroberta-base layer-5 baseline.
 
+Batching: references and candidates are embedded together, distinct texts once, in
+length-sorted batches (bert_score sorts the distinct references and candidates by word count
+and batches them together too); references already in the reference cache are not
+recomputed. A text's batch mates change only float rounding (~1e-7).
+
 One deliberate difference: bert_score pads a batch of pairs and sets padded similarities to 0
 before the max, so a token whose best real cosine is negative scores 0 or its true max
 depending on which pairs share its batch. We take the max over real tokens only. With
@@ -168,16 +173,22 @@ class BertScore(Metric):
         namespace = f"bertscore-emb/v1/{self.embedder.identity}/layer{self.num_layers}/maxlen{self.embedder.max_length}"
         return ReferenceCache(namespace, self.cache_dir, enabled=self.cache)
 
-    def embed(self, texts: Sequence[str], *, cached: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(token ids, L2-normalised embeddings) per text, each distinct text embedded once;
-        `cached=True` reads/writes the on-disk reference cache."""
+    def embed(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(token ids, L2-normalised embeddings) per text, each distinct text embedded once."""
         texts = [preprocess(t) for t in texts]
-        if cached:
-            side = ("reference-cache", self.cache, self.cache_dir)
-            return self._run_outputs(side, texts, lambda todo: self._reference_cache().get_or_compute(todo, self._embed_texts))
         distinct = list(dict.fromkeys(texts))
         by_text = dict(zip(distinct, self._run_outputs("direct", distinct, self._embed_texts)))
         return [by_text[t] for t in texts]
+
+    def embed_pairs(self, predictions: Sequence[str], references: Sequence[str]) -> tuple[list, list]:
+        """(prediction embeddings, reference embeddings): references through the on-disk
+        reference cache, the rest of both sides embedded together in one pass."""
+        from rexrank.metrics.run_context import shared_pairs
+
+        refs, hyps = shared_pairs(self.run_context, self.name, self._model_key(), (self.cache, self.cache_dir),
+                                  self._reference_cache, [preprocess(t) for t in references],
+                                  [preprocess(t) for t in predictions], self._embed_texts)
+        return hyps, refs
 
     def _embed_texts(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         return self.embedder.embed(texts, progress=self.progress)
@@ -188,8 +199,7 @@ class BertScore(Metric):
         return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
-        refs = self.embed(references, cached=True)
-        hyps = self.embed(predictions)
+        hyps, refs = self.embed_pairs(predictions, references)
         specials = self.embedder.special_ids
         weight_of = self._weights(refs, specials)
         n = len(predictions)

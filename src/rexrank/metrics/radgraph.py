@@ -113,13 +113,18 @@ class RadGraph(Metric):
 
         return ReferenceCache(self.annotator.cache_namespace, self.cache_dir, enabled=self.cache)
 
-    def annotate(self, texts: Sequence[str], *, cached: bool = False) -> list[dict]:
-        """RadGraph annotations (radgraph's JSON format), each distinct text run once;
-        `cached=True` reads/writes the on-disk reference cache."""
-        if cached:
-            side = ("reference-cache", self.cache, self.cache_dir)
-            return self._run_outputs(side, list(texts), lambda todo: self._reference_cache().get_or_compute(todo, self._annotate_texts))
+    def annotate(self, texts: Sequence[str]) -> list[dict]:
+        """RadGraph annotations (radgraph's JSON format), each distinct text run once."""
         return self._run_outputs("direct", list(texts), self._annotate_texts)
+
+    def annotate_pairs(self, predictions: Sequence[str], references: Sequence[str]) -> tuple[list, list]:
+        """(prediction annotations, reference annotations): references through the on-disk
+        reference cache, the rest of both sides annotated together in one pass."""
+        from rexrank.metrics.run_context import shared_pairs
+
+        refs, hyps = shared_pairs(self.run_context, self.name, self._model_key(), (self.cache, self.cache_dir),
+                                  self._reference_cache, list(references), list(predictions), self._annotate_texts)
+        return hyps, refs
 
     def _annotate_texts(self, texts: list[str]) -> list[dict]:
         return self.annotator.annotate(texts, progress=self.progress)
@@ -132,18 +137,14 @@ class RadGraph(Metric):
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         from rexrank.radgraph.f1 import combined, rewards
 
-        refs = self.annotate(references, cached=True)
-        known = dict(zip(references, refs))
-        missing = [p for p in dict.fromkeys(predictions) if p not in known]
-        known.update(zip(missing, self.annotate(missing)))
+        hyps, refs = self.annotate_pairs(predictions, references)
         columns: dict[str, list[float]] = {self.name: [], **{c: [] for c in COLUMNS}}
-        for pred, ref in zip(predictions, refs):
-            hyp = known[pred]
+        for hyp, ref in zip(hyps, refs):
             ent, rel, comb = combined(hyp, ref)
             simple, partial, complete = rewards(hyp, ref)
             for column, value in zip((self.name, *COLUMNS), (comb, ent, rel, simple, partial, complete)):
                 columns[column].append(value)
-        details = {"entities_per_prediction": _mean_count(known[p] for p in predictions), "entities_per_reference": _mean_count(refs)}
+        details = {"entities_per_prediction": _mean_count(hyps), "entities_per_reference": _mean_count(refs)}
         return self._result_from_columns(columns, details=details)
 
 

@@ -90,5 +90,20 @@ def shared_outputs(run_context: RunContext | None, owner: str, model: Hashable, 
     return run_context.outputs(owner, model, side, texts, compute)
 
 
+def shared_pairs(run_context: RunContext | None, owner: str, model: Hashable, cache_settings: Hashable,
+                 open_cache: Callable[[], Any], references: Sequence[str], predictions: Sequence[str],
+                 compute: Callable[[list[str]], list]) -> tuple[list, list]:
+    """(reference values, prediction values): references from the on-disk reference cache
+    (`open_cache()`), every other distinct text of both sides computed in one pass
+    (`refcache.references_then_predictions`), shared through the scoring run."""
+    from rexrank.refcache import references_then_predictions
+
+    n = len(references)
+    side = ("references+predictions", n, cache_settings)
+    values = shared_outputs(run_context, owner, model, side, [*references, *predictions],
+                            lambda texts: references_then_predictions(open_cache(), texts[:n], texts[n:], compute))
+    return values[:n], values[n:]
+
+
 def _same(a: Sequence[str], b: Sequence[str]) -> bool:
     return a is b or list(a) == list(b)

@@ -93,30 +93,24 @@ class SembScore(Metric):
             "label_mode": "rrg",
         }
 
-    def encode(self, texts: list[str], *, cached: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
-        """([CLS] vector, 14 labels) per text; each distinct text runs once; `cached=True`
-        reads/writes the on-disk reference cache."""
-        if cached:
-            from rexrank.refcache import ReferenceCache
+    def encode_pairs(self, predictions: list[str], references: list[str]) -> tuple[list, list]:
+        """(prediction outputs, reference outputs): references through the on-disk reference
+        cache, the rest of both sides encoded together in one pass."""
+        from rexrank.metrics.run_context import shared_pairs
+        from rexrank.refcache import ReferenceCache
 
-            cache = ReferenceCache(f"chexbert/v1/{self.model.identity}", self.cache_dir, enabled=self.cache)
-            side = ("reference-cache", self.cache, self.cache_dir)
-            return self._run_outputs(side, list(texts), lambda todo: cache.get_or_compute(todo, self._encode_texts))
-        distinct = list(dict.fromkeys(texts))
-        by_text = dict(zip(distinct, self._run_outputs("direct", distinct, self._encode_texts)))
-        return [by_text[t] for t in texts]
+        def open_cache():
+            return ReferenceCache(f"chexbert/v1/{self.model.identity}", self.cache_dir, enabled=self.cache)
+
+        refs, hyps = shared_pairs(self.run_context, self.name, self._model_key(), (self.cache, self.cache_dir), open_cache,
+                                  list(references), list(predictions), self._encode_texts)
+        return hyps, refs
 
     def _encode_texts(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         return self.model.encode(texts, progress=self.progress)
 
-    def _run_outputs(self, side, texts: list[str], compute) -> list:
-        from rexrank.metrics.run_context import shared_outputs
-
-        return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
-
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
-        refs = self.encode(references, cached=True)
-        hyps = self.encode(predictions)
+        hyps, refs = self.encode_pairs(predictions, references)
         scores = np.empty(len(predictions))
         failures: dict[int, str] = {}
         for i, ((hyp, _), (ref, _)) in enumerate(zip(hyps, refs)):

@@ -180,16 +180,6 @@ class BertScore(Metric):
         by_text = dict(zip(distinct, self._run_outputs("direct", distinct, self._embed_texts)))
         return [by_text[t] for t in texts]
 
-    def embed_pairs(self, predictions: Sequence[str], references: Sequence[str]) -> tuple[list, list]:
-        """(prediction embeddings, reference embeddings): references through the on-disk
-        reference cache, the rest of both sides embedded together in one pass."""
-        from rexrank.metrics.run_context import shared_pairs
-
-        refs, hyps = shared_pairs(self.run_context, self.name, self._model_key(), (self.cache, self.cache_dir),
-                                  self._reference_cache, [preprocess(t) for t in references],
-                                  [preprocess(t) for t in predictions], self._embed_texts)
-        return hyps, refs
-
     def _embed_texts(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         return self.embedder.embed(texts, progress=self.progress)
 
@@ -199,7 +189,11 @@ class BertScore(Metric):
         return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
-        hyps, refs = self.embed_pairs(predictions, references)
+        from rexrank.metrics.run_context import shared_pairs
+
+        # uncached references and predictions embedded together, as bert_score does
+        hyps, refs = shared_pairs(self, self._reference_cache, [preprocess(t) for t in predictions],
+                                  [preprocess(t) for t in references], self._embed_texts)
         specials = self.embedder.special_ids
         weight_of = self._weights(refs, specials)
         n = len(predictions)

@@ -117,15 +117,6 @@ class RadGraph(Metric):
         """RadGraph annotations (radgraph's JSON format), each distinct text run once."""
         return self._run_outputs("direct", list(texts), self._annotate_texts)
 
-    def annotate_pairs(self, predictions: Sequence[str], references: Sequence[str]) -> tuple[list, list]:
-        """(prediction annotations, reference annotations): references through the on-disk
-        reference cache, the rest of both sides annotated together in one pass."""
-        from rexrank.metrics.run_context import shared_pairs
-
-        refs, hyps = shared_pairs(self.run_context, self.name, self._model_key(), (self.cache, self.cache_dir),
-                                  self._reference_cache, list(references), list(predictions), self._annotate_texts)
-        return hyps, refs
-
     def _annotate_texts(self, texts: list[str]) -> list[dict]:
         return self.annotator.annotate(texts, progress=self.progress)
 
@@ -135,9 +126,10 @@ class RadGraph(Metric):
         return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+        from rexrank.metrics.run_context import shared_pairs
         from rexrank.radgraph.f1 import combined, rewards
 
-        hyps, refs = self.annotate_pairs(predictions, references)
+        hyps, refs = shared_pairs(self, self._reference_cache, predictions, references, self._annotate_texts)
         columns: dict[str, list[float]] = {self.name: [], **{c: [] for c in COLUMNS}}
         for hyp, ref in zip(hyps, refs):
             ent, rel, comb = combined(hyp, ref)

@@ -90,19 +90,19 @@ def shared_outputs(run_context: RunContext | None, owner: str, model: Hashable, 
     return run_context.outputs(owner, model, side, texts, compute)
 
 
-def shared_pairs(run_context: RunContext | None, owner: str, model: Hashable, cache_settings: Hashable,
-                 open_cache: Callable[[], Any], references: Sequence[str], predictions: Sequence[str],
+def shared_pairs(metric, open_cache: Callable[[], Any], predictions: Sequence[str], references: Sequence[str],
                  compute: Callable[[list[str]], list]) -> tuple[list, list]:
-    """(reference values, prediction values): references from the on-disk reference cache
+    """(prediction values, reference values) of a model metric (its `run_context`, `name`,
+    `_model_key()`, `cache`, `cache_dir`): references from the on-disk reference cache
     (`open_cache()`), every other distinct text of both sides computed in one pass
     (`refcache.references_then_predictions`), shared through the scoring run."""
     from rexrank.refcache import references_then_predictions
 
     n = len(references)
-    side = ("references+predictions", n, cache_settings)
-    values = shared_outputs(run_context, owner, model, side, [*references, *predictions],
+    side = ("references+predictions", n, metric.cache, metric.cache_dir)
+    values = shared_outputs(metric.run_context, metric.name, metric._model_key(), side, [*references, *predictions],
                             lambda texts: references_then_predictions(open_cache(), texts[:n], texts[n:], compute))
-    return values[:n], values[n:]
+    return values[n:], values[:n]
 
 
 def _same(a: Sequence[str], b: Sequence[str]) -> bool:

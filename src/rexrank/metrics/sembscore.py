@@ -93,24 +93,18 @@ class SembScore(Metric):
             "label_mode": "rrg",
         }
 
-    def encode_pairs(self, predictions: list[str], references: list[str]) -> tuple[list, list]:
-        """(prediction outputs, reference outputs): references through the on-disk reference
-        cache, the rest of both sides encoded together in one pass."""
-        from rexrank.metrics.run_context import shared_pairs
+    def _reference_cache(self):
         from rexrank.refcache import ReferenceCache
 
-        def open_cache():
-            return ReferenceCache(f"chexbert/v1/{self.model.identity}", self.cache_dir, enabled=self.cache)
-
-        refs, hyps = shared_pairs(self.run_context, self.name, self._model_key(), (self.cache, self.cache_dir), open_cache,
-                                  list(references), list(predictions), self._encode_texts)
-        return hyps, refs
+        return ReferenceCache(f"chexbert/v1/{self.model.identity}", self.cache_dir, enabled=self.cache)
 
     def _encode_texts(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         return self.model.encode(texts, progress=self.progress)
 
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
-        hyps, refs = self.encode_pairs(predictions, references)
+        from rexrank.metrics.run_context import shared_pairs
+
+        hyps, refs = shared_pairs(self, self._reference_cache, predictions, references, self._encode_texts)
         scores = np.empty(len(predictions))
         failures: dict[int, str] = {}
         for i, ((hyp, _), (ref, _)) in enumerate(zip(hyps, refs)):

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from rexrank.errors import RexrankError, SubmissionError, TestSetError
-from rexrank.leaderboard.identity import verified_user
+from rexrank.leaderboard.identity import verified_accounts, verified_user
 from rexrank.testsets.loading import DATA_DIR_ENV
 from rexrank.store.names import display
 
@@ -82,8 +82,10 @@ def file_request(
 
         repo_id, revision = parse_spec(hub_dataset)  # USER/REPO, hf://..., or the repo page's address
         source, label = f"hf://{repo_id}" + (f"@{revision}" if revision else ""), None
+        # whose datasets this submitter may file: their own and their organisations' (whoami)
+        owners = verified_accounts(token, endpoint=endpoint) if token else (submitter,)
     else:
-        source, label = predictions, Path(predictions).name
+        source, label, owners = predictions, Path(predictions).name, None
     return store.submit(
         test_set=test_set,
         track=track,
@@ -97,6 +99,7 @@ def file_request(
         source_label=label,
         hub_endpoint=endpoint,
         hub_token=token or False,  # the submitter's access only: never the server's HF_TOKEN
+        dataset_owners=owners,
     )
 
 

@@ -5,7 +5,8 @@ On a Hub store the submitter is the Hub account that owns the token sent with th
 (the Space's sign-in, or `Client(..., oauth_token=...)` from `rexrank submit --leaderboard`),
 as the Hub's whoami says: the quota counts per user, so it is never a typed name. The token
 reads the submitter's dataset and nothing else: the server's own token is never used for
-it. On a local store the submitter is a typed name. The store applies the submission rules
+it. That dataset must belong to the submitter or one of their organisations (whoami's
+`orgs`), checked before the Hub is asked anything about it. On a local store the submitter is a typed name. The store applies the submission rules
 (rexrank.store.policy) here, with this server's quota, and the backend applies them again.
 """
 from __future__ import annotations

@@ -193,6 +193,12 @@ def test_only_string_id_and_prediction_columns_pass_the_schema_check(tmp_path, m
                            path)
             with pytest.raises(SubmissionError, match=rf"column '{column}' holds .+, not strings: write the study ids"):
                 read_raw_predictions(path)
+    import datasets
+
+    folder = tmp_path / "saved"  # a datasets.save_to_disk folder: its schema, before any row is converted
+    datasets.Dataset.from_dict({"id": IDS[:3], "prediction": [{"t": "x"}] * 3}).save_to_disk(str(folder))
+    with pytest.raises(SubmissionError, match=r"column 'prediction' holds struct<t: string>, not strings"):
+        read_raw_predictions(folder)
     path = tmp_path / "strings.parquet"  # large and dictionary-encoded strings are strings
     pq.write_table(pa.table({"id": pa.array(IDS, type=pa.large_string()),
                              "prediction": pa.array(["x"] * len(IDS)).dictionary_encode()}), path)

@@ -128,7 +128,7 @@ def check_dataset_owner(repo_id: str, *, submitter: str, owners) -> None:
     namespace = repo_id.split("/", 1)[0]
     if not any(same_submitter(namespace, owner) for owner in owners):
         raise SubmissionError(
-            f"the dataset {repo_id} belongs to {display(namespace)!r}, not to {display(submitter)!r} or one of its "
+            f"the dataset {repo_id} belongs to {display(namespace)!r}, not to {display(submitter)!r} or one of their "
             f"organisations: submit predictions from a dataset of your own (e.g. {display(submitter)}/REPO)")
 
 

@@ -86,6 +86,19 @@ def test_the_backend_refuses_an_identical_resubmission(tmp_path, rogue):
     assert refused["status"] == FAILED and "identical resubmission" in refused["error"]
 
 
+def test_the_backend_refuses_another_submitters_identical_predictions(tmp_path, rogue):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    first = submit(store, model_name="Alice's model", submitter="alice")
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)  # settled: found through the index by content
+    copied = rogue(store, model_name="Mallory's model", submitter="mallory")
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
+    refused = store.get_request(copied["id"])
+    assert refused["status"] == FAILED and refused["failure_kind"] == "refused"
+    assert "identical to predictions another submitter filed on example/findings" in refused["error"]
+    assert "alice" not in refused["error"].lower() and first["id"] not in refused["error"]
+    assert [r["id"] for r in store.list_results()] == [first["id"]]
+
+
 # Valid Hub names that differ from "alice" only in case: no other rule refuses them (the name
 # rule accepts them, and the model name is a new one), so only counting them as alice's
 # submissions under the quota does. Lookalikes with other letters or invisible characters

@@ -169,6 +169,55 @@ def test_a_dictionary_bomb_is_refused_before_it_expands(tmp_path):
         read_raw_predictions(ids)
 
 
+NOT_STRINGS = {
+    "struct": ("prediction", pa.array([{"t": "x"}] * 3)),
+    "list": ("prediction", pa.array([["x"]] * 3)),
+    "map": ("prediction", pa.array([[("k", "x")]] * 3, type=pa.map_(pa.string(), pa.string()))),
+    "binary": ("prediction", pa.array([b"x"] * 3)),
+    "integer ids": ("id", pa.array([1, 2, 3])),
+    "nested ids": ("id", pa.array([{"a": [{"b": "EX001"}]}] * 3)),
+}
+
+
+def test_only_string_id_and_prediction_columns_pass_the_schema_check(tmp_path, monkeypatch):
+    """A struct column's values are in leaves (`prediction.t`) that no size check of a
+    `prediction` column sees: a 48 kB file grew the Space's Submit handler by ~1 GB."""
+    def no_reading(*a, **k):
+        raise AssertionError("the data was read")
+
+    with monkeypatch.context() as m:
+        m.setattr(pq, "read_table", no_reading)
+        for kind, (column, values) in NOT_STRINGS.items():
+            path = tmp_path / f"{kind}.parquet"
+            pq.write_table(pa.table({"id": ["EX001", "EX002", "EX003"], "prediction": ["a", "b", "c"], column: values}),
+                           path)
+            with pytest.raises(SubmissionError, match=rf"column '{column}' holds .+, not strings: write the study ids"):
+                read_raw_predictions(path)
+    import datasets
+
+    folder = tmp_path / "saved"  # a datasets.save_to_disk folder: its schema, before any row is converted
+    datasets.Dataset.from_dict({"id": IDS[:3], "prediction": [{"t": "x"}] * 3}).save_to_disk(str(folder))
+    with pytest.raises(SubmissionError, match=r"column 'prediction' holds struct<t: string>, not strings"):
+        read_raw_predictions(folder)
+    path = tmp_path / "strings.parquet"  # large and dictionary-encoded strings are strings
+    pq.write_table(pa.table({"id": pa.array(IDS, type=pa.large_string()),
+                             "prediction": pa.array(["x"] * len(IDS)).dictionary_encode()}), path)
+    assert len(load_predictions(path, IDS)) == len(IDS)
+
+
+@pytest.mark.parametrize("command", ["score", "submit"])
+def test_the_command_line_refuses_a_nested_column_bomb_in_one_line(tmp_path, capsys, command):
+    import numpy as np
+
+    zeros = pa.array(np.zeros(20_000, dtype=np.int32))
+    leaf = pa.DictionaryArray.from_arrays(zeros, ["x" * 50_000])  # 1 GB once expanded
+    path = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"id": pa.DictionaryArray.from_arrays(zeros, ["EX001"]),
+                             "prediction": pa.StructArray.from_arrays([leaf], names=["t"])}), path, compression="zstd")
+    assert path.stat().st_size < 2_000
+    assert "column 'prediction' holds struct<t: dictionary<values=string" in one_error_line(capsys, command, path, tmp_path)
+
+
 def test_text_files_are_read_with_a_byte_cap(tmp_path, monkeypatch):
     big = tmp_path / "big.jsonl"
     with big.open("wb") as fh:  # sparse: nothing is written to disk

@@ -180,7 +180,9 @@ def test_organisers_can_restrict_a_private_set_to_approved_submitters(tmp_path, 
     with monkeypatch.context() as m:
         m.setattr(store_module, "check_approved", lambda *a, **k: None)
         sneaked = submit(store, preds, test_set="rexgradient", submitter="mallory", model_name="m-sneak")
-    approved = submit(store, preds, test_set="rexgradient", submitter="stanford-aimi", model_name="m-ok")
+    ids = [json.loads(line)["id"] for line in preds.read_text().splitlines()]
+    own = write_jsonl(tmp_path / "own.jsonl", dict.fromkeys(ids, "Their own prediction."))  # not mallory's copy
+    approved = submit(store, own, test_set="rexgradient", submitter="stanford-aimi", model_name="m-ok")
     for _ in range(3):
         Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w").run(once=True)
     refused = store.get_request(sneaked["id"])

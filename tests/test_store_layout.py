@@ -115,11 +115,12 @@ def test_the_rules_read_only_the_names_involved_and_still_hold(tmp_path, monkeyp
         submit(store, variant(tmp_path, 4), model_name="M4", submitter="team1")
     with pytest.raises(SubmissionError, match="belongs to another submitter"):
         submit(store, variant(tmp_path, 51), model_name="m5", submitter="newcomer")
-    # each check read two request index files and one results index file, no request or result record
+    # each check read three request index files (model name, submitter, predictions content) and
+    # one results index file, no request or result record
     assert reads.records(R.DONE_DIR) == [] and results_reads.records(R.RECORDS_DIR) == []
-    assert {p.split("/")[1] for p in reads.records("index/")} <= {"names", "submitters", "received.json"}
+    assert {p.split("/")[1] for p in reads.records("index/")} <= {"names", "submitters", "predictions", "received.json"}
     # (+ the register of when the backend saw the open requests: one small file a check)
-    assert len(reads.records("index/")) == 6 + 3 and len(results_reads.records("index/")) <= 3 + 1
+    assert len(reads.records("index/")) == 9 + 3 and len(results_reads.records("index/")) <= 3 + 1
     assert len(settled) == 9
 
 

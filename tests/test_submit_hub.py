@@ -4,6 +4,7 @@ token. Against the fake Hub of tests/fakehub.py on 127.0.0.1, with two accounts:
 and the organisers' bot (whose token only the leaderboard and the backend hold)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -60,10 +61,18 @@ def hub(fake, monkeypatch, tmp_path):
 def leaderboard(fake, tmp_path_factory):
     """`rexrank leaderboard --store hf://rexrank` in its own process, as the Space runs it:
     HF_TOKEN is the organisers' bot's; the submitter's token comes with each call."""
+    with running_space(fake, tmp_path_factory.mktemp("space"), token=BOT, quota="0") as running:
+        yield running
+
+
+@contextlib.contextmanager
+def running_space(fake: FakeHub, folder: Path, *, token: str, quota: str):
+    """The leaderboard Space on `fake`'s store hf://rexrank with HF_TOKEN=`token` and
+    REXRANK_QUOTA=`quota`: yields (its URL, its log file)."""
     port = free_port()
-    log = tmp_path_factory.mktemp("space") / "space.log"
-    env = {**os.environ, "HF_ENDPOINT": fake.url, "HF_TOKEN": BOT, "HF_HUB_OFFLINE": "0",
-           "HF_HOME": str(log.parent / "hf-home"), "REXRANK_STORE": "hf://rexrank", "REXRANK_QUOTA": "0",
+    log = folder / "space.log"
+    env = {**os.environ, "HF_ENDPOINT": fake.url, "HF_TOKEN": token, "HF_HUB_OFFLINE": "0",
+           "HF_HOME": str(log.parent / "hf-home"), "REXRANK_STORE": "hf://rexrank", "REXRANK_QUOTA": quota,
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "datasets_scripts")])}
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "rexrank.cli.main", "leaderboard", "--port", str(port)],
@@ -176,24 +185,33 @@ def test_a_wrong_missing_or_read_less_token_is_refused_and_nothing_is_filed(hub,
     monkeypatch.delenv("HF_TOKEN")
     code, _, err = cli(capsys, *args)  # a typed --submitter does not stand in for a token
     assert code == 1 and "no Hugging Face token was sent" in err and len(err.strip().splitlines()) == 1
-    # bob's token is a valid token, but cannot read alice's private dataset
+    # bob's token is a valid token, but alice's dataset is not his to file (nor to read: it is private)
     monkeypatch.setenv("HF_TOKEN", BOB)
     code, _, err = cli(capsys, *args)
-    assert code == 1 and "alice/refused-preds: no dataset repo by that name that this token can read" in err
-    assert "make it public" in err and len(err.strip().splitlines()) == 1
+    assert code == 1 and "the dataset alice/refused-preds belongs to 'alice', not to 'bob'" in err
+    assert len(err.strip().splitlines()) == 1
     assert hub.commits("rexrank/requests") == before
 
 
-def test_the_space_reads_a_dataset_with_the_submitters_token_never_its_own(hub, leaderboard, capsys, monkeypatch):
+def test_the_space_reads_a_dataset_with_the_submitters_token_never_its_own(hub, leaderboard, capsys, monkeypatch,
+                                                                          tmp_path):
     """The Space's HF_TOKEN can read the organisers' private requests repo (every submission's
-    predictions): a submitter naming it gets the refusal their own token earns."""
+    predictions): a submitter naming it is refused (it is not theirs), and where the owner is
+    a typed name (a local store) the read still gets only the refusal the submitter's own
+    access (no token) earns."""
     url, _ = leaderboard
     before = hub.commits("rexrank/requests")
     monkeypatch.setenv("HF_TOKEN", ALICE)
     code, _, err = cli(capsys, "submit", "--leaderboard", url, "--predictions", "hf://rexrank/requests",
                        "--dataset", "example", "--model-name", "Peek")
-    assert code == 1 and "rexrank/requests: no dataset repo by that name that this token can read" in err
+    assert code == 1 and "the dataset rexrank/requests belongs to 'rexrank', not to 'alice'" in err
     assert hub.commits("rexrank/requests") == before
+    from rexrank.leaderboard.submit import file_request
+
+    monkeypatch.setenv("HF_TOKEN", BOT)  # this server's login; the submitter sent no token
+    with pytest.raises(SubmissionError, match="rexrank/requests: no dataset repo by that name that this token can"):
+        file_request(open_store(tmp_path / "store"), hub_dataset="rexrank/requests", test_set="example",
+                     track="findings", model_name="Peek", typed_name="rexrank")
 
 
 def test_the_servers_own_token_never_submits(hub, tmp_path, monkeypatch):
@@ -339,12 +357,12 @@ def test_sizes_are_checked_from_the_metadata_before_any_download(hub, tmp_path, 
     assert not [r for r in hub.requests[start:] if "/resolve/" in r]  # nothing downloaded
 
 
-def test_a_read_token_of_the_owner_reads_a_private_dataset_and_others_get_how_to_grant_access(hub, tmp_path):
+def test_a_read_token_of_the_owner_reads_a_private_dataset_and_a_missing_one_gets_how_to_grant_access(hub, tmp_path):
     push(example_rows(), tmp_path, repo="alice/private-preds")
     assert _file(tmp_path / "a", "alice/private-preds", token=ALICE_READ)["submitter"] == "alice"
-    message = _refused(tmp_path / "b", "alice/private-preds", token=BOB)
-    assert "alice/private-preds: no dataset repo by that name that this token can read" in message
-    assert "https://huggingface.co/datasets/alice/private-preds/settings" in message
+    message = _refused(tmp_path / "b", "bob/not-pushed-yet", token=BOB)
+    assert "bob/not-pushed-yet: no dataset repo by that name that this token can read" in message
+    assert "make it public (https://huggingface.co/datasets/bob/not-pushed-yet/settings)" in message
 
 
 def test_the_limits_hold_for_the_shards_together_before_the_rest_is_downloaded(hub, tmp_path, monkeypatch):

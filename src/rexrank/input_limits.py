@@ -202,9 +202,10 @@ def parquet_columns(path: Path, id_names, text_names, *, source: str):
         raise SubmissionError(f"has {meta.num_row_groups:,} row groups; the limit is {MAX_ROW_GROUPS:,}", source=source)
     if meta.num_columns > MAX_CSV_COLUMNS:
         raise SubmissionError(f"has {meta.num_columns:,} columns; the limit is {MAX_CSV_COLUMNS:,}", source=source)
-    names = meta.schema.to_arrow_schema().names
-    id_col = _first_present(names, id_names, what="id", source=source)
-    text_col = _first_present(names, text_names, what="prediction text", source=source)
+    schema = meta.schema.to_arrow_schema()
+    id_col = _first_present(schema.names, id_names, what="id", source=source)
+    text_col = _first_present(schema.names, text_names, what="prediction text", source=source)
+    check_string_columns(schema, (id_col, text_col), source=source)
     size = 0
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
@@ -216,6 +217,24 @@ def parquet_columns(path: Path, id_names, text_names, *, source: str):
         raise SubmissionError(f"its {id_col!r} and {text_col!r} columns decompress to {mib(size)}; the limit is "
                               f"{mib(MAX_TABLE_BYTES)}", source=source)
     return id_col, text_col
+
+
+def check_string_columns(schema, names, *, source: str) -> None:
+    """The id and prediction columns of a table's schema (pyarrow) hold strings, decided from
+    the schema before any data is read: a struct, list or map column keeps its values in
+    leaves the size checks of a string column never see (a 48 kB file with a struct
+    `prediction` column expands to gigabytes), and binary is not text."""
+    import pyarrow as pa
+
+    for name in names:
+        kind = schema.field(name).type
+        value = kind.value_type if pa.types.is_dictionary(kind) else kind
+        is_text = pa.types.is_string(value) or pa.types.is_large_string(value) or (
+            hasattr(pa.types, "is_string_view") and pa.types.is_string_view(value))
+        if not is_text:
+            shown = str(kind) if len(str(kind)) <= 80 else f"{str(kind)[:77]}..."  # a type nested 1,000 deep
+            raise SubmissionError(f"column {name!r} holds {shown}, not strings: write the study ids and the "
+                                  "predictions as text (a string column each)", source=source)
 
 
 def _parquet_footer_length(path: Path) -> int:

@@ -151,6 +151,7 @@ def _read_dataset_folder(path: Path, *, source: str, ids, texts) -> RawPredictio
     L.check_rows(table.num_rows, source=source)
     id_col = _first_present(table.column_names, ids, what="id", source=source)
     text_col = _first_present(table.column_names, texts, what="prediction text", source=source)
+    L.check_string_columns(table.data.schema, (id_col, text_col), source=source)
     return _read_table(table.select_columns([id_col, text_col]).to_pandas(), source=source, location="row",
                        ids=(id_col,), texts=(text_col,))
 

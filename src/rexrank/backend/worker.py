@@ -333,9 +333,9 @@ class Worker:
             else:
                 summaries[name] = {k: v for k, v in summary.items() if k != "provenance"}
         preds = results["predictions"]
-        # the file's base name or its hf:// id: never a folder of the submitter's machine or the server
+        # the file's base name, or its hf:// id if public when filed: never a folder of the submitter's machine or the server
         prediction_info = {"sha256": request["predictions"]["sha256"],
-                           "source": R.public_source(request["predictions"]["source"]),
+                           "source": R.public_predictions_source(request["predictions"]),
                            "n": preds["n"], "n_empty": preds["n_empty"], "n_not_in_track": preds["n_not_in_track"]}
         if not private:
             prediction_info["empty_ids"] = preds["empty_ids"]

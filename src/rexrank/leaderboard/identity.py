@@ -16,6 +16,12 @@ REFUSED = ("the Hugging Face token sent was refused by the Hub (invalid or expir
 def verified_user(token: str | None, *, endpoint: str | None = None) -> str:
     """The user name of `token`'s account; a SubmissionError (one line) for a missing,
     invalid or expired token, or when the Hub cannot be asked."""
+    return verified_accounts(token, endpoint=endpoint)[0]
+
+
+def verified_accounts(token: str | None, *, endpoint: str | None = None) -> tuple[str, ...]:
+    """The user name of `token`'s account, then its organisations' (whoami's `orgs`): the
+    namespaces whose predictions datasets that user may file."""
     if not token or not isinstance(token, str):
         raise SubmissionError(NO_TOKEN)
     from huggingface_hub import HfApi
@@ -35,4 +41,5 @@ def verified_user(token: str | None, *, endpoint: str | None = None) -> str:
         raise SubmissionError(f"cannot reach the Hub to check the token ({type(exc).__name__}); try again later") from None
     if info.get("type") != "user" or not info.get("name"):
         raise SubmissionError("the token sent is not a user's token: submit with your own account's token")
-    return str(info["name"])
+    orgs = [org.get("name") for org in info.get("orgs") or [] if isinstance(org, dict)]
+    return (str(info["name"]), *(str(name) for name in orgs if name))

@@ -5,7 +5,8 @@ On a Hub store the submitter is the Hub account that owns the token sent with th
 (the Space's sign-in, or `Client(..., oauth_token=...)` from `rexrank submit --leaderboard`),
 as the Hub's whoami says: the quota counts per user, so it is never a typed name. The token
 reads the submitter's dataset and nothing else: the server's own token is never used for
-it. On a local store the submitter is a typed name. The store applies the submission rules
+it. That dataset must belong to the submitter or one of their organisations (whoami's
+`orgs`), checked before the Hub is asked anything about it. On a local store the submitter is a typed name. The store applies the submission rules
 (rexrank.store.policy) here, with this server's quota, and the backend applies them again.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from pathlib import Path
 
 from rexrank.errors import RexrankError, SubmissionError, TestSetError
-from rexrank.leaderboard.identity import verified_user
+from rexrank.leaderboard.identity import verified_accounts, verified_user
 from rexrank.testsets.loading import DATA_DIR_ENV
 from rexrank.store.names import display
 
@@ -82,8 +83,10 @@ def file_request(
 
         repo_id, revision = parse_spec(hub_dataset)  # USER/REPO, hf://..., or the repo page's address
         source, label = f"hf://{repo_id}" + (f"@{revision}" if revision else ""), None
+        # whose datasets this submitter may file: their own and their organisations' (whoami)
+        owners = verified_accounts(token, endpoint=endpoint) if token else (submitter,)
     else:
-        source, label = predictions, Path(predictions).name
+        source, label, owners = predictions, Path(predictions).name, None
     return store.submit(
         test_set=test_set,
         track=track,
@@ -97,6 +100,7 @@ def file_request(
         source_label=label,
         hub_endpoint=endpoint,
         hub_token=token or False,  # the submitter's access only: never the server's HF_TOKEN
+        dataset_owners=owners,
     )
 
 

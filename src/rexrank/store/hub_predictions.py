@@ -38,6 +38,7 @@ class HubDataset:
     sha: str  # the commit it resolved to
     files: tuple[str, ...]  # the predictions file, or the shards of one parquet split
     size: int  # bytes, from the Hub's metadata
+    public: bool = False  # the Hub said the repo is public (private or unsaid: never named publicly)
 
     @property
     def pinned(self) -> str:
@@ -151,7 +152,7 @@ def resolve(repo_id: str, revision: str | None, *, api) -> HubDataset:
         raise SubmissionError(
             f"the predictions are {_mb(total)} ({', '.join(files[:3])}{' …' if len(files) > 3 else ''}), over the "
             f"limit of {_mb(max_bytes())}: keep the id and prediction columns only", source=pinned)
-    return HubDataset(repo_id, revision, info.sha, files, total)
+    return HubDataset(repo_id, revision, info.sha, files, total, public=getattr(info, "private", None) is False)
 
 
 def read_raw_from_hub(spec: str, *, endpoint: str | None = None, token: str | bool | None = None,

@@ -2,8 +2,8 @@
 the same commit as the records they describe, so they share the records' optimistic
 concurrency: an index can never describe a version of the repo that was not committed.
 
-Each index file is small whatever the history holds: one model name's or submitter's
-settled requests, the last RECENT_LIMIT settled requests, 1/256 of the result records.
+Each index file is small whatever the history holds: one model name's, submitter's or
+predictions content's settled requests, the last RECENT_LIMIT settled requests, 1/256 of the result records.
 """
 from __future__ import annotations
 
@@ -81,15 +81,15 @@ class IndexEdit:
             self._files[R.REQUESTS_LAYOUT] = dict(R.REQUESTS_LAYOUT_CONTENT)
             self._dirty.add(R.REQUESTS_LAYOUT)
         entry = R.summary(request)
-        for folder, name in ((R.REQUEST_NAMES_DIR, request["model_name"]), (R.REQUEST_SUBMITTERS_DIR, request["submitter"])):
-            self._section(R.key_file(folder, name), "requests", {})[request["id"]] = entry
+        for path in R.request_index_files(request["model_name"], request["submitter"], request["predictions"]["sha256"]):
+            self._section(path, "requests", {})[request["id"]] = entry
         recent = [e for e in self._section(R.RECENT_INDEX, "requests", []) if e.get("id") != request["id"]]
         recent.append(R.recent_entry(request))
         self._files[R.RECENT_INDEX]["requests"] = recent[-R.RECENT_LIMIT:]
 
     def remove_settled(self, request: dict) -> None:
-        for folder, name in ((R.REQUEST_NAMES_DIR, request["model_name"]), (R.REQUEST_SUBMITTERS_DIR, request["submitter"])):
-            self._section(R.key_file(folder, name), "requests", {}).pop(request["id"], None)
+        for path in R.request_index_files(request["model_name"], request["submitter"], request["predictions"]["sha256"]):
+            self._section(path, "requests", {}).pop(request["id"], None)
         recent = self._section(R.RECENT_INDEX, "requests", [])
         self._files[R.RECENT_INDEX]["requests"] = [e for e in recent if e.get("id") != request["id"]]
 

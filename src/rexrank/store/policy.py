@@ -40,8 +40,17 @@ class Quota:
             raise SubmissionError(f"REXRANK_QUOTA={text!r}: expected N/DAYS, e.g. 1/7") from None
 
 
+def account_key(name: str) -> str:
+    """A Hub user or organisation name as the Hub tells accounts apart: spelt exactly, case
+    aside (the Hub resolves `MBZUAI/...` and `mbzuai/...` to one repo: huggingface_hub issue
+    #1453). Never the lookalike skeleton of model names: `stanford-aiml` and `stanford-aimi`
+    are two accounts, and whoami has verified which one is submitting."""
+    return str(name).strip().lower()
+
+
 def same_submitter(a: str, b: str) -> bool:
-    return name_key(a) == name_key(b)
+    """Submitters, approved lists and the quota compare Hub accounts (account_key)."""
+    return account_key(a) == account_key(b)
 
 
 def is_private(test_set: str) -> bool:
@@ -98,6 +107,29 @@ def check_duplicate(requests: list[dict], *, model_name: str, sha256: str, test_
                 f"identical resubmission: request {r['id']} ({r['status']}) already has these predictions "
                 f"for model {display(r['model_name'])!r} on {test_set}/{track}"
             )
+
+
+def check_copied(requests: list[dict], *, submitter: str, sha256: str, test_set: str, track: str) -> None:
+    """Predictions another submitter already filed (the same content, test set and track)
+    are theirs: refused, by a message that names nothing of their filing (not its id, model,
+    submitter or date)."""
+    for r in requests:
+        if (r["predictions"]["sha256"] == sha256 and r["test_set"] == test_set and r["track"] == track
+                and r["status"] != FAILED and not same_submitter(r["submitter"], submitter)):
+            raise SubmissionError(
+                f"these predictions are identical to predictions another submitter filed on {test_set}/{track}: "
+                "submit your own model's predictions")
+
+
+def check_dataset_owner(repo_id: str, *, submitter: str, owners) -> None:
+    """A predictions dataset on the Hub must belong to the submitter or one of their
+    organisations (`owners`: the accounts whoami names for the submitter's token); checked
+    before the Hub is asked anything about it."""
+    namespace = repo_id.split("/", 1)[0]
+    if not any(same_submitter(namespace, owner) for owner in owners):
+        raise SubmissionError(
+            f"the dataset {repo_id} belongs to {display(namespace)!r}, not to {display(submitter)!r} or one of their "
+            f"organisations: submit predictions from a dataset of your own (e.g. {display(submitter)}/REPO)")
 
 
 def name_owner(requests: list[dict], results: list[dict], model_name: str) -> tuple[str, str] | None:
@@ -159,6 +191,8 @@ def check_policy(
     check_owner(earlier, results, model_name=request["model_name"], submitter=request["submitter"])
     check_duplicate(earlier, model_name=request["model_name"], sha256=request["predictions"]["sha256"],
                     test_set=request["test_set"], track=request["track"])
+    check_copied(earlier, submitter=request["submitter"], sha256=request["predictions"]["sha256"],
+                 test_set=request["test_set"], track=request["track"])
     check_quota(earlier, submitter=request["submitter"], test_set=request["test_set"], track=request["track"],
                 now=now, quota=quota)
     for label, value in (("model name", request["model_name"]), ("institution", request.get("institution") or "")):

@@ -23,13 +23,14 @@ class QueueOperations:
     """Mixed into `Store` (which provides requests, results, name, quota, _queued,
     _find_request, get_request, results_named)."""
 
-    def _history(self, snap: Snapshot, *, model_name: str, submitter: str) -> list[dict]:
-        """Every request the submission rules must see for this model name and submitter:
-        the open ones (queue/, listed in `snap`) and the settled ones filed under either
-        name in the index. Rules that read other names would find nothing there anyway."""
+    def _history(self, snap: Snapshot, *, model_name: str, submitter: str, sha256: str) -> list[dict]:
+        """Every request the submission rules must see for this model name, submitter and
+        predictions content: the open ones (queue/, listed in `snap`) and the settled ones
+        filed under any of them in the index. Rules that read others would find nothing
+        there anyway."""
         found: dict[str, dict] = {}
-        for folder, name in ((R.REQUEST_NAMES_DIR, model_name), (R.REQUEST_SUBMITTERS_DIR, submitter)):
-            found.update(load_index(self.requests, snap, R.key_file(folder, name)).get("requests", {}))
+        for path in R.request_index_files(model_name, submitter, sha256):
+            found.update(load_index(self.requests, snap, path).get("requests", {}))
         found.update({req["id"]: req for _, req in self._queued(snap)})  # the live record wins
         return list(found.values())
 
@@ -246,7 +247,7 @@ class QueueOperations:
         history = consistent_reads(  # another worker may settle a listed request meanwhile
             self.requests,
             lambda: self._history(self.requests.snapshot(R.QUEUE_DIR), model_name=request["model_name"],
-                                  submitter=request["submitter"]))
+                                  submitter=request["submitter"], sha256=request["predictions"]["sha256"]))
         key = (request["submitted_time"], request["id"])
         # dated by the server (R.with_server_time); one not seen yet arrived after this one
         earlier = [r for r in history if r["id"] != request["id"]

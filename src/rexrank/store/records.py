@@ -8,6 +8,7 @@ requests repo:
                                     datasets.load_dataset("parquet", data_files=...)
     index/names/<key>.json          settled requests by model name, and
     index/submitters/<key>.json     by submitter (summaries: what the submission rules read)
+    index/predictions/<key>.json    by the predictions' content sha256 (whose predictions they are)
     index/recent.json               the last RECENT_LIMIT settled requests (the queue tables)
     index/received.json             when each open request was filed (or first seen)
     config.json                     the store's settings (rexrank.store.config)
@@ -51,6 +52,7 @@ DONE_DIR = "done/"
 PREDICTIONS_DIR = "predictions/"
 REQUEST_NAMES_DIR = "index/names/"
 REQUEST_SUBMITTERS_DIR = "index/submitters/"
+REQUEST_CONTENTS_DIR = "index/predictions/"
 RECENT_INDEX = "index/recent.json"
 # when each open request was filed (the server's time, which quota windows, queue order and
 # displayed dates use): the filing server's clock for filings through Store.submit, else
@@ -69,7 +71,7 @@ INDEX_DIR = "index/"
 # what the layout files say once the indexes are current: index files of model and submitter
 # names are named by name_key, so indexes of another name key version are rebuilt
 RESULTS_LAYOUT_CONTENT = {"layout": 2, "names": NAME_KEY_VERSION}
-REQUESTS_LAYOUT_CONTENT = {"names": NAME_KEY_VERSION}
+REQUESTS_LAYOUT_CONTENT = {"names": NAME_KEY_VERSION, "contents": 1}  # contents: the index by content sha
 # what the store itself writes into each repo (anything else there is not store data)
 REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFIG_FILE)
 RESULTS_DATA_PREFIXES = (RECORDS_DIR, PER_STUDY_DIR, INDEX_DIR)
@@ -113,6 +115,14 @@ def key_file(folder: str, name: str) -> str:
     return f"{folder}{hashlib.sha256(name_key(name).encode('utf-8')).hexdigest()[:32]}.json"
 
 
+def request_index_files(model_name: str, submitter: str, sha256: str) -> tuple[str, str, str]:
+    """The index files a settled request is listed in: by model name, by submitter, by the
+    content of its predictions."""
+    content = hashlib.sha256(str(sha256).encode("utf-8")).hexdigest()[:32]
+    return (key_file(REQUEST_NAMES_DIR, model_name), key_file(REQUEST_SUBMITTERS_DIR, submitter),
+            f"{REQUEST_CONTENTS_DIR}{content}.json")
+
+
 def result_shard(path: str) -> str:
     return f"{RESULT_SHARDS_DIR}{hashlib.sha256(path.encode('utf-8')).hexdigest()[:2]}.json"
 
@@ -141,6 +151,23 @@ def public_source(source) -> str:
     if text.startswith("hf://"):
         return text
     return text.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+PRIVATE_DATASET = "a private dataset"
+
+
+def public_predictions_source(predictions: dict) -> str:
+    """How a request's predictions (its `predictions` field) are named where anyone can read
+    them: a Hub dataset by its id (hf://USER/REPO@SHA) only if the Hub said it was public
+    when it was filed (`public`, recorded by the filing server), else as a private dataset
+    with its commit sha (enough for its owner to check); a local file by its base name."""
+    source = str(predictions.get("source") or "")
+    if not source.startswith("hf://"):
+        return public_source(source)
+    if predictions.get("public") is True:
+        return source
+    sha = predictions.get("revision") or source.rpartition("@")[2]
+    return f"{PRIVATE_DATASET} at commit {sha}"
 
 
 _LOCAL_PATH = re.compile(r"^(?:/|~|[A-Za-z]:[\\/]|\\\\|\.{1,2}[\\/])")

@@ -9,7 +9,7 @@ from typing import Iterable
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
-from rexrank.store.policy import Quota, check_approved, check_names, check_policy
+from rexrank.store.policy import Quota, check_approved, check_dataset_owner, check_names, check_policy
 from rexrank.store.queue import QueueOperations
 from rexrank.store.repo import Repo, Snapshot, StoreError, consistent_reads, transact
 
@@ -228,8 +228,9 @@ class Store(QueueOperations):
 
     def requests_index_stale(self, snap: Snapshot) -> bool:
         """Whether the request indexes name their files by an earlier name key
-        (rexrank.store.names.NAME_KEY_VERSION) and must be rebuilt before the submission
-        rules look names up there (read once per Store: one small file)."""
+        (rexrank.store.names.NAME_KEY_VERSION) or lack the index by predictions content, and
+        must be rebuilt before the submission rules look names up there (read once per
+        Store: one small file)."""
         if self._requests_indexed:
             return False
         stale = (load_index(self.requests, snap, R.REQUESTS_LAYOUT) != R.REQUESTS_LAYOUT_CONTENT
@@ -242,7 +243,7 @@ class Store(QueueOperations):
 
         n = index_requests(self)
         self._requests_indexed = True
-        log.info("%s: re-indexed %d settled request(s) by the names as this version compares them", self.name, n)
+        log.info("%s: re-indexed %d settled request(s) by the names as this version compares them and by content", self.name, n)
 
     def ensure_results_indexed(self) -> None:
         """Index the results of a store written before the index existed (once, logged)."""
@@ -284,6 +285,7 @@ class Store(QueueOperations):
         now: float | None = None,
         id_column: str | None = None,
         prediction_column: str | None = None,
+        dataset_owners: Iterable[str] | None = None,
     ) -> dict:
         """File a PENDING request; returns the request record (`id`, `status`, ...).
 
@@ -301,6 +303,9 @@ class Store(QueueOperations):
         source_label: how the request names a local predictions file (the leaderboard passes
             the uploaded file's own name, never the server's temporary path).
         id_column, prediction_column: the file's column names when they are not the usual ones.
+        dataset_owners: the accounts whose hf:// datasets this submitter may file (the
+            leaderboard passes the submitter's and their organisations', from whoami);
+            None: not checked (the organisers' command line, which names the submitter).
 
         The predictions are validated with rexrank.submissions (the `rexrank score`
         validator) before anything is written. Raises SubmissionError (a RexrankError)
@@ -335,11 +340,16 @@ class Store(QueueOperations):
         source = str(predictions)
         hub_fields: dict = {}
         if source.startswith("hf://"):
+            if dataset_owners is not None:
+                from rexrank.store.hub_predictions import parse_spec
+
+                check_dataset_owner(parse_spec(source)[0], submitter=submitter, owners=dataset_owners)
             raw, dataset = read_raw_from_hub(source, endpoint=hub_endpoint, token=hub_token,
                                              id_column=id_column, prediction_column=prediction_column)
-            # the commit read, not the revision asked for: what is scored is exactly this commit
+            # the commit read, not the revision asked for: what is scored is exactly this commit;
+            # `public`: whether the Hub said the repo is public now (else it is never named publicly)
             source, hub_fields = dataset.pinned, {"repo": dataset.repo_id, "revision": dataset.sha,
-                                                  "files": list(dataset.files)}
+                                                  "files": list(dataset.files), "public": dataset.public}
         else:
             raw = read_raw_predictions(predictions, id_column=id_column, prediction_column=prediction_column)
             source = R.public_source(source_label or source)
@@ -351,7 +361,7 @@ class Store(QueueOperations):
 
         def decide(snap: Snapshot):
             ts = R.now() if now is None else now
-            existing = self._history(snap, model_name=model_name, submitter=submitter)
+            existing = self._history(snap, model_name=model_name, submitter=submitter, sha256=sha)
             check_policy(existing, results, {"model_name": model_name, "submitter": submitter, "test_set": test_set,
                                              "track": track, "predictions": {"sha256": sha}}, now=ts, quota=self.quota)
             rid = R.new_request_id(ts, submitter, model_name, sha)

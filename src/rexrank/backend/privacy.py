@@ -90,9 +90,7 @@ What the public sees besides the numbers is a fixed vocabulary of outcomes
   request that meets the rule pass with probability at least 1 − β; one that misses it by
   more than about 2M = 52 studies (k_m · 52 for a coupled metric) fails almost surely, and
   in between the outcome is random. On a small private set (a few hundred studies) the
-  rule is that loose: what ε costs there. A metric that scored no study at all fails the request without the
-  draw: the draw would pass with probability at most ½ exp(−ε r n / k), a δ far below
-  1e-100 at ReXGradient's size.
+  rule is that loose: what ε costs there.
 - Track membership (the findings track scores only studies with findings): a private set's
   predictions are validated against all of its ids, the same list for every track, so the
   outcome does not depend on which studies have findings; predictions for studies the
@@ -100,7 +98,9 @@ What the public sees besides the numbers is a fixed vocabulary of outcomes
 - Which studies a metric could score: never published (no n, n_scored, n_failed,
   n_missing, failure reasons, token lengths or timings); each mean is taken over at least
   L = ⌈r·n⌉ studies (a mean over fewer is scaled down to L), so its sensitivity is w / L
-  whatever the number scored, and the noise of the table above holds with L for n.
+  whatever the number scored, and the noise of the table above holds with L for n. A
+  metric that scored no study is the case c_m = 0 of the same rule, not an error: if the
+  noisy threshold lets it through, its mean is the lowest value plus noise.
 
 GREEN's official batches couple studies: the completion budget of each of 8 studies is
 2,048 minus its batch's longest prompt, so one reference can change 8 scores. Its noise is
@@ -274,13 +274,17 @@ def _published(value, *, scale: float, decimals: int, rng, low: float = -math.in
     return round(noisy, decimals) + 0.0  # + 0.0: no "-0.0"
 
 
-def _floored_mean(summary: dict, low: float, floor: int):
-    """The mean over the scored studies, scaled down as if taken over `floor` studies when
-    fewer were scored (what keeps its sensitivity at w / floor; see the docstring)."""
-    mean, scored = summary.get("mean"), summary.get("n")
-    if not isinstance(mean, (int, float)) or not isinstance(scored, int) or scored >= floor:
-        return mean
-    return low + (mean - low) * scored / floor
+def _floored(summary: dict, low: float, floor: int) -> tuple:
+    """(mean, CI) over the scored studies, the mean scaled down as if taken over `floor`
+    studies when fewer were scored (what keeps its sensitivity at w / floor; see the
+    docstring): no score at all is the lowest mean with a CI of 0, published like any other."""
+    mean, ci, scored = summary.get("mean"), summary.get("ci95"), summary.get("n")
+    if not isinstance(scored, int) or scored >= floor:
+        return mean, ci
+    if scored == 0 or not isinstance(mean, (int, float)) or not math.isfinite(mean):
+        return low, 0.0
+    ci = ci if isinstance(ci, (int, float)) and math.isfinite(ci) else 0.0
+    return low + (mean - low) * scored / floor, ci
 
 
 def private_results(results: dict, *, rng=None, epsilon: float = EPSILON,
@@ -303,10 +307,10 @@ def private_results(results: dict, *, rng=None, epsilon: float = EPSILON,
             if column not in PUBLISHED_COLUMNS.get(name, ()) or rule is None or scale is None:
                 continue
             low, high = PER_STUDY_RANGE[column]
+            mean, ci = _floored(s, low, floor)
             scores[column] = {
-                "mean": _published(_floored_mean(s, low, floor), scale=scale["mean"], decimals=rule["mean"], rng=rng,
-                                   low=low, high=high),
-                "ci95": _published(s.get("ci95"), scale=scale["ci95"], decimals=rule["ci95"], rng=rng, low=0.0),
+                "mean": _published(mean, scale=scale["mean"], decimals=rule["mean"], rng=rng, low=low, high=high),
+                "ci95": _published(ci, scale=scale["ci95"], decimals=rule["ci95"], rng=rng, low=0.0),
             }
             rounding[column] = rule
         privacy = {"mechanism": "laplace", "epsilon_per_number": epsilon, "studies_at_least": f"{min_coverage:.0%}"}

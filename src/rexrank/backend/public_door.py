@@ -227,8 +227,9 @@ def failure(request: dict, exc: BaseException, *, known_paths: Iterable[str] = (
         kind, message = R.COVERAGE, (PRIVATE_COVERAGE_FAILED if private else str(exc))
     elif isinstance(exc, MetricError):
         # a metric that cannot run scores no study: the coverage rule's case (nothing published;
-        # the maintainers requeue it once the cause is fixed). On a private set it is also the
-        # case c = 0 of the noisy threshold (see rexrank.backend.privacy): the same message.
+        # the maintainers requeue it once the cause is fixed). On a private set the backend
+        # scores with nothing_scored_is_error=False, so this is a metric that could not start
+        # (no weights): a fact of the server, said in the same words as the coverage rule.
         kind = R.COVERAGE
         message = PRIVATE_COVERAGE_FAILED if private else (
             f"a metric of this backend's set could not run, so it scored none of the studies: {exc}. Nothing was "

@@ -97,3 +97,15 @@ def space_process(hub_url: str, token: str, folder: Path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def online_fake_hub(accounts: dict):
+    """A fake Hub with `accounts`, huggingface_hub allowed online and pointed at it, for a
+    module's fixtures; yields (the Hub, the MonkeyPatch that set it up)."""
+    import huggingface_hub.constants as constants
+
+    with FakeHub(accounts=accounts) as fake, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(constants, "HF_HUB_OFFLINE", False)  # tests run offline; this Hub is on 127.0.0.1
+        mp.setenv("HF_ENDPOINT", fake.url)
+        yield fake, mp

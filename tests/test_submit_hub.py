@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fakehub import Account, FakeHub
-from hubhelpers import space_process
+from hubhelpers import online_fake_hub, space_process
 from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
 from rexrank.scoring import score_submission
@@ -26,6 +26,12 @@ ACCOUNTS = {
     ALICE_READ: Account("alice", role="read"),
 }
 REPO = "alice/cxr-preds"
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with online_fake_hub(ACCOUNTS) as (hub, _):
+        yield hub
 
 
 @pytest.fixture

@@ -19,8 +19,9 @@ The guarantee: ε-differential privacy per published number
 Every published aggregate of a private test set (each score column's mean and 95 % CI
 half-width) is the true value plus Laplace noise of scale b = Δ / ε, then clamped to the
 values it can take and rounded. Δ is the largest change one study can make to it (its
-sensitivity): with per-study scores in a range of width w (PER_STUDY_RANGE) and n scored
-studies, Δ = w / n for the mean and 1.96 · w / √(n (n − 1)) for the CI half-width (the
+sensitivity): with per-study scores in a range of width w (PER_STUDY_RANGE) over n
+studies (L = ⌈0.99 n⌉ on the backend, see "Decisions from private data"), Δ = w / n for
+the mean and 1.96 · w / √(n (n − 1)) for the CI half-width (the
 sample standard deviation is a norm of the centred scores, which one study moves by at
 most w / √(n − 1)). Clamping and rounding are post-processing: they cannot weaken it.
 
@@ -65,11 +66,13 @@ is refused before scoring, with a message that names only the budget. Organisers
 another total per test set in the store's config.json ("privacy_budget").
 
 The guarantee over all of an account's submissions: everything the account can see about a
-private test set in 365 days (every published number and outcome) is (LEDGER_TOTAL)-
-differentially private for each study, i.e. 138 in the worst case of every number aimed at
-one study; a yes/no question asked with one number is answered right with probability at
-most e^0.5 / (1 + e^0.5) ≈ 0.62, and the ledger bounds how many such questions an account
-can ask (276 numbers and decisions a year). That bound is per account: one person with many
+private test set in 365 days (every published number and outcome) is ε-differentially
+private for each study with ε = the ledger's total, 138. Said plainly: each number or
+outcome answers a yes/no question about one study right with probability at most
+e^0.5 / (1 + e^0.5) ≈ 0.62, and the ledger caps how many an account gets: 276 a year.
+Aimed all at one study (a majority vote over 276 answers), they can settle one question
+about it; spread over studies, they learn a little about each. The total is a count that
+grows with the calendar, not with how many probes a script can send. That bound is per account: one person with many
 free Hub accounts has a budget per account. The list of approved submitters (config.json,
 "approved_submitters") is what bounds the number of accounts, and so the set's total
 exposure: (number of approved accounts) × LEDGER_TOTAL. A private test set should be open
@@ -104,8 +107,11 @@ What the public sees besides the numbers is a fixed vocabulary of outcomes
 
 GREEN's official batches couple studies: the completion budget of each of 8 studies is
 2,048 minus its batch's longest prompt, so one reference can change 8 scores. Its noise is
-taken 8 times larger (Δ = 8 w / L): b ≈ 0.0016 at 10,000 studies, so GREEN is published to
-2 decimals on ReXGradient, unlike the other [0, 1] columns.
+taken 8 times larger (Δ = 8 w / L): b ≈ 0.0016 for the mean and 0.0032 for the CI at
+10,000 studies, above the third decimal, so GREEN is published to 2 decimals on
+ReXGradient, unlike the other [0, 1] columns. (Scoring private sets with a length cap per
+prompt would remove the coupling, at the price of GREEN numbers that differ from the
+official batching on long reports; not done here.)
 
 Noise is drawn from a generator seeded from the operating system's secure randomness
 (`secrets`) for every result: no submitter can reproduce or predict it. Rounding removes
@@ -116,8 +122,8 @@ Rounding: the precision
 Each published number is rounded to a step q, a power of ten, at least PRIVACY_FACTOR
 (5) times its largest one-study change (above): so a lone study never shows in the
 digits published even before noise. For ReXGradient (10,000 studies) this gives 3
-decimals for the means and CIs of scores in [0, 1] (BLEU-2, RadGraph, RaTEScore, GREEN:
-the ReXrank site's precision); BERTScore and SembScore ([-1, 1]) keep 3 decimals for the
+decimals for the means and CIs of scores in [0, 1] (BLEU-2, RadGraph, RaTEScore: the
+ReXrank site's precision; GREEN, whose batches couple 8 studies, gets 2); BERTScore and SembScore ([-1, 1]) keep 3 decimals for the
 mean and 2 for the CI; the mean FineRadScore severity (0–4) and mean RadCliQ-v1 (a linear
 map of its components, width ≈ 6.5) get 2 decimals. The leaderboard's 1/RadCliQ-v1 and
 1/FineRadScore are computed from the published means, so they reveal nothing more.

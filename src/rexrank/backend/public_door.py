@@ -243,9 +243,39 @@ def failure(request: dict, exc: BaseException, *, known_paths: Iterable[str] = (
 def budget_refusal(request: dict, refusal) -> str:
     """A private request the ledger cannot pay for: the budget's figures only (they follow
     from the account's earlier requests, not from the test set)."""
-    return (f"refused: this request would spend ε {refusal.cost:g} on {request['test_set']}, and "
+    head = (f"refused: this request would spend ε {refusal.cost:g} on {request['test_set']}, and "
             f"{request['submitter']} has spent {refusal.spent:g} of its {refusal.total:g} in the last 365 days "
-            f"(the privacy budget of a private test set); the next request of this size fits after {refusal.next_fit}")
+            f"(the privacy budget of a private test set)")
+    if refusal.cost > refusal.total:
+        return head + "; no request of this size fits: ask the organisers for a smaller metric set or a larger budget"
+    return head + f"; the next request of this size fits after {refusal.next_fit}"
+
+
+def request_cost(metrics: Iterable[str]) -> tuple[float, int]:
+    """(ε, numbers published) of one private request scored with `metrics`."""
+    metrics = list(metrics)
+    return P.submission_cost(metrics), P.numbers_published(metrics)
+
+
+def filing_budget_problem(store, *, submitter: str, test_set: str, now: float | None = None) -> str | None:
+    """At filing (a courtesy: the backend charges and checks again before scoring): the
+    refusal if the submitter's ledger cannot pay for a request of the store's metric set."""
+    from rexrank.store import ledger
+    from rexrank.store.config import REXRANK_SET, recorded_set
+
+    if not is_private(test_set):
+        return None
+    limit = ledger.budget(store, test_set, default_total=P.LEDGER_TOTAL, days=P.LEDGER_DAYS)
+    if limit.total <= 0:
+        return None
+    cost, _ = request_cost((recorded_set(store) or REXRANK_SET).all)
+    charges = ledger.charges(store, submitter, test_set)
+    ts = R.now() if now is None else now
+    spent = limit.spent(charges, ts)
+    if spent + cost <= limit.total + 1e-9:
+        return None
+    refusal = ledger.Refusal(spent, limit.total, cost, limit.next_fit(charges, cost, ts))
+    return budget_refusal({"test_set": test_set, "submitter": submitter}, refusal)
 
 
 def notes(not_scored: dict[str, str]) -> list[str]:

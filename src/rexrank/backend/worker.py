@@ -265,8 +265,8 @@ class Worker:
             return None
         limit = ledger.budget(self.store, request["test_set"], default_total=privacy.LEDGER_TOTAL,
                               days=privacy.LEDGER_DAYS)
-        refusal = ledger.charge(self.store, request, cost=privacy.submission_cost(self.metrics),
-                                numbers=privacy.numbers_published(self.metrics), decisions=1, limit=limit)
+        cost, numbers = door.request_cost(self.metrics)
+        refusal = ledger.charge(self.store, request, cost=cost, numbers=numbers, decisions=1, limit=limit)
         return None if refusal is None else door.budget_refusal(request, refusal)
 
     # ---- scoring -----------------------------------------------------------------------

@@ -77,6 +77,11 @@ def file_request(
         submitter = (typed_name or "").strip() or (verified_user(token, endpoint=endpoint) if token else "")
         if not submitter:
             raise SubmissionError("enter your name (or your organisation's) as submitter")
+    from rexrank.backend.public_door import filing_budget_problem
+
+    over_budget = filing_budget_problem(store, submitter=submitter, test_set=test_set)
+    if over_budget:  # the backend would refuse it before scoring: say so now
+        raise SubmissionError(over_budget.removeprefix("refused: "))
     if model_url and not model_url.strip().startswith(("http://", "https://")):
         raise SubmissionError(f"model URL must start with http:// or https:// (got {model_url.strip()!r})")
     if hub_dataset:

@@ -104,6 +104,8 @@ def test_the_ledger_charges_each_request_once_within_its_window(tmp_path):
     refusal = ledger.charge(store, third, cost=1.5, numbers=2, decisions=1, limit=limit, now=3 * day)
     assert refusal == ledger.Refusal(spent=3.0, total=3.0, cost=1.5, next_fit="1971-01-01T00:00:00Z")
     assert sorted(ledger.charges(store, "alice", "rexgradient")) == [request["id"], second["id"]]
+    requeued = {**request, "history": [{"status": "PENDING"}, {"status": "FAILED"}, {"status": "PENDING"}]}
+    assert ledger.charge_key(requeued) == request["id"] + "#2"  # scored and published again: charged again
     # a year after the first charge, it no longer counts
     assert ledger.charge(store, third, cost=1.5, numbers=2, decisions=1, limit=limit, now=365 * day + 1) is None
     assert json.loads((tmp_path / "s" / "requests" / ledger.ledger_path("ALICE", "rexgradient")).read_text())[

@@ -60,8 +60,10 @@ coverage rule, below), d = 1:
 
 The backend keeps a ledger per submitter (Hub account) and private test set in the store
 (rexrank.store.ledger): every private request it takes up is charged its full cost before
-scoring (whatever then happens to it: finished, failed coverage, internal error, cancelled
-or requeued), and a request that would take the account's last 365 days above the total
+scoring, whatever then happens to it (finished, failed coverage, internal error, cancelled
+once taken up; a request requeued by the maintainers is charged again for its new round;
+one cancelled before the backend took it up decided and published nothing: it uses quota
+only), and a request that would take the account's last 365 days above the total
 is refused before scoring, with a message that names only the budget. Organisers can set
 another total per test set in the store's config.json ("privacy_budget").
 
@@ -104,6 +106,10 @@ What the public sees besides the numbers is a fixed vocabulary of outcomes
   whatever the number scored, and the noise of the table above holds with L for n. A
   metric that scored no study is the case c_m = 0 of the same rule, not an error: if the
   noisy threshold lets it through, its mean is the lowest value plus noise.
+
+Not covered: time. When a result appears (the results repo's commit) follows how long
+scoring took, which grows with the references' lengths for the LLM judges; the queue
+wait and the other requests blur it, but no noise is added to it.
 
 GREEN's official batches couple studies: the completion budget of each of 8 studies is
 2,048 minus its batch's longest prompt, so one reference can change 8 scores. Its noise is

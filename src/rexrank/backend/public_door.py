@@ -240,6 +240,11 @@ def failure(request: dict, exc: BaseException, *, known_paths: Iterable[str] = (
     return P.public_message(message, known_paths=known_paths), kind
 
 
+def policy_refusal(problem: str) -> str:
+    """A request the submission rules refuse (quota, names, approval): facts of the queue."""
+    return f"refused: {problem}"
+
+
 def budget_refusal(request: dict, refusal) -> str:
     """A private request the ledger cannot pay for: the budget's figures only (they follow
     from the account's earlier requests, not from the test set)."""

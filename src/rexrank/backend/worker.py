@@ -187,11 +187,11 @@ class Worker:
         refusal = self.policy_problem(request)
         if refusal is not None:
             log.warning("%s refused: %s", rid, display(refusal))
-            self.store.fail(rid, self.worker_id, error=f"refused: {refusal}", kind=R.REFUSED)
+            self.store.fail(rid, self.worker_id, error=door.policy_refusal(refusal), kind=R.REFUSED)
             return self.store.get_request(rid)
         over_budget = self.charge_privacy(request)
         if over_budget is not None:
-            log.warning("%s refused: %s", rid, over_budget)
+            log.warning("%s %s", rid, over_budget)
             self.store.fail(rid, self.worker_id, error=over_budget, kind=R.REFUSED)
             return self.store.get_request(rid)
         try:

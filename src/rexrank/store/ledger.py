@@ -3,13 +3,15 @@ is explained in rexrank.backend.privacy).
 
 requests repo:
     ledger/<test_set>/<key>.json    one submitter's charges on one private test set:
-                                    {"submitter", "test_set", "charges": {request id:
-                                    {"time", "epsilon", "numbers", "decisions"}}}
+                                    {"submitter", "test_set", "charges": {request id
+                                    (#N for its Nth queueing): {"time", "epsilon",
+                                    "numbers", "decisions"}}}
 
 Written by the backend only, in one commit per charge (optimistic concurrency, as every
 store write): a request is charged once, when a worker takes it up, whatever happens to it
-afterwards, so a requeued or re-claimed request is not charged twice and a failure, a
-crash or a cancel after that point is not a free question. The store's config.json may set
+afterwards: a failure, a crash or a cancel after that point is not a free question. A
+request re-claimed after a crash is not charged twice; one requeued by the maintainers is
+(it is scored and its outcome published again). The store's config.json may set
 another total per test set: "privacy_budget": {"rexgradient": 138} (0: no limit).
 """
 from __future__ import annotations
@@ -97,11 +99,18 @@ def charges(store, submitter: str, test_set: str) -> dict:
     return _load(store, store.requests.snapshot(), path).get("charges", {})
 
 
+def charge_key(request: dict) -> str:
+    """A request's charge: once per time it was queued (a requeue by the maintainers scores
+    and publishes it again, so it is charged again; a crash and re-claim is not)."""
+    rounds = sum(1 for h in request.get("history") or () if isinstance(h, dict) and h.get("status") == R.PENDING)
+    return request["id"] if rounds <= 1 else f"{request['id']}#{rounds}"
+
+
 def charge(store, request: dict, *, cost: float, numbers: int, decisions: int, limit: Budget,
            now: float | None = None) -> Refusal | None:
     """Charge `request` its `cost` (ε) on its submitter's ledger, unless that would take the
     last `limit.days` above `limit.total`: then nothing is written and the Refusal says
-    what was spent. A request already charged is not charged again (None)."""
+    what was spent. A request already charged (`charge_key`) is not charged again (None)."""
     ts = R.now() if now is None else now
     path = ledger_path(request["submitter"], request["test_set"])
     refused: list[Refusal] = []
@@ -109,14 +118,15 @@ def charge(store, request: dict, *, cost: float, numbers: int, decisions: int, l
     def decide(snap: Snapshot):
         content = _load(store, snap, path)
         recorded = dict(content.get("charges", {}))
-        if request["id"] in recorded:
+        key = charge_key(request)
+        if key in recorded:
             return None
         if limit.total > 0:
             spent = limit.spent(recorded, ts)
             if spent + cost > limit.total + 1e-9:
                 refused.append(Refusal(spent, limit.total, cost, limit.next_fit(recorded, cost, ts)))
                 return None
-        recorded[request["id"]] = {"time": R.iso(ts), "epsilon": cost, "numbers": numbers, "decisions": decisions}
+        recorded[key] = {"time": R.iso(ts), "epsilon": cost, "numbers": numbers, "decisions": decisions}
         updated = {"submitter": request["submitter"], "test_set": request["test_set"], "charges": recorded}
         return ({path: R.dumps(updated)}, f"ledger: {request['id']} spends ε {cost:g} on {request['test_set']}", None)
 

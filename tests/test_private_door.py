@@ -175,7 +175,7 @@ def test_green_length_failures_do_not_answer_questions_about_a_private_reference
 
 # ---- (b) the findings track -----------------------------------------------------------------------
 
-def test_leaving_out_a_study_does_not_say_whether_it_has_findings(space, private_spec, tmp_path):
+def test_leaving_out_a_study_does_not_say_whether_it_has_findings(space, private_spec, tmp_path, capsys):
     """RG03 has findings, RG05 has none. Leaving either out fails validation alike (against
     the set's full id list), and a complete probe publishes no count of studies outside the track."""
     from rexrank.store import open_store
@@ -195,6 +195,11 @@ def test_leaving_out_a_study_does_not_say_whether_it_has_findings(space, private
     assert with_findings["request"]["error"] == without["request"]["error"]
     assert "1 of 10 studies have no prediction" in without["request"]["error"]
     assert status(space, complete)["request"]["status"] == "FINISHED"
+    from rexrank.cli.main import main
+
+    assert main(["status", complete, "--leaderboard", space]) == 0
+    printed = capsys.readouterr().out
+    assert "bleu2" in printed and "(n=" not in printed  # no count of scored studies, not even "n=None"
     record = open_store("hf://rexrank", token=BOT, create=False).get_result(complete, test_set="rexgradient",
                                                                               track="findings")
     assert "n_not_in_track" not in record["provenance"]["predictions"]
@@ -290,3 +295,45 @@ def test_the_length_probe_learns_no_more_than_epsilon_allows(tmp_path, monkeypat
 
 
 PROBERS_TOKENS = list(PROBERS)
+
+
+def test_the_probes_the_ledger_allows_learn_no_more_than_their_epsilon(tmp_path, monkeypatch):
+    """As many length probes as the ledger pays for (a budget of 4.5 at ε 1.5 a request: 3),
+    each answered by the worker's coverage rule at its coin-toss point; the prober takes the
+    majority of the answers. Any test on three answers of ε 0.5 each is right with
+    probability at most e^1.5 / (1 + e^1.5) ≈ 0.82; checked over TRIALS runs per world."""
+    from scipy.stats import binom
+
+    from rexrank.backend import privacy
+    from rexrank.backend.worker import CoverageError, Worker
+    from rexrank.store import ledger, open_store
+
+    rng = np.random.default_rng(2029)
+    monkeypatch.setattr(privacy, "secure_rng", lambda: rng)
+    store = open_store(tmp_path / "s")
+    w = Worker(store, metrics="bleu2", worker_id="w")
+    w.metrics = ["green"]
+    limit = ledger.Budget(4.5, 365)
+    allowed = 0
+    while ledger.charge(store, {"id": f"20260101T000000.000000-{allowed:010d}", "submitter": "prober",
+                                "test_set": "rexgradient"}, cost=1.5, numbers=2, decisions=1, limit=limit) is None:
+        allowed += 1
+    assert allowed == 3
+    n = 10_000
+    short = math.ceil(0.99 * n - getattr(privacy, "COVERAGE_MARGIN", 0) * 8)
+
+    def failed(scored: int) -> bool:
+        try:
+            w.check_coverage(_coverage_results(scored, n), private=True)
+        except CoverageError:
+            return True
+        return False
+
+    def says_long(scored: int) -> bool:
+        return sum(failed(scored) for _ in range(allowed)) * 2 > allowed
+
+    trials = 600
+    right = sum(not says_long(short) for _ in range(trials)) + sum(says_long(short - 8) for _ in range(trials))
+    bound = math.exp(allowed * privacy.EPSILON) / (1 + math.exp(allowed * privacy.EPSILON))
+    assert binom.sf(right - 1, 2 * trials, bound) > 1e-3, f"right {right} of {2 * trials}; the bound is {bound:.3f}"
+    print(f"{allowed} probes, majority right {right / (2 * trials):.3f} (bound {bound:.3f})")

@@ -257,6 +257,17 @@ def _coverage_results(scored: int, n: int) -> dict:
                                                                           "of 8 in input order (official)"}}}}}
 
 
+def coverage_fails(worker, scored: int, n: int) -> bool:
+    """The public outcome of a private request whose GREEN scored `scored` of `n` studies."""
+    from rexrank.backend.worker import CoverageError
+
+    try:
+        worker.check_coverage(_coverage_results(scored, n), private=True)
+    except CoverageError:
+        return True
+    return False
+
+
 TRIALS = 1500  # per world
 
 
@@ -269,7 +280,7 @@ def test_the_length_probe_learns_no_more_than_epsilon_allows(tmp_path, monkeypat
     from scipy.stats import binom
 
     from rexrank.backend import privacy
-    from rexrank.backend.worker import CoverageError, Worker
+    from rexrank.backend.worker import Worker
     from rexrank.store import open_store
 
     rng = np.random.default_rng(2028)  # the test's own seed; the worker's draws are secure
@@ -279,15 +290,8 @@ def test_the_length_probe_learns_no_more_than_epsilon_allows(tmp_path, monkeypat
     n = 10_000
     # where the noisy rule passes half of the time (today: exactly at 99 %)
     short = math.ceil(0.99 * n - getattr(privacy, "COVERAGE_MARGIN", 0) * 8)
-
-    def failed(scored: int) -> bool:
-        try:
-            w.check_coverage(_coverage_results(scored, n), private=True)
-        except CoverageError:
-            return True
-        return False
-
-    right = sum(not failed(short) for _ in range(TRIALS)) + sum(failed(short - 8) for _ in range(TRIALS))
+    right = (sum(not coverage_fails(w, short, n) for _ in range(TRIALS))
+             + sum(coverage_fails(w, short - 8, n) for _ in range(TRIALS)))
     bound = math.exp(privacy.EPSILON) / (1 + math.exp(privacy.EPSILON))
     p_value = binom.sf(right - 1, 2 * TRIALS, bound)  # P(X >= right) under the bound
     assert p_value > 1e-3, f"the probe was right {right} of {2 * TRIALS} times; the bound is {bound:.3f}"
@@ -305,7 +309,7 @@ def test_the_probes_the_ledger_allows_learn_no_more_than_their_epsilon(tmp_path,
     from scipy.stats import binom
 
     from rexrank.backend import privacy
-    from rexrank.backend.worker import CoverageError, Worker
+    from rexrank.backend.worker import Worker
     from rexrank.store import ledger, open_store
 
     rng = np.random.default_rng(2029)
@@ -322,15 +326,8 @@ def test_the_probes_the_ledger_allows_learn_no_more_than_their_epsilon(tmp_path,
     n = 10_000
     short = math.ceil(0.99 * n - getattr(privacy, "COVERAGE_MARGIN", 0) * 8)
 
-    def failed(scored: int) -> bool:
-        try:
-            w.check_coverage(_coverage_results(scored, n), private=True)
-        except CoverageError:
-            return True
-        return False
-
     def says_long(scored: int) -> bool:
-        return sum(failed(scored) for _ in range(allowed)) * 2 > allowed
+        return sum(coverage_fails(w, scored, n) for _ in range(allowed)) * 2 > allowed
 
     trials = 600
     right = sum(not says_long(short) for _ in range(trials)) + sum(says_long(short - 8) for _ in range(trials))

@@ -168,3 +168,16 @@ def test_the_leaderboard_refuses_a_filing_the_ledger_cannot_pay_for(tmp_path, pr
     with pytest.raises(SubmissionError, match=r"^this request would spend ε 11.5 on rexgradient, and mallory has spent "
                                               r"3 of its 14 in the last 365 days"):
         file_request(store, predictions=str(preds), model_name="m-3", **common)
+
+
+def test_a_cancelled_private_request_is_charged_once(tmp_path, private_set, capsys):
+    from rexrank.cli.main import main
+
+    data_dir, preds = private_set
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    pending = submit(store, preds, test_set="rexgradient", model_name="m-1")
+    assert main(["cancel", pending["id"], "--store", str(tmp_path / "s")]) == 0
+    assert ledger.charges(store, "alice", "rexgradient")[pending["id"]]["epsilon"] == 11.5  # ReXrank's set
+    public = submit(store, model_name="m-public")
+    assert main(["cancel", public["id"], "--store", str(tmp_path / "s")]) == 0
+    assert list(ledger.charges(store, "alice", "rexgradient")) == [pending["id"]]  # public sets have no ledger

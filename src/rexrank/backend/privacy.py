@@ -60,10 +60,11 @@ coverage rule, below), d = 1:
 
 The backend keeps a ledger per submitter (Hub account) and private test set in the store
 (rexrank.store.ledger): every private request it takes up is charged its full cost before
-scoring, whatever then happens to it (finished, failed coverage, internal error, cancelled
-once taken up; a request requeued by the maintainers is charged again for its new round;
-one cancelled before the backend took it up decided and published nothing: it uses quota
-only), and a request that would take the account's last 365 days above the total
+scoring, whatever then happens to it (finished, failed coverage, internal error,
+cancelled); a request requeued by the maintainers is charged again for its new round, and
+one cancelled (`rexrank cancel`) before the backend took it up is charged too, so that
+cancelling is no way around the budget. A request that would take the account's last 365
+days above the total
 is refused before scoring, with a message that names only the budget. Organisers can set
 another total per test set in the store's config.json ("privacy_budget").
 
@@ -110,6 +111,10 @@ What the public sees besides the numbers is a fixed vocabulary of outcomes
 Not covered: time. When a result appears (the results repo's commit) follows how long
 scoring took, which grows with the references' lengths for the LLM judges; the queue
 wait and the other requests blur it, but no noise is added to it.
+
+tests/test_private_door.py runs GREEN's length probe and the findings-track probe through
+the leaderboard's /submit and /status, and checks what the probes one ledger allows can
+learn against these bounds.
 
 GREEN's official batches couple studies: the completion budget of each of 8 studies is
 2,048 minus its batch's longest prompt, so one reference can change 8 scores. Its noise is

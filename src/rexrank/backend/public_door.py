@@ -262,18 +262,34 @@ def request_cost(metrics: Iterable[str]) -> tuple[float, int]:
     return P.submission_cost(metrics), P.numbers_published(metrics)
 
 
+def _store_request_cost(store) -> tuple[float, int]:
+    from rexrank.store.config import REXRANK_SET, recorded_set
+
+    return request_cost((recorded_set(store) or REXRANK_SET).all)
+
+
+def charge_cancelled(store, request: dict) -> None:
+    """A cancelled request on a private set is charged like one the backend scored (once;
+    one the backend had taken up is charged already): cancelling is no way around the ledger."""
+    from rexrank.store import ledger
+
+    if not is_private(request["test_set"]):
+        return
+    cost, numbers = _store_request_cost(store)
+    ledger.charge(store, request, cost=cost, numbers=numbers, decisions=1, limit=ledger.Budget(0.0, P.LEDGER_DAYS))
+
+
 def filing_budget_problem(store, *, submitter: str, test_set: str, now: float | None = None) -> str | None:
     """At filing (a courtesy: the backend charges and checks again before scoring): the
     refusal if the submitter's ledger cannot pay for a request of the store's metric set."""
     from rexrank.store import ledger
-    from rexrank.store.config import REXRANK_SET, recorded_set
 
     if not is_private(test_set):
         return None
     limit = ledger.budget(store, test_set, default_total=P.LEDGER_TOTAL, days=P.LEDGER_DAYS)
     if limit.total <= 0:
         return None
-    cost, _ = request_cost((recorded_set(store) or REXRANK_SET).all)
+    cost, _ = _store_request_cost(store)
     charges = ledger.charges(store, submitter, test_set)
     ts = R.now() if now is None else now
     spent = limit.spent(charges, ts)

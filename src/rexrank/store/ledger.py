@@ -7,7 +7,8 @@ requests repo:
                                     (#N for its Nth queueing): {"time", "epsilon",
                                     "numbers", "decisions"}}}
 
-Written by the backend only, in one commit per charge (optimistic concurrency, as every
+Written by the backend (and `rexrank cancel`, which charges a cancelled request) only, in
+one commit per charge (optimistic concurrency, as every
 store write): a request is charged once, when a worker takes it up, whatever happens to it
 afterwards: a failure, a crash or a cancel after that point is not a free question. A
 request re-claimed after a crash is not charged twice; one requeued by the maintainers is

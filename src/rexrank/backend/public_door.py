@@ -19,7 +19,6 @@ new one appears without a decision about it.
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Iterable
 
@@ -103,16 +102,6 @@ def _private_coverage(results: dict, metrics: list[str], *, min_coverage: float,
     if not gaps or min(gaps) + float(rng.laplace(0.0, 1.0 / P.EPSILON_DECISION)) >= -P.COVERAGE_MARGIN:
         return None
     return CoverageError(PRIVATE_COVERAGE_FAILED, without_causes=PRIVATE_COVERAGE_FAILED)
-
-
-_REASON_KIND = re.compile(r"[A-Za-z][A-Za-z0-9 ()_-]{0,59}")
-
-
-def _reason_kind(why: str) -> str:
-    """The kind of a failure reason ("LLM call failed", "invalid answer after 3 attempt(s)"):
-    the text before the first ':' if it is a short phrase of plain words, else "other"."""
-    head = str(why).split(":", 1)[0].strip()
-    return head if _REASON_KIND.fullmatch(head) else "other reasons"
 
 
 def _causes(failures: dict, *, shown: int = 3) -> str:

@@ -22,7 +22,7 @@ from typing import NoReturn, Sequence
 from rexrank import __version__
 from rexrank.backend import public_door as door
 from rexrank.backend.privacy import DEFAULT_MIN_COVERAGE, find_leaks, public_message
-from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR, CoverageError, _reason_kind  # noqa: F401 (their old home)
+from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR, CoverageError  # noqa: F401 (their old home)
 from rexrank.errors import RexrankError, SubmissionError, TestSetError
 from rexrank.store import records as R
 from rexrank.store.names import display

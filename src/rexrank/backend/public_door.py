@@ -6,8 +6,9 @@ them (the worker and the leaderboard call these functions).
 On a private test set (rexrank.backend.privacy explains the guarantee) the door admits:
 - the mean and CI of each published column, with Laplace noise (`privacy.private_results`);
 - outcomes from a fixed vocabulary: FINISHED, or FAILED with one of the messages below;
-  which one depends on private data only through the coverage rule's noisy threshold
-  (`coverage_failure`), which spends EPSILON_DECISION;
+  which one depends on private data through the coverage rule's noisy threshold
+  (`coverage_failure`), which spends EPSILON_DECISION, and otherwise only through a bug
+  (an internal error, said in one fixed sentence, is not accounted for);
 - validation failures in counts against the set's full id list (the same list for every
   track, rexrank.backend.public_door.check_private_ids), which depend only on the
   submitter's own file and that list;

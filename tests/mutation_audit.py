@@ -56,12 +56,12 @@ _register(
            ("tests/test_stats.py::test_bootstrap_interval_has_the_asked_level",
             "tests/test_stats.py::test_bootstrap_default_level_is_95_percent")),
     Mutant("coverage-boundary", "coverage rule with <= for < (exactly the share fails the request)",
-           "src/rexrank/backend/worker.py", "if n and scored / n < self.min_coverage:",
-           "if n and scored / n <= self.min_coverage:",
+           "src/rexrank/backend/public_door.py", "if n and scored / n < min_coverage:",
+           "if n and scored / n <= min_coverage:",
            ("tests/test_coverage.py::test_a_metric_exactly_at_the_coverage_share_passes",)),
     Mutant("coverage-not-run", "coverage rule's guard for a metric of the set that did not run disabled",
-           "src/rexrank/backend/worker.py", "            if name not in results[\"metrics\"]:\n                short.append",
-           "            if False:\n                short.append",
+           "src/rexrank/backend/public_door.py", "        if name not in results[\"metrics\"]:\n            short.append",
+           "        if False:\n            short.append",
            ("tests/test_coverage.py::test_a_metric_of_the_set_that_did_not_run_fails_the_coverage_rule",)),
 )
 
@@ -240,6 +240,23 @@ _register(
     Mutant("huge-pages-override", "rexrank overrides a user's THP_MEM_ALLOC_ENABLE=0",
            "src/rexrank/models/huge_pages.py", "os.environ.setdefault(VARIABLE, \"1\")", "os.environ[VARIABLE] = \"1\"",
            ("tests/test_huge_pages.py",)),
+)
+
+
+# ---- issue 28: the private set behind one door, the ledger ---------------------------------
+_register(
+    Mutant("exact-coverage-decision", "the private coverage rule decided without its noise (exact, as before)",
+           "src/rexrank/backend/public_door.py", "min(gaps) + float(rng.laplace(0.0, 1.0 / P.EPSILON_DECISION))",
+           "min(gaps) + 0 * float(rng.laplace(0.0, 1.0 / P.EPSILON_DECISION))",
+           ("tests/test_private_door.py::test_the_length_probe_learns_no_more_than_epsilon_allows",)),
+    Mutant("ledger-never-refuses", "the ledger charges but never refuses",
+           "src/rexrank/store/ledger.py", "if spent + cost > limit.total + 1e-9:", "if False:",
+           ("tests/test_public_door.py::test_the_ledger_charges_each_request_once_within_its_window",
+            "tests/test_public_door.py::test_the_worker_refuses_a_private_request_over_budget_before_scoring")),
+    Mutant("track-ids-on-private", "a private set's predictions validated against the track's ids again",
+           "src/rexrank/backend/public_door.py", "every_id = sorted({*test.ids, *test.outside_ids})",
+           "every_id = sorted(test.ids)",
+           ("tests/test_private_door.py::test_leaving_out_a_study_does_not_say_whether_it_has_findings",)),
 )
 
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:

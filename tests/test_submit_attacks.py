@@ -22,7 +22,7 @@ from fakehub import Account, FakeHub
 from rexrank.errors import SubmissionError
 from rexrank.store import FINISHED, open_store
 from test_store import example_rows, write_jsonl
-from test_submit_hub import running_space
+from hubhelpers import space_process
 
 BOT = "hf_bot"
 TOKENS = {  # token -> account, as the fake Hub's whoami answers
@@ -48,7 +48,7 @@ def fake():
 
 @pytest.fixture(scope="module")
 def space(fake, tmp_path_factory):
-    with running_space(fake, tmp_path_factory.mktemp("space"), token=BOT, quota="1/7") as (url, _log):
+    with space_process(fake.url, BOT, tmp_path_factory.mktemp("space"), quota="1/7") as (url, _log):
         yield url
 
 

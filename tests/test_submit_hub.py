@@ -4,26 +4,20 @@ token. Against the fake Hub of tests/fakehub.py on 127.0.0.1, with two accounts:
 and the organisers' bot (whose token only the leaderboard and the backend hold)."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from fakehub import Account, FakeHub
+from hubhelpers import online_fake_hub, space_process
 from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
 from rexrank.scoring import score_submission
 from rexrank.store import FINISHED, open_store
 from test_store import example_rows, write_jsonl
 
-ROOT = Path(__file__).resolve().parents[1]
 ALICE, BOB, BOT, ALICE_READ = "hf_alice", "hf_bob", "hf_bot", "hf_alice_read"
 ACCOUNTS = {
     ALICE: Account("alice"),
@@ -34,19 +28,9 @@ ACCOUNTS = {
 REPO = "alice/cxr-preds"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def fake():
-    import huggingface_hub.constants as constants
-
-    with FakeHub(accounts=ACCOUNTS) as hub, pytest.MonkeyPatch.context() as mp:
-        mp.setattr(constants, "HF_HUB_OFFLINE", False)  # tests run offline; this Hub is on 127.0.0.1
-        mp.setenv("HF_ENDPOINT", hub.url)
+    with online_fake_hub(ACCOUNTS) as (hub, _):
         yield hub
 
 
@@ -61,37 +45,8 @@ def hub(fake, monkeypatch, tmp_path):
 def leaderboard(fake, tmp_path_factory):
     """`rexrank leaderboard --store hf://rexrank` in its own process, as the Space runs it:
     HF_TOKEN is the organisers' bot's; the submitter's token comes with each call."""
-    with running_space(fake, tmp_path_factory.mktemp("space"), token=BOT, quota="0") as running:
+    with space_process(fake.url, BOT, tmp_path_factory.mktemp("space")) as running:
         yield running
-
-
-@contextlib.contextmanager
-def running_space(fake: FakeHub, folder: Path, *, token: str, quota: str):
-    """The leaderboard Space on `fake`'s store hf://rexrank with HF_TOKEN=`token` and
-    REXRANK_QUOTA=`quota`: yields (its URL, its log file)."""
-    port = free_port()
-    log = folder / "space.log"
-    env = {**os.environ, "HF_ENDPOINT": fake.url, "HF_TOKEN": token, "HF_HUB_OFFLINE": "0",
-           "HF_HOME": str(log.parent / "hf-home"), "REXRANK_STORE": "hf://rexrank", "REXRANK_QUOTA": quota,
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "datasets_scripts")])}
-    with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "rexrank.cli.main", "leaderboard", "--port", str(port)],
-                                env=env, stdout=out, stderr=subprocess.STDOUT, cwd=log.parent)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.time() + 240
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=5)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"the leaderboard did not start:\n{log.read_text()[-3000:]}")
-                time.sleep(1)
-        yield url, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def cli(capsys, *args) -> tuple[int, str, str]:

@@ -98,14 +98,15 @@ def _run_options(name: str, options: dict, *, progress: bool, run_context) -> di
 
 
 def _score_metric(name: str, predictions: Predictions, references: list[str], *, options: dict, bootstrap: int,
-                  seed: int, progress: bool, run_context) -> tuple[dict[str, Any], MetricResult]:
+                  seed: int, progress: bool, run_context,
+                  nothing_scored_is_error: bool = True) -> tuple[dict[str, Any], MetricResult]:
     """One metric: its summary (the unit of `results["metrics"]`) and its result."""
     metric = get_metric(name, **_run_options(name, options, progress=progress, run_context=run_context))
     t0 = time.time()
     result = run_context.score(metric, predictions.texts, references)
     seconds = time.time() - t0
     n_scored = _n_scored(result, len(predictions))
-    if result.failures and len(result.failures) >= len(predictions):
+    if nothing_scored_is_error and result.failures and len(result.failures) >= len(predictions):
         # nothing scored is a failed metric, not a row of NaN that reads like a result
         reasons = sorted(Counter(result.failures.values()).items(), key=lambda kv: -kv[1])
         listed = "; ".join(f"{why} ({k}x)" for why, k in reasons[:3])
@@ -156,8 +157,13 @@ def score_predictions(
     test_set_info: dict | None = None,
     keep_going: bool = False,
     on_update: Callable[[ScoreRun, str], None] | None = None,
+    nothing_scored_is_error: bool = True,
 ) -> ScoreRun:
     """Run the metrics one after the other.
+
+    nothing_scored_is_error: a metric that scored no study raises MetricError (naming the
+        reasons); False keeps it as a summary with no score (the backend on a private test
+        set, where that is a case of its coverage rule's noisy threshold).
 
     keep_going: a metric that raises is recorded in `results["failed"]` (reason, advice)
         and the others still run; otherwise its exception propagates.
@@ -183,7 +189,7 @@ def score_predictions(
         try:
             summary, result = _score_metric(name, predictions, references, options=metric_options.get(name, {}),
                                             bootstrap=bootstrap, seed=seed, progress=progress,
-                                            run_context=run_context)
+                                            run_context=run_context, nothing_scored_is_error=nothing_scored_is_error)
         except Exception as exc:
             if not keep_going:
                 raise
@@ -271,9 +277,10 @@ def score_submission(
     on_update: Callable[[ScoreRun, str], None] | None = None,
     id_column: str | None = None,
     prediction_column: str | None = None,
+    nothing_scored_is_error: bool = True,
 ) -> ScoreRun:
     """Load the test set, validate the predictions file against it, run the metrics
-    (`keep_going`, `on_update`: see score_predictions; `id_column`, `prediction_column`:
+    (`keep_going`, `on_update`, `nothing_scored_is_error`: see score_predictions; `id_column`, `prediction_column`:
     the predictions file's column names when they are not the usual ones)."""
     from rexrank.testsets.loading import track_studies
     from rexrank.testsets.registry import check_track, get_spec
@@ -309,4 +316,5 @@ def score_submission(
         test_set_info=info,
         keep_going=keep_going,
         on_update=on_update,
+        nothing_scored_is_error=nothing_scored_is_error,
     )

@@ -19,8 +19,9 @@ The guarantee: ε-differential privacy per published number
 Every published aggregate of a private test set (each score column's mean and 95 % CI
 half-width) is the true value plus Laplace noise of scale b = Δ / ε, then clamped to the
 values it can take and rounded. Δ is the largest change one study can make to it (its
-sensitivity): with per-study scores in a range of width w (PER_STUDY_RANGE) and n scored
-studies, Δ = w / n for the mean and 1.96 · w / √(n (n − 1)) for the CI half-width (the
+sensitivity): with per-study scores in a range of width w (PER_STUDY_RANGE) over n
+studies (L = ⌈0.99 n⌉ on the backend, see "Decisions from private data"), Δ = w / n for
+the mean and 1.96 · w / √(n (n − 1)) for the CI half-width (the
 sample standard deviation is a norm of the centred scores, which one study moves by at
 most w / √(n − 1)). Clamping and rounding are post-processing: they cannot weaken it.
 
@@ -45,17 +46,83 @@ At ReXGradient's 10,000 studies the noise on every [0, 1] and [-1, 1] mean and o
 [0, 1] CIs is below the 0.001 of ReXrank's 3 displayed decimals (RadCliQ-v1 and
 FineRadScore are published at 2 decimals, above their noise).
 
-What repeated submissions cost
-------------------------------
-Privacy losses add up (sequential composition): a submission that publishes m numbers
-spends m · ε on every study; k submissions spend k · m · ε. ReXrank's metric set
-publishes a mean and a CI for 11 columns, so m = 22 and one submission spends at most
-11 on each study in the worst case (all numbers used against one study; one number
-against one question: 0.5). The quota (1 submission per submitter, test set and track
-in 7 days; failed validation counts) and, where organisers set it, the list of approved
-submitters are what bound k: the noise is drawn afresh for every submission, identical
-predictions included, so averaging many submissions works as fast as the budget says and
-no faster. A store without a quota (`--quota 0`) has no budget limit.
+What repeated submissions cost: the ledger
+------------------------------------------
+Privacy losses add up (sequential composition): a submission that publishes m numbers and
+takes d decisions from private data spends (m + d) · ε on every study in the worst case
+(every number aimed at one study). ReXrank's metric set publishes a mean and a CI for 11
+columns (BLEU-2, BERTScore, SembScore, RadGraph, RadCliQ-v1, RaTEScore, GREEN, and
+FineRadScore's severity and three indicator shares), so m = 22, and one decision (the
+coverage rule, below), d = 1:
+
+    ε per submission of the full set = (22 + 1) × 0.5 = 11.5
+    ledger total (LEDGER_TOTAL)       = 12 submissions × 11.5 = 138 per 365 days
+
+The backend keeps a ledger per submitter (Hub account) and private test set in the store
+(rexrank.store.ledger): every private request it takes up is charged its full cost before
+scoring, whatever then happens to it (finished, failed coverage, internal error,
+cancelled); a request requeued by the maintainers is charged again for its new round, and
+one cancelled (`rexrank cancel`) before the backend took it up is charged too, so that
+cancelling is no way around the budget. A request that would take the account's last 365
+days above the total
+is refused before scoring, with a message that names only the budget. Organisers can set
+another total per test set in the store's config.json ("privacy_budget").
+
+The guarantee over all of an account's submissions: everything the account can see about a
+private test set in 365 days (every published number and outcome) is ε-differentially
+private for each study with ε = the ledger's total, 138. Said plainly: each number or
+outcome answers a yes/no question about one study right with probability at most
+e^0.5 / (1 + e^0.5) ≈ 0.62, and the ledger caps how many an account gets: 276 a year.
+Aimed all at one study (a majority vote over 276 answers), they can settle one question
+about it; spread over studies, they learn a little about each. The total is a count that
+grows with the calendar, not with how many probes a script can send. That bound is per account: one person with many
+free Hub accounts has a budget per account. The list of approved submitters (config.json,
+"approved_submitters") is what bounds the number of accounts, and so the set's total
+exposure: (number of approved accounts) × LEDGER_TOTAL. A private test set should be open
+only to approved accounts. A store without a quota and without a ledger (`--quota 0`,
+"privacy_budget": 0) has no budget limit.
+
+Decisions from private data
+---------------------------
+What the public sees besides the numbers is a fixed vocabulary of outcomes
+(rexrank.backend.public_door). Three of them could depend on private data:
+
+- FINISHED vs FAILED by the coverage rule: a noisy threshold. With c_m the studies metric m
+  scored, k_m how many studies' references one reference can change the scores of (its
+  coupling, 1 for every metric but GREEN's official batches: 8), n the track's studies and
+  r the minimum coverage, the request passes if min_m (c_m − r·n) / k_m + Laplace(1 / ε)
+  ≥ −M: one reference moves the minimum by at most 1, so the outcome costs ε = 0.5
+  (EPSILON_DECISION). M = ln(1 / (2β)) / ε = 26.2 (COVERAGE_MARGIN, β = 1e-6) makes a
+  request that meets the rule pass with probability at least 1 − β; one that misses it by
+  more than about 2M = 52 studies (k_m · 52 for a coupled metric) fails almost surely, and
+  in between the outcome is random. On a small private set (a few hundred studies) the
+  rule is that loose: what ε costs there.
+- Track membership (the findings track scores only studies with findings): a private set's
+  predictions are validated against all of its ids, the same list for every track, so the
+  outcome does not depend on which studies have findings; predictions for studies the
+  track does not score are dropped, and their number is not published.
+- Which studies a metric could score: never published (no n, n_scored, n_failed,
+  n_missing, failure reasons, token lengths or timings); each mean is taken over at least
+  L = ⌈r·n⌉ studies (a mean over fewer is scaled down to L), so its sensitivity is w / L
+  whatever the number scored, and the noise of the table above holds with L for n. A
+  metric that scored no study is the case c_m = 0 of the same rule, not an error: if the
+  noisy threshold lets it through, its mean is the lowest value plus noise.
+
+Not covered: time. When a result appears (the results repo's commit) follows how long
+scoring took, which grows with the references' lengths for the LLM judges; the queue
+wait and the other requests blur it, but no noise is added to it.
+
+tests/test_private_door.py runs GREEN's length probe and the findings-track probe through
+the leaderboard's /submit and /status, and checks what the probes one ledger allows can
+learn against these bounds.
+
+GREEN's official batches couple studies: the completion budget of each of 8 studies is
+2,048 minus its batch's longest prompt, so one reference can change 8 scores. Its noise is
+taken 8 times larger (Δ = 8 w / L): b ≈ 0.0016 for the mean and 0.0032 for the CI at
+10,000 studies, above the third decimal, so GREEN is published to 2 decimals on
+ReXGradient, unlike the other [0, 1] columns. (Scoring private sets with a length cap per
+prompt would remove the coupling, at the price of GREEN numbers that differ from the
+official batching on long reports; not done here.)
 
 Noise is drawn from a generator seeded from the operating system's secure randomness
 (`secrets`) for every result: no submitter can reproduce or predict it. Rounding removes
@@ -66,13 +133,13 @@ Rounding: the precision
 Each published number is rounded to a step q, a power of ten, at least PRIVACY_FACTOR
 (5) times its largest one-study change (above): so a lone study never shows in the
 digits published even before noise. For ReXGradient (10,000 studies) this gives 3
-decimals for the means and CIs of scores in [0, 1] (BLEU-2, RadGraph, RaTEScore, GREEN:
-the ReXrank site's precision); BERTScore and SembScore ([-1, 1]) keep 3 decimals for the
+decimals for the means and CIs of scores in [0, 1] (BLEU-2, RadGraph, RaTEScore: the
+ReXrank site's precision; GREEN, whose batches couple 8 studies, gets 2); BERTScore and SembScore ([-1, 1]) keep 3 decimals for the
 mean and 2 for the CI; the mean FineRadScore severity (0–4) and mean RadCliQ-v1 (a linear
 map of its components, width ≈ 6.5) get 2 decimals. The leaderboard's 1/RadCliQ-v1 and
 1/FineRadScore are computed from the published means, so they reveal nothing more.
 Per-study minima, maxima, medians and standard deviations are not published (a maximum
-is one study's score); the counts n and n_missing are published as they are.
+is one study's score), nor are counts of scored, failed or missing studies.
 
 The guarantee assumes each per-study score lies in its declared range (PER_STUDY_RANGE);
 scores are not clipped to it.
@@ -93,6 +160,11 @@ MIN_LEAK_CHARS = 25
 PRIVACY_FACTOR = 5
 CI_FACTOR = 1.96  # the CI's one-study change relative to the mean's (see the module docstring)
 EPSILON = 0.5  # privacy loss per published number (see the module docstring)
+EPSILON_DECISION = 0.5  # per outcome decided from private data (the coverage rule's noisy threshold)
+LEDGER_TOTAL = 138.0  # per submitter and private test set in LEDGER_DAYS: 12 submissions of 11.5
+LEDGER_DAYS = 365.0
+COVERAGE_BETA = 1e-6  # the chance that a request meeting the coverage rule fails it by the noise
+COVERAGE_MARGIN = math.log(1 / (2 * COVERAGE_BETA)) / EPSILON_DECISION  # ≈ 26.2 studies
 
 
 def _radcliq_v1_range() -> tuple[float, float]:
@@ -129,18 +201,56 @@ PER_STUDY_RANGE: dict[str, tuple[float, float]] = {
 PER_STUDY_RANGE["radcliq"] = _radcliq_v1_range()
 
 
+# The columns a private test set publishes, by metric (a mean and a CI each): what a
+# submission's ε is counted on (`submission_cost`), so nothing else is published.
+PUBLISHED_COLUMNS: dict[str, tuple[str, ...]] = {
+    **{name: (name,) for name in ("bleu2", "bertscore", "sembscore", "radgraph", "radcliq", "ratescore", "green",
+                                  "crimson", "rouge", "temporal_f1", "srr_bert")},
+    "fineradscore": ("fineradscore", "fineradscore_no_error", "fineradscore_no_actionable_error",
+                     "fineradscore_no_significant_error"),
+}
+DEFAULT_MIN_COVERAGE = 0.99  # the coverage rule's default share (rexrank.backend.worker)
+
+
+def numbers_published(metrics: Iterable[str]) -> int:
+    """How many numbers a private result of `metrics` publishes: a mean and a CI per column."""
+    return 2 * sum(len(PUBLISHED_COLUMNS.get(name, ())) for name in metrics)
+
+
+def submission_cost(metrics: Iterable[str]) -> float:
+    """ε one private request of `metrics` spends: each published number, plus the coverage
+    decision (ReXrank's full set: 22 × 0.5 + 0.5 = 11.5)."""
+    return numbers_published(list(metrics)) * EPSILON + EPSILON_DECISION
+
+
+def study_coupling(name: str, provenance: dict | None, n_studies: int) -> int:
+    """How many studies' scores one reference can change in metric `name`: GREEN's official
+    batches share a completion budget (2,048 minus the batch's longest prompt), so one
+    reference moves its batch; batches by length move with every prompt (the whole set)."""
+    config = (provenance or {}).get("config") or {}
+    if name != "green":
+        return 1
+    cap = str(config.get("length_cap", ""))
+    official = re.search(r"batch of (\d+) in input order", cap)
+    if official:
+        return max(1, int(official.group(1)))
+    if "similar length" in cap:
+        return max(1, n_studies)
+    return 1
+
+
 def decimals_for(width: float, n: int, *, factor: float = PRIVACY_FACTOR) -> int:
     """Decimals d such that the step 10**-d is at least `factor` × `width` / `n`."""
     return math.floor(math.log10(n / (factor * width)) + 1e-9)
 
 
-def rounding_for(column: str, n_studies: int) -> dict | None:
+def rounding_for(column: str, n_studies: int, *, coupling: int = 1) -> dict | None:
     """{"mean": decimals, "ci95": decimals} for a score column of a private test set with
     `n_studies` studies; None for a column without a declared range (not published)."""
     if column not in PER_STUDY_RANGE or n_studies < 2:
         return None
     low, high = PER_STUDY_RANGE[column]
-    width = high - low
+    width = (high - low) * coupling
     return {"mean": decimals_for(width, n_studies), "ci95": decimals_for(CI_FACTOR * width, n_studies)}
 
 
@@ -154,10 +264,15 @@ def sensitivity(column: str, n: int) -> dict | None:
     return {"mean": width / n, "ci95": CI_FACTOR * width / math.sqrt(n * (n - 1))}
 
 
-def noise_scale(column: str, n: int, *, epsilon: float = EPSILON) -> dict | None:
-    """The Laplace scale b = sensitivity / ε of a column's mean and CI half-width."""
+def noise_scale(column: str, n: int, *, epsilon: float = EPSILON, coupling: int = 1) -> dict | None:
+    """The Laplace scale b = coupling × sensitivity / ε of a column's mean and CI half-width."""
     delta = sensitivity(column, n)
-    return None if delta is None else {k: v / epsilon for k, v in delta.items()}
+    return None if delta is None else {k: coupling * v / epsilon for k, v in delta.items()}
+
+
+def floor_studies(n_studies: int, min_coverage: float = DEFAULT_MIN_COVERAGE) -> int:
+    """L = ⌈r · n⌉: the fewest studies a published mean is taken over (see the docstring)."""
+    return max(2, math.ceil(min_coverage * n_studies - 1e-9))
 
 
 def secure_rng():
@@ -176,44 +291,56 @@ def _published(value, *, scale: float, decimals: int, rng, low: float = -math.in
     return round(noisy, decimals) + 0.0  # + 0.0: no "-0.0"
 
 
-def private_results(results: dict, *, rng=None, epsilon: float = EPSILON) -> dict:
-    """A scoring run's results (rexrank.scoring) with every metric's scores reduced to n,
-    n_missing and the mean and CI with Laplace noise (ε per number), rounded (columns
-    without a declared range: n only). `rng`: a numpy Generator (default: `secure_rng()`);
-    tests pass a seeded one. Leaderboard values computed from it reveal nothing more."""
+def _floored(summary: dict, low: float, floor: int) -> tuple:
+    """(mean, CI) over the scored studies, the mean scaled down as if taken over `floor`
+    studies when fewer were scored (what keeps its sensitivity at w / floor; see the
+    docstring): no score at all is the lowest mean with a CI of 0, published like any other."""
+    mean, ci, scored = summary.get("mean"), summary.get("ci95"), summary.get("n")
+    if not isinstance(scored, int) or scored >= floor:
+        return mean, ci
+    if scored == 0 or not isinstance(mean, (int, float)) or not math.isfinite(mean):
+        return low, 0.0
+    ci = ci if isinstance(ci, (int, float)) and math.isfinite(ci) else 0.0
+    return low + (mean - low) * scored / floor, ci
+
+
+def private_results(results: dict, *, rng=None, epsilon: float = EPSILON,
+                    min_coverage: float = DEFAULT_MIN_COVERAGE) -> dict:
+    """A scoring run's results (rexrank.scoring) with every metric's scores reduced to the
+    mean and CI of its PUBLISHED_COLUMNS with Laplace noise (ε per number), rounded: no
+    counts, failures or timings. Each mean is over at least ⌈min_coverage · n⌉ studies
+    (`floor_studies`). `rng`: a numpy Generator (default: `secure_rng()`); tests pass a
+    seeded one. Leaderboard values computed from it reveal nothing more."""
     rng = secure_rng() if rng is None else rng
     n_studies = int(results.get("test_set", {}).get("n_studies") or results.get("predictions", {}).get("n") or 0)
+    floor = floor_studies(n_studies, min_coverage)
     metrics = {}
     for name, summary in results.get("metrics", {}).items():
-        scores, rounding, scales = {}, {}, {}
+        scores, rounding = {}, {}
+        coupling = study_coupling(name, summary.get("provenance"), n_studies)
         for column, s in summary.get("scores", {}).items():
-            kept = {k: s[k] for k in ("n", "n_missing") if k in s}
-            rule = rounding_for(column, n_studies)
-            # fewer scored studies than the test set has: each moves the mean more
-            n = min(int(s["n"]), n_studies) if s.get("n") else n_studies
-            scale = noise_scale(column, n, epsilon=epsilon)
-            if rule is not None and scale is not None:
-                low, high = PER_STUDY_RANGE[column]
-                kept["mean"] = _published(s.get("mean"), scale=scale["mean"], decimals=rule["mean"], rng=rng,
-                                          low=low, high=high)
-                kept["ci95"] = _published(s.get("ci95"), scale=scale["ci95"], decimals=rule["ci95"], rng=rng, low=0.0)
-                rounding[column] = rule
-                scales[column] = {k: float(f"{v:.3g}") for k, v in scale.items()}
-            scores[column] = kept
-        metrics[name] = {
-            "scores": scores,
-            "rounding_decimals": rounding,
-            "privacy": {"mechanism": "laplace", "epsilon_per_number": epsilon, "noise_scale": scales},
-            "higher_is_better": summary.get("higher_is_better"),
-            **{k: summary[k] for k in ("n_studies", "n_scored", "n_failed", "seconds") if k in summary},
-        }
+            rule = rounding_for(column, n_studies, coupling=coupling)
+            scale = noise_scale(column, floor, epsilon=epsilon, coupling=coupling)
+            if column not in PUBLISHED_COLUMNS.get(name, ()) or rule is None or scale is None:
+                continue
+            low, high = PER_STUDY_RANGE[column]
+            mean, ci = _floored(s, low, floor)
+            scores[column] = {
+                "mean": _published(mean, scale=scale["mean"], decimals=rule["mean"], rng=rng, low=low, high=high),
+                "ci95": _published(ci, scale=scale["ci95"], decimals=rule["ci95"], rng=rng, low=0.0),
+            }
+            rounding[column] = rule
+        privacy = {"mechanism": "laplace", "epsilon_per_number": epsilon, "studies_at_least": f"{min_coverage:.0%}"}
+        if coupling > 1:
+            privacy["study_coupling"] = coupling
+        metrics[name] = {"scores": scores, "rounding_decimals": rounding, "privacy": privacy,
+                         "higher_is_better": summary.get("higher_is_better")}
     return {**results, "metrics": metrics}
 
 
 def private_view(summary: dict) -> dict:
     """One metric's summary from `private_results`, as the result record keeps it."""
-    return {k: v for k, v in summary.items() if k in ("scores", "rounding_decimals", "privacy", "higher_is_better",
-                                                      "n_studies", "n_scored", "n_failed", "seconds")}
+    return {k: v for k, v in summary.items() if k in ("scores", "rounding_decimals", "privacy", "higher_is_better")}
 
 
 def validation_message(exc: SubmissionError, n_expected: int | None) -> str:

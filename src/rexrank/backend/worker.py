@@ -11,19 +11,19 @@ import errno
 import io
 import logging
 import os
-import re
 import socket
 import tempfile
 import threading
 import traceback
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import NoReturn, Sequence
 
 from rexrank import __version__
-from rexrank.backend.privacy import find_leaks, private_results, private_view, public_message, validation_message
-from rexrank.errors import MetricError, RexrankError, SubmissionError, TestSetError
+from rexrank.backend import public_door as door
+from rexrank.backend.privacy import DEFAULT_MIN_COVERAGE, find_leaks, public_message
+from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR, CoverageError  # noqa: F401 (their old home)
+from rexrank.errors import RexrankError, SubmissionError, TestSetError
 from rexrank.store import records as R
 from rexrank.store.names import display
 from rexrank.store.repo import StoreError, StoreWriteError
@@ -35,11 +35,6 @@ log = logging.getLogger("rexrank.backend")
 DEFAULT_LEASE_SECONDS = 600.0
 # OS errors that say the machine, not the request, failed: the request goes back to the queue
 MACHINE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EFBIG, errno.ENFILE, errno.EMFILE}
-DEFAULT_MIN_COVERAGE = 0.99
-PRIVATE_INTERNAL_ERROR = (
-    "scoring failed with an internal error on the private test set; details are kept out of the "
-    "public queue — contact the maintainers with this request id"
-)
 
 
 def min_coverage_from(percent: float | None) -> float:
@@ -57,15 +52,6 @@ def min_coverage_from(percent: float | None) -> float:
 
 class BackendStop(RexrankError):
     """The worker cannot go on (it cannot load a test set); the request it held is PENDING again."""
-
-
-class CoverageError(RexrankError):
-    """A metric scored fewer studies than the coverage rule asks: nothing is published.
-    `without_causes`: the same message without the failure reasons."""
-
-    def __init__(self, message: str, *, without_causes: str):
-        super().__init__(message)
-        self.without_causes = without_causes
 
 
 def default_worker_id() -> str:
@@ -201,7 +187,12 @@ class Worker:
         refusal = self.policy_problem(request)
         if refusal is not None:
             log.warning("%s refused: %s", rid, display(refusal))
-            self.store.fail(rid, self.worker_id, error=f"refused: {refusal}", kind=R.REFUSED)
+            self.store.fail(rid, self.worker_id, error=door.policy_refusal(refusal), kind=R.REFUSED)
+            return self.store.get_request(rid)
+        over_budget = self.charge_privacy(request)
+        if over_budget is not None:
+            log.warning("%s %s", rid, over_budget)
+            self.store.fail(rid, self.worker_id, error=over_budget, kind=R.REFUSED)
             return self.store.get_request(rid)
         try:
             record, per_study = self.score(request)
@@ -228,7 +219,7 @@ class Worker:
                 return self.store.get_request(rid)
             self.store.add_result(record, per_study=per_study)
             published = True
-            notes = [f"{name} was not scored: {why}" for name, why in self.not_scored.items()]
+            notes = door.notes(self.not_scored)
             finished = self.store.finish(rid, self.worker_id, result_id=record["id"], notes=notes)
         except StoreWriteError as exc:  # a full disk, a read-only store: nothing of that commit was written
             if published:  # the result is out: the next worker to claim the request marks it FINISHED
@@ -263,6 +254,21 @@ class Worker:
             return str(exc)
         return self.store.policy_problem(request)
 
+    def charge_privacy(self, request: dict) -> str | None:
+        """A private request's ε on its submitter's ledger (rexrank.store.ledger), charged
+        before scoring whatever then happens to it; the refusal message if the budget
+        cannot pay for it, else None."""
+        from rexrank.backend import privacy
+        from rexrank.store import ledger
+
+        if not door.is_private(request["test_set"]):
+            return None
+        limit = ledger.budget(self.store, request["test_set"], default_total=privacy.LEDGER_TOTAL,
+                              days=privacy.LEDGER_DAYS)
+        cost, numbers = door.request_cost(self.metrics)
+        refusal = ledger.charge(self.store, request, cost=cost, numbers=numbers, decisions=1, limit=limit)
+        return None if refusal is None else door.budget_refusal(request, refusal)
+
     # ---- scoring -----------------------------------------------------------------------
     def score(self, request: dict) -> tuple[dict, bytes | None]:
         from rexrank.scoring import score_submission
@@ -275,9 +281,12 @@ class Worker:
             preds_file = tmp / "predictions.parquet"
             preds_file.write_bytes(self.store.read_predictions(request))
             try:
+                if spec.private:  # against all of the set's ids: track membership stays private
+                    door.check_private_ids(preds_file, request["test_set"], request["track"], data_dir=data_dir)
                 run = score_submission(
                     request["test_set"], request["track"], preds_file, data_dir=data_dir,
                     metrics=self.metrics, metric_options=self.metric_options, progress=self.progress,
+                    nothing_scored_is_error=not spec.private,  # on a private set, the noisy coverage rule decides
                 )
             except SubmissionError as exc:
                 # name the submitter's predictions, not this worker's temporary file
@@ -296,141 +305,25 @@ class Worker:
                 raise RuntimeError(f"result record would quote {len(leaks)} private references")
         return record, per_study
 
-    def check_coverage(self, results: dict, *, private: bool) -> None:
+    def check_coverage(self, results: dict, *, private: bool, rng=None) -> None:
         """Raise CoverageError when any metric scored less than `min_coverage` of the
-        studies: a mean over the studies an LLM happened to answer is not the model's score."""
-        short, causes = [], []
-        for name in self.metrics:  # a metric of the set with no summary did not run: not a silent pass
-            if name not in results["metrics"]:
-                short.append(f"{name} scored 0 studies")
-                causes.append("it did not run")
-        for name, summary in results["metrics"].items():
-            n = summary.get("n_studies") or results["predictions"]["n"]
-            scored = summary.get("n_scored")
-            if scored is None:  # a metric that produced no summary counts, not a silent pass
-                scored = n - summary.get("n_failed", n)
-            if n and scored / n < self.min_coverage:
-                short.append(f"{name} scored {scored} of {n} studies ({scored / n:.1%})")
-                causes.append(_causes(summary.get("failures") or {}, private=private))
-        if short:
-            head = f"below the coverage rule (each metric must score at least {self.min_coverage:.0%} of the studies): "
-            tail = (". Nothing was published. The answers already received are kept in the cache: the maintainers "
-                    "can requeue this request once the cause is fixed, and only the missing studies are scored again.")
-            raise CoverageError(head + "; ".join(f"{s}; cause: {c}" for s, c in zip(short, causes)) + tail,
-                                without_causes=head + "; ".join(short) + tail)
+        studies: a mean over the studies an LLM happened to answer is not the model's score
+        (on a private test set a noisy threshold decides; rexrank.backend.public_door)."""
+        problem = door.coverage_failure(results, self.metrics, min_coverage=self.min_coverage, private=private, rng=rng)
+        if problem is not None:
+            raise problem
 
-    def result_record(self, request: dict, results: dict, *, private: bool) -> dict:
-        from rexrank.results_schema import leaderboard_values
-
-        # checkpoint and model files by their base names: the server's folders are not published
-        provenance = R.public_paths({name: s["provenance"] for name, s in results["metrics"].items()})
-        if private:  # rounded before anything is derived from it (rexrank.backend.privacy)
-            results = private_results(results)
-        summaries = {}
-        for name, summary in results["metrics"].items():
-            if private:
-                summaries[name] = private_view(summary)
-            else:
-                summaries[name] = {k: v for k, v in summary.items() if k != "provenance"}
-        preds = results["predictions"]
-        # the file's base name, or its hf:// id if public when filed: never a folder of the submitter's machine or the server
-        prediction_info = {"sha256": request["predictions"]["sha256"],
-                           "source": R.public_predictions_source(request["predictions"]),
-                           "n": preds["n"], "n_empty": preds["n_empty"], "n_not_in_track": preds["n_not_in_track"]}
-        if not private:
-            prediction_info["empty_ids"] = preds["empty_ids"]
-        test_set = {k: v for k, v in results["test_set"].items()}
-        not_scored = {"not_scored": dict(self.not_scored)} if self.not_scored else {}
-        return {
-            "id": request["id"],
-            "request_id": request["id"],
-            "model_name": request["model_name"],
-            "institution": request.get("institution", ""),
-            "model_url": request.get("model_url", ""),
-            "submitter": request["submitter"],
-            "date": request["submitted_time"][:10],
-            "test_set": request["test_set"],
-            "track": request["track"],
-            "source": "rexrank",
-            "trained_on": request.get("trained_on", []),
-            "per_study_available": False,
-            "values": leaderboard_values(results),
-            **not_scored,  # metrics of the store's set this backend could not run, and why
-            "summaries": summaries,
-            "provenance": {
-                "rexrank_version": __version__,
-                "scored_time": results["created"],
-                "python": results.get("python"),
-                "worker": self.worker_id,
-                "attempt": request.get("attempts"),
-                "metrics": provenance,
-                "test_set": test_set,
-                "predictions": prediction_info,
-                "statistics": results.get("statistics"),
-            },
-        }
+    def result_record(self, request: dict, results: dict, *, private: bool, rng=None) -> dict:
+        return door.result_record(request, results, private=private, worker_id=self.worker_id,
+                                  not_scored=self.not_scored, version=__version__, min_coverage=self.min_coverage,
+                                  rng=rng)
 
     def failure_message(self, request: dict, exc: BaseException) -> tuple[str, str]:
-        """(what the submitter sees, failure kind). Never a server path; on a private test
-        set never an id or a text of the test set: validation in counts, anything else
-        only after a leak check or not at all."""
-        from rexrank.testsets.registry import get_spec
-
+        """(what the submitter sees, failure kind), from rexrank.backend.public_door."""
         log.debug("failure of %s:\n%s", request["id"], "".join(traceback.format_exception(exc)))
-        try:
-            private = get_spec(request["test_set"]).private
-        except RexrankError:
-            private = False
-        if isinstance(exc, SubmissionError):
-            kind = R.VALIDATION
-            message = (validation_message(exc, exc.details.get("n_expected")) if private
-                       else f"the predictions do not match the test set: {exc}")
-        elif isinstance(exc, CoverageError):
-            kind, message = R.COVERAGE, str(exc)
-        elif isinstance(exc, MetricError):
-            # a metric that cannot run scores no study: the coverage rule's case, so the same
-            # kind (nothing published; the maintainers requeue it once the cause is fixed)
-            kind, message = R.COVERAGE, (f"a metric of this backend's set could not run, so it scored none of the "
-                                         f"studies: {exc}. Nothing was published; the maintainers can requeue this "
-                                         "request once the cause is fixed.")
-        else:
-            kind, message = R.INTERNAL, f"internal error while scoring ({type(exc).__name__}: {exc})"
-        message = public_message(message, known_paths=self._server_paths())
-        if not private or kind == R.VALIDATION:
-            return message, kind  # private validation: counts only, by construction
-        # anything else said about a private set is published only if it quotes no reference
-        fallback = exc.without_causes if isinstance(exc, CoverageError) else PRIVATE_INTERNAL_ERROR
-        try:
-            from rexrank.testsets.loading import track_studies
-
-            refs = list(track_studies(request["test_set"], request["track"], data_dir=self.data_dir).references)
-        except Exception:
-            return fallback, kind
-        return (fallback if find_leaks([message], refs) else message), kind
+        return door.failure(request, exc, known_paths=self._server_paths())
 
     def _server_paths(self) -> list[str]:
         paths = [str(self.data_dir) if self.data_dir else "", tempfile.gettempdir(), str(Path.home()), os.getcwd()]
         return [p for p in paths if p and p != "/"]
 
-
-_REASON_KIND = re.compile(r"[A-Za-z][A-Za-z0-9 ()_-]{0,59}")
-
-
-def _reason_kind(why: str) -> str:
-    """The kind of a failure reason ("LLM call failed", "invalid answer after 3 attempt(s)"):
-    the text before the first ':' if it is a short phrase of plain words, else "other"
-    (a reason that quotes a study's text must not be shown for a private test set)."""
-    head = str(why).split(":", 1)[0].strip()
-    return head if _REASON_KIND.fullmatch(head) else "other reasons"
-
-
-def _causes(failures: dict, *, private: bool, shown: int = 3) -> str:
-    """The most common failure reasons with counts; for a private test set, their kinds only."""
-    if not failures:
-        return "no per-study reasons were recorded"
-    reasons = Counter(
-        (_reason_kind(why) if private else " ".join(str(why).split())[:200]) for why in failures.values()
-    )
-    return ", ".join(f"{n} × {why}" for why, n in reasons.most_common(shown)) + (
-        f" and {len(reasons) - shown} other reason(s)" if len(reasons) > shown else ""
-    )

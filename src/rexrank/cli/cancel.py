@@ -9,7 +9,7 @@ def register(subparsers) -> None:
         "cancel",
         help="withdraw a PENDING or RUNNING request (maintainers)",
         description="Mark a PENDING or RUNNING request FAILED (cancelled): it counts against the submitter's quota "
-        "like a finished one and claims no model name. A worker scoring it publishes nothing (its publishing step "
+        "(and, on a private test set, the privacy ledger) like a finished one and claims no model name. A worker scoring it publishes nothing (its publishing step "
         "fails once the request was cancelled); a request whose result is already being published cannot be "
         "cancelled.",
     )
@@ -20,8 +20,11 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rexrank.backend.public_door import charge_cancelled
     from rexrank.store import open_store
 
-    request = open_store(args.store, create=False).cancel(args.id, reason=args.reason)
+    store = open_store(args.store, create=False)
+    request = store.cancel(args.id, reason=args.reason)
+    charge_cancelled(store, request)
     print(f"{request['id']}: {request['status']} ({request['error']})")
     return 0

@@ -98,4 +98,5 @@ def _print_results(results: dict | None) -> None:
     for key, v in (results or {}).items():
         ci = f" ± {v['ci95']:.4f}" if v.get("ci95") is not None else ""
         mean = "n/a" if v.get("mean") is None else f"{v['mean']:.4f}"
-        print(f"  {display(key):<18} {mean}{ci}  (n={v.get('n')})")
+        n = f"  (n={v['n']})" if v.get("n") is not None else ""  # a private set's counts are not published
+        print(f"  {display(key):<18} {mean}{ci}{n}")

@@ -159,7 +159,7 @@ def _progress(source: LeaderboardSource, test_set: str, track: str, rank_by: str
 
 def _public_status(store, request_id: str) -> dict:
     """`/status`: {"found", "request" (public fields), "results", "notes", "error"}."""
-    from rexrank.store.records import status_view
+    from rexrank.backend.public_door import status_answer
 
     try:
         request = store.get_request((request_id or "").strip())
@@ -167,9 +167,7 @@ def _public_status(store, request_id: str) -> dict:
                   if request.get("result_id") else None)
     except Exception as exc:  # an unknown id, an unreadable record: a message, not a traceback
         return {"found": False, "error": error_text(exc), "request": None, "results": None}
-    view = status_view(request, result)
-    return {"found": True, "error": None, "request": public_request(request), "results": view["results"],
-            "notes": view.get("notes", [])}
+    return status_answer(request, result)
 
 
 def build_app(source: LeaderboardSource):

@@ -15,6 +15,8 @@ import os
 import re
 from pathlib import Path
 
+# what /submit and /status show of a request is built by the one door
+from rexrank.backend.public_door import PUBLIC_PREDICTION_FIELDS, public_request  # noqa: F401
 from rexrank.errors import RexrankError, SubmissionError, TestSetError
 from rexrank.leaderboard.identity import verified_accounts, verified_user
 from rexrank.testsets.loading import DATA_DIR_ENV
@@ -76,6 +78,11 @@ def file_request(
         submitter = (typed_name or "").strip() or (verified_user(token, endpoint=endpoint) if token else "")
         if not submitter:
             raise SubmissionError("enter your name (or your organisation's) as submitter")
+    from rexrank.backend.public_door import filing_budget_problem
+
+    over_budget = filing_budget_problem(store, submitter=submitter, test_set=test_set)
+    if over_budget:  # the backend would refuse it before scoring: say so now
+        raise SubmissionError(over_budget.removeprefix("refused: "))
     if model_url and not model_url.strip().startswith(("http://", "https://")):
         raise SubmissionError(f"model URL must start with http:// or https:// (got {model_url.strip()!r})")
     if hub_dataset:
@@ -102,29 +109,6 @@ def file_request(
         hub_token=token or False,  # the submitter's access only: never the server's HF_TOKEN
         dataset_owners=owners,
     )
-
-
-PUBLIC_PREDICTION_FIELDS = ("revision", "n", "n_empty", "ids_checked")
-
-
-def public_request(request: dict, *, own: bool = False) -> dict:
-    """What anyone may read of a request (`rexrank status --leaderboard`): never the worker,
-    lease, stored paths or the dataset's name (it may be private). `own`: for the submitter
-    who just filed it (`/submit`'s answer), the dataset's name and commit too."""
-    from rexrank.backend.privacy import public_message
-
-    p = request.get("predictions") or {}
-    return {
-        "id": request["id"],
-        "status": request["status"],
-        "model_name": request["model_name"],
-        "test_set": request["test_set"],
-        "track": request["track"],
-        "submitter": request["submitter"],
-        "submitted_time": request["submitted_time"],
-        "predictions": {k: p[k] for k in (("source", "repo") if own else ()) + PUBLIC_PREDICTION_FIELDS if k in p},
-        "error": public_message(request["error"]) if request.get("error") else None,
-    }
 
 
 def describe_request(request: dict) -> str:

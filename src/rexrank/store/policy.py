@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rexrank.errors import SubmissionError
 from rexrank.store.names import check_name, check_one_script, check_submitter, check_url, display, name_key, same_name
-from rexrank.store.records import CANCELLED, FAILED, REFUSED, VALIDATION, iso, parse_iso
+from rexrank.store.records import CANCELLED, COVERAGE, FAILED, INTERNAL, REFUSED, VALIDATION, iso, parse_iso
 
 
 
@@ -63,12 +63,13 @@ def is_private(test_set: str) -> bool:
 
 def counts_for_quota(request: dict) -> bool:
     """FAILED requests do not use up the quota, except a cancelled one (cancelling must not
-    be a way to retry for free) and a private test set's failed validation: otherwise each
-    failed probe would be a free question about its studies."""
+    be a way to retry for free) and, on a private test set, any failure after filing but a
+    refusal (validation, coverage, internal): otherwise each failed probe would be a free
+    question about its studies."""
     if request["status"] != FAILED:
         return True
     kind = request.get("failure_kind")
-    return kind == CANCELLED or (kind == VALIDATION and is_private(request["test_set"]))
+    return kind == CANCELLED or (kind in (VALIDATION, COVERAGE, INTERNAL) and is_private(request["test_set"]))
 
 
 def check_quota(requests: list[dict], *, submitter: str, test_set: str, track: str, now: float, quota: Quota) -> None:

@@ -12,6 +12,8 @@ requests repo:
     index/recent.json               the last RECENT_LIMIT settled requests (the queue tables)
     index/received.json             when each open request was filed (or first seen)
     config.json                     the store's settings (rexrank.store.config)
+    ledger/<test_set>/<key>.json    the privacy ledger: ε spent per submitter on a private
+                                    test set (rexrank.store.ledger; the backend writes it)
 results repo:
     records/<test_set>/<track>/<id>.json      result records (rexrank.results_schema format)
     per_study/<test_set>/<track>/<id>.parquet per-study scores, public test sets only
@@ -73,7 +75,8 @@ INDEX_DIR = "index/"
 RESULTS_LAYOUT_CONTENT = {"layout": 2, "names": NAME_KEY_VERSION}
 REQUESTS_LAYOUT_CONTENT = {"names": NAME_KEY_VERSION, "contents": 1}  # contents: the index by content sha
 # what the store itself writes into each repo (anything else there is not store data)
-REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFIG_FILE)
+LEDGER_DIR = "ledger/"
+REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFIG_FILE, LEDGER_DIR)
 RESULTS_DATA_PREFIXES = (RECORDS_DIR, PER_STUDY_DIR, INDEX_DIR)
 
 

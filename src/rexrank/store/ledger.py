@@ -1,0 +1,135 @@
+"""The privacy ledger: the ε each submitter has spent on each private test set (the budget
+is explained in rexrank.backend.privacy).
+
+requests repo:
+    ledger/<test_set>/<key>.json    one submitter's charges on one private test set:
+                                    {"submitter", "test_set", "charges": {request id
+                                    (#N for its Nth queueing): {"time", "epsilon",
+                                    "numbers", "decisions"}}}
+
+Written by the backend (and `rexrank cancel`, which charges a cancelled request) only, in
+one commit per charge (optimistic concurrency, as every
+store write): a request is charged once, when a worker takes it up, whatever happens to it
+afterwards: a failure, a crash or a cancel after that point is not a free question. A
+request re-claimed after a crash is not charged twice; one requeued by the maintainers is
+(it is scored and its outcome published again). The store's config.json may set
+another total per test set: "privacy_budget": {"rexgradient": 138} (0: no limit).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from rexrank.store import records as R
+from rexrank.store.repo import Snapshot, StoreError, transact
+
+LEDGER_DIR = R.LEDGER_DIR
+BUDGET_KEY = "privacy_budget"
+
+
+def ledger_path(submitter: str, test_set: str) -> str:
+    """Hub account names are one account whatever their case (the Hub's own rule)."""
+    key = hashlib.sha256(submitter.strip().casefold().encode("utf-8")).hexdigest()[:32]
+    return f"{LEDGER_DIR}{R._safe(test_set)}/{key}.json"
+
+
+@dataclass(frozen=True)
+class Budget:
+    total: float  # ε per `days`; <= 0: no limit
+    days: float
+
+    def spent(self, charges: dict, now: float) -> float:
+        window = self.days * 86400
+        return sum(c["epsilon"] for c in charges.values() if abs(now - R.parse_iso(c["time"])) < window)
+
+    def next_fit(self, charges: dict, cost: float, now: float) -> str:
+        """When the oldest charges leave the window far enough for `cost` to fit."""
+        window = self.days * 86400
+        live = sorted((R.parse_iso(c["time"]), c["epsilon"]) for c in charges.values()
+                      if abs(now - R.parse_iso(c["time"])) < window)
+        spent = sum(e for _, e in live)
+        for when, epsilon in live:
+            spent -= epsilon
+            if spent + cost <= self.total + 1e-9:
+                return R.iso(when + window)
+        return R.iso(now + window)
+
+
+def budget(store, test_set: str, *, default_total: float, days: float) -> Budget:
+    """The total for `test_set`: the store's config ("privacy_budget") or `default_total`."""
+    from rexrank.store.config import read_config
+
+    configured = read_config(store).get(BUDGET_KEY)
+    if configured is None:
+        return Budget(default_total, days)
+    where = f"{store.name}/{R.CONFIG_FILE}: {BUDGET_KEY}"
+    if not isinstance(configured, dict):
+        raise StoreError(f"{where} must be an object mapping test set names to totals (ε per {days:g} days)")
+    total = configured.get(test_set, default_total)
+    if isinstance(total, bool) or not isinstance(total, (int, float)) or total < 0:
+        raise StoreError(f"{where}[{test_set!r}] must be a number >= 0 (ε per {days:g} days; 0 = no limit)")
+    return Budget(float(total), days)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    spent: float
+    total: float
+    cost: float
+    next_fit: str
+
+
+def _load(store, snap: Snapshot, path: str) -> dict:
+    data = store.requests.read_optional(snap, path)
+    if data is None:
+        return {}
+    try:
+        content = json.loads(data)
+    except ValueError:
+        content = None
+    if not isinstance(content, dict) or not isinstance(content.get("charges", {}), dict):
+        raise StoreError(f"{store.name}: ledger file {path} is damaged; the backend refuses to score on it until it is "
+                         "restored from the repo's history")
+    return content
+
+
+def charges(store, submitter: str, test_set: str) -> dict:
+    """The charges recorded for `submitter` on `test_set` ({request id: charge})."""
+    path = ledger_path(submitter, test_set)
+    return _load(store, store.requests.snapshot(), path).get("charges", {})
+
+
+def charge_key(request: dict) -> str:
+    """A request's charge: once per time it was queued (a requeue by the maintainers scores
+    and publishes it again, so it is charged again; a crash and re-claim is not)."""
+    rounds = sum(1 for h in request.get("history") or () if isinstance(h, dict) and h.get("status") == R.PENDING)
+    return request["id"] if rounds <= 1 else f"{request['id']}#{rounds}"
+
+
+def charge(store, request: dict, *, cost: float, numbers: int, decisions: int, limit: Budget,
+           now: float | None = None) -> Refusal | None:
+    """Charge `request` its `cost` (ε) on its submitter's ledger, unless that would take the
+    last `limit.days` above `limit.total`: then nothing is written and the Refusal says
+    what was spent. A request already charged (`charge_key`) is not charged again (None)."""
+    ts = R.now() if now is None else now
+    path = ledger_path(request["submitter"], request["test_set"])
+    refused: list[Refusal] = []
+
+    def decide(snap: Snapshot):
+        content = _load(store, snap, path)
+        recorded = dict(content.get("charges", {}))
+        key = charge_key(request)
+        if key in recorded:
+            return None
+        if limit.total > 0:
+            spent = limit.spent(recorded, ts)
+            if spent + cost > limit.total + 1e-9:
+                refused.append(Refusal(spent, limit.total, cost, limit.next_fit(recorded, cost, ts)))
+                return None
+        recorded[key] = {"time": R.iso(ts), "epsilon": cost, "numbers": numbers, "decisions": decisions}
+        updated = {"submitter": request["submitter"], "test_set": request["test_set"], "charges": recorded}
+        return ({path: R.dumps(updated)}, f"ledger: {request['id']} spends ε {cost:g} on {request['test_set']}", None)
+
+    transact(store.requests, decide)
+    return refused[-1] if refused else None

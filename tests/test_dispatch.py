@@ -1,0 +1,246 @@
+"""The backend as a dispatcher over Jobs (rexrank.backend.dispatch): shards that merge into
+exactly one worker's numbers, retries, cancel, restarts and the store token, against the
+fake Hub's Jobs API (tests/fakehub.py), whose Jobs run as local processes."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import backendhelpers
+from fakehub import Account, FakeHub
+from rexrank.backend.dispatch import Dispatcher, DispatchSettings, dispatch_settings
+from rexrank.backend.jobs import HubJobs, LocalJobs
+from rexrank.backend.worker import Worker
+from rexrank.store import FAILED, FINISHED, Quota, open_store
+from test_store import submit
+
+HELPER = str(Path(backendhelpers.__file__))
+TOKEN = "hf_store_secret_7f3a9c"  # the organisers' store token: a Job secret, nowhere else
+ORG = "board"
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    import huggingface_hub.constants as constants
+
+    with FakeHub(accounts={TOKEN: Account("organiser", orgs=(ORG,))}) as fake:
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setenv("HF_ENDPOINT", fake.url)
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        yield fake
+
+
+@pytest.fixture
+def test_metrics(monkeypatch):
+    import rexrank.metrics.registry as registry
+
+    monkeypatch.setattr(registry, "METRICS", {**registry.METRICS, **backendhelpers.TEST_METRICS})
+
+
+def settings(**kw) -> DispatchSettings:
+    # tiny shards (three for the example's 19 studies); each Job runs the test helper, which
+    # is the rexrank command line with the test metrics registered
+    base = dict(mode="hf-jobs", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.2,
+                job_command=(sys.executable, HELPER), job_env={"HF_HUB_OFFLINE": "0"}, job_timeout=300)
+    return DispatchSettings(**{**base, **kw})
+
+
+def dispatcher(store, metrics: str, worker_id: str = "dispatcher", lease: float = 30.0, **kw) -> Dispatcher:
+    s = settings(**kw)
+    jobs = HubJobs(namespace=ORG, image=s.image, token=TOKEN)
+    return Dispatcher(Worker(store, metrics=metrics, worker_id=worker_id, lease_seconds=lease), jobs, s)
+
+
+def single_worker_run(tmp_path, metrics: str, **env):
+    store = open_store(tmp_path / "single", quota=Quota(0))
+    submit(store)
+    assert Worker(store, metrics=metrics, worker_id="one").run(once=True) == 1
+    [record] = store.list_results()
+    return record, pd.read_parquet(io.BytesIO(store.read_per_study(record)))
+
+
+def published(store):
+    [record] = store.list_results()
+    return record, pd.read_parquet(io.BytesIO(store.read_per_study(record)))
+
+
+def wait_for(condition, timeout=120.0, what=""):
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def in_thread(target):
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def run_until_jobs_run(hub, store, tmp_path, *, slow: float) -> threading.Thread:
+    """A dispatcher in a thread scoring `counting` (`slow` seconds a shard), returned once
+    its three Jobs run and one has started scoring."""
+    started = tmp_path / "started"
+    d = dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": str(slow),
+                                               "REXRANK_TEST_STARTED": str(started)})
+    thread = in_thread(lambda: d.run(once=True))
+    wait_for(lambda: started.exists() and len(hub.jobs) == 3, what="three running Jobs")
+    return thread
+
+
+def test_three_shards_merge_into_the_single_worker_run(hub, tmp_path):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    assert dispatcher(store, "bleu2,rouge").run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    plan = final["dispatch"]["plan"]
+    assert len(plan["ranges"]) == 3 and len(hub.jobs) == 3
+    record, per_study = published(store)
+    single, single_per_study = single_worker_run(tmp_path, "bleu2,rouge")
+    pd.testing.assert_frame_equal(per_study, single_per_study)  # exactly, study by study
+    assert record["values"] == single["values"]
+    for name, summary in record["summaries"].items():
+        assert {k: v for k, v in summary.items() if k != "seconds"} == \
+               {k: v for k, v in single["summaries"][name].items() if k != "seconds"}
+    # the organisers' record: every Job and the GPU-seconds per metric; the scratch area is emptied
+    assert {j["state"] for j in final["dispatch"]["jobs"]} == {"COMPLETED"}
+    assert set(final["dispatch"]["gpu_seconds"]) == {"bleu2", "rouge"}
+    assert not [p for p in hub.files(f"{ORG}/requests") if p.startswith("scratch/")]
+
+
+def test_a_shard_killed_mid_run_is_retried_and_published_once(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    commits_before = hub.commits(f"{ORG}/results")
+    thread = run_until_jobs_run(hub, store, tmp_path, slow=4)
+    victim = next(j for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == "1")
+    hub.kill_job(victim.id)
+    thread.join(timeout=180)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    attempts = sorted((j["shard"], j["attempt"], j["state"]) for j in final["dispatch"]["jobs"])
+    assert attempts == [(0, 1, "COMPLETED"), (1, 1, "ERROR"), (1, 2, "COMPLETED"), (2, 1, "COMPLETED")]
+    assert hub.commits(f"{ORG}/results") - commits_before == 1  # one publishing commit
+    record, per_study = published(store)
+    _, single_per_study = single_worker_run(tmp_path, "counting")
+    pd.testing.assert_frame_equal(per_study, single_per_study)
+
+
+def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    d = dispatcher(store, "counting", shard_attempts=2, job_timeout=2,
+                   job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": "30"})
+    assert d.run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and "failed 2 time(s)" in final["error"] and "Job timeout" in final["error"]
+    assert store.list_results() == []
+    assert len(hub.jobs) == 2 * 3
+
+
+def test_cancel_mid_run_cancels_every_job_and_publishes_nothing(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    thread = run_until_jobs_run(hub, store, tmp_path, slow=60)
+    store.cancel(req["id"], reason="withdrawn")
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert {j.stage for j in hub.jobs.values()} == {"CANCELED"}
+    assert all(j.proc.wait(timeout=10) is not None for j in hub.jobs.values())  # the processes end
+    assert store.get_request(req["id"])["status"] == FAILED
+    assert store.list_results() == []
+    assert not [p for p in hub.files(f"{ORG}/results") if p.startswith(("records/", "per_study/"))]
+
+
+def test_a_restarted_dispatcher_adopts_the_running_jobs(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    started = tmp_path / "started"
+    env = {"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": "8", "REXRANK_TEST_STARTED": str(started)}
+    first_stop = threading.Event()
+    first = dispatcher(store, "counting", worker_id="first", lease=2.0, job_env=env)
+    thread = in_thread(lambda: first.run(stop=first_stop))
+    wait_for(lambda: started.exists() and len(hub.jobs) == 3, what="three running Jobs")
+    first_stop.set()  # the dispatcher stops (a restart, a crash); its Jobs run on
+    thread.join(timeout=30)
+    assert {j.stage for j in hub.jobs.values()} == {"RUNNING"}
+    second_stop = threading.Event()
+    second = dispatcher(open_store(f"hf://{ORG}", quota=Quota(0)), "counting", worker_id="second", lease=2.0,
+                        job_env=env)
+    thread = in_thread(lambda: second.run(stop=second_stop))
+    try:
+        wait_for(lambda: store.get_request(req["id"])["status"] == FINISHED, timeout=180, what="FINISHED")
+    finally:
+        second_stop.set()
+        thread.join(timeout=30)
+    assert len(hub.jobs) == 3  # no duplicate: the second dispatcher found them by their labels
+    final = store.get_request(req["id"])
+    assert final["worker"] == "second" and len(store.list_results()) == 1
+
+
+def test_the_store_token_is_a_job_secret_only(hub, tmp_path, caplog):
+    from huggingface_hub import HfApi
+
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    with caplog.at_level("INFO"):
+        assert dispatcher(store, "bleu2").run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED  # the Jobs wrote their shards: they had the token
+    api = HfApi(endpoint=hub.url, token=TOKEN)
+    for job in hub.jobs.values():
+        assert job.spec["secrets"] == {"HF_TOKEN": TOKEN}
+        info = api.inspect_job(job_id=job.id, namespace=ORG)
+        shown = json.dumps({"command": info.command, "arguments": info.arguments, "labels": info.labels,
+                            "environment": info.environment, "secrets": info.secrets})
+        assert TOKEN not in shown and TOKEN not in json.dumps(job.spec["command"] + [job.spec["environment"]])
+        logs = list(api.fetch_job_logs(job_id=job.id, namespace=ORG))
+        assert logs and TOKEN not in "\n".join(logs)
+    assert TOKEN not in caplog.text and TOKEN not in json.dumps(final)
+
+
+def test_local_dispatch_takes_the_same_path(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    s = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=2, target_shard_hours=1e-9, poll=0.2)
+    d = Dispatcher(Worker(store, metrics="bleu2", worker_id="laptop"), LocalJobs(tmp_path / "jobs"), s)
+    assert d.run(once=True) == 1
+    assert store.get_request(req["id"])["status"] == FINISHED
+    _, per_study = published(store)
+    _, single_per_study = single_worker_run(tmp_path, "bleu2")
+    pd.testing.assert_frame_equal(per_study, single_per_study)
+
+
+def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    req = submit(store)
+    out = subprocess.run([sys.executable, "-c", "import sys; from rexrank.cli.main import main; sys.exit(main())",
+                          "backend", "--store", str(root), "--metrics", "bleu2", "--dispatch", "local", "--flavor", "l4x1",
+                          "--max-jobs", "8", "--dry-run"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert req["id"] in out.stdout and "1 shard(s) on l4x1" in out.stdout and "GPU-hours" in out.stdout
+    assert store.get_request(req["id"])["status"] == "PENDING"
+
+
+def test_config_settings_are_checked(tmp_path):
+    from rexrank.store.repo import StoreError
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps(
+        {"dispatch": {"mode": "hf-jobs", "flavor": "a100-large", "max_jobs": 8, "job_timeout": "2h",
+                      "gpu_hours_ceiling": 20}}))
+    s = dispatch_settings(store, max_jobs=2)
+    assert (s.mode, s.flavor, s.max_jobs, s.job_timeout, s.gpu_hours_ceiling) == ("hf-jobs", "a100-large", 2, 7200, 20.0)
+    (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"max_job": 8}}))
+    with pytest.raises(StoreError, match="unknown setting 'max_job'"):
+        dispatch_settings(store)

@@ -244,3 +244,88 @@ def test_config_settings_are_checked(tmp_path):
     (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"max_job": 8}}))
     with pytest.raises(StoreError, match="unknown setting 'max_job'"):
         dispatch_settings(store)
+
+
+def test_two_dispatchers_on_one_store_never_score_a_shard_twice(hub, tmp_path, test_metrics):
+    from test_store import variant
+
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    ids = {submit(store, variant(tmp_path, i), model_name=f"m{i}")["id"] for i in range(2)}
+    stop = threading.Event()
+    env = {"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": "1"}
+    threads = [in_thread(lambda name=name: dispatcher(open_store(f"hf://{ORG}", quota=Quota(0)), "counting",
+                                                      worker_id=name, job_env=env).run(stop=stop))
+               for name in ("left", "right")]
+    try:
+        wait_for(lambda: {r["status"] for r in store.list_requests()} == {FINISHED}, timeout=240, what="FINISHED")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    started = [(j.spec["labels"]["rexrank-request"], j.spec["labels"]["rexrank-shard"]) for j in hub.jobs.values()]
+    assert sorted(started) == sorted((rid, str(k)) for rid in ids for k in range(3))  # each shard once
+    assert len(store.list_results()) == 2
+
+
+def test_the_worker_resolves_a_request_once(tmp_path, monkeypatch):
+    import rexrank.testsets.loading as loading
+    import rexrank.testsets.registry as registry
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    submit(store)
+    worker = Worker(store, metrics="bleu2", worker_id="w")
+    calls: list[str] = []
+    for module, name in ((registry, "get_spec"), (registry, "check_track"), (loading, "track_studies")):
+        def counted(*args, _real=getattr(module, name), _name=name, **kw):
+            calls.append(_name)
+            return _real(*args, **kw)
+        monkeypatch.setattr(module, name, counted)
+    assert worker.run(once=True) == 1
+    assert sorted(calls) == ["check_track", "get_spec", "track_studies"]
+
+
+def test_shard_boundaries_fall_between_the_official_llm_batches():
+    from rexrank.backend.shards import PlanError, plan_shards
+
+    plan = plan_shards(10000, ["bleu2", "bertscore", "green"], flavor="h100", max_jobs=7)
+    assert plan.k == 7 and plan.align == 8 and plan.ranges[0][0] == 0 and plan.ranges[-1][1] == 10000
+    assert all(start % 8 == 0 for start, _ in plan.ranges)  # every batch of 8 is the official one
+    assert all(a[1] == b[0] for a, b in zip(plan.ranges, plan.ranges[1:]))
+    assert plan_shards(10000, ["green"], {"green": {"batch_size": 6}}, flavor="h100", max_jobs=5).align == 6
+    # the H100 figures: 1.50 s per study for GREEN, 15.4 s per 600 studies for the non-LLM suite
+    assert plan_shards(600, ["green"], flavor="h100", max_jobs=1).gpu_hours == pytest.approx(600 * 1.5 / 3600)
+    one = plan_shards(10000, ["bleu2", "srr_bert"], flavor="l4x1", max_jobs=8)
+    assert one.k == 1 and "srr_bert" in one.why_one_shard  # its corpus F1 needs every study at once
+    with pytest.raises(PlanError, match="green need a GPU flavour"):
+        plan_shards(100, ["green"], flavor="cpu-basic", max_jobs=2)
+    with pytest.raises(PlanError, match="unknown flavour 'a10'"):
+        plan_shards(100, ["bleu2"], flavor="a10", max_jobs=2)
+
+
+def test_a_tiny_llm_judge_merges_into_the_single_worker_run(tmp_path):
+    from llm_tiny_models import build_tiny_llama
+    from rexrank.metrics.green_text import prompt_template
+
+    corpus = [prompt_template()] * 3 + ["No pneumothorax. Mild cardiomegaly. Small left pleural effusion."] * 3
+    model = build_tiny_llama(tmp_path / "llama", corpus=corpus)
+
+    def options(cache: str) -> dict:  # separate answer caches: the single run must generate its own
+        return {"green": dict(model_path=str(model), max_new_tokens=12, cache_dir=str(tmp_path / cache), batch_size=4,
+                              keep_completions=True, progress=False)}
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    s = DispatchSettings(mode="local", flavor="h100", max_jobs=3, target_shard_hours=1e-9, poll=0.3)
+    worker = Worker(store, metrics="green", metric_options=options("c1"), worker_id="d")
+    assert Dispatcher(worker, LocalJobs(tmp_path / "jobs"), s).run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED and final["dispatch"]["plan"]["ranges"] == [[0, 8], [8, 16], [16, 19]]
+    record, per_study = published(store)
+    single_store = open_store(tmp_path / "single", quota=Quota(0))
+    submit(single_store)
+    assert Worker(single_store, metrics="green", metric_options=options("c2"), worker_id="one").run(once=True) == 1
+    single, single_per_study = published(single_store)
+    pd.testing.assert_frame_equal(per_study, single_per_study)
+    merged, alone = record["summaries"]["green"], single["summaries"]["green"]
+    assert merged["details"]["completions"] == alone["details"]["completions"]  # the same generated tokens
+    assert {k: v for k, v in merged.items() if k != "seconds"} == {k: v for k, v in alone.items() if k != "seconds"}

@@ -286,20 +286,23 @@ def score_submission(
     id_column: str | None = None,
     prediction_column: str | None = None,
     studies=None,
+    spec=None,
     select: tuple[int, int] | None = None,
 ) -> ScoreRun:
     """Load the test set, validate the predictions file against it, run the metrics
     (`keep_going`, `on_update`: see score_predictions; `id_column`, `prediction_column`:
-    the predictions file's column names when they are not the usual ones). `studies`:
-    the track's studies already loaded (rexrank.testsets.loading.TrackStudies);
+    the predictions file's column names when they are not the usual ones). `studies`,
+    `spec`: the track's studies and the test set's spec already resolved (the backend's
+    rexrank.backend.resolved.ResolvedRequest);
     `select` = (start, stop): score only those studies, in test-set order (one shard of
     a dispatched request; the whole file is still validated)."""
     from rexrank.testsets.loading import track_studies
     from rexrank.testsets.registry import check_track, get_spec
 
     names = parse_metric_list(metrics)  # fail on a bad metric name before any loading
-    spec = get_spec(dataset)
-    check_track(track)
+    if spec is None:
+        spec = get_spec(dataset)
+        check_track(track)
     # cached per process by the file's SHA-256
     test = studies if studies is not None else track_studies(dataset, track, data_dir=data_dir)
     remember_data_dir(spec, data_dir)

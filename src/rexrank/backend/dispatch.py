@@ -434,6 +434,24 @@ class Dispatcher:
             log.warning("%s: could not remove its shard outputs: %s", rid, exc)
 
 
+def describe_jobs(dispatch: dict) -> str:
+    """`rexrank status ID --store ...`: a dispatched request's plan, each Job and the GPU-seconds per metric."""
+    plan = dispatch.get("plan") or {}
+    lines = [f"dispatched: {len(plan.get('ranges') or [])} shard(s) on {plan.get('flavor')}, estimated "
+             f"{plan.get('estimated_gpu_hours', 0):.2f} GPU-hours (${plan.get('estimated_cost_usd', 0):.2f})"]
+    jobs = dispatch.get("jobs") or []
+    if jobs:
+        lines.append("  job id                    shard  attempt  flavour       state       seconds  est. cost")
+        for j in sorted(jobs, key=lambda j: (j["shard"], j["attempt"])):
+            lines.append(f"  {j['job_id']:<24}  {j['shard']:>5}  {j['attempt']:>7}  {j['flavor']:<12}  {j['state']:<10}"
+                         f"  {j['seconds']:>7.0f}  ${j['estimated_cost_usd']:.2f}")
+        lines.append(f"  total: {sum(j['seconds'] for j in jobs):.0f} Job-seconds, "
+                     f"${sum(j['estimated_cost_usd'] for j in jobs):.2f} estimated")
+    for name, seconds in (dispatch.get("gpu_seconds") or {}).items():
+        lines.append(f"  {name}: {seconds:.1f} GPU-seconds")
+    return "\n".join(lines)
+
+
 def describe_plans(dispatcher: Dispatcher) -> str:
     """`--dry-run`: the plan of every PENDING request, without claiming or starting anything."""
     lines = []

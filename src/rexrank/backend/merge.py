@@ -121,7 +121,6 @@ def _merge_summary(name: str, parts: list[tuple[dict, int]], table, n: int) -> d
 
         t = {k: v for k, v in details["thresholds"].items() if k != "note"}
         details["rates"] = error_rates(values["fineradscore"], **t)
-    details = {k: v for k, v in details.items() if not k.endswith("_ids")}
     return {
         "provenance": parts[0][0]["provenance"],
         "higher_is_better": parts[0][0]["higher_is_better"],
@@ -167,6 +166,8 @@ UNSHARDABLE = frozenset({"srr_bert", "spec_cxr"})
 
 def _merge_details(parts: list[tuple[dict, int]], sizes: list[int]) -> dict:
     keys = list(dict.fromkeys(k for d, _ in parts for k in d))
+    # `*_ids` mirror `*_positions` (made again from the merged positions)
+    keys = [k for k in keys if not (k.endswith("_ids") and k[: -len("_ids")] + "_positions" in keys)]
     merged, not_merged = {}, []
     for key in keys:
         vals = [(d.get(key), offset) for d, offset in parts]

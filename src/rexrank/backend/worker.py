@@ -299,7 +299,7 @@ class Worker:
                 return score_submission(
                     request["test_set"], request["track"], preds_file, data_dir=self.data_dir,
                     metrics=self.metrics, metric_options=self.metric_options, progress=self.progress,
-                    studies=resolved.studies, select=studies,
+                    studies=resolved.studies, spec=resolved.spec, select=studies,
                 )
             except SubmissionError as exc:
                 # name the submitter's predictions, not this worker's temporary file

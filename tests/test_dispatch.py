@@ -135,6 +135,19 @@ def test_a_shard_killed_mid_run_is_retried_and_published_once(hub, tmp_path, tes
     pd.testing.assert_frame_equal(per_study, single_per_study)
 
 
+def test_a_vanished_shard_job_is_started_again(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    thread = run_until_jobs_run(hub, store, tmp_path, slow=4)
+    hub.forget_job(next(j.id for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == "2"))
+    thread.join(timeout=180)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert sorted((j["shard"], j["attempt"], j["state"]) for j in final["dispatch"]["jobs"]) == [
+        (0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "VANISHED"), (2, 2, "COMPLETED")]
+    assert len(store.list_results()) == 1
+
+
 def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause(hub, tmp_path, test_metrics):
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     req = submit(store)
@@ -159,6 +172,7 @@ def test_cancel_mid_run_cancels_every_job_and_publishes_nothing(hub, tmp_path, t
     assert store.get_request(req["id"])["status"] == FAILED
     assert store.list_results() == []
     assert not [p for p in hub.files(f"{ORG}/results") if p.startswith(("records/", "per_study/"))]
+    assert not [p for p in hub.files(f"{ORG}/requests") if p.startswith("scratch/")]
 
 
 def test_a_restarted_dispatcher_adopts_the_running_jobs(hub, tmp_path, test_metrics):
@@ -329,3 +343,28 @@ def test_a_tiny_llm_judge_merges_into_the_single_worker_run(tmp_path):
     merged, alone = record["summaries"]["green"], single["summaries"]["green"]
     assert merged["details"]["completions"] == alone["details"]["completions"]  # the same generated tokens
     assert {k: v for k, v in merged.items() if k != "seconds"} == {k: v for k, v in alone.items() if k != "seconds"}
+
+
+def test_an_encoder_metric_merges_within_1e_6_of_the_single_worker_run(tmp_path):
+    from tiny_report_models import make_tiny_roberta
+
+    model = make_tiny_roberta(tmp_path / "encoder")
+
+    def options(cache: str) -> dict:
+        return {"bertscore": dict(model=str(model), num_layers=2, rescale_with_baseline=False,
+                                  cache_dir=str(tmp_path / cache))}
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    submit(store)
+    s = DispatchSettings(mode="local", flavor="l4x1", max_jobs=3, target_shard_hours=1e-9, poll=0.3)
+    worker = Worker(store, metrics="bertscore", metric_options=options("c1"), worker_id="d")
+    assert Dispatcher(worker, LocalJobs(tmp_path / "jobs"), s).run(once=True) == 1
+    record, per_study = published(store)
+    single_store = open_store(tmp_path / "single", quota=Quota(0))
+    submit(single_store)
+    assert Worker(single_store, metrics="bertscore", metric_options=options("c2"), worker_id="one").run(once=True) == 1
+    single, single_per_study = published(single_store)
+    assert list(per_study["id"]) == list(single_per_study["id"])
+    for column in ("bertscore", "bertscore_precision", "bertscore_recall"):
+        assert abs(per_study[column] - single_per_study[column]).max() <= 1e-6
+    assert abs(record["values"]["bertscore"]["mean"] - single["values"]["bertscore"]["mean"]) <= 1e-6

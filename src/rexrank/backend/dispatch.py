@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from rexrank import __version__
 from rexrank.backend.jobs import Jobs, JobsError, JobState
+from rexrank.backend.shard_job import PRIVATE_DATA_REPO
 from rexrank.backend.shards import FLAVOR_PRICES, PlanError, ShardPlan, plan_shards
 from rexrank.backend.worker import BackendStop, LeaseKeeper, Worker
 from rexrank.errors import RexrankError
@@ -111,6 +112,17 @@ def _seconds(text: str, where: str) -> int:
         return int(float(text[:-1]) * factors[text[-1]]) if text[-1:] in factors else int(text)
     except (ValueError, KeyError):
         raise StoreError(f"{where}: job_timeout {text!r}: expected seconds or e.g. 30m, 6h") from None
+
+
+def dispatcher_for(worker: Worker, **overrides) -> "Dispatcher | None":
+    """The dispatcher the flags (`overrides`, None = not given) or the store's config ask
+    for, else None (the worker scores requests itself, as without --dispatch)."""
+    from rexrank.store.config import read_config
+
+    if overrides.get("mode") is None and not (read_config(worker.store).get(CONFIG_KEY) or {}).get("mode"):
+        return None
+    settings = dispatch_settings(worker.store, **overrides)
+    return Dispatcher(worker, open_jobs(worker.store, settings), settings)
 
 
 def open_jobs(store, settings: DispatchSettings) -> Jobs:
@@ -222,6 +234,7 @@ class Dispatcher:
                 return None
             if keeper.lost.is_set() or self._withdrawn(rid):
                 self._cancel_all(rid)
+                self._drop_scratch(rid)
                 log.warning("%s: cancelled or taken over; its Jobs are cancelled and nothing is published", rid)
                 return self.store.get_request(rid)
             failure = self._step(rid, shards, plan_json)
@@ -232,6 +245,7 @@ class Dispatcher:
                                f"per-request ceiling of {self.settings.gpu_hours_ceiling:g}", R.INTERNAL)
             if failure is not None:
                 self._cancel_all(rid)
+                self._drop_scratch(rid)  # a shard's per-study values of a private set stay nowhere
                 self._save(rid, plan_json)
                 message, kind = failure
                 log.error("%s FAILED: %s", rid, display(message))
@@ -293,6 +307,9 @@ class Dispatcher:
                 shard.cause = failed["message"]
             elif job is None:
                 shard.cause = f"its Job {shard.job_id} disappeared"
+                for entry in self._records.get(rid, []):
+                    if entry["job_id"] == shard.job_id:
+                        entry["state"] = "VANISHED"
             else:
                 shard.cause = f"its Job ended {job.stage}" + (f" ({job.message})" if job.message else "")
             log.warning("%s: shard %d attempt %d failed: %s", rid, shard.index, shard.attempt, shard.cause)
@@ -318,6 +335,8 @@ class Dispatcher:
         args = ["backend-shard", "--store", self.store.name, "--request", rid, "--shard", str(shard.index),
                 "--attempt", str(shard.attempt)]
         env = {"HF_HUB_DISABLE_TELEMETRY": "1", "REXRANK_INSTALL": s.install, **s.job_env}
+        if os.environ.get(PRIVATE_DATA_REPO):  # the Job reads the private references from there itself
+            env.setdefault(PRIVATE_DATA_REPO, os.environ[PRIVATE_DATA_REPO])
         endpoint = getattr(getattr(self.store.requests, "api", None), "endpoint", None)
         if endpoint and self.store.name.startswith("hf://"):
             env["HF_ENDPOINT"] = endpoint

@@ -22,6 +22,25 @@ log = logging.getLogger("rexrank.backend")
 
 # failure kinds a retry cannot change
 FINAL_KINDS = (R.VALIDATION, R.COVERAGE, R.REFUSED)
+# a private Hub dataset holding the test sets' folder (as the backend Space reads it)
+PRIVATE_DATA_REPO = "REXRANK_PRIVATE_DATA_REPO"
+
+
+def job_data_dir(data_dir):
+    """The data folder inside a Job: the private data repo, downloaded here with the Job's
+    token (HF_TOKEN, a secret), when one is named; else `data_dir`."""
+    import os
+
+    repo = os.environ.get(PRIVATE_DATA_REPO)
+    if not repo:
+        return data_dir
+    from huggingface_hub import snapshot_download
+
+    from rexrank.store.scratch import ScratchDir
+
+    target = data_dir or ScratchDir("private-data").path  # removed when the Job ends
+    snapshot_download(repo, repo_type="dataset", local_dir=str(target), token=os.environ.get("HF_TOKEN"))
+    return target
 
 
 def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None, progress: bool = False) -> int:
@@ -36,6 +55,7 @@ def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None
         log.warning("%s is %s: shard %d not scored", request_id, request["status"], shard)
         return 3
     start, stop = plan["ranges"][shard]
+    data_dir = job_data_dir(data_dir)
     options = plan.get("metric_options") or {}
     worker = Worker(store, data_dir=data_dir, metrics=plan["metrics"], metric_options=options,
                     worker_id=f"job-{shard}-{attempt}", progress=progress)
@@ -51,6 +71,9 @@ def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None
         log.error("shard %d of %s failed: %s", shard, request_id, message)
         _write(store, {json_path: _outcome(request_id, shard, attempt, kind, message)})
         return 1
+    if store.get_request(request_id)["status"] != R.RUNNING:  # cancelled while this shard was scored
+        log.warning("%s is no longer running: shard %d not written", request_id, shard)
+        return 3
     meta = shard_header(run.results, request_id=request_id, shard=shard, attempt=attempt, start=start, stop=stop,
                         metrics=worker.metrics, metric_options=options)
     buf = io.BytesIO()

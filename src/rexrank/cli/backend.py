@@ -129,16 +129,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _dispatcher(args: argparse.Namespace, store, worker):
     """A Dispatcher when --dispatch or the store's config asks for one, else None."""
-    from rexrank.backend.dispatch import Dispatcher, dispatch_settings, open_jobs
-    from rexrank.store.config import read_config
+    from rexrank.backend.dispatch import dispatcher_for
 
-    if args.dispatch is None and not (read_config(store).get("dispatch") or {}).get("mode"):
-        return None
-    settings = dispatch_settings(store, mode=args.dispatch, flavor=args.flavor, llm_flavor=args.llm_flavor,
-                                 max_jobs=args.max_jobs, gpu_hours_ceiling=args.gpu_hours_ceiling,
-                                 job_timeout=args.job_timeout, shard_attempts=args.shard_attempts,
-                                 poll=None if args.poll == 60.0 else args.poll)
-    return Dispatcher(worker, open_jobs(store, settings), settings)
+    return dispatcher_for(worker, mode=args.dispatch, flavor=args.flavor, llm_flavor=args.llm_flavor,
+                          max_jobs=args.max_jobs, gpu_hours_ceiling=args.gpu_hours_ceiling, job_timeout=args.job_timeout,
+                          shard_attempts=args.shard_attempts, poll=None if args.poll == 60.0 else args.poll)
 
 
 def _names(text: str | None) -> list[str]:

@@ -114,15 +114,16 @@ def _seconds(text: str, where: str) -> int:
         raise StoreError(f"{where}: job_timeout {text!r}: expected seconds or e.g. 30m, 6h") from None
 
 
-def dispatcher_for(worker: Worker, **overrides) -> "Dispatcher | None":
+def dispatcher_for(worker: Worker, *, dry_run: bool = False, **overrides) -> "Dispatcher | None":
     """The dispatcher the flags (`overrides`, None = not given) or the store's config ask
-    for, else None (the worker scores requests itself, as without --dispatch)."""
+    for, else None (the worker scores requests itself, as without --dispatch). `dry_run`:
+    one that only plans (it reaches no Jobs service)."""
     from rexrank.store.config import read_config
 
     if overrides.get("mode") is None and not (read_config(worker.store).get(CONFIG_KEY) or {}).get("mode"):
         return None
     settings = dispatch_settings(worker.store, **overrides)
-    return Dispatcher(worker, open_jobs(worker.store, settings), settings)
+    return Dispatcher(worker, None if dry_run else open_jobs(worker.store, settings), settings)
 
 
 def open_jobs(store, settings: DispatchSettings) -> Jobs:
@@ -159,7 +160,7 @@ class Dispatcher:
     """Claims requests and runs them as shard Jobs; `worker` provides the store, the metric
     set, the policy check and what is published (result record, coverage, messages)."""
 
-    def __init__(self, worker: Worker, jobs: Jobs, settings: DispatchSettings):
+    def __init__(self, worker: Worker, jobs: Jobs | None, settings: DispatchSettings):
         self.worker, self.jobs, self.settings = worker, jobs, settings
         self.store = worker.store
         self._records: dict[str, list[dict]] = {}

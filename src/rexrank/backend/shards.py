@@ -76,6 +76,7 @@ class ShardPlan:
         lines = [f"{self.n_studies} studies -> {self.k} shard(s) on {self.flavor} "
                  f"(boundaries on multiples of {self.align}"
                  + (f"; one shard: {self.why_one_shard}" if self.why_one_shard else "") + ")",
+                 f"metrics: {', '.join(self.metrics)}",
                  f"estimated {self.gpu_hours:.2f} GPU-hours, ${self.cost_usd:.2f} at ${self.price_per_hour:.2f}/h, "
                  f"about {self.makespan_hours * 60:.0f} min with every shard running at once"]
         lines += [f"  shard {i}: studies [{a}, {b})" for i, (a, b) in enumerate(self.ranges)]

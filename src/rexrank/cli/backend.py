@@ -131,7 +131,7 @@ def _dispatcher(args: argparse.Namespace, store, worker):
     """A Dispatcher when --dispatch or the store's config asks for one, else None."""
     from rexrank.backend.dispatch import dispatcher_for
 
-    return dispatcher_for(worker, mode=args.dispatch, flavor=args.flavor, llm_flavor=args.llm_flavor,
+    return dispatcher_for(worker, dry_run=args.dry_run, mode=args.dispatch, flavor=args.flavor, llm_flavor=args.llm_flavor,
                           max_jobs=args.max_jobs, gpu_hours_ceiling=args.gpu_hours_ceiling, job_timeout=args.job_timeout,
                           shard_attempts=args.shard_attempts, poll=None if args.poll == 60.0 else args.poll)
 

@@ -20,6 +20,7 @@ from rexrank.backend.dispatch import Dispatcher, DispatchSettings, dispatch_sett
 from rexrank.backend.jobs import HubJobs, LocalJobs
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
+from test_backend import PRIVATE_SENTENCES, leaks_in, private_set  # noqa: F401 (private_set: a fixture)
 from test_store import submit
 
 HELPER = str(Path(backendhelpers.__file__))
@@ -368,3 +369,64 @@ def test_an_encoder_metric_merges_within_1e_6_of_the_single_worker_run(tmp_path)
     for column in ("bertscore", "bertscore_precision", "bertscore_recall"):
         assert abs(per_study[column] - single_per_study[column]).max() <= 1e-6
     assert abs(record["values"]["bertscore"]["mean"] - single["values"]["bertscore"]["mean"]) <= 1e-6
+
+
+class ThreadJobs:
+    """Jobs run in this process's threads (so that a test's monkeypatched test set reaches
+    them): each runs `rexrank backend-shard`'s function on its own store object."""
+
+    def __init__(self, store_name: str, data_dir):
+        from rexrank.backend.jobs import JobState
+
+        self.store_name, self.data_dir, self.jobs, self.State = store_name, data_dir, {}, JobState
+
+    def run(self, *, command, env, secrets, flavor, timeout, labels):
+        from rexrank.backend.shard_job import run_shard
+
+        job = self.State(f"t{len(self.jobs)}", "RUNNING", None, dict(labels), flavor, time.time())
+        self.jobs[job.job_id] = job
+
+        def work():
+            rc = run_shard(open_store(self.store_name, quota=Quota(0)), labels["rexrank-request"],
+                           int(labels["rexrank-shard"]), int(labels["rexrank-attempt"]), data_dir=self.data_dir)
+            job.stage, job.finished = ("COMPLETED" if rc == 0 else "ERROR"), time.time()
+
+        in_thread(work)
+        return job.job_id
+
+    def inspect(self, job_id):
+        return self.jobs.get(job_id)
+
+    def list(self, labels):
+        return [j for j in self.jobs.values() if all(j.labels.get(k) == v for k, v in labels.items())]
+
+    def cancel(self, job_id):
+        self.jobs[job_id].stage = "CANCELED"
+
+    def logs(self, job_id):
+        return []
+
+
+def test_a_dispatched_private_request_publishes_aggregates_once(tmp_path, monkeypatch, private_set):
+    import rexrank.backend.worker as worker_module
+
+    data_dir, preds = private_set
+    noised = []
+    real = worker_module.private_results
+    monkeypatch.setattr(worker_module, "private_results", lambda results, **kw: noised.append(1) or real(results, **kw))
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store, preds, test_set="rexgradient")
+    s = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.1)
+    worker = Worker(store, data_dir=data_dir, metrics="bleu2,leaky", worker_id="d", min_coverage=0.5)
+    assert Dispatcher(worker, ThreadJobs(str(tmp_path / "s"), data_dir), s).run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert len(final["dispatch"]["plan"]["ranges"]) == 3 and noised == [1]  # the noise drawn once, after the merge
+    [record] = store.list_results()
+    assert not record["per_study_available"] and record["values"]["bleu2"]["n"] == len(PRIVATE_SENTENCES)
+    assert "dispatch" not in json.dumps(record) and "RG000" not in json.dumps(record)
+    leaky = record["summaries"]["leaky"]
+    # the careless metric fails the first study of each call it gets: one per shard
+    assert leaky["n_failed"] == 3 and set(leaky) <= {"scores", "rounding_decimals", "privacy", "higher_is_better",
+                                                      "n_studies", "n_scored", "n_failed", "seconds"}
+    assert leaks_in(tmp_path / "s") == []  # the shards' outputs (the careless details) are removed too

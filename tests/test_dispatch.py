@@ -430,3 +430,29 @@ def test_a_dispatched_private_request_publishes_aggregates_once(tmp_path, monkey
     assert leaky["n_failed"] == 3 and set(leaky) <= {"scores", "rounding_decimals", "privacy", "higher_is_better",
                                                       "n_studies", "n_scored", "n_failed", "seconds"}
     assert leaks_in(tmp_path / "s") == []  # the shards' outputs (the careless details) are removed too
+
+
+def test_the_merge_refuses_missing_shards_and_shards_of_other_code_or_options():
+    from rexrank.backend.merge import MergeError, merge_shards, shard_header
+    from rexrank.scoring import score_submission
+    from test_store import EXAMPLE_PREDS
+
+    ranges = [[0, 10], [10, 19]]
+    shards = []
+    for index, (start, stop) in enumerate(ranges):
+        run = score_submission("example", "findings", EXAMPLE_PREDS, metrics="bleu2", progress=False, select=(start, stop))
+        shards.append((shard_header(run.results, request_id="r", shard=index, attempt=1, start=start, stop=stop,
+                                    metrics=["bleu2"], metric_options={}), run.per_study))
+    whole = score_submission("example", "findings", EXAMPLE_PREDS, metrics="bleu2", progress=False)
+    header = {**{k: v for k, v in whole.results.items() if k != "metrics"}, "predictions_ids": list(whole.per_study["id"])}
+    results, table = merge_shards(shards, plan_ranges=ranges, header=header)
+    pd.testing.assert_frame_equal(table, whole.per_study)
+    assert results["metrics"]["bleu2"]["scores"] == whole.results["metrics"]["bleu2"]["scores"]
+    with pytest.raises(MergeError, match="1 of 2 shards present"):
+        merge_shards(shards[:1], plan_ranges=ranges, header=header)
+    other_options = [shards[0], ({**shards[1][0], "options": "0123"}, shards[1][1])]
+    with pytest.raises(MergeError, match="shard 1 was made with another options"):
+        merge_shards(other_options, plan_ranges=ranges, header=header)
+    other_code = [({**meta, "code": "0.0.1+abc"}, t) for meta, t in shards]
+    with pytest.raises(MergeError, match="scored by rexrank 0.0.1"):
+        merge_shards(other_code, plan_ranges=ranges, header=header)

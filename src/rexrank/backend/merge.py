@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+import rexrank
 from rexrank.errors import RexrankError
 
 SHARD_FORMAT = 1
@@ -34,8 +35,6 @@ class MergeError(RexrankError):
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """rexrank's version and a hash of its source files: shards made by different code never merge."""
-    import rexrank
-
     digest = hashlib.sha256(rexrank.__version__.encode())
     root = Path(rexrank.__file__).parent
     for path in sorted(root.rglob("*.py")):
@@ -74,6 +73,10 @@ def merge_shards(shards: list[tuple[dict, "object"]], *, plan_ranges: list[list[
     if len(shards) != len(plan_ranges):
         raise MergeError(f"{len(shards)} of {len(plan_ranges)} shards present")
     first = shards[0][0]
+    if not str(first["code"]).startswith(f"{rexrank.__version__}+"):
+        raise MergeError(f"the shards were scored by rexrank {str(first['code']).split('+')[0]}, the dispatcher is "
+                         f"{rexrank.__version__}: set the Jobs' install to this version (\"install\" in the dispatch "
+                         "settings) and requeue the request")
     for (meta, table), (start, stop) in zip(shards, plan_ranges):
         for key in ("code", "metrics", "options"):
             if meta[key] != first[key]:

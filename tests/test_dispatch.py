@@ -456,3 +456,27 @@ def test_the_merge_refuses_missing_shards_and_shards_of_other_code_or_options():
     other_code = [({**meta, "code": "0.0.1+abc"}, t) for meta, t in shards]
     with pytest.raises(MergeError, match="scored by rexrank 0.0.1"):
         merge_shards(other_code, plan_ranges=ranges, header=header)
+
+
+def test_the_backend_command_dispatches_with_the_store_config(hub, tmp_path):
+    import os
+
+    from huggingface_hub import HfApi
+
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    config = {"dispatch": {"mode": "hf-jobs", "flavor": "cpu-basic", "max_jobs": 2, "target_shard_hours": 1e-9,
+                           "poll": 0.2, "job_command": [sys.executable, HELPER], "job_env": {"HF_HUB_OFFLINE": "0"}}}
+    HfApi(endpoint=hub.url, token=TOKEN).upload_file(path_or_fileobj=json.dumps(config).encode(),
+                                                     path_in_repo="config.json", repo_id=f"{ORG}/requests",
+                                                     repo_type="dataset")
+    env = {**os.environ, "HF_HUB_OFFLINE": "0"}
+    out = subprocess.run([sys.executable, HELPER, "backend", "--store", f"hf://{ORG}", "--metrics", "bleu2", "--once",
+                          "--quota", "0"], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED and len(final["dispatch"]["plan"]["ranges"]) == 2 and len(hub.jobs) == 2
+    assert TOKEN not in out.stderr + out.stdout
+    status = subprocess.run([sys.executable, HELPER, "status", req["id"], "--store", f"hf://{ORG}"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert "dispatched: 2 shard(s) on cpu-basic" in status.stdout and status.stdout.count("COMPLETED") == 2

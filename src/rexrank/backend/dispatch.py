@@ -30,7 +30,6 @@ from rexrank.backend.jobs import Jobs, JobsError, JobState
 from rexrank.backend.shard_job import PRIVATE_DATA_REPO
 from rexrank.backend.shards import FLAVOR_PRICES, PlanError, ShardPlan, plan_shards
 from rexrank.backend.worker import BackendStop, LeaseKeeper, Worker
-from rexrank.errors import RexrankError
 from rexrank.store import records as R
 from rexrank.store.names import display
 from rexrank.store.repo import StoreError, transact

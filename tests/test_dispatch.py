@@ -159,6 +159,12 @@ def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause(hub, tmp
     assert final["status"] == FAILED and "failed 2 time(s)" in final["error"] and "Job timeout" in final["error"]
     assert store.list_results() == []
     assert len(hub.jobs) == 2 * 3
+    # requeued once the cause is fixed: a new round of attempts, numbered after the old ones
+    store.requeue(req["id"])
+    assert dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0"}).run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert sorted((j["shard"], j["attempt"]) for j in final["dispatch"]["jobs"]) == [(0, 3), (1, 3), (2, 3)]
 
 
 def test_cancel_mid_run_cancels_every_job_and_publishes_nothing(hub, tmp_path, test_metrics):

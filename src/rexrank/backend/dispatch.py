@@ -149,7 +149,8 @@ def _store_token(store) -> str | None:
 @dataclass
 class _Shard:
     index: int
-    attempt: int = 0  # the highest attempt started
+    attempt: int = 0  # the highest attempt started (numbers Jobs uniquely across requeues)
+    failures: int = 0  # failed attempts since the request was last queued (the limit counts these)
     job_id: str | None = None  # the Job of `attempt` while it runs
     done: bool = False
     cause: str = ""
@@ -264,6 +265,7 @@ class Dispatcher:
         from rexrank.backend.shard_job import read_shard
 
         found = self.jobs.list({LABEL_REQUEST: rid})
+        recorded = {entry["job_id"] for entry in self._records.get(rid, [])}  # this round's (requeue clears it)
         for job in sorted(found, key=lambda j: int(j.labels.get(LABEL_ATTEMPT, 0))):
             try:
                 shard = shards[int(job.labels[LABEL_SHARD])]
@@ -271,15 +273,17 @@ class Dispatcher:
             except (KeyError, ValueError, IndexError):
                 continue
             shard.attempt = max(shard.attempt, attempt)
-            self._note(rid, job, shard.index, attempt)
+            out = read_shard(self.store, rid, shard.index, attempt) if job.stage == "COMPLETED" else None
             if job.running:
                 shard.job_id = job.job_id
                 log.info("%s: adopted the running Job %s (shard %d, attempt %d)", rid, job.job_id, shard.index, attempt)
-            elif job.stage == "COMPLETED" and not shard.done:
-                out = read_shard(self.store, rid, shard.index, attempt)
-                if out is not None and out[1] is not None:
-                    shard.done, shard.job_id = True, None
-                    shard.attempt = attempt
+            elif out is not None and out[1] is not None:
+                shard.done, shard.job_id = True, None
+            elif job.job_id in recorded:
+                shard.failures += 1
+            else:
+                continue  # a failed Job of an earlier round (before a requeue): only its number counts
+            self._note(rid, job, shard.index, attempt)
         for shard in shards:  # a running Job of an earlier attempt than a finished one: the finished one wins
             if shard.done:
                 shard.job_id = None
@@ -313,14 +317,14 @@ class Dispatcher:
             else:
                 shard.cause = f"its Job ended {job.stage}" + (f" ({job.message})" if job.message else "")
             log.warning("%s: shard %d attempt %d failed: %s", rid, shard.index, shard.attempt, shard.cause)
-            shard.job_id = None
+            shard.job_id, shard.failures = None, shard.failures + 1
         running = sum(1 for s in shards if s.job_id is not None)
         for shard in shards:
             if shard.done or shard.job_id is not None:
                 continue
-            if shard.attempt >= self.settings.shard_attempts:
+            if shard.failures >= self.settings.shard_attempts:
                 return (f"internal error while scoring: shard {shard.index + 1} of {len(shards)} failed "
-                        f"{shard.attempt} time(s); last cause: {shard.cause}"), R.INTERNAL
+                        f"{shard.failures} time(s); last cause: {shard.cause}"), R.INTERNAL
             if running >= self.settings.max_jobs:
                 continue
             if not self.store.renew_lease(rid, self.worker.worker_id, lease_seconds=self.worker.lease_seconds):

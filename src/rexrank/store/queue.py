@@ -221,8 +221,9 @@ class QueueOperations:
             raise StoreError(f"request {request_id} is {current['status']}; only FAILED or RUNNING requests can be requeued")
         return self._update(
             request_id,
+            # a dispatched request starts a new round of shard Jobs (rexrank.backend.dispatch)
             lambda r: transition(r, R.PENDING, ts, worker=None, lease_expires=None, error=None, failure_kind=None,
-                                 attempts=0, publishing=False) if r["status"] in (R.FAILED, R.RUNNING) else None,
+                                 attempts=0, publishing=False, dispatch=None) if r["status"] in (R.FAILED, R.RUNNING) else None,
             "requeue",
         ) or self.get_request(request_id)
 

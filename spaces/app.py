@@ -14,6 +14,10 @@ Configuration (Space secrets / variables):
   REXRANK_LEASE_SECONDS  request lease, renewed while scoring (default 600)
   REXRANK_MIN_COVERAGE   percent of studies each metric must score to be published (default 99)
   REXRANK_QUOTA          N/DAYS submissions per submitter, test set and track, enforced here (default 1/7)
+
+With "dispatch" settings in the store's config.json (e.g. {"mode": "hf-jobs", "flavor":
+"a10g-large", "max_jobs": 8, "gpu_hours_ceiling": 20}) the worker runs as a dispatcher: each
+request is split into shards scored by Hugging Face Jobs (rexrank.backend.dispatch).
 """
 from __future__ import annotations
 
@@ -106,8 +110,14 @@ def start(worker, poll: float) -> threading.Event:
     stop = threading.Event()
 
     def work() -> None:
+        from rexrank.backend.dispatch import dispatcher_for
+
         try:
-            worker.run(poll=poll, stop=stop)
+            dispatcher = dispatcher_for(worker)  # the store's config.json may ask for Jobs
+            if dispatcher is not None:
+                dispatcher.run(stop=stop)
+            else:
+                worker.run(poll=poll, stop=stop)
         except Exception as exc:  # e.g. a test set it cannot load: the request stays PENDING
             logging.getLogger("rexrank.backend").error("the worker stopped: %s", exc)
 

@@ -10,7 +10,8 @@ Covers (as huggingface_hub 2.4 calls them): repo create / info (with `expand`) /
 preupload (always "regular" uploads), commit (NDJSON; a stale `parentCommit` -> 412), tree
 listing, paths-info, resolve (HEAD/GET) for models, datasets and spaces, Space variables,
 README.md metadata validation (YAML only), whoami, file sizes and LFS fields in repo info
-(`files_metadata=True`), the agent registry the `hf` command line reads. Not covered: LFS / xet uploads, branches and PRs, pagination.
+(`files_metadata=True`), the agent registry the `hf` command line reads, and Jobs (run,
+inspect, list by labels, cancel, logs: see "Jobs" below). Not covered: LFS / xet uploads, branches and PRs, pagination.
 
 Test hooks: `hub.commits(repo)` counts commits, `hub.fail_next_commits` injects conflicts,
 `hub.drop_commit[repo_id] = "before" | "after"` cuts the connection of that repo's next
@@ -200,6 +201,7 @@ class FakeHub:
         self.drop_commit: dict[str, str] = {}  # repo_id -> "before" | "after": cut that repo's next commit
         self.accounts = accounts
         self.requests: list[str] = []  # "METHOD path" log
+        self.jobs: dict[str, FakeJob] = {}  # Jobs, by id (see "Jobs" below)
         self.app = self._build_app()
         self._server = None
         self._thread = None
@@ -482,6 +484,7 @@ class FakeHub:
 
         for rt in ("model", "dataset", "space"):
             _bind(app, rt, info, tree, preupload, commit, paths_info, resolve, settings)
+        _bind_jobs(app, hub)
         return app
 
     # ---- server lifecycle ----
@@ -517,4 +520,164 @@ class FakeHub:
         return self.start()
 
     def __exit__(self, *exc) -> None:
+        for job in list(self.jobs.values()):
+            job.kill("CANCELED", "the fake Hub stopped")
         self.stop()
+
+    # ---- Jobs: test hooks ----
+    def kill_job(self, job_id: str) -> None:
+        """The Job's machine dies: its process is killed, the Job ends in ERROR."""
+        self.jobs[job_id].kill("ERROR", "the Job's machine stopped")
+
+    def forget_job(self, job_id: str) -> None:
+        """The Job disappears: killed, then unknown to inspect and list (404)."""
+        self.jobs[job_id].kill("DELETED", "deleted")
+        del self.jobs[job_id]
+
+
+# ---- Jobs ---------------------------------------------------------------------------------
+# The routes huggingface_hub 2.4's HfApi calls: run_job / run_uv_job (POST /api/jobs/NS with
+# the spec _create_job_spec builds), inspect_job (GET /api/jobs/NS/ID), list_jobs (GET
+# /api/jobs/NS, repeated `label=K=V` and `stage=S` filters), cancel_job (POST .../cancel),
+# fetch_job_logs (GET .../logs, server-sent events `data: {"timestamp", "data"}`). A Job
+# runs its command here as a local subprocess (the image is not pulled) with the caller's
+# environment minus any Hugging Face token, plus the Job's env and secrets, and is killed
+# at its timeout (stage ERROR, "Job timeout"), as the Hub does.
+
+TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+
+
+@dataclass
+class FakeJob:
+    id: str
+    namespace: str
+    spec: dict
+    created: float = field(default_factory=time.time)
+    stage: str = "SCHEDULING"
+    message: str | None = None
+    started: float | None = None
+    finished: float | None = None
+    logs: list[tuple[float, str]] = field(default_factory=list)
+    proc: object = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> None:
+        import os
+        import subprocess
+
+        env = {k: v for k, v in os.environ.items() if k not in TOKEN_VARIABLES}
+        env.update({k: str(v) for k, v in (self.spec.get("environment") or {}).items()})
+        env.update({k: str(v) for k, v in (self.spec.get("secrets") or {}).items()})
+        self.proc = subprocess.Popen(list(self.spec["command"]) + list(self.spec.get("arguments") or []), env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        self.stage, self.started = "RUNNING", time.time()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._wait, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.logs.append((time.time(), line.decode("utf-8", "replace").rstrip("\n")))
+
+    def _wait(self) -> None:
+        import subprocess
+
+        timeout = self.spec.get("timeoutSeconds")
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill("ERROR", "Job timeout")
+            return
+        with self.lock:
+            if self.finished is None:
+                self.stage = "COMPLETED" if rc == 0 else "ERROR"
+                self.message = None if rc == 0 else f"exit code {rc}"
+                self.finished = time.time()
+
+    def kill(self, stage: str, message: str) -> None:
+        import os
+        import signal
+
+        with self.lock:
+            if self.finished is not None:
+                return
+            self.stage, self.message, self.finished = stage, message, time.time()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+
+    def info(self) -> dict:
+        def iso(ts):
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z" if ts else None
+
+        return {
+            "id": self.id, "createdAt": iso(self.created), "startedAt": iso(self.started),
+            "finishedAt": iso(self.finished), "dockerImage": self.spec.get("dockerImage"),
+            "spaceId": self.spec.get("spaceId"), "command": self.spec["command"],
+            "arguments": self.spec.get("arguments") or [], "environment": self.spec.get("environment") or {},
+            # the Hub shows a secret's name, never its value
+            "secrets": sorted(self.spec.get("secrets") or {}), "flavor": self.spec.get("flavor"),
+            "labels": self.spec.get("labels") or {},
+            "owner": {"id": self.namespace, "name": self.namespace, "type": "org"},
+            "status": {"stage": self.stage, "message": self.message},
+        }
+
+
+def _bind_jobs(app: FastAPI, hub: "FakeHub") -> None:
+    from fastapi.responses import StreamingResponse
+
+    @app.post("/api/jobs/{ns}")
+    async def run_job(request: Request, ns: str):
+        if (err := hub._write_error(request, ns)) is not None:
+            return err
+        spec = await request.json()
+        if not isinstance(spec.get("command"), list) or not spec["command"]:
+            return _error(400, "command must be a non-empty list")
+        job = FakeJob(uuid.uuid4().hex[:24], ns, spec)
+        hub.jobs[job.id] = job
+        job.start()
+        return job.info()
+
+    @app.get("/api/jobs/{ns}")
+    def list_jobs(request: Request, ns: str):
+        if (err := hub._auth_error(request)) is not None:
+            return err
+        labels = [v.split("=", 1) for v in request.query_params.getlist("label")]
+        stages = set(request.query_params.getlist("stage"))
+        return [job.info() for job in list(hub.jobs.values())
+                if job.namespace == ns and (not stages or job.stage in stages)
+                and all((job.spec.get("labels") or {}).get(k) == v for k, v in labels)]
+
+    @app.get("/api/jobs/{ns}/{job_id}")
+    def inspect_job(request: Request, ns: str, job_id: str):
+        job = hub.jobs.get(job_id)
+        if job is None or job.namespace != ns:
+            return _error(404, f"Job {job_id} not found")
+        return job.info()
+
+    @app.post("/api/jobs/{ns}/{job_id}/cancel")
+    def cancel_job(request: Request, ns: str, job_id: str):
+        if (err := hub._write_error(request, ns)) is not None:
+            return err
+        job = hub.jobs.get(job_id)
+        if job is None or job.namespace != ns:
+            return _error(404, f"Job {job_id} not found")
+        job.kill("CANCELED", "cancelled")
+        return job.info()
+
+    @app.get("/api/jobs/{ns}/{job_id}/logs")
+    def job_logs(request: Request, ns: str, job_id: str):
+        job = hub.jobs.get(job_id)
+        if job is None or job.namespace != ns:
+            return _error(404, f"Job {job_id} not found")
+
+        def events():
+            yield 'data: {"timestamp": "%s", "data": "===== Job started ====="}\n\n' % _iso_now(job.created)
+            for ts, line in list(job.logs):
+                yield f"data: {json.dumps({'timestamp': _iso_now(ts), 'data': line})}\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def _iso_now(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"

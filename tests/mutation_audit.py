@@ -259,6 +259,26 @@ _register(
            ("tests/test_private_door.py::test_leaving_out_a_study_does_not_say_whether_it_has_findings",)),
 )
 
+# ---- issue 29: the backend as a dispatcher over Jobs ----------------------------------------
+_D = "tests/test_dispatch.py::"
+_register(
+    Mutant("shard-boundaries", "shard boundaries anywhere, not between the LLM judges' official batches",
+           "src/rexrank/backend/shards.py", "align = math.lcm(align, official_batch(name, metric_options.get(name, {})))",
+           "align = 1", (_D + "test_shard_boundaries_fall_between_the_official_llm_batches",)),
+    Mutant("adopt-nothing", "a restarted dispatcher ignores the Jobs it finds by their labels",
+           "src/rexrank/backend/dispatch.py", "found = self.jobs.list({LABEL_REQUEST: rid})\n        recorded",
+           "found = []\n        recorded", (_D + "test_a_restarted_dispatcher_adopts_the_running_jobs",)),
+    Mutant("token-in-env", "the store token passed in the Job's environment instead of as a secret",
+           "src/rexrank/backend/dispatch.py", 'secrets = {"HF_TOKEN": token} if token else {}',
+           'secrets, env = {}, {**env, "HF_TOKEN": token or ""}', (_D + "test_the_store_token_is_a_job_secret_only",)),
+    Mutant("cancel-leaves-jobs", "a cancelled request's Jobs go on running",
+           "src/rexrank/backend/dispatch.py", "                    self.jobs.cancel(job.job_id)\n",
+           "                    pass\n", (_D + "test_cancel_mid_run_cancels_every_job_and_publishes_nothing",)),
+    Mutant("no-shard-retry", "a failed shard Job is not started again",
+           "src/rexrank/backend/dispatch.py", "if shard.failures >= self.settings.shard_attempts:",
+           "if shard.failures >= 1:", (_D + "test_a_shard_killed_mid_run_is_retried_and_published_once",)),
+)
+
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:
     """(caught, seconds, last line of pytest's output)."""
     path = ROOT / mutant.file

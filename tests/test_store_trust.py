@@ -189,9 +189,9 @@ def test_a_cancel_just_before_publication_publishes_nothing(any_store, monkeypat
     req = submit(store)
     score = Worker.score
 
-    def score_then_cancelled(self, request):  # the maintainers cancel as scoring ends
-        out = score(self, request)
-        store.cancel(request["id"], reason="withdrawn")
+    def score_then_cancelled(self, resolved):  # the maintainers cancel as scoring ends
+        out = score(self, resolved)
+        store.cancel(resolved.id, reason="withdrawn")
         return out
 
     monkeypatch.setattr(Worker, "score", score_then_cancelled)

@@ -262,6 +262,20 @@ def _with_test_set_context(metric_options: dict | None, names: list[str], datase
     return {**metric_options, "crimson": {**crimson, "patient_context": [by_id[i] for i in ids]}}
 
 
+def _select(predictions: Predictions, references: list[str], metric_options: dict | None, start: int, stop: int):
+    """Studies [start, stop) of validated predictions, their references, and per-study
+    options (a list with one value per study, e.g. CRIMSON's contexts) cut alike."""
+    if not 0 <= start < stop <= len(predictions):
+        raise ValueError(f"shard [{start}, {stop}) is outside the {len(predictions)} studies")
+    ids, texts = predictions.ids[start:stop], predictions.texts[start:stop]
+    chosen = set(ids)
+    empty = [i for i in predictions.empty_ids if i in chosen]
+    part = Predictions(ids, texts, predictions.source, n_empty=len(empty), empty_ids=empty, not_in_track_ids=[])
+    options = {name: {k: (v[start:stop] if isinstance(v, list) and len(v) == len(predictions) else v)
+                      for k, v in opts.items()} for name, opts in (metric_options or {}).items()}
+    return part, references[start:stop], options
+
+
 def score_submission(
     dataset: str,
     track: str,
@@ -278,17 +292,26 @@ def score_submission(
     id_column: str | None = None,
     prediction_column: str | None = None,
     nothing_scored_is_error: bool = True,
+    studies=None,
+    spec=None,
+    select: tuple[int, int] | None = None,
 ) -> ScoreRun:
     """Load the test set, validate the predictions file against it, run the metrics
-    (`keep_going`, `on_update`, `nothing_scored_is_error`: see score_predictions; `id_column`, `prediction_column`:
-    the predictions file's column names when they are not the usual ones)."""
+    (`keep_going`, `on_update`, `nothing_scored_is_error`: see score_predictions; `id_column`,
+    `prediction_column`: the predictions file's column names when they are not the usual ones).
+    `studies`, `spec`: the track's studies and the test set's spec already resolved (the backend's
+    rexrank.backend.resolved.ResolvedRequest);
+    `select` = (start, stop): score only those studies, in test-set order (one shard of
+    a dispatched request; the whole file is still validated)."""
     from rexrank.testsets.loading import track_studies
     from rexrank.testsets.registry import check_track, get_spec
 
     names = parse_metric_list(metrics)  # fail on a bad metric name before any loading
-    spec = get_spec(dataset)
-    check_track(track)
-    test = track_studies(dataset, track, data_dir=data_dir)  # cached per process by the file's SHA-256
+    if spec is None:
+        spec = get_spec(dataset)
+        check_track(track)
+    # cached per process by the file's SHA-256
+    test = studies if studies is not None else track_studies(dataset, track, data_dir=data_dir)
     remember_data_dir(spec, data_dir)
     outside = test.outside_ids
     predictions = load_predictions(
@@ -296,6 +319,9 @@ def score_submission(
         id_column=id_column, prediction_column=prediction_column,
     )
     metric_options = _with_test_set_context(metric_options, names, dataset, track, data_dir, test.ids)
+    references = list(test.references)
+    if select is not None:
+        predictions, references, metric_options = _select(predictions, references, metric_options, *select)
     info = {
         "name": dataset,
         "title": spec.title,
@@ -307,7 +333,7 @@ def score_submission(
     }
     return score_predictions(
         predictions,
-        list(test.references),
+        references,
         metrics=names,
         metric_options=metric_options,
         bootstrap=bootstrap,

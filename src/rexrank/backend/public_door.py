@@ -196,15 +196,18 @@ def result_record(request: dict, results: dict, *, private: bool, worker_id: str
 
 # ---- failures ----------------------------------------------------------------------------------
 
-def failure(request: dict, exc: BaseException, *, known_paths: Iterable[str] = ()) -> tuple[str, str]:
+def failure(request: dict, exc: BaseException, *, known_paths: Iterable[str] = (),
+            private: bool | None = None) -> tuple[str, str]:
     """(what the submitter sees, failure kind). Never a server path; on a private test set
-    only the fixed vocabulary: validation in counts, else PRIVATE_OUTCOMES."""
+    only the fixed vocabulary: validation in counts, else PRIVATE_OUTCOMES. `private`: the
+    test set's access when the caller has resolved it already."""
     from rexrank.testsets.registry import get_spec
 
-    try:
-        private = get_spec(request["test_set"]).private
-    except RexrankError:
-        private = False
+    if private is None:
+        try:
+            private = get_spec(request["test_set"]).private
+        except RexrankError:
+            private = False
     if isinstance(exc, SubmissionError):
         kind = R.VALIDATION
         message = (P.validation_message(exc, exc.details.get("n_expected")) if private

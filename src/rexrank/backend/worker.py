@@ -23,6 +23,7 @@ from rexrank import __version__
 from rexrank.backend import public_door as door
 from rexrank.backend.privacy import DEFAULT_MIN_COVERAGE, find_leaks, public_message
 from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR, CoverageError  # noqa: F401 (their old home)
+from rexrank.backend.resolved import ResolvedRequest, resolve_request
 from rexrank.errors import RexrankError, SubmissionError, TestSetError
 from rexrank.store import records as R
 from rexrank.store.names import display
@@ -127,15 +128,18 @@ class Worker:
         remove_stale()  # temporary files of workers that were killed
 
     # ---- the loop ----------------------------------------------------------------------
-    def run(self, *, once: bool = False, poll: float = 60.0, stop: threading.Event | None = None) -> int:
+    def run(self, *, once: bool = False, poll: float = 60.0, stop: threading.Event | None = None,
+            step=None) -> int:
         """Process requests until the queue is empty (`once`) or forever, polling every
         `poll` seconds; returns how many requests were processed. Raises BackendStop when
-        this worker cannot score what it claimed (the request stays PENDING)."""
+        this worker cannot score what it claimed (the request stays PENDING). `step`: what
+        processes one request (default `process_next`; the dispatcher's own)."""
         stop = stop or threading.Event()
+        step = step or self.process_next
         done = 0
         while not stop.is_set():
             try:
-                request = self.process_next()
+                request = step()
             except BackendStop:
                 raise
             except RexrankError as exc:  # the store is unreachable: log, wait, retry
@@ -184,7 +188,9 @@ class Worker:
             log.info("%s already has its result; marking it FINISHED", rid)
             self.store.finish(rid, self.worker_id, result_id=rid)
             return self.store.get_request(rid)
-        refusal = self.policy_problem(request)
+        resolved, refusal = self.resolve(request)
+        if refusal is None:
+            refusal = self.policy_problem(request, resolved=resolved)
         if refusal is not None:
             log.warning("%s refused: %s", rid, display(refusal))
             self.store.fail(rid, self.worker_id, error=door.policy_refusal(refusal), kind=R.REFUSED)
@@ -195,7 +201,7 @@ class Worker:
             self.store.fail(rid, self.worker_id, error=over_budget, kind=R.REFUSED)
             return self.store.get_request(rid)
         try:
-            record, per_study = self.score(request)
+            record, per_study = self.score(resolved)
         except TestSetError as exc:
             # the worker's problem, not the submitter's: give the request back and stop
             self.store.release(rid, self.worker_id, reason="the backend could not load the test set")
@@ -205,11 +211,18 @@ class Worker:
         except Exception as exc:
             if isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS:  # e.g. no space for scratch files
                 self._give_back(rid, f"{exc.strerror or exc} (scratch space: {tempfile.gettempdir()})")
-            message, kind = self.failure_message(request, exc)
+            message, kind = self.failure_message(request, exc, resolved=resolved)
             log.error("%s FAILED: %s", rid, display(message))
             if not keeper.lost.is_set():
                 self.store.fail(rid, self.worker_id, error=message, kind=kind)
             return self.store.get_request(rid)
+        return self.publish(request, record, per_study, keeper)
+
+    def publish(self, request: dict, record: dict, per_study: bytes | None, keeper: LeaseKeeper) -> dict:
+        """Publish once: a commit on the version in which this worker still holds the
+        request, then the result, then FINISHED (the single worker's and the dispatcher's
+        merge step's last step)."""
+        rid = request["id"]
         published = False
         try:
             if keeper.lost.is_set() or not self.store.begin_publish(rid, self.worker_id):
@@ -243,15 +256,19 @@ class Worker:
         raise BackendStop(f"cannot write: {why}; request {rid} {state} — free space or fix the store's "
                           "permissions and start the worker again")
 
-    def policy_problem(self, request: dict) -> str | None:
-        """The submission rules, checked here whatever the submitting client did."""
-        from rexrank.testsets.registry import check_track, get_spec
-
+    def resolve(self, request: dict) -> tuple[ResolvedRequest | None, str | None]:
+        """The request resolved once (test set, track, data location), or why it is refused."""
         try:
-            get_spec(request["test_set"])
-            check_track(request["track"])
+            return resolve_request(request, self.data_dir), None
         except RexrankError as exc:
-            return str(exc)
+            return None, str(exc)
+
+    def policy_problem(self, request: dict, *, resolved: ResolvedRequest | None = None) -> str | None:
+        """The submission rules, checked here whatever the submitting client did."""
+        if resolved is None:
+            resolved, refusal = self.resolve(request)
+            if refusal is not None:
+                return refusal
         return self.store.policy_problem(request)
 
     def charge_privacy(self, request: dict) -> str | None:
@@ -270,37 +287,47 @@ class Worker:
         return None if refusal is None else door.budget_refusal(request, refusal)
 
     # ---- scoring -----------------------------------------------------------------------
-    def score(self, request: dict) -> tuple[dict, bytes | None]:
-        from rexrank.scoring import score_submission
-        from rexrank.testsets.loading import track_studies
-        from rexrank.testsets.registry import get_spec
+    def score(self, resolved: ResolvedRequest) -> tuple[dict, bytes | None]:
+        """Score the whole request: (result record, per-study parquet or None)."""
+        run = self.score_studies(resolved)
+        return self.published_parts(resolved, run.results, run.per_study)
 
-        spec = get_spec(request["test_set"])
-        data_dir = self.data_dir
+    def score_studies(self, resolved: ResolvedRequest, studies: tuple[int, int] | None = None):
+        """A ScoreRun of the request's studies [start, stop) (`studies`; None: all), in
+        test-set order: the single worker's run, or one shard of a dispatched request."""
+        from rexrank.scoring import score_submission
+
+        request = resolved.request
         with ScratchDir("backend") as tmp:
             preds_file = tmp / "predictions.parquet"
             preds_file.write_bytes(self.store.read_predictions(request))
             try:
-                if spec.private:  # against all of the set's ids: track membership stays private
-                    door.check_private_ids(preds_file, request["test_set"], request["track"], data_dir=data_dir)
-                run = score_submission(
-                    request["test_set"], request["track"], preds_file, data_dir=data_dir,
+                if resolved.private:  # against all of the set's ids: track membership stays private
+                    door.check_private_ids(preds_file, request["test_set"], request["track"], data_dir=self.data_dir)
+                return score_submission(
+                    request["test_set"], request["track"], preds_file, data_dir=self.data_dir,
                     metrics=self.metrics, metric_options=self.metric_options, progress=self.progress,
-                    nothing_scored_is_error=not spec.private,  # on a private set, the noisy coverage rule decides
+                    studies=resolved.studies, spec=resolved.spec, select=studies,
+                    nothing_scored_is_error=not resolved.private,  # on a private set, the noisy coverage rule decides
                 )
             except SubmissionError as exc:
                 # name the submitter's predictions, not this worker's temporary file
                 raise SubmissionError(str(exc).replace(str(preds_file), "predictions"), details=exc.details) from None
-        self.check_coverage(run.results, private=spec.private)
-        record = self.result_record(request, run.results, private=spec.private)
+
+    def published_parts(self, resolved: ResolvedRequest, results: dict, per_study_table) -> tuple[dict, bytes | None]:
+        """What publishing writes, from a whole request's results and per-study table (a
+        single run's or the merged shards'): the coverage rule, the record, the per-study
+        parquet of a public set; the leak check of a private one."""
+        private = resolved.private
+        self.check_coverage(results, private=private)
+        record = self.result_record(resolved.request, results, private=private)
         per_study = None
-        if not spec.private and self.publish_per_study:
+        if not private and self.publish_per_study:
             buf = io.BytesIO()
-            run.per_study.to_parquet(buf, index=False)
+            per_study_table.to_parquet(buf, index=False)
             per_study = buf.getvalue()
-        if spec.private:
-            references = list(track_studies(request["test_set"], request["track"], data_dir=data_dir).references)
-            leaks = find_leaks([record], references)
+        if private:
+            leaks = find_leaks([record], resolved.references)
             if leaks:  # a bug upstream put reference text into a summary: refuse to publish
                 raise RuntimeError(f"result record would quote {len(leaks)} private references")
         return record, per_study
@@ -318,10 +345,12 @@ class Worker:
                                   not_scored=self.not_scored, version=__version__, min_coverage=self.min_coverage,
                                   rng=rng)
 
-    def failure_message(self, request: dict, exc: BaseException) -> tuple[str, str]:
+    def failure_message(self, request: dict, exc: BaseException, *,
+                        resolved: ResolvedRequest | None = None) -> tuple[str, str]:
         """(what the submitter sees, failure kind), from rexrank.backend.public_door."""
         log.debug("failure of %s:\n%s", request["id"], "".join(traceback.format_exception(exc)))
-        return door.failure(request, exc, known_paths=self._server_paths())
+        return door.failure(request, exc, known_paths=self._server_paths(),
+                            private=None if resolved is None else resolved.private)
 
     def _server_paths(self) -> list[str]:
         paths = [str(self.data_dir) if self.data_dir else "", tempfile.gettempdir(), str(Path.home()), os.getcwd()]

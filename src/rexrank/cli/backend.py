@@ -40,6 +40,20 @@ def register(subparsers) -> None:
     p.add_argument("--log-file", help="also append the log here")
     add_progress_flag(p, default=False)
     p.add_argument("--device", help="torch device of every model metric: cpu, cuda, cuda:1 (default: cuda when available); fp32 everywhere")
+    jobs = p.add_argument_group("dispatch (one request split into shards, each scored by a Job; the same settings "
+                                "can be kept under \"dispatch\" in the store's config.json)")
+    jobs.add_argument("--dispatch", choices=["hf-jobs", "local"], default=None,
+                      help="run as a dispatcher: Hugging Face Jobs, or local processes (default: score here, "
+                      "unless the store's config sets it)")
+    jobs.add_argument("--flavor", help="Job hardware, e.g. l4x1, a10g-large, a100-large, h100 (default a10g-large)")
+    jobs.add_argument("--llm-flavor", help="Job hardware when the metric set has LLM judges (default: --flavor)")
+    jobs.add_argument("--max-jobs", type=int, help="Jobs running at once (default 4)")
+    jobs.add_argument("--gpu-hours-ceiling", type=float, help="refuse a request estimated above this many GPU-hours, "
+                      "and fail one whose Jobs use more")
+    jobs.add_argument("--job-timeout", help="a Job's time limit: seconds or e.g. 6h (default 6h)")
+    jobs.add_argument("--shard-attempts", type=int, help="start a failed shard's Job again up to this many times (default 3)")
+    jobs.add_argument("--dry-run", action="store_true",
+                      help="print each PENDING request's plan (shards, flavour, estimated GPU-hours and cost) and exit")
     p.add_argument(
         "--metric-option",
         action="append",
@@ -94,9 +108,32 @@ def run(args: argparse.Namespace) -> int:
         progress=args.progress,
         min_coverage=min_coverage_from(args.min_coverage),
     )
-    done = worker.run(once=args.once, poll=args.poll)
+    dispatcher = _dispatcher(args, store, worker)
+    if dispatcher is not None:
+        from rexrank.backend.dispatch import describe_plans
+
+        if args.dry_run:
+            print(describe_plans(dispatcher))
+            return 0
+        done = dispatcher.run(once=args.once)
+    elif args.dry_run:
+        from rexrank.errors import RexrankError
+
+        raise RexrankError("--dry-run shows a dispatcher's plan: add --dispatch hf-jobs (or local), or set "
+                           "\"dispatch\" in the store's config.json")
+    else:
+        done = worker.run(once=args.once, poll=args.poll)
     logging.getLogger("rexrank.backend").info("worker %s processed %d request(s)", worker.worker_id, done)
     return 0
+
+
+def _dispatcher(args: argparse.Namespace, store, worker):
+    """A Dispatcher when --dispatch or the store's config asks for one, else None."""
+    from rexrank.backend.dispatch import dispatcher_for
+
+    return dispatcher_for(worker, dry_run=args.dry_run, mode=args.dispatch, flavor=args.flavor, llm_flavor=args.llm_flavor,
+                          max_jobs=args.max_jobs, gpu_hours_ceiling=args.gpu_hours_ceiling, job_timeout=args.job_timeout,
+                          shard_attempts=args.shard_attempts, poll=None if args.poll == 60.0 else args.poll)
 
 
 def _names(text: str | None) -> list[str]:

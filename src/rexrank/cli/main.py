@@ -14,6 +14,7 @@ COMMAND_MODULES = [
     "rexrank.cli.info",
     "rexrank.cli.submit",
     "rexrank.cli.backend",
+    "rexrank.cli.backend_shard",
     "rexrank.cli.status",
     "rexrank.cli.requeue",
     "rexrank.cli.cancel",

@@ -33,8 +33,9 @@ def run(args: argparse.Namespace) -> int:
         result = (store.get_result(request["result_id"], test_set=request["test_set"], track=request["track"])
                   if request.get("result_id") else None)
         view = status_view(request, result)
+        dispatch = request.get("dispatch")  # the organisers' store only: never on the public pages
         if args.json:
-            print(json.dumps(view))
+            print(json.dumps({**view, **({"dispatch": dispatch} if dispatch else {})}))
             return 0
         print(display(f"{request['id']}: {request['status']} — {request['model_name']} on {request['test_set']}/{request['track']}, "
                       f"submitted {request['submitted_time']} by {request['submitter']}"))
@@ -43,6 +44,10 @@ def run(args: argparse.Namespace) -> int:
         for note in request.get("notes") or []:  # e.g. a metric of the store's set this backend could not run
             print(f"note: {display(note)}")
         _print_results(view["results"])
+        if dispatch:
+            from rexrank.backend.dispatch import describe_jobs
+
+            print(describe_jobs(dispatch))
         return 0
     requests = store.list_requests()
     problems = store.problems()

@@ -167,6 +167,14 @@ class QueueOperations:
         )
         return new is not None
 
+    def record_dispatch(self, request_id: str, worker_id: str, dispatch: dict) -> bool:
+        """Keep a dispatched request's shard plan and Jobs (rexrank.backend.dispatch) in its
+        record, a commit on the version in which `worker_id` holds it (which also renews
+        nothing: the lease keeper does). False if it no longer holds the request."""
+        new = self._update(request_id, self._holder_guard(worker_id, lambda r: {**r, "dispatch": dispatch}),
+                           "dispatch")
+        return new is not None
+
     def finish(self, request_id: str, worker_id: str, *, result_id: str, notes: list[str] | None = None) -> bool:
         """Settle as FINISHED; `notes` tell the submitter what the result does not hold
         (e.g. a metric of the store's set that this backend cannot run)."""
@@ -214,8 +222,9 @@ class QueueOperations:
             raise StoreError(f"request {request_id} is {current['status']}; only FAILED or RUNNING requests can be requeued")
         return self._update(
             request_id,
+            # a dispatched request starts a new round of shard Jobs (rexrank.backend.dispatch)
             lambda r: transition(r, R.PENDING, ts, worker=None, lease_expires=None, error=None, failure_kind=None,
-                                 attempts=0, publishing=False) if r["status"] in (R.FAILED, R.RUNNING) else None,
+                                 attempts=0, publishing=False, dispatch=None) if r["status"] in (R.FAILED, R.RUNNING) else None,
             "requeue",
         ) or self.get_request(request_id)
 

@@ -14,6 +14,9 @@ requests repo:
     config.json                     the store's settings (rexrank.store.config)
     ledger/<test_set>/<key>.json    the privacy ledger: ε spent per submitter on a private
                                     test set (rexrank.store.ledger; the backend writes it)
+    scratch/<id>/shard-<k>-attempt-<a>.{json,parquet}
+                                    a dispatched request's shard outputs (rexrank.backend.dispatch),
+                                    removed once the request settles
 results repo:
     records/<test_set>/<track>/<id>.json      result records (rexrank.results_schema format)
     per_study/<test_set>/<track>/<id>.parquet per-study scores, public test sets only
@@ -62,6 +65,7 @@ RECENT_INDEX = "index/recent.json"
 RECEIVED_INDEX = "index/received.json"
 RECENT_LIMIT = 100
 CONFIG_FILE = "config.json"
+SCRATCH_DIR = "scratch/"  # shard outputs of dispatched requests (organisers only: the requests repo)
 
 RECORDS_DIR = "records/"
 PER_STUDY_DIR = "per_study/"
@@ -76,7 +80,7 @@ RESULTS_LAYOUT_CONTENT = {"layout": 2, "names": NAME_KEY_VERSION}
 REQUESTS_LAYOUT_CONTENT = {"names": NAME_KEY_VERSION, "contents": 1}  # contents: the index by content sha
 # what the store itself writes into each repo (anything else there is not store data)
 LEDGER_DIR = "ledger/"
-REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFIG_FILE, LEDGER_DIR)
+REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFIG_FILE, LEDGER_DIR, SCRATCH_DIR)
 RESULTS_DATA_PREFIXES = (RECORDS_DIR, PER_STUDY_DIR, INDEX_DIR)
 
 
@@ -132,6 +136,12 @@ def result_shard(path: str) -> str:
 
 def predictions_path(request_id: str) -> str:
     return f"{PREDICTIONS_DIR}{check_request_id(request_id)}/test.parquet"
+
+
+def shard_paths(request_id: str, shard: int, attempt: int) -> tuple[str, str]:
+    """(summary JSON, per-study parquet) of one attempt of one shard of a dispatched request."""
+    stem = f"{SCRATCH_DIR}{check_request_id(request_id)}/shard-{int(shard):03d}-attempt-{int(attempt)}"
+    return f"{stem}.json", f"{stem}.parquet"
 
 
 def _safe(part: str) -> str:

@@ -1,0 +1,191 @@
+"""The backend as a dispatcher over Jobs (rexrank.backend.dispatch): what K Jobs buy on a
+10,000-study submission with the full ReXrank metric set, and what the dispatcher itself
+costs next to the scoring.
+
+1. Makespan of 10,000 studies against K Jobs, from per-study costs measured on one NVIDIA
+   H100 with random-weight models of the real architectures (the figures of issue 29; no
+   GPU was used for this script): the non-LLM suite 15.4 s per 600 studies, GREEN 1.50 s
+   per study in official batches of 8; FineRadScore taken as GREEN's cost (not measured).
+   A Job's start (image pull, install, model load) is an assumption: --job-start seconds.
+2. The dispatcher's own work per shard, measured here: a local store, one request, K
+   shards, Jobs that "finish" at once having written synthetic shard outputs (the
+   dispatcher's plan, starts, polls, record updates, merge and publish; no scoring).
+3. The merge at 10,000 studies, measured here: synthetic per-study tables of the full
+   metric set's columns in K shards, merged into one run's results.
+
+Usage: python benchmarks/dispatch.py [--studies 10000] [--jobs 1,2,4,8,16,32] [--job-start 300]
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from rexrank.backend.merge import merge_shards, shard_header  # noqa: E402
+from rexrank.backend.shards import plan_shards  # noqa: E402
+from rexrank.store.config import REXRANK_LLM_METRICS, REXRANK_METRICS  # noqa: E402
+
+FULL_SET = (*REXRANK_METRICS, *REXRANK_LLM_METRICS)
+# the per-study columns each metric writes (names as the metrics write them)
+COLUMNS = {
+    "bleu2": ["bleu2"], "bertscore": ["bertscore", "bertscore_precision", "bertscore_recall"],
+    "sembscore": ["sembscore"], "radgraph": ["radgraph", "radgraph_simple", "radgraph_partial", "radgraph_complete"],
+    "radcliq": ["radcliq", "radcliq_v0", "radcliq_radgraph", "radcliq_bertscore", "radcliq_semb", "radcliq_bleu2"],
+    "ratescore": ["ratescore"],
+    "green": ["green", "green_matched_findings", "green_significant_errors", "green_insignificant_errors",
+              *[f"green_sig_{k}" for k in "abcdef"]],
+    "fineradscore": ["fineradscore", "fineradscore_sum", "fineradscore_n_corrections", "fineradscore_no_error",
+                     "fineradscore_no_actionable_error", "fineradscore_no_significant_error"],
+}
+
+
+def makespans(n: int, ks: list[int], job_start: float) -> list[tuple[int, float, float, float]]:
+    """(K, makespan hours, GPU-hours, cost USD) on h100."""
+    rows = []
+    for k in ks:
+        plan = plan_shards(n, FULL_SET, flavor="h100", max_jobs=k, target_shard_hours=1e-9)
+        hours = plan.makespan_hours + job_start / 3600
+        gpu_hours = plan.gpu_hours + k * job_start / 3600
+        rows.append((plan.k, hours, gpu_hours, gpu_hours * plan.price_per_hour))
+    return rows
+
+
+def synthetic_shards(n: int, ranges, rng) -> tuple[list, dict]:
+    """K (shard JSON, per-study table) pairs and the whole run's header, as the shards and the dispatcher make them."""
+    ids = [f"s{i:05d}" for i in range(n)]
+    shards = []
+    for index, (start, stop) in enumerate(ranges):
+        table = pd.DataFrame({"id": ids[start:stop]})
+        summaries = {}
+        for name in FULL_SET:
+            for column in COLUMNS[name]:
+                table[column] = rng.random(stop - start)
+            details = {"n_failed": 0, "failed_positions": [], "failure_reasons": {}}
+            if name == "green":
+                details.update({"n_unparseable": 1, "unparseable_positions": [0], "llm_usage": {"requests": stop - start}})
+            if name == "fineradscore":
+                details["thresholds"] = {"no_actionable_max": 1, "no_significant_max": 2, "note": "ours"}
+            summaries[name] = {"provenance": {"version": "x"}, "higher_is_better": True,
+                               "scores": {c: {} for c in COLUMNS[name]}, "details": details,
+                               "n_studies": stop - start, "failures": {}, "seconds": 1.0}
+        meta = shard_header({"metrics": summaries, "seconds": 1.0}, request_id="r", shard=index, attempt=1,
+                            start=start, stop=stop, metrics=FULL_SET, metric_options={})
+        buf = io.BytesIO()
+        table.to_parquet(buf, index=False)  # the merge reads parquet back, as from the store
+        shards.append((meta, pd.read_parquet(io.BytesIO(buf.getvalue()))))
+    header = {"predictions": {"n": n}, "predictions_ids": ids, "metrics": {}}
+    return shards, header
+
+
+def merge_seconds(n: int, k: int, repeats: int = 3) -> float:
+    rng = np.random.default_rng(0)
+    ranges = plan_shards(n, FULL_SET, flavor="h100", max_jobs=k, target_shard_hours=1e-9).ranges
+    shards, header = synthetic_shards(n, ranges, rng)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        merge_shards(shards, plan_ranges=[list(r) for r in ranges], header=header)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def dispatcher_seconds_per_shard(k: int) -> float:
+    """Wall time of one dispatched request on a local store, per shard, with Jobs that finish at once."""
+    from rexrank.backend.dispatch import Dispatcher, DispatchSettings
+    from rexrank.backend.jobs import JobState
+    from rexrank.backend.worker import Worker
+    from rexrank.scoring import score_submission
+    from rexrank.store import Quota, open_store
+    from rexrank.store import records as R
+    from rexrank.store.repo import transact
+    from test_store import EXAMPLE_PREDS, submit
+
+    class InstantJobs:
+        """Jobs that have run already: `run` writes the shard's output as a Job would."""
+
+        def __init__(self, store, runs):
+            self.store, self.runs, self.jobs = store, runs, {}
+
+        def run(self, *, command, env, secrets, flavor, timeout, labels):
+            rid, shard, attempt = labels["rexrank-request"], int(labels["rexrank-shard"]), int(labels["rexrank-attempt"])
+            meta, table = self.runs[shard]
+            meta = {**meta, "request_id": rid, "attempt": attempt}
+            json_path, parquet_path = R.shard_paths(rid, shard, attempt)
+            buf = io.BytesIO()
+            table.to_parquet(buf, index=False)
+            transact(self.store.requests, lambda snap: ({json_path: R.dumps(R.jsonable(meta)),
+                                                         parquet_path: buf.getvalue()}, "shard", None))
+            job_id = f"job{len(self.jobs)}"
+            self.jobs[job_id] = JobState(job_id, "COMPLETED", None, dict(labels), flavor, time.time(), time.time())
+            return job_id
+
+        def inspect(self, job_id):
+            return self.jobs.get(job_id)
+
+        def list(self, labels):
+            return [j for j in self.jobs.values() if all(j.labels.get(a) == b for a, b in labels.items())]
+
+        def cancel(self, job_id):
+            pass
+
+        def logs(self, job_id):
+            return []
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(Path(tmp) / "s", quota=Quota(0))
+        submit(store)
+        n = 19
+        plan = plan_shards(n, ["bleu2"], flavor="cpu-basic", max_jobs=k, target_shard_hours=1e-9)
+        runs = []
+        for index, (start, stop) in enumerate(plan.ranges):
+            run = score_submission("example", "findings", EXAMPLE_PREDS, metrics="bleu2", progress=False, select=(start, stop))
+            runs.append((shard_header(run.results, request_id="", shard=index, attempt=1, start=start, stop=stop,
+                                      metrics=["bleu2"], metric_options={}), run.per_study))
+        settings = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=k, target_shard_hours=1e-9, poll=0.0)
+        dispatcher = Dispatcher(Worker(store, metrics="bleu2", worker_id="bench"), InstantJobs(store, runs), settings)
+        t0 = time.perf_counter()
+        assert dispatcher.run(once=True) == 1
+        seconds = time.perf_counter() - t0
+        assert store.list_requests()[0]["status"] == "FINISHED"
+        return seconds / plan.k
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--studies", type=int, default=10000)
+    parser.add_argument("--jobs", default="1,2,4,8,16,32")
+    parser.add_argument("--job-start", type=float, default=300.0,
+                        help="assumed seconds from a Job's start to its first study (image, install, models)")
+    args = parser.parse_args()
+    ks = [int(k) for k in args.jobs.split(",")]
+    n = args.studies
+    print(f"{n} studies, full metric set {', '.join(FULL_SET)}, h100 (issue 29's H100 figures; FineRadScore as GREEN), "
+          f"Job start {args.job_start:.0f} s assumed")
+    print(f"{'K':>3}  {'makespan h':>10}  {'speed-up':>8}  {'GPU-hours':>9}  {'cost USD':>8}")
+    rows = makespans(n, ks, args.job_start)
+    for k, hours, gpu_hours, cost in rows:
+        print(f"{k:>3}  {hours:>10.2f}  {rows[0][1] / hours:>7.1f}x  {gpu_hours:>9.2f}  {cost:>8.2f}")
+    scoring_seconds = plan_shards(n, FULL_SET, flavor="h100", max_jobs=1).gpu_hours * 3600
+    print(f"\nscoring time (GPU-seconds, all shards together): {scoring_seconds:,.0f} s")
+    # per shard: measured with min(K, 19) shards (the example test set has 19 studies)
+    print(f"\n{'K':>3}  {'merge s':>8}  {'merge/scoring':>13}  {'dispatcher s/shard':>18}  {'overhead/scoring':>16}  "
+          f"{'overhead/makespan':>17}")
+    for (k, hours, _, _), asked in zip(rows, ks):
+        merge = merge_seconds(n, k)
+        per_shard = dispatcher_seconds_per_shard(min(asked, 19))
+        overhead = merge + per_shard * k
+        print(f"{k:>3}  {merge:>8.3f}  {merge / scoring_seconds:>12.4%}  {per_shard:>18.3f}  "
+              f"{overhead / scoring_seconds:>15.4%}  {overhead / (hours * 3600):>16.4%}")
+    print("\ngoal: dispatcher overhead (merge + per-shard work) <= 1 % of the scoring time")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""One shard of a dispatched request, as a Job runs it (`rexrank backend-shard`): read the
+request and its plan from the store, score the shard's studies, write the per-study file
+and the summaries to the store's scratch area, keyed by request, shard and attempt.
+
+The store token arrives as the Job's HF_TOKEN secret; a private test set is read here,
+inside the Job, from its private data repo: nothing of it is on the command line.
+A failure the submitter must hear about (their predictions do not match the test set, a
+metric cannot run) is written as the shard's outcome, already in the words the public
+may read (Worker.failure_message), so the dispatcher fails the request without retrying.
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+from rexrank.errors import TestSetError
+from rexrank.store import records as R
+from rexrank.store.repo import transact
+
+log = logging.getLogger("rexrank.backend")
+
+# failure kinds a retry cannot change
+FINAL_KINDS = (R.VALIDATION, R.COVERAGE, R.REFUSED)
+# a private Hub dataset holding the test sets' folder (as the backend Space reads it)
+PRIVATE_DATA_REPO = "REXRANK_PRIVATE_DATA_REPO"
+
+
+def job_data_dir(data_dir):
+    """The data folder inside a Job: the private data repo, downloaded here with the Job's
+    token (HF_TOKEN, a secret), when one is named; else `data_dir`."""
+    import os
+
+    repo = os.environ.get(PRIVATE_DATA_REPO)
+    if not repo:
+        return data_dir
+    from huggingface_hub import snapshot_download
+
+    from rexrank.store.scratch import ScratchDir
+
+    target = data_dir or ScratchDir("private-data").path  # removed when the Job ends
+    snapshot_download(repo, repo_type="dataset", local_dir=str(target), token=os.environ.get("HF_TOKEN"))
+    return target
+
+
+def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None, progress: bool = False) -> int:
+    """Score one shard; the process's exit status (0: written)."""
+    from rexrank.backend.merge import shard_header
+    from rexrank.backend.resolved import resolve_request
+    from rexrank.backend.worker import Worker
+
+    request = store.get_request(request_id)
+    plan = (request.get("dispatch") or {}).get("plan")
+    if request["status"] != R.RUNNING or not plan:
+        log.warning("%s is %s: shard %d not scored", request_id, request["status"], shard)
+        return 3
+    start, stop = plan["ranges"][shard]
+    data_dir = job_data_dir(data_dir)
+    options = plan.get("metric_options") or {}
+    worker = Worker(store, data_dir=data_dir, metrics=plan["metrics"], metric_options=options,
+                    worker_id=f"job-{shard}-{attempt}", progress=progress)
+    resolved = resolve_request(request, data_dir)
+    json_path, parquet_path = R.shard_paths(request_id, shard, attempt)
+    try:
+        run = worker.score_studies(resolved, (start, stop))
+    except TestSetError as exc:  # this machine's problem: another attempt may succeed
+        _write(store, {json_path: _outcome(request_id, shard, attempt, "machine", f"cannot load the test set: {exc}")})
+        return 1
+    except Exception as exc:
+        message, kind = worker.failure_message(request, exc, resolved=resolved)
+        log.error("shard %d of %s failed: %s", shard, request_id, message)
+        _write(store, {json_path: _outcome(request_id, shard, attempt, kind, message)})
+        return 1
+    if store.get_request(request_id)["status"] != R.RUNNING:  # cancelled while this shard was scored
+        log.warning("%s is no longer running: shard %d not written", request_id, shard)
+        return 3
+    meta = shard_header(run.results, request_id=request_id, shard=shard, attempt=attempt, start=start, stop=stop,
+                        metrics=worker.metrics, metric_options=options)
+    buf = io.BytesIO()
+    run.per_study.to_parquet(buf, index=False)
+    _write(store, {json_path: R.dumps(R.jsonable(meta)), parquet_path: buf.getvalue()})
+    log.info("shard %d of %s (studies [%d, %d), attempt %d) written", shard, request_id, start, stop, attempt)
+    return 0
+
+
+def _outcome(request_id: str, shard: int, attempt: int, kind: str, message: str) -> bytes:
+    return R.dumps({"request_id": request_id, "shard": shard, "attempt": attempt,
+                    "failed": {"kind": kind, "message": message, "final": kind in FINAL_KINDS}})
+
+
+def _write(store, files: dict[str, bytes]) -> None:
+    transact(store.requests, lambda snap: (files, f"shard output {next(iter(files))}", None))
+
+
+def read_shard(store, request_id: str, shard: int, attempt: int):
+    """(shard JSON, per-study DataFrame or None), or None when the attempt wrote nothing."""
+    import pandas as pd
+
+    json_path, parquet_path = R.shard_paths(request_id, shard, attempt)
+    snap = store.requests.snapshot()
+    data = store.requests.read_optional(snap, json_path)
+    if data is None:
+        return None
+    meta = json.loads(data)
+    if "failed" in meta:
+        return meta, None
+    table = store.requests.read_optional(snap, parquet_path)
+    if table is None:
+        return None
+    return meta, pd.read_parquet(io.BytesIO(table))

@@ -1,0 +1,488 @@
+"""The backend as a dispatcher over Jobs (rexrank.backend.dispatch): shards that merge into
+exactly one worker's numbers, retries, cancel, restarts and the store token, against the
+fake Hub's Jobs API (tests/fakehub.py), whose Jobs run as local processes."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import backendhelpers
+from fakehub import Account, FakeHub
+from rexrank.backend.dispatch import Dispatcher, DispatchSettings, dispatch_settings
+from rexrank.backend.jobs import HubJobs, LocalJobs
+from rexrank.backend.worker import Worker
+from rexrank.store import FAILED, FINISHED, Quota, open_store
+from test_backend import PRIVATE_SENTENCES, leaks_in, private_set  # noqa: F401 (private_set: a fixture)
+from test_store import submit
+
+HELPER = str(Path(backendhelpers.__file__))
+TOKEN = "hf_store_secret_7f3a9c"  # the organisers' store token: a Job secret, nowhere else
+ORG = "board"
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    import huggingface_hub.constants as constants
+
+    with FakeHub(accounts={TOKEN: Account("organiser", orgs=(ORG,))}) as fake:
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setenv("HF_ENDPOINT", fake.url)
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        yield fake
+
+
+@pytest.fixture
+def test_metrics(monkeypatch):
+    import rexrank.metrics.registry as registry
+
+    monkeypatch.setattr(registry, "METRICS", {**registry.METRICS, **backendhelpers.TEST_METRICS})
+
+
+def settings(**kw) -> DispatchSettings:
+    # tiny shards (three for the example's 19 studies); each Job runs the test helper, which
+    # is the rexrank command line with the test metrics registered
+    base = dict(mode="hf-jobs", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.2,
+                job_command=(sys.executable, HELPER), job_env={"HF_HUB_OFFLINE": "0"}, job_timeout=300)
+    return DispatchSettings(**{**base, **kw})
+
+
+def dispatcher(store, metrics: str, worker_id: str = "dispatcher", lease: float = 30.0, **kw) -> Dispatcher:
+    s = settings(**kw)
+    jobs = HubJobs(namespace=ORG, image=s.image, token=TOKEN)
+    return Dispatcher(Worker(store, metrics=metrics, worker_id=worker_id, lease_seconds=lease), jobs, s)
+
+
+def single_worker_run(tmp_path, metrics: str, **env):
+    store = open_store(tmp_path / "single", quota=Quota(0))
+    submit(store)
+    assert Worker(store, metrics=metrics, worker_id="one").run(once=True) == 1
+    [record] = store.list_results()
+    return record, pd.read_parquet(io.BytesIO(store.read_per_study(record)))
+
+
+def published(store):
+    [record] = store.list_results()
+    return record, pd.read_parquet(io.BytesIO(store.read_per_study(record)))
+
+
+def wait_for(condition, timeout=120.0, what=""):
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def in_thread(target):
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def run_until_jobs_run(hub, store, tmp_path, *, slow: float) -> threading.Thread:
+    """A dispatcher in a thread scoring `counting` (`slow` seconds a shard), returned once
+    its three Jobs run and one has started scoring."""
+    started = tmp_path / "started"
+    d = dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": str(slow),
+                                               "REXRANK_TEST_STARTED": str(started)})
+    thread = in_thread(lambda: d.run(once=True))
+    wait_for(lambda: started.exists() and len(hub.jobs) == 3, what="three running Jobs")
+    return thread
+
+
+def test_three_shards_merge_into_the_single_worker_run(hub, tmp_path):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    assert dispatcher(store, "bleu2,rouge").run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    plan = final["dispatch"]["plan"]
+    assert len(plan["ranges"]) == 3 and len(hub.jobs) == 3
+    record, per_study = published(store)
+    single, single_per_study = single_worker_run(tmp_path, "bleu2,rouge")
+    pd.testing.assert_frame_equal(per_study, single_per_study)  # exactly, study by study
+    assert record["values"] == single["values"]
+    for name, summary in record["summaries"].items():
+        assert {k: v for k, v in summary.items() if k != "seconds"} == \
+               {k: v for k, v in single["summaries"][name].items() if k != "seconds"}
+    # the organisers' record: every Job and the GPU-seconds per metric; the scratch area is emptied
+    assert {j["state"] for j in final["dispatch"]["jobs"]} == {"COMPLETED"}
+    assert set(final["dispatch"]["gpu_seconds"]) == {"bleu2", "rouge"}
+    assert not [p for p in hub.files(f"{ORG}/requests") if p.startswith("scratch/")]
+
+
+def test_a_shard_killed_mid_run_is_retried_and_published_once(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    commits_before = hub.commits(f"{ORG}/results")
+    thread = run_until_jobs_run(hub, store, tmp_path, slow=4)
+    victim = next(j for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == "1")
+    hub.kill_job(victim.id)
+    thread.join(timeout=180)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    attempts = sorted((j["shard"], j["attempt"], j["state"]) for j in final["dispatch"]["jobs"])
+    assert attempts == [(0, 1, "COMPLETED"), (1, 1, "ERROR"), (1, 2, "COMPLETED"), (2, 1, "COMPLETED")]
+    assert hub.commits(f"{ORG}/results") - commits_before == 1  # one publishing commit
+    record, per_study = published(store)
+    _, single_per_study = single_worker_run(tmp_path, "counting")
+    pd.testing.assert_frame_equal(per_study, single_per_study)
+
+
+def test_a_vanished_shard_job_is_started_again(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    thread = run_until_jobs_run(hub, store, tmp_path, slow=4)
+    hub.forget_job(next(j.id for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == "2"))
+    thread.join(timeout=180)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert sorted((j["shard"], j["attempt"], j["state"]) for j in final["dispatch"]["jobs"]) == [
+        (0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "VANISHED"), (2, 2, "COMPLETED")]
+    assert len(store.list_results()) == 1
+
+
+def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    d = dispatcher(store, "counting", shard_attempts=2, job_timeout=2,
+                   job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": "30"})
+    assert d.run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and "failed 2 time(s)" in final["error"] and "Job timeout" in final["error"]
+    assert store.list_results() == []
+    assert len(hub.jobs) == 2 * 3
+    # requeued once the cause is fixed: a new round of attempts, numbered after the old ones
+    store.requeue(req["id"])
+    assert dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0"}).run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert sorted((j["shard"], j["attempt"]) for j in final["dispatch"]["jobs"]) == [(0, 3), (1, 3), (2, 3)]
+
+
+def test_cancel_mid_run_cancels_every_job_and_publishes_nothing(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    thread = run_until_jobs_run(hub, store, tmp_path, slow=60)
+    store.cancel(req["id"], reason="withdrawn")
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert {j.stage for j in hub.jobs.values()} == {"CANCELED"}
+    assert all(j.proc.wait(timeout=10) is not None for j in hub.jobs.values())  # the processes end
+    assert store.get_request(req["id"])["status"] == FAILED
+    assert store.list_results() == []
+    assert not [p for p in hub.files(f"{ORG}/results") if p.startswith(("records/", "per_study/"))]
+    assert not [p for p in hub.files(f"{ORG}/requests") if p.startswith("scratch/")]
+
+
+def test_a_restarted_dispatcher_adopts_the_running_jobs(hub, tmp_path, test_metrics):
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    started = tmp_path / "started"
+    env = {"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": "8", "REXRANK_TEST_STARTED": str(started)}
+    first_stop = threading.Event()
+    first = dispatcher(store, "counting", worker_id="first", lease=2.0, job_env=env)
+    thread = in_thread(lambda: first.run(stop=first_stop))
+    wait_for(lambda: started.exists() and len(hub.jobs) == 3, what="three running Jobs")
+    first_stop.set()  # the dispatcher stops (a restart, a crash); its Jobs run on
+    thread.join(timeout=30)
+    assert {j.stage for j in hub.jobs.values()} == {"RUNNING"}
+    second_stop = threading.Event()
+    second = dispatcher(open_store(f"hf://{ORG}", quota=Quota(0)), "counting", worker_id="second", lease=2.0,
+                        job_env=env)
+    thread = in_thread(lambda: second.run(stop=second_stop))
+    try:
+        wait_for(lambda: store.get_request(req["id"])["status"] == FINISHED, timeout=180, what="FINISHED")
+    finally:
+        second_stop.set()
+        thread.join(timeout=30)
+    assert len(hub.jobs) == 3  # no duplicate: the second dispatcher found them by their labels
+    final = store.get_request(req["id"])
+    assert final["worker"] == "second" and len(store.list_results()) == 1
+
+
+def test_the_store_token_is_a_job_secret_only(hub, tmp_path, caplog):
+    from huggingface_hub import HfApi
+
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    with caplog.at_level("INFO"):
+        assert dispatcher(store, "bleu2").run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED  # the Jobs wrote their shards: they had the token
+    api = HfApi(endpoint=hub.url, token=TOKEN)
+    for job in hub.jobs.values():
+        assert job.spec["secrets"] == {"HF_TOKEN": TOKEN}
+        info = api.inspect_job(job_id=job.id, namespace=ORG)
+        shown = json.dumps({"command": info.command, "arguments": info.arguments, "labels": info.labels,
+                            "environment": info.environment, "secrets": info.secrets})
+        assert TOKEN not in shown and TOKEN not in json.dumps(job.spec["command"] + [job.spec["environment"]])
+        logs = list(api.fetch_job_logs(job_id=job.id, namespace=ORG))
+        assert logs and TOKEN not in "\n".join(logs)
+    assert TOKEN not in caplog.text and TOKEN not in json.dumps(final)
+
+
+def test_local_dispatch_takes_the_same_path(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    s = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=2, target_shard_hours=1e-9, poll=0.2)
+    d = Dispatcher(Worker(store, metrics="bleu2", worker_id="laptop"), LocalJobs(tmp_path / "jobs"), s)
+    assert d.run(once=True) == 1
+    assert store.get_request(req["id"])["status"] == FINISHED
+    _, per_study = published(store)
+    _, single_per_study = single_worker_run(tmp_path, "bleu2")
+    pd.testing.assert_frame_equal(per_study, single_per_study)
+
+
+def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path):
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    req = submit(store)
+    out = subprocess.run([sys.executable, "-c", "import sys; from rexrank.cli.main import main; sys.exit(main())",
+                          "backend", "--store", str(root), "--metrics", "bleu2", "--dispatch", "local", "--flavor", "l4x1",
+                          "--max-jobs", "8", "--dry-run"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert req["id"] in out.stdout and "1 shard(s) on l4x1" in out.stdout and "GPU-hours" in out.stdout
+    assert store.get_request(req["id"])["status"] == "PENDING"
+
+
+def test_config_settings_are_checked(tmp_path):
+    from rexrank.store.repo import StoreError
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps(
+        {"dispatch": {"mode": "hf-jobs", "flavor": "a100-large", "max_jobs": 8, "job_timeout": "2h",
+                      "gpu_hours_ceiling": 20}}))
+    s = dispatch_settings(store, max_jobs=2)
+    assert (s.mode, s.flavor, s.max_jobs, s.job_timeout, s.gpu_hours_ceiling) == ("hf-jobs", "a100-large", 2, 7200, 20.0)
+    (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"max_job": 8}}))
+    with pytest.raises(StoreError, match="unknown setting 'max_job'"):
+        dispatch_settings(store)
+
+
+def test_two_dispatchers_on_one_store_never_score_a_shard_twice(hub, tmp_path, test_metrics):
+    from test_store import variant
+
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    ids = {submit(store, variant(tmp_path, i), model_name=f"m{i}")["id"] for i in range(2)}
+    stop = threading.Event()
+    env = {"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": "1"}
+    threads = [in_thread(lambda name=name: dispatcher(open_store(f"hf://{ORG}", quota=Quota(0)), "counting",
+                                                      worker_id=name, job_env=env).run(stop=stop))
+               for name in ("left", "right")]
+    try:
+        wait_for(lambda: {r["status"] for r in store.list_requests()} == {FINISHED}, timeout=240, what="FINISHED")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    started = [(j.spec["labels"]["rexrank-request"], j.spec["labels"]["rexrank-shard"]) for j in hub.jobs.values()]
+    assert sorted(started) == sorted((rid, str(k)) for rid in ids for k in range(3))  # each shard once
+    assert len(store.list_results()) == 2
+
+
+def test_the_worker_resolves_a_request_once(tmp_path, monkeypatch):
+    import rexrank.testsets.loading as loading
+    import rexrank.testsets.registry as registry
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    submit(store)
+    worker = Worker(store, metrics="bleu2", worker_id="w")
+    calls: list[str] = []
+    for module, name in ((registry, "get_spec"), (registry, "check_track"), (loading, "track_studies")):
+        def counted(*args, _real=getattr(module, name), _name=name, **kw):
+            calls.append(_name)
+            return _real(*args, **kw)
+        monkeypatch.setattr(module, name, counted)
+    assert worker.run(once=True) == 1
+    assert sorted(calls) == ["check_track", "get_spec", "track_studies"]
+
+
+def test_shard_boundaries_fall_between_the_official_llm_batches():
+    from rexrank.backend.shards import PlanError, plan_shards
+
+    plan = plan_shards(10000, ["bleu2", "bertscore", "green"], flavor="h100", max_jobs=7)
+    assert plan.k == 7 and plan.align == 8 and plan.ranges[0][0] == 0 and plan.ranges[-1][1] == 10000
+    assert all(start % 8 == 0 for start, _ in plan.ranges)  # every batch of 8 is the official one
+    assert all(a[1] == b[0] for a, b in zip(plan.ranges, plan.ranges[1:]))
+    assert plan_shards(10000, ["green"], {"green": {"batch_size": 6}}, flavor="h100", max_jobs=5).align == 6
+    # the H100 figures: 1.50 s per study for GREEN, 15.4 s per 600 studies for the non-LLM suite
+    assert plan_shards(600, ["green"], flavor="h100", max_jobs=1).gpu_hours == pytest.approx(600 * 1.5 / 3600)
+    one = plan_shards(10000, ["bleu2", "srr_bert"], flavor="l4x1", max_jobs=8)
+    assert one.k == 1 and "srr_bert" in one.why_one_shard  # its corpus F1 needs every study at once
+    with pytest.raises(PlanError, match="green need a GPU flavour"):
+        plan_shards(100, ["green"], flavor="cpu-basic", max_jobs=2)
+    with pytest.raises(PlanError, match="unknown flavour 'a10'"):
+        plan_shards(100, ["bleu2"], flavor="a10", max_jobs=2)
+
+
+def test_a_tiny_llm_judge_merges_into_the_single_worker_run(tmp_path):
+    from llm_tiny_models import build_tiny_llama
+    from rexrank.metrics.green_text import prompt_template
+
+    corpus = [prompt_template()] * 3 + ["No pneumothorax. Mild cardiomegaly. Small left pleural effusion."] * 3
+    model = build_tiny_llama(tmp_path / "llama", corpus=corpus)
+
+    def options(cache: str) -> dict:  # separate answer caches: the single run must generate its own
+        return {"green": dict(model_path=str(model), max_new_tokens=12, cache_dir=str(tmp_path / cache), batch_size=4,
+                              keep_completions=True, progress=False)}
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    s = DispatchSettings(mode="local", flavor="h100", max_jobs=3, target_shard_hours=1e-9, poll=0.3)
+    worker = Worker(store, metrics="green", metric_options=options("c1"), worker_id="d")
+    assert Dispatcher(worker, LocalJobs(tmp_path / "jobs"), s).run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED and final["dispatch"]["plan"]["ranges"] == [[0, 8], [8, 16], [16, 19]]
+    record, per_study = published(store)
+    single_store = open_store(tmp_path / "single", quota=Quota(0))
+    submit(single_store)
+    assert Worker(single_store, metrics="green", metric_options=options("c2"), worker_id="one").run(once=True) == 1
+    single, single_per_study = published(single_store)
+    pd.testing.assert_frame_equal(per_study, single_per_study)
+    merged, alone = record["summaries"]["green"], single["summaries"]["green"]
+    assert merged["details"]["completions"] == alone["details"]["completions"]  # the same generated tokens
+    assert {k: v for k, v in merged.items() if k != "seconds"} == {k: v for k, v in alone.items() if k != "seconds"}
+
+
+def test_an_encoder_metric_merges_within_1e_6_of_the_single_worker_run(tmp_path):
+    from tiny_report_models import make_tiny_roberta
+
+    model = make_tiny_roberta(tmp_path / "encoder")
+
+    def options(cache: str) -> dict:
+        return {"bertscore": dict(model=str(model), num_layers=2, rescale_with_baseline=False,
+                                  cache_dir=str(tmp_path / cache))}
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    submit(store)
+    s = DispatchSettings(mode="local", flavor="l4x1", max_jobs=3, target_shard_hours=1e-9, poll=0.3)
+    worker = Worker(store, metrics="bertscore", metric_options=options("c1"), worker_id="d")
+    assert Dispatcher(worker, LocalJobs(tmp_path / "jobs"), s).run(once=True) == 1
+    record, per_study = published(store)
+    single_store = open_store(tmp_path / "single", quota=Quota(0))
+    submit(single_store)
+    assert Worker(single_store, metrics="bertscore", metric_options=options("c2"), worker_id="one").run(once=True) == 1
+    single, single_per_study = published(single_store)
+    assert list(per_study["id"]) == list(single_per_study["id"])
+    for column in ("bertscore", "bertscore_precision", "bertscore_recall"):
+        assert abs(per_study[column] - single_per_study[column]).max() <= 1e-6
+    assert abs(record["values"]["bertscore"]["mean"] - single["values"]["bertscore"]["mean"]) <= 1e-6
+
+
+class ThreadJobs:
+    """Jobs run in this process's threads (so that a test's monkeypatched test set reaches
+    them): each runs `rexrank backend-shard`'s function on its own store object."""
+
+    def __init__(self, store_name: str, data_dir):
+        from rexrank.backend.jobs import JobState
+
+        self.store_name, self.data_dir, self.jobs, self.State = store_name, data_dir, {}, JobState
+
+    def run(self, *, command, env, secrets, flavor, timeout, labels):
+        from rexrank.backend.shard_job import run_shard
+
+        job = self.State(f"t{len(self.jobs)}", "RUNNING", None, dict(labels), flavor, time.time())
+        self.jobs[job.job_id] = job
+
+        def work():
+            rc = run_shard(open_store(self.store_name, quota=Quota(0)), labels["rexrank-request"],
+                           int(labels["rexrank-shard"]), int(labels["rexrank-attempt"]), data_dir=self.data_dir)
+            job.stage, job.finished = ("COMPLETED" if rc == 0 else "ERROR"), time.time()
+
+        in_thread(work)
+        return job.job_id
+
+    def inspect(self, job_id):
+        return self.jobs.get(job_id)
+
+    def list(self, labels):
+        return [j for j in self.jobs.values() if all(j.labels.get(k) == v for k, v in labels.items())]
+
+    def cancel(self, job_id):
+        self.jobs[job_id].stage = "CANCELED"
+
+    def logs(self, job_id):
+        return []
+
+
+def test_a_dispatched_private_request_publishes_aggregates_once(tmp_path, monkeypatch, private_set):
+    import rexrank.backend.worker as worker_module
+
+    data_dir, preds = private_set
+    noised = []
+    real = worker_module.private_results
+    monkeypatch.setattr(worker_module, "private_results", lambda results, **kw: noised.append(1) or real(results, **kw))
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store, preds, test_set="rexgradient")
+    s = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.1)
+    worker = Worker(store, data_dir=data_dir, metrics="bleu2,leaky", worker_id="d", min_coverage=0.5)
+    assert Dispatcher(worker, ThreadJobs(str(tmp_path / "s"), data_dir), s).run(once=True) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert len(final["dispatch"]["plan"]["ranges"]) == 3 and noised == [1]  # the noise drawn once, after the merge
+    [record] = store.list_results()
+    assert not record["per_study_available"] and record["values"]["bleu2"]["n"] == len(PRIVATE_SENTENCES)
+    assert "dispatch" not in json.dumps(record) and "RG000" not in json.dumps(record)
+    leaky = record["summaries"]["leaky"]
+    # the careless metric fails the first study of each call it gets: one per shard
+    assert leaky["n_failed"] == 3 and set(leaky) <= {"scores", "rounding_decimals", "privacy", "higher_is_better",
+                                                      "n_studies", "n_scored", "n_failed", "seconds"}
+    assert leaks_in(tmp_path / "s") == []  # the shards' outputs (the careless details) are removed too
+
+
+def test_the_merge_refuses_missing_shards_and_shards_of_other_code_or_options():
+    from rexrank.backend.merge import MergeError, merge_shards, shard_header
+    from rexrank.scoring import score_submission
+    from test_store import EXAMPLE_PREDS
+
+    ranges = [[0, 10], [10, 19]]
+    shards = []
+    for index, (start, stop) in enumerate(ranges):
+        run = score_submission("example", "findings", EXAMPLE_PREDS, metrics="bleu2", progress=False, select=(start, stop))
+        shards.append((shard_header(run.results, request_id="r", shard=index, attempt=1, start=start, stop=stop,
+                                    metrics=["bleu2"], metric_options={}), run.per_study))
+    whole = score_submission("example", "findings", EXAMPLE_PREDS, metrics="bleu2", progress=False)
+    header = {**{k: v for k, v in whole.results.items() if k != "metrics"}, "predictions_ids": list(whole.per_study["id"])}
+    results, table = merge_shards(shards, plan_ranges=ranges, header=header)
+    pd.testing.assert_frame_equal(table, whole.per_study)
+    assert results["metrics"]["bleu2"]["scores"] == whole.results["metrics"]["bleu2"]["scores"]
+    with pytest.raises(MergeError, match="1 of 2 shards present"):
+        merge_shards(shards[:1], plan_ranges=ranges, header=header)
+    other_options = [shards[0], ({**shards[1][0], "options": "0123"}, shards[1][1])]
+    with pytest.raises(MergeError, match="shard 1 was made with another options"):
+        merge_shards(other_options, plan_ranges=ranges, header=header)
+    other_code = [({**meta, "code": "0.0.1+abc"}, t) for meta, t in shards]
+    with pytest.raises(MergeError, match="scored by rexrank 0.0.1"):
+        merge_shards(other_code, plan_ranges=ranges, header=header)
+
+
+def test_the_backend_command_dispatches_with_the_store_config(hub, tmp_path):
+    import os
+
+    from huggingface_hub import HfApi
+
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    config = {"dispatch": {"mode": "hf-jobs", "flavor": "cpu-basic", "max_jobs": 2, "target_shard_hours": 1e-9,
+                           "poll": 0.2, "job_command": [sys.executable, HELPER], "job_env": {"HF_HUB_OFFLINE": "0"}}}
+    HfApi(endpoint=hub.url, token=TOKEN).upload_file(path_or_fileobj=json.dumps(config).encode(),
+                                                     path_in_repo="config.json", repo_id=f"{ORG}/requests",
+                                                     repo_type="dataset")
+    env = {**os.environ, "HF_HUB_OFFLINE": "0"}
+    out = subprocess.run([sys.executable, HELPER, "backend", "--store", f"hf://{ORG}", "--metrics", "bleu2", "--once",
+                          "--quota", "0"], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED and len(final["dispatch"]["plan"]["ranges"]) == 2 and len(hub.jobs) == 2
+    assert TOKEN not in out.stderr + out.stdout
+    status = subprocess.run([sys.executable, HELPER, "status", req["id"], "--store", f"hf://{ORG}"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert "dispatched: 2 shard(s) on cpu-basic" in status.stdout and status.stdout.count("COMPLETED") == 2

@@ -414,12 +414,12 @@ class ThreadJobs:
 
 
 def test_a_dispatched_private_request_publishes_aggregates_once(tmp_path, monkeypatch, private_set):
-    import rexrank.backend.worker as worker_module
+    import rexrank.backend.privacy as privacy_module
 
     data_dir, preds = private_set
     noised = []
-    real = worker_module.private_results
-    monkeypatch.setattr(worker_module, "private_results", lambda results, **kw: noised.append(1) or real(results, **kw))
+    real = privacy_module.private_results
+    monkeypatch.setattr(privacy_module, "private_results", lambda results, **kw: noised.append(1) or real(results, **kw))
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store, preds, test_set="rexgradient")
     s = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.1)
@@ -429,12 +429,12 @@ def test_a_dispatched_private_request_publishes_aggregates_once(tmp_path, monkey
     assert final["status"] == FINISHED, final.get("error")
     assert len(final["dispatch"]["plan"]["ranges"]) == 3 and noised == [1]  # the noise drawn once, after the merge
     [record] = store.list_results()
-    assert not record["per_study_available"] and record["values"]["bleu2"]["n"] == len(PRIVATE_SENTENCES)
+    # through the privacy door: noised aggregates, no counts (rexrank.backend.public_door)
+    assert not record["per_study_available"] and record["values"]["bleu2"]["n"] is None
     assert "dispatch" not in json.dumps(record) and "RG000" not in json.dumps(record)
     leaky = record["summaries"]["leaky"]
-    # the careless metric fails the first study of each call it gets: one per shard
-    assert leaky["n_failed"] == 3 and set(leaky) <= {"scores", "rounding_decimals", "privacy", "higher_is_better",
-                                                      "n_studies", "n_scored", "n_failed", "seconds"}
+    # the careless metric fails the first study of each call it gets (one per shard): not said
+    assert not {"n_failed", "n_scored", "failures", "seconds"} & set(leaky)
     assert leaks_in(tmp_path / "s") == []  # the shards' outputs (the careless details) are removed too
 
 

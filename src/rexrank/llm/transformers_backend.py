@@ -12,6 +12,10 @@ Llama folder as transformers 4.x did (`rexrank.llm.llama_tokenizer`), and
 `sort_by_length=False` keeps the requests' order in the batches (the official batches).
 CRIMSON's: `generation_config_eos` also stops at the end-of-sequence ids of the checkpoint's
 generation_config.json (Gemma's <end_of_turn>), as `generate` does when not told otherwise.
+
+With `settings.replicas` > 1 (by default as many as the free GPU memory holds) the batches
+are generated at once by that many copies of the model (`rexrank.llm.replicas`), each batch
+whole and with the same kernels: the same ids as one batch after another.
 """
 from __future__ import annotations
 
@@ -55,6 +59,10 @@ class TransformersBackend:
         self._model = None
         self._tokenizer = None
         self._path: Path | None = None
+        self._kwargs = dict(licence=licence, max_input_tokens=max_input_tokens, legacy_llama_tokenizer=legacy_llama_tokenizer,
+                            sort_by_length=sort_by_length, generation_config_eos=generation_config_eos)
+        self._pool = None
+        self.replicas: int | None = settings.replicas  # decided when the first batches are generated
 
     # Loading is lazy: a rerun served entirely from the cache never loads the weights (the
     # tokenizer alone may be loaded, e.g. to count prompt tokens).
@@ -110,6 +118,8 @@ class TransformersBackend:
 
     def prompt_ids(self, request: LLMRequest) -> list[int]:
         tok = self.tokenizer
+        if request.prompt_ids:
+            return list(request.prompt_ids)
         if request.kind == "completion":
             return tok(request.prompt, add_special_tokens=True)["input_ids"]
         if request.kind == "chat":
@@ -121,7 +131,7 @@ class TransformersBackend:
         """Answers in request order; `on_result(i, response)` for each as its batch ends.
         `batches` (request numbers per batch, each batch one set of params) fixes the
         batches: their members and so their padded width."""
-        self._load()
+        self._load_tokenizer()
         on_progress = on_progress or (lambda n: None)
         on_result = on_result or (lambda i, response: None)
         out: list[LLMResponse | None] = [None] * len(requests)
@@ -144,15 +154,58 @@ class TransformersBackend:
                 on_progress(1)
                 continue
             ready.append((i, ids))
-        for batch in self._batches(requests, ready, batches):
+        todo = self._batches(requests, ready, batches)
+        for batch in todo:
             params = requests[batch[0][0]].params
             if any(requests[i].params != params for i, _ in batch):
                 raise ValueError("a fixed batch mixes generation parameters")
-            for (i, _), response in zip(batch, self._generate_batch([ids for _, ids in batch], dict(requests[batch[0][0]].param_dict))):
+
+        def finished(k: int, responses: list[LLMResponse]) -> None:
+            for (i, _), response in zip(todo[k], responses):
                 out[i] = response
                 on_result(i, response)
-            on_progress(len(batch))
+            on_progress(len(todo[k]))
+
+        inputs = [[ids for _, ids in batch] for batch in todo]
+        params = [dict(requests[batch[0][0]].param_dict) for batch in todo]
+        if len(todo) > 1 and self._replica_count(params) > 1:
+            self._replica_pool().generate(inputs, params, finished)
+        else:
+            self._load()
+            for k, (batch, p) in enumerate(zip(inputs, params)):
+                finished(k, self._generate_batch(batch, p))
         return out  # type: ignore[return-value]
+
+    def _replica_count(self, params: list[dict]) -> int:
+        if self.replicas is None:
+            from rexrank.llm.replicas import default_replicas
+
+            self._path = resolve(self.checkpoint, option="model_path")
+            dtype = self.settings.dtype or "float16"
+            longest = max((p.get("max_length") or 0 for p in params), default=0) or 4096
+            self.replicas = default_replicas(self._path, device=pick_device(self.settings.device), dtype=dtype,
+                                             batch_size=self.settings.batch_size, max_length=longest)
+        return self.replicas
+
+    def _replica_pool(self):
+        if self._pool is None:
+            from rexrank.llm.replicas import ReplicaPool
+
+            self._path = resolve(self.checkpoint, option="model_path")  # missing weights fail here, not in a worker
+            settings = replace(self.settings, model_path=str(self._path))
+            self._pool = ReplicaPool(self.replicas, type(self), settings, self._kwargs)
+        return self._pool
+
+    @property
+    def batch_log(self) -> list[tuple[int, float, float]]:
+        """(worker pid, start, end) of each batch the replicas generated."""
+        return self._pool.log if self._pool is not None else []
+
+    def close(self) -> None:
+        """Stops the replicas' worker processes (they also end with this process)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def _batches(self, requests, ready: list[tuple[int, list[int]]], fixed: list[list[int]] | None) -> list[list[tuple[int, list[int]]]]:
         if fixed is not None:
@@ -201,5 +254,5 @@ class TransformersBackend:
                 new = row[: min(ends) + 1]
                 finish = "stop"
             text = tok.decode(new, skip_special_tokens=True, **decoding)
-            responses.append(LLMResponse(text, prompt_tokens=len(ids), completion_tokens=len(new), finish_reason=finish))
+            responses.append(LLMResponse(text, prompt_tokens=len(ids), completion_tokens=len(new), finish_reason=finish, completion_ids=new))
         return responses

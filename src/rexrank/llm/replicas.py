@@ -1,0 +1,116 @@
+"""Several fixed batches generated at once, each exactly as the sequential run generates it.
+
+Greedy ids in float16 depend on a batch's members and padded width, so batches are never
+merged or split: each whole batch goes to one replica of the model, a worker process that
+holds its own copy of the weights and runs the same `TransformersBackend._generate_batch`
+(same inputs, same kernels, same ids) as the sequential path. The gain is on a GPU that a
+single `generate` loop leaves mostly idle (its per-step host work); processes rather than
+threads, so that one replica's Python does not wait for another's (the GIL).
+
+`default_replicas` picks how many fit in the free GPU memory; on the CPU it is 1.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from rexrank.llm.settings import LLMSettings
+from rexrank.llm.types import LLMResponse
+
+MAX_AUTO_REPLICAS = 8
+OVERHEAD_BYTES = 1 << 30  # a CUDA context, activations and the allocator's slack, per replica
+BARRIER_TIMEOUT = 600.0  # seconds a loaded replica waits for the others before it starts anyway
+
+_worker = None  # the backend of this worker process
+
+
+def default_replicas(model_path: Path, *, device: str, dtype: str, batch_size: int, max_length: int) -> int:
+    """As many replicas as the free memory of `device` holds: each needs the weights in
+    `dtype`, a key/value cache for a whole batch at `max_length` tokens and OVERHEAD_BYTES.
+    1 on the CPU (replicas there compete for the same cores) and on any doubt."""
+    if not device.startswith("cuda"):
+        return 1
+    try:
+        import torch
+
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+        need = replica_bytes(model_path, dtype=dtype, batch_size=batch_size, max_length=max_length)
+    except Exception:  # no config to read, no driver: the sequential run
+        return 1
+    return max(1, min(MAX_AUTO_REPLICAS, int(free * 0.9) // need))
+
+
+def replica_bytes(model_path: Path, *, dtype: str, batch_size: int, max_length: int) -> int:
+    """Memory one replica needs: weights (parameter count from the weight files' sizes and
+    their stored dtype) + key/value cache of one batch + overhead."""
+    config = json.loads((Path(model_path) / "config.json").read_text())
+    config = config.get("text_config", config)  # vision-language checkpoints (CRIMSON's Gemma 3)
+    size = {"float32": 4, "float16": 2, "bfloat16": 2}
+    stored = size.get(str(config.get("torch_dtype") or config.get("dtype") or "float32"), 4)
+    files = [p for p in Path(model_path).iterdir() if p.suffix in (".safetensors", ".bin")]
+    weights = sum(p.stat().st_size for p in files) * size.get(dtype, 4) // stored
+    heads = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or config["hidden_size"] // heads
+    kv = 2 * config["num_hidden_layers"] * config.get("num_key_value_heads", heads) * head_dim * size.get(dtype, 4)
+    return weights + kv * batch_size * max_length + OVERHEAD_BYTES
+
+
+def _init_worker(backend_class, settings: LLMSettings, backend_kwargs: dict, barrier) -> None:
+    global _worker
+    _worker = backend_class(replace(settings, replicas=1), **backend_kwargs)
+    _worker._load()
+    try:
+        barrier.wait(BARRIER_TIMEOUT)  # every replica starts together: none takes all the batches while others load
+    except Exception:  # a replica that failed to load breaks the barrier: the others go on
+        pass
+
+
+def _generate_in_worker(batch: list[list[int]], params: dict) -> tuple[list[LLMResponse], int, float, float]:
+    start = time.monotonic()
+    responses = _worker._generate_batch(batch, params)
+    return responses, os.getpid(), start, time.monotonic()
+
+
+class ReplicaPool:
+    """`replicas` worker processes, each with its own `backend_class(settings, **backend_kwargs)`
+    (one copy of the model), kept loaded for the backend's lifetime. `log` holds (worker pid, start, end) per generated batch
+    (time.monotonic, one clock for every process on the machine)."""
+
+    def __init__(self, replicas: int, backend_class, settings: LLMSettings, backend_kwargs: dict):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
+        barrier = context.Barrier(replicas)
+        self.replicas = replicas
+        self.log: list[tuple[int, float, float]] = []
+        self._executor = ProcessPoolExecutor(replicas, mp_context=context, initializer=_init_worker,
+                                             initargs=(backend_class, settings, backend_kwargs, barrier))
+
+    def generate(self, batches: list[list[list[int]]], params: list[dict], on_batch) -> None:
+        """Generates every batch; `on_batch(k, responses)` in the calling thread as batch k ends."""
+        from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
+
+        futures = {self._executor.submit(_generate_in_worker, batch, p): k for k, (batch, p) in enumerate(zip(batches, params))}
+        for future in as_completed(futures):
+            k = futures[future]
+            try:
+                responses, pid, start, end = future.result()
+            except BrokenProcessPool as exc:  # a replica died (out of memory, killed): its batches failed, said so
+                reason = f"generation failed: a model replica stopped ({exc})"
+                responses = [LLMResponse(None, prompt_tokens=len(ids), error=reason) for ids in batches[k]]
+            else:
+                self.log.append((pid, start, end))
+            on_batch(k, responses)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def overlapping(log: list[tuple[int, float, float]]) -> int:
+    """How many pairs of batches, on different workers, were generated at the same time."""
+    return sum(1 for i, (p, s, e) in enumerate(log) for q, t, f in log[i + 1:] if p != q and s < f and t < e)

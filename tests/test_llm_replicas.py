@@ -1,0 +1,69 @@
+"""Official batches generated at once by several replicas of the model give every batch the
+ids of the official sequential run (tiny GREEN-architecture Llama, float16 as officially, CPU)."""
+from __future__ import annotations
+
+import pytest
+
+from green_token_folders import build_tiny_legacy_llama
+from rexrank.errors import MetricError
+from rexrank.llm import LLMSettings
+from rexrank.llm.replicas import overlapping, replica_bytes
+from rexrank.llm.transformers_backend import TransformersBackend
+from rexrank.metrics.registry import get_metric
+
+
+@pytest.fixture(scope="module")
+def tiny_green(tmp_path_factory):
+    return build_tiny_legacy_llama(tmp_path_factory.mktemp("green_replicas"), hidden=64, seed=1)
+
+
+def _studies(n: int) -> tuple[list[str], list[str]]:
+    preds = [f"candidate {i}: " + " ".join(["Small left pleural effusion."] * (1 + i % 4)) for i in range(n)]
+    refs = [" ".join(["Mild cardiomegaly, no pneumothorax."] * (1 + (3 * i) % 5)) for i in range(n)]
+    return preds, refs
+
+
+def _ids_per_batch(metric, preds, refs):
+    """Every request's greedy ids, grouped in the official batches of 8."""
+    requests, _ = metric._requests(preds, refs)
+    backend = metric.runner.backend
+    batches = [list(range(start, min(start + 8, len(requests)))) for start in range(0, len(requests), 8)]
+    responses = backend.generate(requests, batches=batches)
+    return [[responses[i].completion_ids for i in batch] for batch in batches], backend
+
+
+def test_concurrent_official_batches_give_the_sequential_ids(tiny_green):
+    preds, refs = _studies(20)  # three official batches
+    options = dict(model_path=str(tiny_green), max_new_tokens=10, cache=False, progress=False)
+    sequential, backend = _ids_per_batch(get_metric("green", replicas=1, **options), preds, refs)
+    assert backend.batch_log == [] and backend._model is not None  # generated here, one batch after another
+    metric = get_metric("green", replicas=2, **options)
+    concurrent, backend = _ids_per_batch(metric, preds, refs)
+    try:
+        assert backend.replicas == 2 and backend._model is None  # the option is honoured: the replicas generated
+        log = backend.batch_log
+        assert len(log) == 3 and len({pid for pid, _, _ in log}) == 2
+        assert overlapping(log) >= 1  # two batches were generated at the same time
+        assert all(len(ids) > 0 for batch in sequential for ids in batch)
+        assert concurrent == sequential  # every batch's ids, study by study
+        # and the scores through the metric are those of the sequential run
+        again = metric.score(preds, refs)
+        assert again.details["llm_usage"]["requests"] == 20 and not again.failures
+    finally:
+        backend.close()
+
+
+def test_replicas_option_is_checked():
+    with pytest.raises(MetricError, match="replicas must be a positive integer"):
+        LLMSettings(replicas=0)
+    with pytest.raises(MetricError, match="replicas must be a positive integer"):
+        get_metric("green", replicas="two", base_url="http://127.0.0.1:9/v1")
+
+
+def test_default_is_one_replica_on_the_cpu(tiny_green):
+    backend = TransformersBackend(LLMSettings(backend="transformers", model_path=str(tiny_green), device="cpu"))
+    assert backend._replica_count([{"max_length": 2048}]) == 1
+    # what a replica of the 7B model needs on a GPU: weights + one batch's key/value cache + overhead
+    need = replica_bytes(tiny_green, dtype="float16", batch_size=8, max_length=2048)
+    weights = sum(p.stat().st_size for p in tiny_green.glob("*.safetensors")) // 2  # stored in float32
+    assert need == weights + 2 * 2 * 2 * 16 * 2 * 8 * 2048 + (1 << 30)

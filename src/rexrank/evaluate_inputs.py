@@ -51,7 +51,7 @@ LLM = {
     "device": "transformers backend: 'cuda', 'cpu', ...",
     "dtype": "transformers backend: 'float16', 'bfloat16' or 'float32' (default fp16 on GPU, fp32 on CPU).",
     "batch_size": "transformers backend: prompts per generate call.",
-    "replicas": "transformers backend: copies of the model generating batches at once, each batch whole on one copy (the same ids as one after another); None = as many as the free GPU memory holds, 1 on the CPU.",
+    "replicas": "transformers backend: replicas (worker processes sharing the weights) generating batches at once, each batch whole on one replica (the same ids as one after another); None = as many as the free GPU memory holds, 1 on the CPU.",
     "progress": "show a progress bar over the requests.",
 }
 

@@ -2,20 +2,20 @@
 
 Greedy ids in float16 depend on a batch's members and padded width, so batches are never
 merged or split: each whole batch goes to one replica of the model, a worker process that
-holds its own copy of the weights and runs the same `TransformersBackend._generate_batch`
+uses the parent's weights in place and calls the same `TransformersBackend._generate_batch`
 (same inputs, same kernels, same ids) as the sequential path. The gain is on a GPU that a
 single `generate` loop leaves mostly idle (its per-step host work); processes rather than
 threads, so that one replica's Python does not wait for another's (the GIL).
 
-`default_replicas` picks how many fit in the free GPU memory; on the CPU it is 1.
+The replicas share the parent's weights (CUDA tensors through CUDA IPC handles, CPU tensors
+through shared memory): one copy of the weights, one key/value cache per replica.
+`default_replicas` picks how many caches fit in the free GPU memory; on the CPU it is 1.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from rexrank.llm.settings import LLMSettings
 from rexrank.llm.types import LLMResponse
@@ -27,41 +27,37 @@ BARRIER_TIMEOUT = 600.0  # seconds a loaded replica waits for the others before 
 _worker = None  # the backend of this worker process
 
 
-def default_replicas(model_path: Path, *, device: str, dtype: str, batch_size: int, max_length: int) -> int:
-    """As many replicas as the free memory of `device` holds: each needs the weights in
-    `dtype`, a key/value cache for a whole batch at `max_length` tokens and OVERHEAD_BYTES.
-    1 on the CPU (replicas there compete for the same cores) and on any doubt."""
+def default_replicas(config, *, device: str, dtype: str, batch_size: int, max_length: int) -> int:
+    """As many replicas as the free memory of `device` holds now (the shared weights already
+    loaded): each needs a key/value cache for a whole batch at `max_length` tokens and
+    OVERHEAD_BYTES. 1 on the CPU (replicas there compete for the same cores) and on any doubt."""
     if not device.startswith("cuda"):
         return 1
     try:
         import torch
 
         free, _ = torch.cuda.mem_get_info(torch.device(device))
-        need = replica_bytes(model_path, dtype=dtype, batch_size=batch_size, max_length=max_length)
-    except Exception:  # no config to read, no driver: the sequential run
+        need = replica_bytes(config, dtype=dtype, batch_size=batch_size, max_length=max_length)
+    except Exception:  # a config without the usual fields, no driver: the sequential run
         return 1
     return max(1, min(MAX_AUTO_REPLICAS, int(free * 0.9) // need))
 
 
-def replica_bytes(model_path: Path, *, dtype: str, batch_size: int, max_length: int) -> int:
-    """Memory one replica needs: weights (parameter count from the weight files' sizes and
-    their stored dtype) + key/value cache of one batch + overhead."""
-    config = json.loads((Path(model_path) / "config.json").read_text())
-    config = config.get("text_config", config)  # vision-language checkpoints (CRIMSON's Gemma 3)
-    size = {"float32": 4, "float16": 2, "bfloat16": 2}
-    stored = size.get(str(config.get("torch_dtype") or config.get("dtype") or "float32"), 4)
-    files = [p for p in Path(model_path).iterdir() if p.suffix in (".safetensors", ".bin")]
-    weights = sum(p.stat().st_size for p in files) * size.get(dtype, 4) // stored
-    heads = config["num_attention_heads"]
-    head_dim = config.get("head_dim") or config["hidden_size"] // heads
-    kv = 2 * config["num_hidden_layers"] * config.get("num_key_value_heads", heads) * head_dim * size.get(dtype, 4)
-    return weights + kv * batch_size * max_length + OVERHEAD_BYTES
+def replica_bytes(config, *, dtype: str, batch_size: int, max_length: int) -> int:
+    """Memory one replica needs besides the shared weights: the key/value cache of one batch
+    at `max_length` tokens, plus overhead."""
+    config = getattr(config, "text_config", None) or config  # vision-language checkpoints (CRIMSON's Gemma 3)
+    size = {"float32": 4, "float16": 2, "bfloat16": 2}.get(dtype, 4)
+    heads = config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    return 2 * config.num_hidden_layers * kv_heads * head_dim * size * batch_size * max_length + OVERHEAD_BYTES
 
 
-def _init_worker(backend_class, settings: LLMSettings, backend_kwargs: dict, barrier) -> None:
+def _init_worker(backend_class, settings: LLMSettings, backend_kwargs: dict, barrier, shared: tuple) -> None:
     global _worker
     _worker = backend_class(replace(settings, replicas=1), **backend_kwargs)
-    _worker._load()
+    _worker._attach(*shared)
     try:
         barrier.wait(BARRIER_TIMEOUT)  # every replica starts together: none takes all the batches while others load
     except Exception:  # a replica that failed to load breaks the barrier: the others go on
@@ -76,19 +72,21 @@ def _generate_in_worker(batch: list[list[int]], params: dict) -> tuple[list[LLMR
 
 class ReplicaPool:
     """`replicas` worker processes, each with its own `backend_class(settings, **backend_kwargs)`
-    (one copy of the model), kept loaded for the backend's lifetime. `log` holds (worker pid, start, end) per generated batch
+    running the parent's model (`shared`: `TransformersBackend._shared_model()`), kept for
+    the backend's lifetime; the parent keeps the weights alive meanwhile. `log` holds (worker pid, start, end) per generated batch
     (time.monotonic, one clock for every process on the machine)."""
 
-    def __init__(self, replicas: int, backend_class, settings: LLMSettings, backend_kwargs: dict):
-        import multiprocessing
+    def __init__(self, replicas: int, backend_class, settings: LLMSettings, backend_kwargs: dict, shared: tuple):
         from concurrent.futures import ProcessPoolExecutor
 
-        context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
+        import torch.multiprocessing  # its pickling of tensors: CUDA IPC handles, shared memory
+
+        context = torch.multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
         barrier = context.Barrier(replicas)
         self.replicas = replicas
         self.log: list[tuple[int, float, float]] = []
         self._executor = ProcessPoolExecutor(replicas, mp_context=context, initializer=_init_worker,
-                                             initargs=(backend_class, settings, backend_kwargs, barrier))
+                                             initargs=(backend_class, settings, backend_kwargs, barrier, shared))
 
     def generate(self, batches: list[list[list[int]]], params: list[dict], on_batch) -> None:
         """Generates every batch; `on_batch(k, responses)` in the calling thread as batch k ends."""

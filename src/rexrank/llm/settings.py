@@ -37,7 +37,7 @@ class LLMSettings:
     device: str | None = None  # transformers: cuda / cpu
     dtype: str | None = None  # transformers: float16 / bfloat16 / float32 (default fp16 on GPU, fp32 on CPU)
     batch_size: int = 8  # transformers
-    # transformers: batches generated at once, each whole by its own copy of the model (same ids
+    # transformers: batches generated at once, each whole by one replica (a process sharing the weights; same ids
     # as one after another); None = as many as the free GPU memory holds, 1 on the CPU
     replicas: int | None = None
 

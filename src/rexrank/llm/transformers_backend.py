@@ -14,7 +14,7 @@ CRIMSON's: `generation_config_eos` also stops at the end-of-sequence ids of the 
 generation_config.json (Gemma's <end_of_turn>), as `generate` does when not told otherwise.
 
 With `settings.replicas` > 1 (by default as many as the free GPU memory holds) the batches
-are generated at once by that many copies of the model (`rexrank.llm.replicas`), each batch
+are generated at once by that many replicas, processes sharing the weights (`rexrank.llm.replicas`), each batch
 whole and with the same kernels: the same ids as one batch after another.
 """
 from __future__ import annotations
@@ -95,6 +95,9 @@ class TransformersBackend:
         dtype_name = self.settings.dtype or ("float16" if device.startswith("cuda") else "float32")
         model = AutoModelForCausalLM.from_pretrained(self._path, dtype=getattr(torch, dtype_name))
         model.to(device).eval()
+        self._adopt(model, device, dtype_name)
+
+    def _adopt(self, model, device: str, dtype_name: str) -> None:
         self._model, self._device = model, device
         stops = [self._tokenizer.eos_token_id]
         if self.generation_config_eos:
@@ -180,10 +183,12 @@ class TransformersBackend:
         if self.replicas is None:
             from rexrank.llm.replicas import default_replicas
 
-            self._path = resolve(self.checkpoint, option="model_path")
-            dtype = self.settings.dtype or "float16"
+            if not pick_device(self.settings.device).startswith("cuda"):
+                self.replicas = 1
+                return 1
+            self._load()  # the replicas share these weights: what is left free holds their caches
             longest = max((p.get("max_length") or 0 for p in params), default=0) or 4096
-            self.replicas = default_replicas(self._path, device=pick_device(self.settings.device), dtype=dtype,
+            self.replicas = default_replicas(self._model.config, device=self._device, dtype=self.dtype,
                                              batch_size=self.settings.batch_size, max_length=longest)
         return self.replicas
 
@@ -191,10 +196,36 @@ class TransformersBackend:
         if self._pool is None:
             from rexrank.llm.replicas import ReplicaPool
 
-            self._path = resolve(self.checkpoint, option="model_path")  # missing weights fail here, not in a worker
+            self._load()  # loaded once, here; the replicas use these weights in place
             settings = replace(self.settings, model_path=str(self._path))
-            self._pool = ReplicaPool(self.replicas, type(self), settings, self._kwargs)
+            self._pool = ReplicaPool(self.replicas, type(self), settings, self._kwargs, self._shared_model())
         return self._pool
+
+    def _shared_model(self) -> tuple:
+        """What a replica needs to run this very model without a copy of its weights: the
+        config, the generation config, and every parameter and buffer (CUDA tensors go to the
+        worker as CUDA IPC handles, CPU tensors through shared memory)."""
+        tensors = {name: t.detach() for name, t in self._model.named_parameters(remove_duplicate=False)}
+        tensors.update({name: t for name, t in self._model.named_buffers(remove_duplicate=False)})
+        return self._model.config, self._model.generation_config, tensors, self._device, self.dtype
+
+    def _attach(self, config, generation_config, tensors: dict, device: str, dtype_name: str) -> None:
+        """Builds the model around another process's weights (see `_shared_model`)."""
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self._load_tokenizer()
+        with torch.device("meta"):  # no memory: every tensor is replaced below
+            model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype_name))
+        for name, tensor in tensors.items():
+            owner, _, leaf = name.rpartition(".")
+            module = model.get_submodule(owner)
+            if leaf in module._parameters:
+                module._parameters[leaf] = torch.nn.Parameter(tensor, requires_grad=False)
+            else:
+                module._buffers[leaf] = tensor
+        model.generation_config = generation_config
+        self._adopt(model.eval(), device, dtype_name)
 
     @property
     def batch_log(self) -> list[tuple[int, float, float]]:

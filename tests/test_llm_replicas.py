@@ -70,3 +70,25 @@ def test_default_is_one_replica_on_the_cpu(tiny_green):
 
     need = replica_bytes(AutoConfig.from_pretrained(tiny_green), dtype="float16", batch_size=8, max_length=2048)
     assert need == 2 * 2 * 2 * 16 * 2 * 8 * 2048 + (1 << 30)  # 2 x layers x kv heads x head dim x bytes x tokens
+
+
+def test_crimson_batches_of_one_on_two_replicas_give_the_sequential_ids(tmp_path):
+    """CRIMSON's official batches of one, on a tiny MedGemma-architecture model (Gemma 3
+    vision-language, stops at <end_of_turn>): the same mechanism, the same ids."""
+    from crimson_cases import PAIRS, TOKENIZER_CORPUS
+    from llm_tiny_models import build_tiny_gemma3
+
+    folder = build_tiny_gemma3(tmp_path / "medgemma", corpus=TOKENIZER_CORPUS)
+    refs, cands, _ = zip(*PAIRS[:4])
+    options = dict(model_path=str(folder), max_new_tokens=6, cache=False, progress=False, device="cpu")
+    ids = {}
+    for replicas in (1, 2):
+        metric = get_metric("crimson", replicas=replicas, **options)
+        backend = metric.runner.backend
+        try:
+            responses = backend.generate(metric.requests(list(cands), list(refs)))
+            ids[replicas] = [r.completion_ids for r in responses]
+            assert len({pid for pid, _, _ in backend.batch_log}) == (2 if replicas == 2 else 0)
+        finally:
+            backend.close()
+    assert all(ids[1]) and ids[2] == ids[1]

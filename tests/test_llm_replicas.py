@@ -3,6 +3,7 @@ ids of the official sequential run (tiny GREEN-architecture Llama, float16 as of
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -92,3 +93,26 @@ def test_crimson_batches_of_one_on_two_replicas_give_the_sequential_ids(tmp_path
         finally:
             backend.close()
     assert all(ids[1]) and ids[2] == ids[1]
+
+
+class ReplicaThatCannotStart(TransformersBackend):
+    """A replica whose model cannot be set up (as one out of GPU memory)."""
+
+    def _attach(self, *shared):
+        raise MemoryError("no room for this replica")
+
+
+def test_replicas_that_stop_leave_the_batches_to_the_sequential_path(tiny_green, caplog):
+    from rexrank.llm import LLMRequest
+
+    requests = [LLMRequest.completion(f"Small left pleural effusion {i}.", max_tokens=6) for i in range(16)]
+    batches = [list(range(8)), list(range(8, 16))]
+    settings = LLMSettings(backend="transformers", model_path=str(tiny_green), dtype="float16")
+    sequential = TransformersBackend(replace(settings, replicas=1), legacy_llama_tokenizer=True).generate(requests, batches=batches)
+    backend = ReplicaThatCannotStart(replace(settings, replicas=2), legacy_llama_tokenizer=True)
+    with caplog.at_level("WARNING", logger="rexrank.llm.transformers_backend"):
+        responses = backend.generate(requests, batches=batches)
+    assert "replicas stopped" in caplog.text and "2 remaining batch(es) one after another" in caplog.text
+    assert backend.replicas == 1 and backend._pool is None
+    assert all(r.ok for r in responses)
+    assert [r.completion_ids for r in responses] == [r.completion_ids for r in sequential]

@@ -56,8 +56,12 @@ def replica_bytes(config, *, dtype: str, batch_size: int, max_length: int) -> in
 
 def _init_worker(backend_class, settings: LLMSettings, backend_kwargs: dict, barrier, shared: tuple) -> None:
     global _worker
-    _worker = backend_class(replace(settings, replicas=1), **backend_kwargs)
-    _worker._attach(*shared)
+    try:
+        _worker = backend_class(replace(settings, replicas=1), **backend_kwargs)
+        _worker._attach(*shared)
+    except BaseException:
+        barrier.abort()  # the other replicas do not wait for this one
+        raise
     try:
         barrier.wait(BARRIER_TIMEOUT)  # every replica starts together: none takes all the batches while others load
     except Exception:  # a replica that failed to load breaks the barrier: the others go on
@@ -85,25 +89,31 @@ class ReplicaPool:
         barrier = context.Barrier(replicas)
         self.replicas = replicas
         self.log: list[tuple[int, float, float]] = []
+        self.broken: str | None = None  # why the replicas stopped, once they have
         self._executor = ProcessPoolExecutor(replicas, mp_context=context, initializer=_init_worker,
                                              initargs=(backend_class, settings, backend_kwargs, barrier, shared))
 
-    def generate(self, batches: list[list[list[int]]], params: list[dict], on_batch) -> None:
-        """Generates every batch; `on_batch(k, responses)` in the calling thread as batch k ends."""
+    def generate(self, batches: list[list[list[int]]], params: list[dict], on_batch) -> list[int]:
+        """Generates the batches; `on_batch(k, responses)` in the calling thread as batch k
+        ends. Returns the numbers of the batches not generated because the replicas stopped
+        (a replica out of memory or killed, or workers that could not start: a script
+        without `if __name__ == "__main__":` re-runs itself in them)."""
         from concurrent.futures import as_completed
         from concurrent.futures.process import BrokenProcessPool
 
         futures = {self._executor.submit(_generate_in_worker, batch, p): k for k, (batch, p) in enumerate(zip(batches, params))}
+        left = []
         for future in as_completed(futures):
             k = futures[future]
             try:
                 responses, pid, start, end = future.result()
-            except BrokenProcessPool as exc:  # a replica died (out of memory, killed): its batches failed, said so
-                reason = f"generation failed: a model replica stopped ({exc})"
-                responses = [LLMResponse(None, prompt_tokens=len(ids), error=reason) for ids in batches[k]]
-            else:
-                self.log.append((pid, start, end))
+            except BrokenProcessPool as exc:
+                self.broken = str(exc) or type(exc).__name__
+                left.append(k)
+                continue
+            self.log.append((pid, start, end))
             on_batch(k, responses)
+        return sorted(left)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)

@@ -19,6 +19,7 @@ whole and with the same kernels: the same ids as one batch after another.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from rexrank.llm.settings import LLMSettings
 from rexrank.llm.types import LLMRequest, LLMResponse
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
 from rexrank.models.encoders import folder_fingerprint
+
+log = logging.getLogger(__name__)
 
 
 class TransformersBackend:
@@ -171,12 +174,19 @@ class TransformersBackend:
 
         inputs = [[ids for _, ids in batch] for batch in todo]
         params = [dict(requests[batch[0][0]].param_dict) for batch in todo]
+        left = list(range(len(todo)))
         if len(todo) > 1 and self._replica_count(params) > 1:
-            self._replica_pool().generate(inputs, params, finished)
-        else:
-            self._load()
-            for k, (batch, p) in enumerate(zip(inputs, params)):
-                finished(k, self._generate_batch(batch, p))
+            pool = self._replica_pool()
+            left = pool.generate(inputs, params, finished)
+            if left:  # the same batches, one after another, here: the same ids, only slower
+                log.warning("the model's replicas stopped (%s); generating the %d remaining batch(es) one after another "
+                            "(replicas=1 avoids the replicas; a script must start with `if __name__ == \"__main__\":` "
+                            "for them)", pool.broken, len(left))
+                self.close()
+                self.replicas = 1
+        self._load()
+        for k in left:
+            finished(k, self._generate_batch(inputs[k], params[k]))
         return out  # type: ignore[return-value]
 
     def _replica_count(self, params: list[dict]) -> int:

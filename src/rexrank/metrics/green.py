@@ -161,6 +161,8 @@ class Green(LLMMetric):
             # the backend sorts by length and caps each batch at max_length - its width
             params = dict(max_length=self.max_length, max_tokens=self.max_new_tokens, clean_up_tokenization_spaces=False)
             return [LLMRequest.completion(t, **params) for t in texts], {}
+        if not local:
+            self.runner.backend.check_reachable()  # a dead endpoint fails at once, before any tokenizer lookup
         prompt_ids = self._prompt_ids(texts)
         if prompt_ids is None:  # an endpoint without GREEN's tokenizer: text, and no prompt length to budget with
             cap = self.max_new_tokens or FALLBACK_MAX_TOKENS

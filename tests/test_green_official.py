@@ -277,3 +277,15 @@ def test_endpoint_prompt_option_is_checked():
 
     with pytest.raises(MetricError, match="endpoint_prompt must be one of 'ids', 'text', got 'tokens'"):
         get_metric("green", endpoint_prompt="tokens", base_url="http://127.0.0.1:9/v1")
+
+
+def test_a_given_tokenizer_path_that_does_not_load_is_an_error(tmp_path):
+    from rexrank.errors import MetricError
+
+    def script(path, body):
+        return Reply(body=completion_body("[Matched Findings]:\n1. A."))
+
+    with FakeOpenAIServer(script) as server:
+        metric = get_metric("green", base_url=server.base_url, tokenizer_path=str(tmp_path / "empty"), cache=False, progress=False)
+        with pytest.raises(MetricError, match="tokenizer_path=.* does not hold GREEN's tokenizer"):
+            metric.score(["candidate"], ["reference"])

@@ -205,10 +205,17 @@ class Green(LLMMetric):
     def _tokenizer(self):
         """GREEN's tokenizer for an endpoint run, or None (said in the log and the config)."""
         if self._endpoint_tokenizer is None and self._tokenizer_problem is None:
+            if self.tokenizer_path:  # given: it must load
+                try:
+                    self._endpoint_tokenizer = load_tokenizer(self.tokenizer_path)
+                except Exception as exc:
+                    raise MetricError(f"green: tokenizer_path={self.tokenizer_path!r} does not hold GREEN's tokenizer "
+                                      f"({type(exc).__name__}: {exc}); give the checkpoint folder with its tokenizer "
+                                      "files, or leave tokenizer_path out") from None
+                return self._endpoint_tokenizer
             try:
-                folder = self.tokenizer_path or self._hub_tokenizer_folder()
-                self._endpoint_tokenizer = load_tokenizer(folder)
-            except Exception as exc:  # not downloaded and offline, a broken folder: the text goes
+                self._endpoint_tokenizer = load_tokenizer(self._hub_tokenizer_folder())
+            except Exception as exc:  # not downloaded and offline, incomplete files: the text goes
                 # no machine's path in what the result records
                 self._tokenizer_problem = re.sub(r"/[^\s'\"]+", "<path>", " ".join(f"{type(exc).__name__}: {exc}".split()))[:300]
                 log.warning("green: sending the prompts as text, not as GREEN's token ids: its tokenizer could not be "

@@ -38,3 +38,17 @@ def build_folder(folder: Path, name: str) -> Path:
     (folder / "special_tokens_map.json").write_text(json.dumps(special, indent=1))
     (folder / "added_tokens.json").write_text(json.dumps({EXTRA_TOKEN: EXTRA_ID}))
     return folder
+
+
+def build_tiny_legacy_llama(folder: Path, *, hidden: int = 32, seed: int = 0) -> Path:
+    """A tiny random Llama (GREEN's architecture) in a SentencePiece-only tokenizer folder."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    build_folder(folder, "legacy_unset")
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=EXTRA_ID + 1, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=2)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder

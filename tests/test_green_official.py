@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from green_token_folders import CASES, DATA, EXTRA_ID, FOLDERS, build_folder
+from green_token_folders import CASES, DATA, EXTRA_ID, FOLDERS, build_folder, build_tiny_legacy_llama
 from llm_fake_server import FakeOpenAIServer, Reply, completion_body
 from rexrank.llm import LLMRequest, LLMSettings
 from rexrank.llm.llama_tokenizer import LegacyLlamaTokenizer, needs_legacy_tokenizer
@@ -105,18 +105,19 @@ def test_endpoint_gets_the_official_budget_from_a_local_tokenizer(tmp_path):
     budgets: dict[str, int] = {}
 
     def script(path, body):
-        budgets[body["prompt"]] = body["max_tokens"]
+        budgets[json.dumps(body["prompt"])] = body["max_tokens"]  # the prompt's ids
         return Reply(body=completion_body("[Matched Findings]:\n1. A."))
 
     tok = LegacyLlamaTokenizer(folder)
     texts = [render_model_input(make_prompt(r, p)) for p, r in zip(preds, refs)]
-    lengths = [len(tok(t)["input_ids"]) for t in texts]
+    ids = [tok(t)["input_ids"] for t in texts]
+    lengths = [len(i) for i in ids]
     with FakeOpenAIServer(script) as server:
         base = dict(base_url=server.base_url, tokenizer_path=str(folder), cache=False, progress=False)
         get_metric("green", **base).score(preds, refs)
-        official = [budgets[t] for t in texts]
+        official = [budgets[json.dumps(i)] for i in ids]
         get_metric("green", batching="by_length", **base).score(preds, refs)
-        own = [budgets[t] for t in texts]
+        own = [budgets[json.dumps(i)] for i in ids]
     assert official == [2048 - max(lengths[:8])] * 8 + [2048 - max(lengths[8:])] * 2
     assert own == [2048 - n for n in lengths]  # the named fast option: each prompt's own room
     assert len(set(official)) == 2 and official != own
@@ -124,17 +125,7 @@ def test_endpoint_gets_the_official_budget_from_a_local_tokenizer(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_legacy_llama(tmp_path_factory):
-    """A tiny random Llama (GREEN's architecture) in a SentencePiece-only tokenizer folder."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    folder = build_folder(tmp_path_factory.mktemp("legacy_llama"), "legacy_unset")
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=EXTRA_ID + 1, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                         bos_token_id=1, eos_token_id=2, pad_token_id=2)
-    LlamaForCausalLM(config).save_pretrained(folder)
-    return folder
+    return build_tiny_legacy_llama(tmp_path_factory.mktemp("legacy_llama"))
 
 
 def test_transformers_path_batches_in_input_order_with_the_official_budget(tiny_legacy_llama, tmp_path, monkeypatch):
@@ -229,3 +220,72 @@ def test_resumed_run_with_duplicates_generates_the_official_batches(tiny_legacy_
     calls.clear()
     backend._model.generate = record
     assert metric.score(preds, refs).details["llm_usage"]["requests"] == 0 and not calls
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_endpoint_receives_the_official_token_ids(name, tmp_path):
+    """vLLM's completions endpoint takes the prompt as token ids: the ids sent are the local
+    path's ids, which are the ids transformers 4.x built (GREEN's SentencePiece folder)."""
+    folder = build_folder(tmp_path / name, name)
+    preds, refs = [c for _, c in CASES], [r for r, _ in CASES]
+    sent: list = []
+
+    def script(path, body):
+        sent.append(body)
+        return Reply(body=completion_body("[Matched Findings]:\n1. A."))
+
+    local = TransformersBackend(LLMSettings(backend="transformers", model_path=str(folder)), legacy_llama_tokenizer=True)
+    texts = [render_model_input(make_prompt(r, p)) for p, r in zip(preds, refs)]
+    with FakeOpenAIServer(script) as server:
+        metric = get_metric("green", base_url=server.base_url, tokenizer_path=str(folder), cache=False, progress=False)
+        metric.score(preds, refs)
+        by_ids = sorted(b["prompt"] for b in sent)  # sent concurrently: in any order
+        assert [local.prompt_ids(LLMRequest.completion(t)) for t in texts] == LEGACY_IDS["ids"][name]
+        assert by_ids == sorted(LEGACY_IDS["ids"][name])
+        assert metric.config()["endpoint_prompt"].startswith("token ids")
+        # the named option for servers that take no ids: the text
+        sent.clear()
+        metric = get_metric("green", base_url=server.base_url, tokenizer_path=str(folder), endpoint_prompt="text",
+                            cache=False, progress=False)
+        metric.score(preds, refs)
+        assert sorted(b["prompt"] for b in sent) == sorted(texts) and metric.config()["endpoint_prompt"].startswith("text (")
+
+
+def test_endpoint_without_the_tokenizer_sends_text_and_says_so(tmp_path, caplog, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))  # GREEN's tokenizer is nowhere here
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    sent: list = []
+
+    def script(path, body):
+        sent.append(body)
+        return Reply(body=completion_body("[Matched Findings]:\n1. A."))
+
+    with FakeOpenAIServer(script) as server, caplog.at_level("WARNING", logger="rexrank.metrics.green"):
+        metric = get_metric("green", base_url=server.base_url, cache=False, progress=False)
+        result = metric.score(["candidate"], ["reference"])
+    assert sent[0]["prompt"] == render_model_input(make_prompt("reference", "candidate"))
+    assert "sending the prompts as text" in caplog.text and "tokenizer_path" in caplog.text
+    route = metric.config()["endpoint_prompt"]
+    assert route.startswith("text: GREEN's tokenizer could not be loaded") and "HF_HUB_OFFLINE" in route
+    assert result.primary[0] == 1.0
+
+
+def test_endpoint_prompt_option_is_checked():
+    from rexrank.errors import MetricError
+
+    with pytest.raises(MetricError, match="endpoint_prompt must be one of 'ids', 'text', got 'tokens'"):
+        get_metric("green", endpoint_prompt="tokens", base_url="http://127.0.0.1:9/v1")
+
+
+def test_a_given_tokenizer_path_that_does_not_load_is_an_error(tmp_path):
+    from rexrank.errors import MetricError
+
+    def script(path, body):
+        return Reply(body=completion_body("[Matched Findings]:\n1. A."))
+
+    with FakeOpenAIServer(script) as server:
+        metric = get_metric("green", base_url=server.base_url, tokenizer_path=str(tmp_path / "empty"), cache=False, progress=False)
+        with pytest.raises(MetricError, match="tokenizer_path=.* does not hold GREEN's tokenizer"):
+            metric.score(["candidate"], ["reference"])

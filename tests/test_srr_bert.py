@@ -93,7 +93,7 @@ def test_sentence_clean_up_of_numbered_lists():
 
 
 def test_each_distinct_sentence_is_classified_once(tiny_model, stand_in_splitter):
-    metric = _metric(tiny_model)
+    metric = _metric(tiny_model, batching="distinct")
     seen = []
     labels = metric.labeler.labels
     metric.labeler.labels = lambda texts, **kw: seen.extend(texts) or labels(texts, **kw)
@@ -103,14 +103,91 @@ def test_each_distinct_sentence_is_classified_once(tiny_model, stand_in_splitter
 
 def test_references_come_from_the_reference_cache_on_a_second_submission(tiny_model, stand_in_splitter, tmp_path):
     refs = ["No effusion. Heart normal.", "Mild edema."]
-    first = _metric(tiny_model, cache=True, cache_dir=str(tmp_path)).score(["Heart normal.", "No edema."], refs)
-    metric = _metric(tiny_model, cache=True, cache_dir=str(tmp_path))
+    first = _metric(tiny_model, batching="distinct", cache=True, cache_dir=str(tmp_path)).score(["Heart normal.", "No edema."], refs)
+    metric = _metric(tiny_model, batching="distinct", cache=True, cache_dir=str(tmp_path))
     seen = []
     labels = metric.labeler.labels
     metric.labeler.labels = lambda texts, **kw: seen.extend(texts) or labels(texts, **kw)
     again = metric.score(["Heart normal.", "No edema."], refs)
     assert seen == ["Heart normal.", "No edema."]  # the predictions' sentences only
     np.testing.assert_array_equal(again.primary, first.primary)
+
+
+SENTENCES = ["No acute cardiopulmonary process.", "Heart size is normal.", "The lungs are clear.",
+             "Mild pulmonary edema.", "Small left pleural effusion.", "Stable cardiomegaly.",
+             "Bilateral lower lobe atelectasis.", "No pneumothorax.", "Degenerative changes of the thoracic spine.",
+             "New focal airspace opacity in the right upper lobe.", "Calcified granuloma.", "Mediastinal contours within normal limits."]
+
+
+def _near_threshold_studies() -> tuple[list[str], list[str]]:
+    """Reports of 1-4 sentences drawn from SENTENCES, sentences repeated across studies."""
+    rng = np.random.default_rng(3)
+    report = lambda: " ".join(rng.choice(SENTENCES, size=rng.integers(1, 5), replace=False))  # noqa: E731
+    return [report() for _ in range(40)], [report() for _ in range(40)]
+
+
+@pytest.fixture(scope="module")
+def near_threshold_model(tmp_path_factory):
+    """The tiny model with each label's bias moved so that one sentence's logit for it is
+    0 to float error (sentence j mod 12 for label j): that label's value depends on the batch."""
+    import torch
+    from transformers import BertForSequenceClassification, BertTokenizer
+
+    model_dir, tokenizer_dir = tiny.build(tmp_path_factory.mktemp("srr_bert_near"))
+    model = BertForSequenceClassification.from_pretrained(str(model_dir)).eval()
+    tokenizer = BertTokenizer.from_pretrained(str(tokenizer_dir))
+    with torch.no_grad():
+        logits = torch.cat([model(**tokenizer([s], return_tensors="pt")).logits for s in SENTENCES])
+        labels = torch.arange(tiny.NUM_LABELS)
+        model.classifier.bias.sub_(logits[labels % len(SENTENCES), labels])
+    model.save_pretrained(str(model_dir))
+    return model_dir, tokenizer_dir
+
+
+def _radeval_order_oracle(model_dir, tokenizer_dir, predictions, references):
+    """RadEval's batching, run here on the model directly: every sentence of every study
+    (reference, then prediction), batches of 4, labels where sigmoid(logit) > 0.5, each
+    report's labels the union over its sentences."""
+    import torch
+    from transformers import BertForSequenceClassification, BertTokenizer
+
+    model = BertForSequenceClassification.from_pretrained(str(model_dir)).eval()
+    tokenizer = BertTokenizer.from_pretrained(str(tokenizer_dir))
+    every, owner = [], []
+    for i, (reference, prediction) in enumerate(zip(references, predictions)):
+        for side, text in ((0, reference), (1, prediction)):
+            parts = S.sentences(text)
+            every += parts
+            owner += [(i, side)] * len(parts)
+    flags = []
+    with torch.no_grad():
+        for start in range(0, len(every), 4):
+            enc = tokenizer(every[start:start + 4], add_special_tokens=True, max_length=512, padding=True,
+                            truncation=True, return_attention_mask=True, return_tensors="pt")
+            flags.append((torch.sigmoid(model(**enc).logits) > 0.5).numpy())
+    flags = np.concatenate(flags)
+    labels = np.zeros((len(predictions), 2, tiny.NUM_LABELS), dtype=bool)
+    for row, (i, side) in zip(flags, owner):
+        labels[i, side] |= row
+    return per_study_prf(labels[:, 0], labels[:, 1])
+
+
+def test_default_batches_are_radevals_on_a_near_threshold_model(near_threshold_model, stand_in_splitter):
+    predictions, references = _near_threshold_studies()
+    precision, recall, f1 = _radeval_order_oracle(*near_threshold_model, predictions, references)
+    result = _metric(near_threshold_model).score(predictions, references)
+    np.testing.assert_array_equal(result.primary, f1)
+    np.testing.assert_array_equal(result.per_study["srr_bert_precision"], precision)
+    np.testing.assert_array_equal(result.per_study["srr_bert_recall"], recall)
+    # the model is near the threshold indeed: distinct sentences in batches of 32 (the named
+    # faster option) change some studies
+    fast = _metric(near_threshold_model, batching="distinct").score(predictions, references)
+    assert (fast.primary != f1).sum() >= 1
+
+
+def test_batching_option_is_checked():
+    with pytest.raises(MetricError, match="batching must be one of 'radeval', 'distinct', got 'sorted'"):
+        SRRBert(batching="sorted")
 
 
 def test_missing_sentence_model_fails_fast_naming_the_fix(monkeypatch):

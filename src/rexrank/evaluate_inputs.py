@@ -51,6 +51,7 @@ LLM = {
     "device": "transformers backend: 'cuda', 'cpu', ...",
     "dtype": "transformers backend: 'float16', 'bfloat16' or 'float32' (default fp16 on GPU, fp32 on CPU).",
     "batch_size": "transformers backend: prompts per generate call.",
+    "replicas": "transformers backend: replicas (worker processes sharing the weights) generating batches at once, each batch whole on one replica (the same ids as one after another); None = as many as the free GPU memory holds, 1 on the CPU.",
     "progress": "show a progress bar over the requests.",
 }
 
@@ -68,6 +69,7 @@ OPTIONS: dict[str, dict[str, str]] = {
         "revision": "its hub revision (RadEval loads main; not pinned).",
         "model_path": "local folder with the classifier's config and weights; wins over the hub.",
         "tokenizer_path": "local folder with the CXR-BERT-general tokenizer; None = microsoft/BiomedVLP-CXR-BERT-general at its pinned commit.",
+        "batching": "'radeval' (official: every sentence, reference then prediction, batches of 4) or 'distinct' (faster: each distinct sentence once, batches of 32, references' labels cached; near-threshold labels may differ).",
     },
     "bertscore": {
         "model": "hub id or local folder of the encoder (default: distilroberta-base at its pinned commit).",
@@ -110,7 +112,8 @@ OPTIONS: dict[str, dict[str, str]] = {
         "max_length": "prompt + completion tokens (official: 2048).",
         "max_words": "words kept of each report in the prompt (official cap).",
         "max_new_tokens": "extra cap on the completion; None = the official total length only.",
-        "tokenizer_path": "local GREEN tokenizer, to apply the exact length cap when scoring through an endpoint.",
+        "tokenizer_path": "local GREEN tokenizer folder for an endpoint run (official ids and length cap); None = the checkpoint's tokenizer from the hub cache or the Hub.",
+        "endpoint_prompt": "'ids' (the official token ids sent as the prompt; text, logged and recorded, where GREEN's tokenizer cannot be loaded) or 'text' (for servers that take no ids; the server tokenises).",
         "unparseable": "'zero' (official: a completion without [Matched Findings] scores 0, counted, and is listed as n_unparseable / unparseable_positions in details) or 'fail' (strict: NaN and listed in failures).",
         "batching": "'official' (batches of 8 in input order; completion budget = max_length minus the longest prompt of the batch) or 'by_length' (faster: prompts sorted by length; may differ on long reports).",
         "keep_completions": "return the raw completions in details.",

@@ -126,7 +126,9 @@ class OpenAIBackend:
             choice = out.choices[0]
             text = choice.message.content
         elif request.kind == "completion":
-            out = self.client.completions.create(model=model, prompt=request.prompt, **params)
+            # token ids when the request has them (vLLM's completions endpoint takes a list of ids)
+            prompt = list(request.prompt_ids) if request.prompt_ids else request.prompt
+            out = self.client.completions.create(model=model, prompt=prompt, **params)
             choice = out.choices[0]
             text = choice.text
         else:

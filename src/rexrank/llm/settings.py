@@ -37,6 +37,9 @@ class LLMSettings:
     device: str | None = None  # transformers: cuda / cpu
     dtype: str | None = None  # transformers: float16 / bfloat16 / float32 (default fp16 on GPU, fp32 on CPU)
     batch_size: int = 8  # transformers
+    # transformers: batches generated at once, each whole by one replica (a process sharing the weights; same ids
+    # as one after another); None = as many as the free GPU memory holds, 1 on the CPU
+    replicas: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
@@ -47,6 +50,8 @@ class LLMSettings:
             raise MetricError(f"timeout must be > 0 seconds, got {self.timeout}")
         if self.batch_size < 1:
             raise MetricError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.replicas is not None and (isinstance(self.replicas, bool) or not isinstance(self.replicas, int) or self.replicas < 1):
+            raise MetricError(f"replicas must be a positive integer (or None: as many as GPU memory holds), got {self.replicas!r}")
 
     def chosen_backend(self, default_backend: str) -> str:
         """The backend these settings and the environment choose (an endpoint's address

@@ -12,9 +12,14 @@ Llama folder as transformers 4.x did (`rexrank.llm.llama_tokenizer`), and
 `sort_by_length=False` keeps the requests' order in the batches (the official batches).
 CRIMSON's: `generation_config_eos` also stops at the end-of-sequence ids of the checkpoint's
 generation_config.json (Gemma's <end_of_turn>), as `generate` does when not told otherwise.
+
+With `settings.replicas` > 1 (by default as many as the free GPU memory holds) the batches
+are generated at once by that many replicas, processes sharing the weights (`rexrank.llm.replicas`), each batch
+whole and with the same kernels: the same ids as one batch after another.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,6 +27,8 @@ from rexrank.llm.settings import LLMSettings
 from rexrank.llm.types import LLMRequest, LLMResponse
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
 from rexrank.models.encoders import folder_fingerprint
+
+log = logging.getLogger(__name__)
 
 
 class TransformersBackend:
@@ -55,6 +62,10 @@ class TransformersBackend:
         self._model = None
         self._tokenizer = None
         self._path: Path | None = None
+        self._kwargs = dict(licence=licence, max_input_tokens=max_input_tokens, legacy_llama_tokenizer=legacy_llama_tokenizer,
+                            sort_by_length=sort_by_length, generation_config_eos=generation_config_eos)
+        self._pool = None
+        self.replicas: int | None = settings.replicas  # decided when the first batches are generated
 
     # Loading is lazy: a rerun served entirely from the cache never loads the weights (the
     # tokenizer alone may be loaded, e.g. to count prompt tokens).
@@ -87,6 +98,9 @@ class TransformersBackend:
         dtype_name = self.settings.dtype or ("float16" if device.startswith("cuda") else "float32")
         model = AutoModelForCausalLM.from_pretrained(self._path, dtype=getattr(torch, dtype_name))
         model.to(device).eval()
+        self._adopt(model, device, dtype_name)
+
+    def _adopt(self, model, device: str, dtype_name: str) -> None:
         self._model, self._device = model, device
         stops = [self._tokenizer.eos_token_id]
         if self.generation_config_eos:
@@ -110,6 +124,8 @@ class TransformersBackend:
 
     def prompt_ids(self, request: LLMRequest) -> list[int]:
         tok = self.tokenizer
+        if request.prompt_ids:
+            return list(request.prompt_ids)
         if request.kind == "completion":
             return tok(request.prompt, add_special_tokens=True)["input_ids"]
         if request.kind == "chat":
@@ -121,7 +137,7 @@ class TransformersBackend:
         """Answers in request order; `on_result(i, response)` for each as its batch ends.
         `batches` (request numbers per batch, each batch one set of params) fixes the
         batches: their members and so their padded width."""
-        self._load()
+        self._load_tokenizer()
         on_progress = on_progress or (lambda n: None)
         on_result = on_result or (lambda i, response: None)
         out: list[LLMResponse | None] = [None] * len(requests)
@@ -144,15 +160,93 @@ class TransformersBackend:
                 on_progress(1)
                 continue
             ready.append((i, ids))
-        for batch in self._batches(requests, ready, batches):
+        todo = self._batches(requests, ready, batches)
+        for batch in todo:
             params = requests[batch[0][0]].params
             if any(requests[i].params != params for i, _ in batch):
                 raise ValueError("a fixed batch mixes generation parameters")
-            for (i, _), response in zip(batch, self._generate_batch([ids for _, ids in batch], dict(requests[batch[0][0]].param_dict))):
+
+        def finished(k: int, responses: list[LLMResponse]) -> None:
+            for (i, _), response in zip(todo[k], responses):
                 out[i] = response
                 on_result(i, response)
-            on_progress(len(batch))
+            on_progress(len(todo[k]))
+
+        inputs = [[ids for _, ids in batch] for batch in todo]
+        params = [dict(requests[batch[0][0]].param_dict) for batch in todo]
+        left = list(range(len(todo)))
+        if len(todo) > 1 and self._replica_count(params) > 1:
+            pool = self._replica_pool()
+            left = pool.generate(inputs, params, finished)
+            if left:  # the same batches, one after another, here: the same ids, only slower
+                log.warning("the model's replicas stopped (%s); generating the %d remaining batch(es) one after another "
+                            "(replicas=1 avoids the replicas; a script must start with `if __name__ == \"__main__\":` "
+                            "for them)", pool.broken, len(left))
+                self.close()
+                self.replicas = 1
+        self._load()
+        for k in left:
+            finished(k, self._generate_batch(inputs[k], params[k]))
         return out  # type: ignore[return-value]
+
+    def _replica_count(self, params: list[dict]) -> int:
+        if self.replicas is None:
+            from rexrank.llm.replicas import default_replicas
+
+            if not pick_device(self.settings.device).startswith("cuda"):
+                self.replicas = 1
+                return 1
+            self._load()  # the replicas share these weights: what is left free holds their caches
+            longest = max((p.get("max_length") or 0 for p in params), default=0) or 4096
+            self.replicas = default_replicas(self._model.config, device=self._device, dtype=self.dtype,
+                                             batch_size=self.settings.batch_size, max_length=longest)
+        return self.replicas
+
+    def _replica_pool(self):
+        if self._pool is None:
+            from rexrank.llm.replicas import ReplicaPool
+
+            self._load()  # loaded once, here; the replicas use these weights in place
+            settings = replace(self.settings, model_path=str(self._path))
+            self._pool = ReplicaPool(self.replicas, type(self), settings, self._kwargs, self._shared_model())
+        return self._pool
+
+    def _shared_model(self) -> tuple:
+        """What a replica needs to run this very model without a copy of its weights: the
+        config, the generation config, and every parameter and buffer (CUDA tensors go to the
+        worker as CUDA IPC handles, CPU tensors through shared memory)."""
+        tensors = {name: t.detach() for name, t in self._model.named_parameters(remove_duplicate=False)}
+        tensors.update({name: t for name, t in self._model.named_buffers(remove_duplicate=False)})
+        return self._model.config, self._model.generation_config, tensors, self._device, self.dtype
+
+    def _attach(self, config, generation_config, tensors: dict, device: str, dtype_name: str) -> None:
+        """Builds the model around another process's weights (see `_shared_model`)."""
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self._load_tokenizer()
+        with torch.device("meta"):  # no memory: every tensor is replaced below
+            model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype_name))
+        for name, tensor in tensors.items():
+            owner, _, leaf = name.rpartition(".")
+            module = model.get_submodule(owner)
+            if leaf in module._parameters:
+                module._parameters[leaf] = torch.nn.Parameter(tensor, requires_grad=False)
+            else:
+                module._buffers[leaf] = tensor
+        model.generation_config = generation_config
+        self._adopt(model.eval(), device, dtype_name)
+
+    @property
+    def batch_log(self) -> list[tuple[int, float, float]]:
+        """(worker pid, start, end) of each batch the replicas generated."""
+        return self._pool.log if self._pool is not None else []
+
+    def close(self) -> None:
+        """Stops the replicas' worker processes (they also end with this process)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def _batches(self, requests, ready: list[tuple[int, list[int]]], fixed: list[list[int]] | None) -> list[list[tuple[int, list[int]]]]:
         if fixed is not None:
@@ -201,5 +295,5 @@ class TransformersBackend:
                 new = row[: min(ends) + 1]
                 finish = "stop"
             text = tok.decode(new, skip_special_tokens=True, **decoding)
-            responses.append(LLMResponse(text, prompt_tokens=len(ids), completion_tokens=len(new), finish_reason=finish))
+            responses.append(LLMResponse(text, prompt_tokens=len(ids), completion_tokens=len(new), finish_reason=finish, completion_ids=new))
         return responses

@@ -16,14 +16,15 @@ class LLMRequest:
     messages: tuple = ()
     prompt: str = ""
     params: tuple = ()  # sorted (key, value) pairs, so the request is hashable
+    prompt_ids: tuple = ()  # completion: the prompt as token ids, sent instead of the text (the server tokenises nothing)
 
     @staticmethod
     def chat(messages: list[dict], **params: Any) -> "LLMRequest":
         return LLMRequest("chat", messages=tuple((m["role"], m["content"]) for m in messages), params=_freeze(params))
 
     @staticmethod
-    def completion(prompt: str, **params: Any) -> "LLMRequest":
-        return LLMRequest("completion", prompt=prompt, params=_freeze(params))
+    def completion(prompt: str, *, prompt_ids: list[int] | None = None, **params: Any) -> "LLMRequest":
+        return LLMRequest("completion", prompt=prompt, params=_freeze(params), prompt_ids=tuple(prompt_ids or ()))
 
     @property
     def message_dicts(self) -> list[dict]:
@@ -35,7 +36,10 @@ class LLMRequest:
 
     def key_payload(self) -> dict:
         """Everything about the request that changes the answer (the cache key's request part)."""
-        return {"kind": self.kind, "messages": self.message_dicts, "prompt": self.prompt, "params": self.param_dict}
+        payload = {"kind": self.kind, "messages": self.message_dicts, "prompt": self.prompt, "params": self.param_dict}
+        if self.prompt_ids:  # only then: the keys of text requests stay those cached before
+            payload["prompt_ids"] = list(self.prompt_ids)
+        return payload
 
 
 def _freeze(params: dict) -> tuple:
@@ -52,6 +56,7 @@ class LLMResponse:
     cached: bool = False
     retries: int = 0
     error: str | None = None  # set when the call ultimately failed; text is then None
+    completion_ids: list[int] | None = None  # local generation: the greedy ids (not cached; for checks)
 
     @property
     def ok(self) -> bool:

@@ -20,10 +20,18 @@ Official by default:
   score` adds the study ids). `unparseable="fail"` makes it NaN and a failure instead.
 A call that failed (HTTP error, timeout after retries, generation error) is never
 scored: NaN, listed in `failures`.
+
+Through a completions endpoint (vLLM) the prompt goes as the official token ids (built
+locally by GREEN's tokenizer: `tokenizer_path`, else the checkpoint's tokenizer files from
+the hub cache or the Hub), so the server tokenises nothing; `endpoint_prompt="text"` sends
+the text instead, for servers that do not take ids. Where the tokenizer cannot be loaded
+the text goes, the log says so, and the config's `endpoint_prompt` records the route.
 """
 from __future__ import annotations
 
+import logging
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -52,6 +60,9 @@ OFFICIAL_DTYPE = "float16"
 DTYPES = ("float16", "bfloat16", "float32")
 UNPARSEABLE = ("zero", "fail")
 BATCHING = ("official", "by_length")
+ENDPOINT_PROMPTS = ("ids", "text")
+TOKENIZER_FILES = ("tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
+log = logging.getLogger(__name__)
 
 
 class Green(LLMMetric):
@@ -80,10 +91,14 @@ class Green(LLMMetric):
         tokenizer_path: str | None = None,
         unparseable: str = "zero",
         batching: str = "official",
+        endpoint_prompt: str = "ids",
         keep_completions: bool = False,
         **llm_options,
     ):
         super().__init__(**llm_options)
+        if endpoint_prompt not in ENDPOINT_PROMPTS:
+            raise MetricError(f"green: endpoint_prompt must be one of {', '.join(map(repr, ENDPOINT_PROMPTS))}, got {endpoint_prompt!r}")
+        self.endpoint_prompt = endpoint_prompt
         if unparseable not in UNPARSEABLE:
             raise MetricError(f"green: unparseable must be one of {', '.join(map(repr, UNPARSEABLE))}, got {unparseable!r}")
         if batching not in BATCHING:
@@ -102,6 +117,7 @@ class Green(LLMMetric):
         self.unparseable = unparseable
         self.keep_completions = keep_completions
         self._endpoint_tokenizer = None
+        self._tokenizer_problem: str | None = None  # why GREEN's tokenizer could not be loaded for the endpoint
 
     def config(self) -> dict:
         return {
@@ -111,13 +127,24 @@ class Green(LLMMetric):
             "max_new_tokens": self.max_new_tokens,
             "length_cap": self._length_cap_description(),
             "batching": self.batching,
+            "endpoint_prompt": self._prompt_route(),
             "unparseable": self.unparseable,
             "prompt": "Stanford-AIMI/GREEN make_prompt (trained prompt), official chat rendering, transformers-4 ids",
             "decoding": "greedy, transformers' space clean-up",
         }
 
+    def _prompt_route(self) -> str | None:
+        """How an endpoint receives the prompt (None on the local path)."""
+        if self.settings.backend == "transformers":
+            return None
+        if self._tokenizer_problem:
+            return f"text: GREEN's tokenizer could not be loaded ({self._tokenizer_problem})"
+        if self.endpoint_prompt == "text":
+            return "text (endpoint_prompt='text'; the server tokenises it)"
+        return "token ids (GREEN's tokenizer, transformers-4 Llama rule)"
+
     def _length_cap_description(self) -> str:
-        if self.settings.backend == "transformers" or self.tokenizer_path:
+        if self.settings.backend == "transformers" or not self._tokenizer_problem:
             if self.batching == "official":
                 return f"{self.max_length} - padded width of the study's batch of {self.settings.batch_size} in input order (official)"
             if self.settings.backend == "transformers":
@@ -134,17 +161,21 @@ class Green(LLMMetric):
             # the backend sorts by length and caps each batch at max_length - its width
             params = dict(max_length=self.max_length, max_tokens=self.max_new_tokens, clean_up_tokenization_spaces=False)
             return [LLMRequest.completion(t, **params) for t in texts], {}
-        if not local and not self.tokenizer_path:
+        if not local:
+            self.runner.backend.check_reachable()  # a dead endpoint fails at once, before any tokenizer lookup
+        prompt_ids = self._prompt_ids(texts)
+        if prompt_ids is None:  # an endpoint without GREEN's tokenizer: text, and no prompt length to budget with
             cap = self.max_new_tokens or FALLBACK_MAX_TOKENS
             return [self._endpoint_request(t, cap) for t in texts], {}
-        lengths = [len(ids) for ids in self._prompt_ids(texts)]
+        lengths = [len(ids) for ids in prompt_ids]
         if self.batching == "official":
             caps = official_caps(lengths, self.settings.batch_size, self.max_length)
         else:  # a server batches as it likes: each prompt's own room
             caps = [self.max_length - n for n in lengths]
         requests: list[LLMRequest | None] = []
         failures: dict[int, str] = {}
-        for i, (text, cap, n) in enumerate(zip(texts, caps, lengths)):
+        for i, (text, cap, ids) in enumerate(zip(texts, caps, prompt_ids)):
+            n = len(ids)
             if self.max_new_tokens:
                 cap = min(cap, self.max_new_tokens)
             if cap < 1:
@@ -153,31 +184,58 @@ class Green(LLMMetric):
             elif local:
                 requests.append(LLMRequest.completion(text, max_tokens=cap, clean_up_tokenization_spaces=False))
             else:
-                requests.append(self._endpoint_request(text, cap))
+                requests.append(self._endpoint_request(text, cap, ids if self.endpoint_prompt == "ids" else None))
         return requests, failures
 
-    def _endpoint_request(self, text: str, cap: int) -> LLMRequest:
-        return LLMRequest.completion(text, temperature=0.0, max_tokens=cap, seed=self.settings.seed)
+    def _endpoint_request(self, text: str, cap: int, ids: list[int] | None = None) -> LLMRequest:
+        # the text stays in the request (and its cache key) beside the ids: it names the study
+        return LLMRequest.completion(text, prompt_ids=ids, temperature=0.0, max_tokens=cap, seed=self.settings.seed)
 
-    def _prompt_ids(self, texts: list[str]) -> list[list[int]]:
-        """The checkpoint's prompt ids (BOS included), from the local tokenizer."""
+    def _prompt_ids(self, texts: list[str]) -> list[list[int]] | None:
+        """The checkpoint's prompt ids (BOS included), from the local tokenizer; None for an
+        endpoint where GREEN's tokenizer cannot be loaded."""
         if self.settings.backend == "transformers":
             backend = self.runner.backend
             return [backend.prompt_ids(LLMRequest.completion(t)) for t in texts]
         tokenizer = self._tokenizer()
+        if tokenizer is None:
+            return None
         return [tokenizer(t, add_special_tokens=True)["input_ids"] for t in texts]
 
     def _tokenizer(self):
-        if self._endpoint_tokenizer is None:
-            from rexrank.llm.llama_tokenizer import LegacyLlamaTokenizer, needs_legacy_tokenizer
-
-            if needs_legacy_tokenizer(self.tokenizer_path):
-                self._endpoint_tokenizer = LegacyLlamaTokenizer(self.tokenizer_path)
-            else:
-                from transformers import AutoTokenizer
-
-                self._endpoint_tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_path)
+        """GREEN's tokenizer for an endpoint run, or None (said in the log and the config)."""
+        if self._endpoint_tokenizer is None and self._tokenizer_problem is None:
+            if self.tokenizer_path:  # given: it must load
+                try:
+                    self._endpoint_tokenizer = load_tokenizer(self.tokenizer_path)
+                except Exception as exc:
+                    raise MetricError(f"green: tokenizer_path={self.tokenizer_path!r} does not hold GREEN's tokenizer "
+                                      f"({type(exc).__name__}: {exc}); give the checkpoint folder with its tokenizer "
+                                      "files, or leave tokenizer_path out") from None
+                return self._endpoint_tokenizer
+            try:
+                self._endpoint_tokenizer = load_tokenizer(self._hub_tokenizer_folder())
+            except Exception as exc:  # not downloaded and offline, incomplete files: the text goes
+                # no machine's path in what the result records
+                self._tokenizer_problem = re.sub(r"/[^\s'\"]+", "<path>", " ".join(f"{type(exc).__name__}: {exc}".split()))[:300]
+                log.warning("green: sending the prompts as text, not as GREEN's token ids: its tokenizer could not be "
+                            "loaded (%s); pass tokenizer_path=<folder with GREEN's tokenizer files> to send the ids",
+                            self._tokenizer_problem)
         return self._endpoint_tokenizer
+
+    def _hub_tokenizer_folder(self) -> str:
+        """GREEN's tokenizer files: from the local hub cache, else fetched alone (a few hundred kB)."""
+        from rexrank.models.checkpoints import cached_path, hub_unavailable
+
+        cached = cached_path(GREEN)
+        if cached is not None and (cached / "tokenizer_config.json").is_file():
+            return str(cached)
+        why = hub_unavailable()
+        if why:
+            raise MetricError(f"{GREEN.repo_id}'s tokenizer is not in the local hub cache and {why}")
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(GREEN.repo_id, revision=GREEN.revision, allow_patterns=list(TOKENIZER_FILES), etag_timeout=10)
 
     # -- scoring ----------------------------------------------------------------------
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
@@ -240,6 +298,18 @@ class Green(LLMMetric):
         if self.keep_completions:
             result.details["completions"] = completions
         return result
+
+
+def load_tokenizer(folder: str):
+    """GREEN's tokenizer as the official run built its ids (the transformers-4 Llama rule for
+    a SentencePiece-only folder, as GREEN-RadLlama2-7b's)."""
+    from rexrank.llm.llama_tokenizer import LegacyLlamaTokenizer, needs_legacy_tokenizer
+
+    if needs_legacy_tokenizer(folder):
+        return LegacyLlamaTokenizer(folder)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(folder)
 
 
 def official_caps(lengths: list[int], batch_size: int, max_length: int) -> list[int]:

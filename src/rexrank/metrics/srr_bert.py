@@ -10,8 +10,13 @@ its reference.
   labels, zero_division=0)` "weighted avg" precision, recall and F1 over all studies.
 The primary per-study column `srr_bert` is the per-study F1 (the leaderboard shows its mean);
 the corpus value `srr_bert` is the weighted F1 RadEval reports.
-Each distinct sentence is classified once per run; the references' labels are kept in the
-reference cache (keyed by the loaded files), so a second submission classifies only its own.
+By default (`batching="radeval"`) the sentences are classified as RadEval does: every
+sentence of every study, the reference's then the prediction's, study after study, in
+batches of 4. A label whose logit sits within float error of the threshold can flip with a
+batch's members and padding, so the official labels are those of these batches.
+`batching="distinct"` (faster, a named option) classifies each distinct sentence once, in
+batches of 32, and keeps the references' labels in the reference cache (keyed by the loaded
+files), so a second submission classifies only its own: near-threshold labels may differ.
 """
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ from rexrank.metrics.base import Metric, MetricResult
 from rexrank.models.checkpoints import Checkpoint
 
 SAMPLE_EPS = 1e-8
+BATCHING = ("radeval", "distinct")
+BATCH_SIZE = {"radeval": 4, "distinct": 32}  # RadEval's SRRBert(batch_size=4); the faster option's
 
 
 def per_study_prf(refs: np.ndarray, hyps: np.ndarray, eps: float = SAMPLE_EPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -77,8 +84,13 @@ class SRRBert(Metric):
     higher_is_better = True
 
     def __init__(self, model: str = SRR_BERT.repo_id, revision: str = SRR_BERT.revision, model_path: str | None = None,
-                 tokenizer_path: str | None = None, batch_size: int = 32, device: str | None = None,
-                 cache: bool = True, cache_dir: str | None = None, progress: bool = True, run_context=None):
+                 tokenizer_path: str | None = None, batching: str = "radeval", batch_size: int | None = None,
+                 device: str | None = None, cache: bool = True, cache_dir: str | None = None, progress: bool = True,
+                 run_context=None):
+        if batching not in BATCHING:
+            raise MetricError(f"srr_bert: batching must be one of {', '.join(map(repr, BATCHING))}, got {batching!r}")
+        self.batching = batching
+        batch_size = BATCH_SIZE[batching] if batch_size is None else batch_size
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise MetricError(f"srr_bert: batch_size must be a positive integer, got {batch_size!r}")
         self.checkpoint = Checkpoint(model, revision, path=model_path, licence=SRR_BERT.licence)
@@ -96,6 +108,8 @@ class SRRBert(Metric):
         return {"model": self.checkpoint.provenance(), "tokenizer": self.tokenizer.provenance(),
                 "num_labels": 163, "threshold": 0.5, "max_tokens": 512,
                 "sentences": "RadEval srr_bert_parse_sentences + nltk.sent_tokenize (punkt_tab)",
+                "batching": (f"RadEval's: every sentence, reference then prediction, batches of {self.batch_size}"
+                             if self.batching == "radeval" else f"distinct sentences, batches of {self.batch_size}"),
                 "per_study": "multilabel_prf_per_sample (mean over the union of labels, eps 1e-8)",
                 "corpus": "classification_report weighted avg"}
 
@@ -147,12 +161,36 @@ class SRRBert(Metric):
         by_sentence = dict(zip(distinct, rows))
         return {t: np.any([by_sentence[s] for s in parts], axis=0).astype(np.int8) for t, parts in split.items()}
 
+    def radeval_labels(self, predictions: list[str], references: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Each study's reference and prediction labels with RadEval's batches: every sentence,
+        the study's reference then its prediction, study after study, cut into batches of
+        `batch_size` (a batch spans studies). Nothing cached: a label depends on its batch."""
+        from rexrank.models.srr_bert import require_punkt, sentences
+
+        require_punkt()
+        split = {t: sentences(t) for t in dict.fromkeys(references + predictions)}
+        order: list[str] = []
+        bounds = []
+        for reference, prediction in zip(references, predictions):
+            start = len(order)
+            order += split[reference]
+            middle = len(order)
+            order += split[prediction]
+            bounds.append((start, middle, len(order)))
+        rows = self.labeler.labels(order, progress=self.progress)
+        refs = np.array([rows[a:b].any(axis=0) for a, b, _ in bounds], dtype=np.int8).reshape(len(bounds), -1)
+        hyps = np.array([rows[b:c].any(axis=0) for _, b, c in bounds], dtype=np.int8).reshape(len(bounds), -1)
+        return refs, hyps
+
     def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
         if not predictions:
             return self._result_from_columns({self.name: [], "srr_bert_precision": [], "srr_bert_recall": []})
-        labels = self.all_labels(predictions, references)
-        hyps = np.array([labels[t] for t in predictions]).reshape(len(predictions), -1)
-        refs = np.array([labels[t] for t in references]).reshape(len(references), -1)
+        if self.batching == "radeval":
+            refs, hyps = self.radeval_labels(predictions, references)
+        else:
+            labels = self.all_labels(predictions, references)
+            hyps = np.array([labels[t] for t in predictions]).reshape(len(predictions), -1)
+            refs = np.array([labels[t] for t in references]).reshape(len(references), -1)
         precision, recall, f1 = per_study_prf(refs, hyps)
         result = self._result_from_columns({self.name: f1, "srr_bert_precision": precision, "srr_bert_recall": recall})
         wp, wr, wf = weighted_prf(refs, hyps)

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from rexrank.errors import MetricError
 from rexrank.models.checkpoints import Checkpoint, pick_device
+from rexrank.models.prefetch import ahead, on_device
 from rexrank.radgraph.preprocess import MODEL_TYPES, reader_word, words_for
 from rexrank.catalogue import radgraph_encoder_revision
 from rexrank.radgraph.tarball import DEFAULT_REVISION, RadGraphArchive, checkpoint_for, load_archive
@@ -94,6 +95,7 @@ class RadGraphAnnotator:
         # every file is here before the heavy imports: missing weights fail at once
         encoder_folder = _transformer_folder(self.transformer_name, path=transformer_path, revision=transformer_revision)
         self.device = pick_device(device)
+        self.prefetch = on_device(self.device)  # next batch prepared during this one's pass (GPU only)
 
         import torch
         from transformers import AutoModel
@@ -169,6 +171,10 @@ class RadGraphAnnotator:
 
     def _word_vectors(self, docs: list[list[str]]):
         """Mean last-layer wordpiece vector per word, for a batch of word lists."""
+        return self._vectors(self._encode(docs))
+
+    def _encode(self, docs: list[list[str]]) -> tuple:
+        """The CPU side of a batch: word pieces, segments, padded ids and mask."""
         import torch
 
         per_doc = []  # (wordpiece ids, word offsets)
@@ -193,11 +199,18 @@ class RadGraphAnnotator:
         for i, seg in enumerate(segments):
             ids[i, : len(seg)] = torch.tensor(seg, dtype=torch.long)
             mask[i, : len(seg)] = 1
+        return per_doc, owner, ids, mask
+
+    def _vectors(self, encoded: tuple):
+        """The model side of a batch `_encode` prepared."""
+        import torch
+
+        per_doc, owner, ids, mask = encoded
         transformer = self.model._embedder.transformer
         hidden = transformer(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
 
         # stitch each document's content wordpieces back together (segment specials dropped)
-        content: list[list] = [[] for _ in docs]
+        content: list[list] = [[] for _ in per_doc]
         n_start = len(self._start_ids)
         for i, (d, n) in enumerate(owner):
             content[d].append(hidden[i, n_start : n_start + n])
@@ -225,10 +238,12 @@ class RadGraphAnnotator:
         out: dict[str, dict] = {t: {"text": "", "entities": {}} for t in distinct if not words[t]}
         todo = sorted((t for t in distinct if words[t]), key=lambda t: len(words[t]))  # similar lengths batch well
         bar = tqdm(total=len(todo), desc=f"RadGraph ({self.model_type})", unit="report", disable=not progress or not todo)
+        batches = [todo[start : start + self.batch_size] for start in range(0, len(todo), self.batch_size)]
+        # on a GPU the next batch's word pieces are cut while this one runs (rexrank.models.prefetch)
+        prepared = ahead(batches, lambda batch: self._encode([words[t] for t in batch]), enabled=self.prefetch)
         with torch.inference_mode():
-            for start in range(0, len(todo), self.batch_size):
-                batch = todo[start : start + self.batch_size]
-                vectors = self._word_vectors([words[t] for t in batch])
+            for batch, encoded in prepared:
+                vectors = self._vectors(encoded)
                 for text, vec in zip(batch, vectors):
                     entities, relations = self.model.decode(vec, self.ner_namespace, self.relation_namespace)
                     out[text] = self._to_json(words[text], entities, relations)

@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from rexrank.errors import MetricError
+from rexrank.models.prefetch import ahead, on_device
 from rexrank.ratescore.spans import decode_spans
 
 NER_MAX_LENGTH = 512
@@ -50,6 +51,7 @@ class EntityTagger:
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         self.tokenizer.padding_side = "right"
+        self.prefetch = on_device(device)
         self.model = AutoModelForTokenClassification.from_pretrained(model_dir).float().eval().to(device)
         self.id2label = {int(k): v for k, v in self.model.config.id2label.items()}
         bad = [v for v in self.id2label.values() if v != "O" and not (v.startswith(("B-", "I-")) and len(v) > 2)]
@@ -70,10 +72,15 @@ class EntityTagger:
         ids = encoded["input_ids"]
         labels: list[list[str]] = [[] for _ in sentences]
         order = sorted(range(len(sentences)), key=lambda i: len(ids[i]))
+        def pad(batch: list[int]):
+            return self.tokenizer.pad([{k: encoded[k][i] for k in encoded.keys()} for i in batch], padding=True,
+                                      return_tensors="pt")
+
+        # on a GPU the next batch is padded while this one runs (rexrank.models.prefetch)
+        prepared = ahead(_batches(order, self.batch_size), pad, enabled=self.prefetch)
         with _progress(len(sentences), "ratescore NER", progress) as bar, self.torch.inference_mode():
-            for batch in _batches(order, self.batch_size):
-                features = [{k: encoded[k][i] for k in encoded.keys()} for i in batch]
-                inputs = self.tokenizer.pad(features, padding=True, return_tensors="pt").to(self.device)
+            for batch, padded in prepared:
+                inputs = padded.to(self.device)
                 predicted = self.model(**inputs).logits.argmax(dim=-1).tolist()
                 for row, i in zip(predicted, batch):
                     # the sentence's own positions only, as with the official batch_size=1
@@ -102,6 +109,7 @@ class EntityEncoder:
         self.device = device
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        self.prefetch = on_device(device)
         self.model = AutoModel.from_pretrained(model_dir).float().eval().to(device)
 
     @property
@@ -113,15 +121,15 @@ class EntityEncoder:
         if not strings:
             return out
         order = sorted(range(len(strings)), key=lambda i: len(strings[i]))
+        def tokenize(batch: list[int]):
+            return self.tokenizer([strings[i] for i in batch], truncation=True, padding=True,
+                                  max_length=ENTITY_MAX_LENGTH, return_tensors="pt")
+
+        # on a GPU the next batch is tokenised while this one runs (rexrank.models.prefetch)
+        prepared = ahead(_batches(order, self.batch_size), tokenize, enabled=self.prefetch)
         with _progress(len(strings), "ratescore entity embeddings", progress) as bar, self.torch.inference_mode():
-            for batch in _batches(order, self.batch_size):
-                inputs = self.tokenizer(
-                    [strings[i] for i in batch],
-                    truncation=True,
-                    padding=True,
-                    max_length=ENTITY_MAX_LENGTH,
-                    return_tensors="pt",
-                ).to(self.device)
+            for batch, tokens in prepared:
+                inputs = tokens.to(self.device)
                 cls = self.model(**inputs).last_hidden_state[:, 0, :].float().cpu().numpy()
                 out[batch] = cls
                 bar.update(len(batch))

@@ -1,0 +1,88 @@
+"""Preparing the next batch while the current one runs (on a GPU by default) changes no
+number: RadGraph's annotations, RaTEScore's entities and embeddings are identical with and
+without it, and the preparing really happens in another thread. Forced on here, on the CPU."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from rexrank.models.prefetch import ahead, on_device
+from tiny_report_models import CORPUS, make_tiny_radcliq_models
+
+TEXTS = CORPUS + [" ".join(CORPUS[i:i + 3]) for i in range(len(CORPUS) - 2)] + ["Mild edema.", "No effusion."]
+
+
+def _threads_of(record: list):
+    def wrap(fn):
+        def run(*args, **kwargs):
+            record.append(threading.current_thread().name)
+            return fn(*args, **kwargs)
+        return run
+    return wrap
+
+
+def test_ahead_keeps_order_and_prepares_in_a_background_thread():
+    seen = []
+    out = list(ahead(range(5), _threads_of(seen)(lambda k: k * k), enabled=True))
+    assert out == [(k, k * k) for k in range(5)] and set(seen) == {"rexrank-prefetch_0"}
+    seen.clear()
+    assert list(ahead(range(3), _threads_of(seen)(lambda k: -k), enabled=False)) == [(0, 0), (1, -1), (2, -2)]
+    assert set(seen) == {threading.current_thread().name}
+    assert on_device("cuda:0") and not on_device("cpu")
+
+
+def test_radgraph_annotations_are_identical_with_batches_prepared_ahead(tmp_path):
+    from rexrank.radgraph.annotator import RadGraphAnnotator
+
+    folder = make_tiny_radcliq_models(tmp_path)["radgraph"]
+    annotator = RadGraphAnnotator(model_path=str(folder), batch_size=3, device="cpu")
+    assert annotator.prefetch is False  # the CPU keeps the plain loop
+    plain = annotator.annotate(TEXTS, progress=False)
+    seen: list = []
+    annotator._encode = _threads_of(seen)(annotator._encode)
+    annotator.prefetch = True
+    assert annotator.annotate(TEXTS, progress=False) == plain
+    assert len(seen) >= 4 and "rexrank-prefetch_0" in seen
+
+
+class _Recorded:
+    """The tokenizer, with the thread of each call recorded (pad and __call__)."""
+
+    def __init__(self, tokenizer, seen):
+        self._tokenizer, self._seen = tokenizer, seen
+
+    def __call__(self, *args, **kwargs):
+        self._seen.append(threading.current_thread().name)
+        return self._tokenizer(*args, **kwargs)
+
+    def pad(self, *args, **kwargs):
+        self._seen.append(threading.current_thread().name)
+        return self._tokenizer.pad(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._tokenizer, name)
+
+
+@pytest.mark.parametrize("part", ["tagger", "encoder"])
+def test_ratescore_models_give_identical_outputs_with_batches_prepared_ahead(part, tmp_path):
+    from rexrank.ratescore.models import EntityEncoder, EntityTagger
+    from test_ratescore_metric import _build_encoder, _build_tagger
+
+    if part == "tagger":
+        model = EntityTagger(_build_tagger(tmp_path / "ner"), "cpu", 3)
+    else:
+        model = EntityEncoder(_build_encoder(tmp_path / "encoder"), "cpu", 3)
+    inputs = [s for text in TEXTS for s in text.split(". ")]
+    assert model.prefetch is False
+    plain = model(inputs, progress=False)
+    seen: list = []
+    model.tokenizer = _Recorded(model.tokenizer, seen)
+    model.prefetch = True
+    again = model(inputs, progress=False)
+    if part == "tagger":
+        assert again == plain
+    else:
+        np.testing.assert_array_equal(again, plain)
+    assert "rexrank-prefetch_0" in seen

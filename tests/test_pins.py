@@ -143,8 +143,9 @@ def whoami_server(monkeypatch):
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
+            answer.setdefault("tokens", []).append(self.headers.get("Authorization"))
             body = json.dumps(answer["body"]).encode()
-            self.send_response(200)
+            self.send_response(answer.get("status", 200))
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -752,3 +753,215 @@ def test_the_progress_figure_of_a_lower_is_better_metric_says_so(monkeypatch):
     monkeypatch.setitem(COLUMNS_BY_KEY, "bleu2", dataclasses.replace(COLUMNS_BY_KEY["bleu2"], higher_is_better=False))
     points = pd.DataFrame({"model_name": ["A"], "date": [pd.Timestamp("2024-01-01")], "value": [0.5], "best": [0.5]})
     assert fig_progress(points, "iu_xray", "findings", "bleu2").axes[0].get_ylabel() == "BLEU (lower is better)"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_token_says_so_and_never_echoes_the_token(whoami_server, status):
+    from rexrank.leaderboard.identity import REFUSED, verified_user
+
+    endpoint, answer = whoami_server
+    answer.update(status=status, body={"error": "Invalid credentials"})
+    with pytest.raises(SubmissionError) as err:
+        verified_user("hf_secret_token", endpoint=endpoint)
+    assert str(err.value) == REFUSED and "hf_secret_token" not in str(err.value)
+    assert REFUSED.startswith("the Hugging Face token sent was refused by the Hub (invalid or expired)")
+    assert answer["tokens"] == ["Bearer hf_secret_token"]  # the token asked about is the one sent
+
+
+def test_whoami_failures_other_than_a_refusal(whoami_server, monkeypatch):
+    from rexrank.leaderboard.identity import verified_user
+
+    endpoint, answer = whoami_server
+    answer.update(status=503, body={"error": "busy"})
+    with pytest.raises(SubmissionError) as err:
+        verified_user("hf_x", endpoint=endpoint)
+    assert str(err.value) == "cannot check the token with the Hub (HTTP 503); try again later"
+    with pytest.raises(SubmissionError) as err:
+        verified_user("hf_x", endpoint="http://127.0.0.1:9")  # nothing listens on the discard port
+    assert str(err.value).startswith("cannot reach the Hub to check the token (") and str(err.value).endswith("); try again later")
+    answer.update(status=200, body={"type": "user", "name": "bob"})
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    assert verified_user("hf_x") == "bob"  # the endpoint from the environment
+
+
+@pytest.mark.parametrize("token", [None, "", 42])
+def test_no_token_is_no_submitter(token):
+    from rexrank.leaderboard.identity import NO_TOKEN, verified_user
+
+    with pytest.raises(SubmissionError) as err:
+        verified_user(token)
+    assert str(err.value) == NO_TOKEN
+    assert NO_TOKEN.startswith("no Hugging Face token was sent: sign in with Hugging Face (the button above)")
+
+
+def test_an_offline_server_cannot_check_a_token():
+    from rexrank.leaderboard.identity import verified_user
+
+    with pytest.raises(SubmissionError) as err:
+        verified_user("hf_x", endpoint="http://127.0.0.1:9")
+    assert str(err.value) == "cannot check the token: this server runs with HF_HUB_OFFLINE set"
+
+
+# ---- policy: the quota's window and what counts ----------------------------------------------------
+DAY = 86400
+
+
+def _check(requests, now, quota, **where):
+    from rexrank.store.policy import check_quota
+
+    args = {"submitter": "alice", "test_set": "iu_xray", "track": "findings", **where}
+    check_quota(requests, now=now, quota=quota, **args)
+
+
+def test_the_quota_window_reaches_both_ways_and_counts_only_this_set_track_and_submitter():
+    from rexrank.store.policy import Quota
+    from rexrank.store.records import parse_iso
+
+    t0 = parse_iso("2026-11-10T00:00:00Z")
+    one = [_request("2026-11-10T00:00:00Z")]
+    with pytest.raises(SubmissionError) as err:
+        _check(one, t0 - 6 * DAY, Quota(1, 7))  # a request dated back is still inside the window
+    assert str(err.value) == ("submitter 'alice' already has 1 submission(s) on iu_xray/findings in the last 7 days "
+                              "(limit 1); next submission possible after 2026-11-17T00:00:00Z")
+    _check(one, t0 - 7 * DAY, Quota(1, 7))  # exactly 7 days apart: outside (the window is open)
+    _check(one, t0 + 7 * DAY, Quota(1, 7))
+    _check(one, t0 + DAY, Quota(1, 7), test_set="mimic_cxr")
+    _check(one, t0 + DAY, Quota(1, 7), track="findings_impression")
+    _check(one, t0 + DAY, Quota(1, 7), submitter="bob")
+    _check(one, t0 + DAY, Quota(2, 7))  # 2 per 7 days: the second passes
+    two = one + [_request("2026-11-12T00:00:00Z")]
+    with pytest.raises(SubmissionError, match=r"already has 2 submission\(s\) .* in the last 7 days \(limit 2\); "
+                                              r"next submission possible after 2026-11-17T00:00:00Z$"):
+        _check(two, t0 + 3 * DAY, Quota(2, 7))
+    with pytest.raises(SubmissionError, match=r"in the last 1.5 days \(limit 1\); next submission possible after "
+                                              r"2026-11-13T12:00:00Z$"):
+        _check(two, t0 + 2 * DAY + 3600, Quota(1, 1.5))  # the newest one in the window decides
+    _check(two, t0 + DAY, Quota(0, 7))  # no quota
+    _check(two, t0 + DAY, Quota(-1, 7))
+
+
+def test_what_counts_for_the_quota():
+    from rexrank.store.policy import Quota, counts_for_quota
+    from rexrank.store.records import parse_iso
+
+    t0 = parse_iso("2026-11-10T00:00:00Z")
+    failed = _request("2026-11-10T00:00:00Z", status="FAILED", failure_kind="internal")
+    assert not counts_for_quota(failed)
+    _check([failed], t0 + DAY, Quota(1, 7))  # a failed scoring run is free to retry
+    assert counts_for_quota({**failed, "failure_kind": "cancelled"})  # cancelling is no free retry
+    assert counts_for_quota({**failed, "failure_kind": "validation", "test_set": "rexgradient"})  # a private probe
+    assert not counts_for_quota({**failed, "failure_kind": "validation"})  # a public set's wrong file
+    assert not counts_for_quota({**failed, "failure_kind": "refused"})
+    assert counts_for_quota({**failed, "status": "PENDING"}) and counts_for_quota({**failed, "status": "RUNNING"})
+    with pytest.raises(SubmissionError):
+        _check([{**failed, "failure_kind": "cancelled"}], t0 + DAY, Quota(1, 7))
+
+
+@pytest.mark.parametrize("text, limit, days", [("", 1, 7.0), ("  ", 1, 7.0), ("3", 3, 7.0), ("2/14", 2, 14.0),
+                                               (" 1/0.5 ", 1, 0.5), ("0", 0, 7.0)])
+def test_the_quota_setting(text, limit, days, monkeypatch):
+    from rexrank.store.policy import Quota
+
+    assert Quota.parse(text) == Quota(limit, days)
+    monkeypatch.setenv("REXRANK_QUOTA", text)
+    assert Quota.from_env() == Quota(limit, days)
+    assert Quota() == Quota(1, 7.0)
+
+
+@pytest.mark.parametrize("text", ["x", "1/y", "1.5/7", "/7"])
+def test_a_wrong_quota_setting_says_how_to_write_it(text):
+    from rexrank.store.policy import Quota
+
+    with pytest.raises(SubmissionError) as err:
+        Quota.parse(text)
+    assert str(err.value) == f"REXRANK_QUOTA={text.strip()!r}: expected N/DAYS, e.g. 1/7"
+
+
+def test_quota_from_an_empty_environment(monkeypatch):
+    from rexrank.store.policy import Quota
+
+    monkeypatch.delenv("REXRANK_QUOTA", raising=False)
+    assert Quota.from_env() == Quota(1, 7.0)
+
+
+# ---- policy: identical resubmissions, name ownership, approved submitters ----------------------------
+def test_an_identical_resubmission_is_refused_unless_the_first_failed():
+    from rexrank.store.policy import check_duplicate
+
+    first = _request("2026-11-10T00:00:00Z", predictions={"sha256": "abc"}, model_name="Med Versa")
+    args = {"model_name": "med  versa", "sha256": "abc", "test_set": "iu_xray", "track": "findings"}
+    with pytest.raises(SubmissionError) as err:
+        check_duplicate([first], **args)
+    assert str(err.value) == ("identical resubmission: request r1 (FINISHED) already has these predictions for model "
+                              "'Med Versa' on iu_xray/findings")
+    check_duplicate([{**first, "status": "FAILED"}], **args)
+    check_duplicate([first], **{**args, "sha256": "abd"})
+    check_duplicate([first], **{**args, "model_name": "Other"})
+    check_duplicate([first], **{**args, "test_set": "mimic_cxr"})
+    check_duplicate([first], **{**args, "track": "findings_impression"})
+
+
+def test_a_model_name_belongs_to_the_published_entry_or_its_first_submitter():
+    from rexrank.store.policy import check_owner, name_owner
+
+    published = [{"source": "published", "model_name": "MedVersa"}, {"source": "rexrank", "model_name": "Late",
+                                                                     "submitter": "carol"}]
+    assert name_owner([], published, "med versa") is None
+    assert name_owner([], published, "MEDVERSA") == ("published", "MedVersa")
+    requests = [
+        {"id": "r3", "model_name": "Mine", "submitter": "bob", "submitted_time": "2026-11-03T00:00:00Z"},
+        {"id": "r2", "model_name": "mine", "submitter": "alice", "submitted_time": "2026-11-02T00:00:00Z"},
+        {"id": "r1", "model_name": "MINE", "submitter": "eve", "submitted_time": "2026-11-01T00:00:00Z",
+         "failure_kind": "refused"},
+        {"id": "r0", "model_name": "Mine", "submitter": "mallory", "submitted_time": "2026-10-01T00:00:00Z",
+         "failure_kind": "cancelled"},
+        {"id": "r4", "model_name": "Other", "submitter": "zed", "submitted_time": "2026-01-01T00:00:00Z"},
+    ]
+    assert name_owner(requests, [], "Mine") == ("submitter", "alice")  # the earliest that was not refused or cancelled
+    same_time = [{**requests[0], "submitted_time": "2026-11-02T00:00:00Z", "id": "r1b"}, requests[1]]
+    assert name_owner(same_time, [], "Mine") == ("submitter", "bob")  # a tie on time: the smaller id
+    assert name_owner([], published, "late") == ("submitter", "carol")  # results outlive a cleaned queue
+    assert name_owner(requests, published, "Late") == ("submitter", "carol")
+    check_owner(requests, published, model_name="Mine", submitter="alice")
+    check_owner(requests, published, model_name="Fresh", submitter="bob")
+    with pytest.raises(SubmissionError) as err:
+        check_owner(requests, published, model_name="Mine", submitter="bob")
+    assert str(err.value) == ("model name 'Mine' belongs to another submitter, who used it first; choose a name of your "
+                              "own (names are compared ignoring case, width, invisible characters and lookalike letters)")
+    with pytest.raises(SubmissionError) as err:
+        check_owner([], published, model_name="Med\u200bVersa", submitter="bob")
+    assert str(err.value) == ("model name 'MedVersa' is the published ReXrank entry 'MedVersa'; choose a name of your own "
+                              "(names are compared ignoring case, width, invisible characters and lookalike letters)")
+
+
+def test_approved_submitters():
+    from rexrank.store.policy import check_approved
+
+    check_approved(None, submitter="anyone", test_set="rexgradient")
+    check_approved(["alice", "bob"], submitter="bob", test_set="rexgradient")
+    with pytest.raises(SubmissionError) as err:
+        check_approved(["alice"], submitter="bob", test_set="rexgradient")
+    assert str(err.value) == ("test set rexgradient accepts submissions only from submitters approved by its organisers, "
+                              "and 'bob' is not one of them; ask the organisers to be added")
+    with pytest.raises(SubmissionError):
+        check_approved([], submitter="bob", test_set="rexgradient")
+
+
+def test_is_private_comes_from_the_registry():
+    from rexrank.store.policy import is_private
+
+    assert is_private("rexgradient") and not is_private("iu_xray") and not is_private("no_such_set")
+
+
+def test_the_tier_test_on_single_precision_scores_is_computed_in_double():
+    """A per-study file may store float32 scores: the t-test is scipy's on those values as float64."""
+    from rexrank.leaderboard.tiers import _aligned, paired_p
+
+    rng = np.random.default_rng(8)
+    ids = [f"s{i:03d}" for i in range(200)]
+    a = rng.uniform(0.2, 0.8, 200).astype(np.float32)
+    b = (a - 0.01 + rng.normal(0, 0.05, 200)).astype(np.float32)
+    fa, fb = pd.DataFrame({"id": ids, "x": a}), pd.DataFrame({"id": ids, "x": b})
+    assert _aligned(fa, "x")[1].dtype == np.float64
+    p, _ = paired_p(_aligned(fa, "x"), _aligned(fb, "x"))
+    assert p == pytest.approx(sps.ttest_rel(a.astype(np.float64), b.astype(np.float64)).pvalue, rel=1e-12)

@@ -1,6 +1,8 @@
-"""Issue 32: behaviours the mutation tool found unpinned (the independent audit's eight gaps
-first). Every expected value comes from an independent oracle: scipy, or a hand
-computation written out here, never from rexrank's own earlier output."""
+"""Issue 32: behaviours the mutation tool (`python benchmarks/mutation.py`) found unpinned, the
+independent audit's eight gaps first. Every expected value comes from an independent oracle:
+scipy, a hand computation written out here, or official outputs (IU-Xray's `report` field),
+never from rexrank's own earlier output. Equivalent mutants are in
+benchmarks/mutation_equivalents.txt."""
 from __future__ import annotations
 
 import dataclasses
@@ -603,6 +605,11 @@ def test_the_ranges_of_the_other_columns_by_hand():
     assert not value_in_range("radcliq_v1_inv", 1 / (smallest * 1.001))[0]
     assert not value_in_range("radcliq_v1_inv", 0.0)[0]
     assert value_in_range("no_such_column", -99.0) == (True, "any")
+    assert value_in_range("bertscore", 1.0)[0]  # the ends are values the metric can take
+    # a mean whose inverse is exactly the largest RadCliQ-v1 (no double's inverse is exactly the smallest)
+    candidates = [1 / largest, *(np.nextafter(1 / largest, d) for d in (-np.inf, np.inf))]
+    exact = [m for m in candidates if 1.0 / m == largest]
+    assert exact and value_in_range("radcliq_v1_inv", exact[0])[0]
 
 
 # ---- names: what is refused, with which message; what is one name --------------------------------
@@ -655,6 +662,8 @@ def test_url_and_submitter_messages():
             assert str(err.value) == f"model URL {url!r}: {why}"
         else:
             assert str(err.value).startswith(f"model URL {url!r} is not a URL (")
+    with pytest.raises(SubmissionError, match=r"^model URL contains an invisible or control character \(ZERO WIDTH SPACE"):
+        check_url("model URL", "https://example.org/\u200bm")
     check_submitter("a")
     check_submitter("Org Name.x_y-1")
     with pytest.raises(SubmissionError) as err:
@@ -965,3 +974,148 @@ def test_the_tier_test_on_single_precision_scores_is_computed_in_double():
     assert _aligned(fa, "x")[1].dtype == np.float64
     p, _ = paired_p(_aligned(fa, "x"), _aligned(fb, "x"))
     assert p == pytest.approx(sps.ttest_rel(a.astype(np.float64), b.astype(np.float64)).pvalue, rel=1e-12)
+
+
+def test_score_arrays_are_named_scores_unless_named():
+    from rexrank.stats import as_score_array
+
+    with pytest.raises(ValueError, match=r"^scores: infinite per-study scores at positions \[0\]$"):
+        as_score_array([math.inf])
+    with pytest.raises(ValueError, match=r"^scores: expected a 1-D sequence"):
+        as_score_array(0.5)
+    assert as_score_array([1, None]).tolist()[0] == 1.0 and math.isnan(as_score_array([1, None])[1])
+
+
+def test_the_benchmark_and_eval_results_yaml_as_written():
+    """The files as the Hub reads them: keys in the documented order (not sorted), "±"
+    written as itself, lines folded at 100 characters (PyYAML's default is 80)."""
+    from rexrank.hub.eval_results import benchmark_definition, benchmark_yaml, eval_results_file
+    from rexrank.testsets.registry import TEST_SETS
+
+    spec = TEST_SETS["iu_xray"]
+    assert benchmark_definition(spec)["description"] == (
+        "The IU-Xray (test) set of ReXrank, the chest X-ray report generation benchmark (Zhang et al., 2024, "
+        "arXiv:2411.15122). A model writes the findings section (track 'findings') or findings and impression "
+        "(track 'findings_impression') of each study; each task is one ReXrank metric on one track, scored with "
+        "rexrank (`rexrank score --dataset iu_xray`). Higher is better for every task: RadCliQ-v1 and FineRadScore "
+        "are reported as 1 / mean, as on the ReXrank leaderboard.")
+    text = benchmark_yaml(spec).decode()
+    assert text.startswith("name: ReXrank IU-Xray (test)\ndescription: 'The IU-Xray (test) set of ReXrank")
+    assert [line.split(":")[0] for line in text.splitlines() if line[:1].isalpha()] == [
+        "name", "description", "evaluation_framework", "tasks"]
+    assert "- id: findings_radcliq_v1_inv\n  config: default\n  split: test\n" in text
+    lengths = [len(line) for line in text.splitlines()]
+    assert 90 < max(lengths) <= 106
+    record = {"id": "r1", "test_set": "iu_xray", "track": "findings",
+              "date": "2026-11-02", "source": "rexrank", "values": {"bleu2": {"mean": 0.25, "ci95": 0.0123, "n": 590}}}
+    out = eval_results_file(record, org="rexrank").text()
+    assert "95% CI ± 0.0123" in out  # not escaped
+    assert out.index("- dataset:") < out.index("  value:") < out.index("  date:") < out.index("  source:") < out.index("  notes:")
+    assert out.index("    id: rexrank/iu_xray") < out.index("    task_id: findings_bleu2")
+    assert out.index("    url:") < out.index("    name:") < out.index("    user:")
+    # an 86-character line stays whole at 100 (PyYAML would fold it at 80)
+    assert "  notes: ReXrank BLEU, findings section; n = 590 studies; 95% CI ± 0.0123; result r1\n" in out
+
+
+def test_the_benchmark_description_folds_at_100_characters():
+    from rexrank.hub.eval_results import benchmark_yaml
+    from rexrank.testsets.registry import TEST_SETS
+
+    lines = benchmark_yaml(TEST_SETS["iu_xray"]).decode().splitlines()
+    # PyYAML breaks a long scalar at the first space once the line passes the width (100)
+    assert lines[1] == ("description: 'The IU-Xray (test) set of ReXrank, the chest X-ray report generation benchmark "
+                        "(Zhang et")
+    assert lines[2] == ("  al., 2024, arXiv:2411.15122). A model writes the findings section (track ''findings'') or "
+                        "findings and")
+
+
+def test_eval_results_of_a_track_without_a_title_and_an_endpoint_with_a_path():
+    from rexrank.hub.eval_results import eval_results_file
+
+    record = {"id": "r2", "test_set": "iu_xray", "track": "custom_track", "date": "", "source": "rexrank",
+              "values": {"bleu2": {"mean": 0.3, "ci95": None, "n": 0}}}
+    [entry] = eval_results_file(record, org="o", endpoint="https://mirror.example/HX/").entries
+    assert entry["notes"] == "ReXrank BLEU, custom_track; result r2"  # n = 0 is no count to state
+    assert entry["dataset"]["task_id"] == "custom_track_bleu2"
+    assert entry["source"]["url"] == "https://mirror.example/HX/spaces/o/leaderboard"
+
+
+# ---- the worker's coverage rule, by hand -------------------------------------------------------
+def _coverage(metrics, results, *, share=0.99, private=False):
+    from types import SimpleNamespace
+
+    from rexrank.backend.worker import Worker
+
+    Worker.check_coverage(SimpleNamespace(metrics=metrics, min_coverage=share), results, private=private)
+
+
+TAIL = (". Nothing was published. The answers already received are kept in the cache: the maintainers can requeue this "
+        "request once the cause is fixed, and only the missing studies are scored again.")
+
+
+def test_the_coverage_rule_by_hand():
+    from rexrank.backend.worker import CoverageError
+
+    ok = {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_studies": 100, "n_scored": 99}}}
+    _coverage(["bleu2"], ok)  # 99 of 100 is the share asked for
+    _coverage(["bleu2"], {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_scored": 99}}})  # n from the predictions
+    _coverage(["bleu2"], {"predictions": {"n": 0}, "metrics": {"bleu2": {"n_scored": 0}}})  # nothing to score
+    # a metric's own study count (e.g. the studies that have findings) comes before the predictions'
+    _coverage(["bleu2"], {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_studies": 50, "n_scored": 50}}})
+    _coverage(["bleu2"], {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_failed": 1}}})  # 100 - 1 scored
+    short = {"predictions": {"n": 100},
+             "metrics": {"green": {"n_studies": 100, "n_scored": 97,
+                                   "failures": {"s1": "LLM call failed: timeout", "s2": "LLM call failed: 500",
+                                                "s3": "invalid answer: no JSON"}}}}
+    with pytest.raises(CoverageError) as err:
+        _coverage(["green", "crimson"], short)
+    head = "below the coverage rule (each metric must score at least 99% of the studies): "
+    assert str(err.value) == (head + "crimson scored 0 studies; cause: it did not run; green scored 97 of 100 studies "
+                              "(97.0%); cause: 1 × LLM call failed: timeout, 1 × LLM call failed: 500, 1 × invalid "
+                              "answer: no JSON" + TAIL)
+    assert err.value.without_causes == head + "crimson scored 0 studies; green scored 97 of 100 studies (97.0%)" + TAIL
+    with pytest.raises(CoverageError) as err:
+        _coverage(["green"], short, private=True)  # a private set: the kinds of reasons only, counted
+    assert "cause: 2 × LLM call failed, 1 × invalid answer." in str(err.value)
+    with pytest.raises(CoverageError) as err:
+        _coverage(["green"], {"predictions": {"n": 50}, "metrics": {"green": {"n_studies": 50}}}, share=0.9)
+    assert str(err.value).startswith("below the coverage rule (each metric must score at least 90% of the studies): "
+                                     "green scored 0 of 50 studies (0.0%); cause: no per-study reasons were recorded. ")
+    _coverage(["green"], {"predictions": {"n": 50}, "metrics": {"green": {"n_studies": 50, "n_scored": 45}}}, share=0.9)
+
+
+def test_two_scripts_are_a_mix_and_a_letter_without_a_unicode_name_is_none():
+    from rexrank.store.names import check_name, check_one_script
+
+    with pytest.raises(SubmissionError) as err:
+        check_one_script("institution", "Lab \u0391")  # Latin and Greek (capital alpha)
+    assert str(err.value) == "institution 'Lab Α' mixes Greek and Latin letters (they look alike); write it in one of them"
+    # a Tangut ideograph is a letter (Lo) that Python's Unicode data gives no name: no script, no error
+    check_name("model name", "Model \U00017000")
+    check_one_script("model name", "Model \U00017000")
+
+
+def test_a_neighbour_p_value_of_exactly_alpha_is_no_new_tier():
+    from rexrank.leaderboard.tiers import table_tiers
+
+    ids = [f"s{i}" for i in range(5)]
+    frames = {"a": pd.DataFrame({"id": ids, "bleu2": [0.5, 0.6, 0.7, 0.8, 0.9]}),
+              "b": pd.DataFrame({"id": ids, "bleu2": [0.1, 0.3, 0.2, 0.4, 0.3]})}
+    table = _tier_table(["a", "b"], [1, 2], [True, True])
+    # one test: Holm leaves a single p-value as it is; "below 0.05" starts a tier, 0.05 itself does not
+    assert table_tiers(table, "bleu2", frames.get, p_cache={("a", "b", "bleu2"): 0.05}) == {"a": 1, "b": 1}
+    assert table_tiers(table, "bleu2", frames.get, p_cache={("a", "b", "bleu2"): 0.0499}) == {"a": 1, "b": 2}
+
+
+def test_a_test_set_titled_otherwise_folds_at_100_and_keeps_its_letters():
+    """The benchmark file of another public test set: lines folded at width 100, accented
+    letters written as themselves (PyYAML escapes them unless told)."""
+    from rexrank.hub.eval_results import benchmark_yaml
+    from rexrank.testsets.registry import TEST_SETS
+
+    text = benchmark_yaml(dataclasses.replace(TEST_SETS["iu_xray"], title="IU-Xray")).decode()
+    # PyYAML breaks at the first space once a line passes the width: after "scored" (101
+    # characters); at width 101 it would keep " with" on the line
+    assert "  (track ''findings_impression'') of each study; each task is one ReXrank metric on one track, scored\n" in text
+    accented = benchmark_yaml(dataclasses.replace(TEST_SETS["iu_xray"], title="Hôpital (test)")).decode()
+    assert accented.startswith("name: ReXrank Hôpital (test)\n")

@@ -57,7 +57,6 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                      _PINS)),
     "leaderboard.identity": ("leaderboard/identity.py", "rexrank.leaderboard.identity.*",
                              ("tests/test_backend_policy.py::test_on_the_hub_the_submitter_is_the_tokens_account_never_the_typed_name",
-                              "tests/test_submit_hub.py::test_push_then_submit_scores_the_pinned_commit_after_a_second_push",
                               _PINS)),
     "testsets.schema (F+I reference)": ("testsets/schema.py",
                                         "rexrank.testsets.schema.x_findings_impression_reference__mutmut_*",

@@ -640,6 +640,11 @@ def test_name_messages_name_the_character_and_the_position():
     with pytest.raises(SubmissionError, match="at position 3 is not allowed"):
         check_name("model name", "A \u0301")  # nor after a space
     check_name("model name", "Me\u0301d\u0301\u0302 Versa-2 (v1.5)")  # marks after a letter or a mark; Nd digits
+    with pytest.raises(SubmissionError, match=r"character '#' \(NUMBER SIGN, U\+0023\) at position 3 is not allowed"):
+        check_name("model name", "e\u0301#")  # a mark after a letter allowed, and the check goes on after it
+    with pytest.raises(SubmissionError) as err:
+        check_name("model name", "Med\u200bVersa")  # invisible characters: check_visible's message, this label
+    assert str(err.value).startswith("model name contains an invisible or control character (ZERO WIDTH SPACE")
     check_name("institution", "Université de Genève")
     with pytest.raises(SubmissionError) as err:
         check_one_script("model name", "MedV\u0435rsa \u03b1")
@@ -653,6 +658,7 @@ def test_url_and_submitter_messages():
 
     check_url("model URL", "")
     check_url("model URL", "HTTPS://example.org/m?x=1")
+    check_url("model URL", "http://example.org/m")
     for url, why in (("ftp://example.org/m", "it must start with http:// or https:// and name a host"),
                      ("https:///path", "it must start with http:// or https:// and name a host"),
                      ("https://example.org/a b", "character ' ' is not allowed"),

@@ -812,8 +812,12 @@ def test_no_token_is_no_submitter(token):
     assert NO_TOKEN.startswith("no Hugging Face token was sent: sign in with Hugging Face (the button above)")
 
 
-def test_an_offline_server_cannot_check_a_token():
+def test_an_offline_server_cannot_check_a_token(monkeypatch):
+    import huggingface_hub.constants as constants
+
     from rexrank.leaderboard.identity import verified_user
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
     with pytest.raises(SubmissionError) as err:
         verified_user("hf_x", endpoint="http://127.0.0.1:9")

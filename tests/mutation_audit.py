@@ -5,6 +5,15 @@ the tests that must catch it (issue 24).
     python tests/mutation_audit.py --only ID  # one mutant
     python tests/mutation_audit.py --list     # the table, without running
 
+Since issue 32 the mutation tool (mutmut, `python benchmarks/mutation.py`) decides what the
+tests pin in the modules that decide published numbers and trust. This audit keeps what the
+tool cannot make: constants outside any function (mutmut 3 mutates function bodies only),
+changes that replace or add code rather than swap an operator or a constant, and code in
+modules outside the tool's list, or not yet reached by a recorded run of it
+(benchmarks/MUTATION.md). The entries the tool's operators make at the same place (issue 24's
+inverted CI, bootstrap level, coverage boundary and guard, range upper bound; the
+skeleton's dashes; the inverted tier step) were dropped.
+
 A mutant is one exact text replacement in one source file. The runner applies it in the
 working tree, runs the named tests (they must FAIL), and always restores the file. It prints
 a Markdown table: mutant, where, the tests that ran, caught or MISSED. Exit 1 if any mutant
@@ -46,15 +55,21 @@ def _register(*mutants: Mutant) -> None:
     MUTANTS = MUTANTS + mutants
 
 
-# ---- issue 24: the five bugs that passed the whole suite before ---------------------------
+# ---- issue 32: constants outside any function, which mutmut 3 never mutates ---------------
+_PINS = "tests/test_pins.py"
 _register(
-    Mutant("inverted-ci", "CI of 1/RadCliQ-v1 and 1/FineRadScore as ci/mean instead of ci/mean²",
-           "src/rexrank/results_schema.py", '"ci95": (ci / mean**2)', '"ci95": (ci / mean)',
-           ("tests/test_results_schema.py",)),
-    Mutant("bootstrap-level", "bootstrap CI at level 0.95 computed with alpha = 1 − level (a 90 % interval)",
-           "src/rexrank/stats.py", "alpha = (1 - level) / 2", "alpha = 1 - level",
-           ("tests/test_stats.py::test_bootstrap_interval_has_the_asked_level",
-            "tests/test_stats.py::test_bootstrap_default_level_is_95_percent")),
+    Mutant("paper-z", "the CI half-width as 1.645 x SEM (a 90 % interval) instead of the papers' 1.96",
+           "src/rexrank/stats.py", "PAPER_Z = 1.96", "PAPER_Z = 1.645",
+           (f"{_PINS}::test_aggregate_by_hand_with_none_and_nan_as_missing",)),
+    Mutant("tier-alpha", "tiers split at a neighbour test's p < 0.1 instead of 0.05",
+           "src/rexrank/leaderboard/tiers.py", "ALPHA = 0.05", "ALPHA = 0.1",
+           (f"{_PINS}::test_table_tiers_walk_by_hand",)),
+    Mutant("quota-default-days", "the default quota window 1 day instead of 7",
+           "src/rexrank/store/policy.py", "    days: float = 7.0", "    days: float = 1.0",
+           (f"{_PINS}::test_the_quota_setting",)),
+    Mutant("privacy-epsilon", "a private set's numbers published with epsilon 5 (10x less noise) instead of 0.5",
+           "src/rexrank/backend/privacy.py", "EPSILON = 0.5  #", "EPSILON = 5.0  #",
+           (f"{_PINS}::test_private_noise_is_calibrated_on_the_scored_studies_not_the_test_set_size",)),
     Mutant("coverage-boundary", "coverage rule with <= for < (exactly the share fails the request)",
            "src/rexrank/backend/public_door.py", "if n and scored / n < min_coverage:",
            "if n and scored / n <= min_coverage:",
@@ -90,16 +105,10 @@ _register(
 # ---- issue 20 (i20b): lookalike names, CSV formulas, result ranges, per-study path ------------
 _PUBLIC = "tests/test_public_names_and_page.py"
 _register(
-    Mutant("skeleton-dashes", "dash variants (U+2010, U+2013, ...) no longer read as '-' in the name skeleton",
-           "src/rexrank/store/names.py", 'return ch in _DASHES or (ch != "-" and unicodedata.category(ch) == "Pd")',
-           "return ch in _DASHES", (f"{_PUBLIC}::test_a_lookalike_of_a_published_name_is_the_same_name",)),
     Mutant("csv-formula-escape", "CSV cells beginning with = + - @ tab CR written raw",
            "src/rexrank/leaderboard/downloads.py",
            """lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v""", "lambda v: v",
            (f"{_PUBLIC}::test_every_csv_cell_that_a_spreadsheet_would_run_is_escaped",)),
-    Mutant("range-upper-bound", "0..1 metrics (BLEU-2, RadGraph, RaTEScore, GREEN) checked without their upper bound",
-           "src/rexrank/results_schema.py", 'return 0.0 <= mean <= 1.0, "0 to 1"', 'return 0.0 <= mean, "0 to 1"',
-           (f"{_PUBLIC}::test_a_value_that_fails_its_checks_is_not_ranked_and_is_listed",)),
     Mutant("per-study-path-from-record", "the per-study file read from the path the record names",
            "src/rexrank/store/store.py",
            'path = R.per_study_path(str(record["test_set"]), str(record["track"]), str(record["id"]))',
@@ -218,9 +227,6 @@ _register(
     Mutant("tier-without-holm", "tiers from the raw neighbour p-values, without the Holm correction",
            "src/rexrank/leaderboard/tiers.py", "    adjusted = holm(p_values)\n", "    adjusted = p_values\n",
            (f"{_VIEWS}::test_holm_correction_decides_a_tie_that_raw_p_values_would_split",)),
-    Mutant("tier-step-inverted", "a new tier where the neighbour is NOT significantly different",
-           "src/rexrank/leaderboard/tiers.py", "        if p < ALPHA:", "        if p >= ALPHA:",
-           (f"{_VIEWS}::test_tiers_are_paired_t_tests_with_holm_against_the_next_model_above",)),
     Mutant("rank-direction-ignored", "every metric ranked highest first, a lower-is-better one too",
            "src/rexrank/leaderboard/tables.py", "    ascending = not COLUMNS_BY_KEY[rank_by].higher_is_better\n",
            "    ascending = False\n",

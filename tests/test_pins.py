@@ -1,0 +1,1134 @@
+"""Issue 32: behaviours the mutation tool (`python benchmarks/mutation.py`) found unpinned, the
+independent audit's eight gaps first. Every expected value comes from an independent oracle:
+scipy, a hand computation written out here, or official outputs (IU-Xray's `report` field),
+never from rexrank's own earlier output. Equivalent mutants are in
+benchmarks/mutation_equivalents.txt."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import threading
+import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats as sps
+
+from rexrank.errors import SubmissionError
+
+
+# ---- stats: the bootstrap draws every study ----------------------------------------------
+def test_the_bootstrap_draws_the_last_study_too():
+    """One positive study in ten: a resample's mean is Binomial(10, 0.1) / 10, so the
+    percentile interval is that distribution's 2.5 % and 97.5 % quantiles (0 and 0.3:
+    P(X <= 2) = 0.930 < 0.975 < P(X <= 3) = 0.987). A bootstrap that never draws the last
+    study would give (0, 0)."""
+    from rexrank.stats import bootstrap_ci
+
+    for where in (0, 9):  # the positive study first, then last
+        values = np.zeros(10)
+        values[where] = 1.0
+        low, high = bootstrap_ci(values, resamples=20_000, seed=3)
+        assert (low, high) == (sps.binom.ppf(0.025, 10, 0.1) / 10, sps.binom.ppf(0.975, 10, 0.1) / 10) == (0.0, 0.3)
+
+
+def test_the_bootstrap_interval_matches_scipy_on_a_small_sample():
+    from rexrank.stats import aggregate
+
+    values = np.array([0.1, 0.9, 0.35, 0.6, 0.2, 0.75, 0.05, 0.95])
+    ours = aggregate(values, bootstrap=40_000, seed=1)
+    theirs = sps.bootstrap((values,), np.mean, n_resamples=40_000, method="percentile", random_state=7).confidence_interval
+    assert ours.bootstrap_low == pytest.approx(theirs.low, abs=0.01)
+    assert ours.bootstrap_high == pytest.approx(theirs.high, abs=0.01)
+    assert (ours.bootstrap_resamples, ours.bootstrap_seed) == (40_000, 1)
+
+
+# ---- tiers: the paired t-test has n - 1 degrees of freedom --------------------------------
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_the_tier_test_is_scipys_paired_t_test_at_small_n(n):
+    from rexrank.leaderboard.tiers import paired_p
+
+    rng = np.random.default_rng(n)
+    a = rng.random(n)
+    b = a - 0.1 + 0.05 * rng.standard_normal(n)
+    ids = np.array([f"s{i}" for i in range(n)])
+    p, used = paired_p((ids, a), (ids, b))
+    assert used == n
+    assert p == pytest.approx(sps.ttest_rel(a, b).pvalue, rel=1e-12)
+
+
+# ---- progress: best so far for a lower-is-better metric ----------------------------------
+def test_progress_best_so_far_is_the_running_minimum_when_lower_is_better(monkeypatch):
+    from rexrank.leaderboard import progress
+    from rexrank.results_schema import COLUMNS_BY_KEY
+
+    monkeypatch.setitem(COLUMNS_BY_KEY, "bleu2", dataclasses.replace(COLUMNS_BY_KEY["bleu2"], higher_is_better=False))
+    frame = pd.DataFrame({
+        "test_set": "iu_xray", "track": "findings",
+        "model_name": ["A", "B", "C", "D", "E"],
+        "date": ["2023", "2024-03-01", "2024-03-01", "2025", "2026-01-02"],
+        "bleu2": [0.5, 0.7, 0.4, 0.6, 0.3],
+    })
+    points, left_out = progress.progress_points(frame, "iu_xray", "findings", "bleu2")
+    assert left_out == 0
+    # by hand: 0.5; then min(0.5, 0.7, 0.4) = 0.4 on 2024-03-01; 0.4 again in 2025; 0.3
+    assert points["best"].tolist() == [0.5, 0.4, 0.4, 0.4, 0.3]
+    higher = pd.DataFrame({**frame.to_dict("list")})
+    monkeypatch.setitem(COLUMNS_BY_KEY, "bleu2", dataclasses.replace(COLUMNS_BY_KEY["bleu2"], higher_is_better=True))
+    points, _ = progress.progress_points(higher, "iu_xray", "findings", "bleu2")
+    assert points["best"].tolist() == [0.5, 0.7, 0.7, 0.7, 0.7]
+
+
+# ---- Eval Results: a mean of exactly 0 is a value ------------------------------------------
+def test_eval_results_export_keeps_a_column_whose_mean_is_zero():
+    from rexrank.hub.eval_results import eval_results_file
+
+    record = {"id": "rexrank/iu_xray/findings/zero", "test_set": "iu_xray", "track": "findings", "date": "2026-11-01",
+              "source": "rexrank",
+              "values": {"bleu2": {"mean": 0.0, "ci95": 0.0, "n": 590}, "radcliq_v1_inv": {"mean": 0.5, "ci95": None, "n": None}}}
+    entries = eval_results_file(record, org="rexrank").entries
+    by_task = {e["dataset"]["task_id"]: e for e in entries}
+    assert set(by_task) == {"findings_bleu2", "findings_radcliq_v1_inv"}
+    assert by_task["findings_bleu2"]["value"] == 0.0
+    assert "n = 590 studies" in by_task["findings_bleu2"]["notes"]
+    assert "95% CI ± 0" in by_task["findings_bleu2"]["notes"]
+
+
+# ---- quota: the window is counted in days --------------------------------------------------
+def _request(submitted_time: str, **extra) -> dict:
+    return {"id": "r1", "submitter": "alice", "test_set": "iu_xray", "track": "findings", "status": "FINISHED",
+            "model_name": "M", "submitted_time": submitted_time, "predictions": {"sha256": "x"}, **extra}
+
+
+def test_the_quota_window_is_days_not_hours():
+    from rexrank.store.policy import Quota, check_quota
+    from rexrank.store.records import iso, parse_iso
+
+    earlier = [_request("2026-11-01T00:00:00Z")]
+    start = parse_iso("2026-11-01T00:00:00Z")
+    quota = Quota(1, 7)
+    for hours in (8, 24, 6 * 24 + 23):  # one submission per 7 days: all inside the window
+        with pytest.raises(SubmissionError, match="next submission possible after 2026-11-08T00:00:00"):
+            check_quota(earlier, submitter="alice", test_set="iu_xray", track="findings",
+                        now=start + hours * 3600, quota=quota)
+    # 7 days and a second later: allowed (hand computation: 7 x 86,400 s)
+    check_quota(earlier, submitter="alice", test_set="iu_xray", track="findings", now=start + 7 * 86400 + 1, quota=quota)
+    assert iso(start + 7 * 86400).startswith("2026-11-08T00:00:00")
+
+
+# ---- names: runs of inner whitespace are one space ---------------------------------------
+@pytest.mark.parametrize("variant", ["Med  Versa", "Med \t Versa", "Med\u00a0\u00a0Versa", " Med   Versa "])
+def test_model_names_differing_in_inner_whitespace_runs_are_the_same_name(variant):
+    from rexrank.store.names import name_key, same_name
+    from rexrank.store.policy import name_owner
+
+    assert same_name(variant, "Med Versa")
+    assert name_key(variant) == name_key("med versa")
+    assert not same_name("MedVersa2", "Med Versa")
+    requests = [{"id": "r1", "model_name": "Med Versa", "submitter": "alice", "submitted_time": "2026-01-01T00:00:00Z"}]
+    assert name_owner(requests, [], variant) == ("submitter", "alice")
+
+
+# ---- identity: only a user's token names a submitter ---------------------------------------
+@pytest.fixture
+def whoami_server(monkeypatch):
+    """A stand-in for the Hub's whoami endpoint answering `answer["body"]` (huggingface_hub
+    allowed online: the server is on 127.0.0.1)."""
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    answer = {"body": {}}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            answer.setdefault("tokens", []).append(self.headers.get("Authorization"))
+            body = json.dumps(answer["body"]).encode()
+            self.send_response(answer.get("status", 200))
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}", answer
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["org", "app", "space"])
+def test_an_organisation_or_app_token_is_no_submitter(whoami_server, kind):
+    from rexrank.leaderboard.identity import verified_user
+
+    endpoint, answer = whoami_server
+    answer["body"] = {"type": kind, "name": "acme"}
+    with pytest.raises(SubmissionError) as err:
+        verified_user("hf_token", endpoint=endpoint)
+    assert str(err.value) == "the token sent is not a user's token: submit with your own account's token"
+    answer["body"] = {"type": "user", "name": ""}
+    with pytest.raises(SubmissionError, match="not a user's token"):
+        verified_user("hf_token", endpoint=endpoint)
+    answer["body"] = {"type": "user", "name": "alice"}
+    assert verified_user("hf_token", endpoint=endpoint) == "alice"
+
+
+# ---- privacy: the noise is calibrated on the studies scored --------------------------------
+class RecordingRng:
+    """Stands in for the numpy Generator: records each Laplace scale asked for and adds no noise."""
+
+    def __init__(self):
+        self.scales = []
+
+    def laplace(self, loc, scale):
+        self.scales.append(scale)
+        return 0.0
+
+
+@pytest.mark.parametrize("n_scored", [10, 400])
+def test_private_noise_is_calibrated_on_the_scored_studies_not_the_test_set_size(n_scored):
+    from rexrank.backend.privacy import EPSILON, private_results
+
+    results = {"test_set": {"name": "rexgradient", "n_studies": 1000},
+               "metrics": {"bleu2": {"scores": {"bleu2": {"mean": 0.3, "ci95": 0.02, "n": n_scored, "n_missing": 0}}}}}
+    rng = RecordingRng()
+    out = private_results(results, rng=rng)
+    # by hand, BLEU-2 per study in [0, 1]: Δmean = 1 / n, ΔCI = 1.96 / √(n (n − 1)), b = Δ / ε
+    mean_scale = 1 / n_scored / EPSILON
+    ci_scale = 1.96 / math.sqrt(n_scored * (n_scored - 1)) / EPSILON
+    assert rng.scales == [pytest.approx(mean_scale, rel=1e-12), pytest.approx(ci_scale, rel=1e-12)]
+    assert EPSILON == 0.5
+    published = out["metrics"]["bleu2"]
+    assert published["privacy"]["noise_scale"]["bleu2"] == {"mean": float(f"{mean_scale:.3g}"), "ci95": float(f"{ci_scale:.3g}")}
+    assert published["scores"]["bleu2"]["n"] == n_scored
+
+
+def test_the_bootstrap_is_the_percentile_bootstrap_of_numpys_generator():
+    """Written out by hand: `resamples` index rows drawn uniformly from [0, n) by numpy's
+    default generator seeded with `seed`, each row's mean, then the 2.5 % and 97.5 %
+    quantiles (numpy's default linear interpolation). Defaults: 1000 resamples, seed 0."""
+    from rexrank.stats import bootstrap_ci
+
+    values = np.array([0.12, 0.5, 0.33, 0.91, 0.07, 0.64, 0.28])
+    for resamples, seed, level in ((1000, 0, 0.95), (5, 11, 0.95), (300, 2, 0.8)):
+        idx = np.random.default_rng(seed).integers(0, values.size, size=(resamples, values.size))
+        means = values[idx].mean(axis=1)
+        tail = (1 - level) / 2
+        expected = (np.quantile(means, tail), np.quantile(means, 1 - tail))
+        assert bootstrap_ci(values, resamples=resamples, seed=seed, level=level) == pytest.approx(expected, rel=1e-12)
+    idx = np.random.default_rng(0).integers(0, values.size, size=(1000, values.size))
+    assert bootstrap_ci(values) == pytest.approx(np.quantile(values[idx].mean(axis=1), [0.025, 0.975]), rel=1e-12)
+
+
+def test_one_resample_is_allowed_and_none_is_refused():
+    from rexrank.stats import bootstrap_ci
+
+    values = np.array([0.2, 0.4, 0.9])
+    idx = np.random.default_rng(5).integers(0, 3, size=(1, 3))
+    only = float(values[idx].mean())
+    assert bootstrap_ci(values, resamples=1, seed=5) == (only, only)
+    with pytest.raises(ValueError, match=r"^bootstrap resamples must be >= 1, got 0$"):
+        bootstrap_ci(values, resamples=0)
+
+
+def test_aggregate_by_hand_with_none_and_nan_as_missing():
+    """Three scores and two missing (None, NaN): mean, sample SD (ddof 1), SEM, 1.96 SEM by hand."""
+    from rexrank.stats import aggregate
+
+    s = aggregate([0.2, None, 0.4, math.nan, 0.9], allow_missing=True)
+    mean = (0.2 + 0.4 + 0.9) / 3
+    sd = math.sqrt(((0.2 - mean) ** 2 + (0.4 - mean) ** 2 + (0.9 - mean) ** 2) / 2)
+    assert (s.n, s.n_missing) == (3, 2)
+    assert (s.mean, s.std, s.sem, s.ci95) == pytest.approx((mean, sd, sd / math.sqrt(3), 1.96 * sd / math.sqrt(3)), rel=1e-12)
+    assert s.sem == pytest.approx(sps.sem([0.2, 0.4, 0.9]), rel=1e-12)
+    assert (s.ci_low, s.ci_high) == pytest.approx((mean - s.ci95, mean + s.ci95), rel=1e-12)
+    # no bootstrap unless asked: its fields stay out of the summary
+    assert (s.bootstrap_low, s.bootstrap_high, s.bootstrap_resamples, s.bootstrap_seed) == (None,) * 4
+    assert set(s.to_dict()) == {"n", "mean", "std", "sem", "ci95", "n_missing"}
+
+
+def test_aggregate_of_one_and_of_no_scored_study():
+    from rexrank.stats import aggregate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "degrees of freedom <= 0" from numpy: one study has no SD
+        one = aggregate([0.7])
+    assert (one.n, one.mean, one.n_missing) == (1, 0.7, 0)
+    assert math.isnan(one.std) and math.isnan(one.sem) and math.isnan(one.ci95)  # no spread from one study
+    two = aggregate([0.25, 0.75])
+    assert (two.std, two.sem) == pytest.approx((math.sqrt(0.125), 0.25), rel=1e-12)  # n = 2 has a spread
+    none = aggregate([math.nan, None], allow_missing=True)
+    assert (none.n, none.n_missing) == (0, 2)
+    assert all(math.isnan(v) for v in (none.mean, none.std, none.sem, none.ci95))
+    assert none.to_dict()["n"] == 0 and none.to_dict()["n_missing"] == 2
+
+
+def test_aggregate_with_a_bootstrap_records_its_resamples_and_seed():
+    from rexrank.stats import aggregate, bootstrap_ci
+
+    values = [0.1, 0.5, 0.2, 0.8, 0.4]
+    s = aggregate(values, bootstrap=40, seed=9)
+    idx = np.random.default_rng(9).integers(0, 5, size=(40, 5))
+    low, high = np.quantile(np.array(values)[idx].mean(axis=1), [0.025, 0.975])
+    assert (s.bootstrap_low, s.bootstrap_high) == pytest.approx((low, high), rel=1e-12)
+    assert (s.bootstrap_resamples, s.bootstrap_seed) == (40, 9)
+    assert s.to_dict()["bootstrap_resamples"] == 40 and s.to_dict()["bootstrap_seed"] == 9
+    assert aggregate(values, bootstrap=40).bootstrap_seed == 0  # the default seed
+    assert (aggregate(values, bootstrap=40).bootstrap_low,) == (bootstrap_ci(np.array(values), resamples=40, seed=0)[0],)
+
+
+def test_aggregate_messages_name_the_scores_and_the_first_ten_positions():
+    from rexrank.stats import aggregate
+
+    values = [0.5] * 3 + [math.nan] * 12
+    with pytest.raises(ValueError) as err:
+        aggregate(values)
+    assert str(err.value) == ("scores: 12 per-study scores are NaN (first positions [3, 4, 5, 6, 7, 8, 9, 10, 11, 12]); "
+                              "pass allow_missing=True to report them as missing")
+    with pytest.raises(ValueError, match=r"^bleu2: 1 per-study scores are NaN \(first positions \[0\]\)"):
+        aggregate([math.nan, 0.1], name="bleu2")
+    with pytest.raises(ValueError) as err:
+        aggregate([math.inf] * 11 + [0.2, -math.inf], name="rouge")
+    assert str(err.value) == "rouge: infinite per-study scores at positions [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
+    with pytest.raises(ValueError) as err:
+        aggregate([[0.1, 0.2]], name="green")
+    assert str(err.value) == "green: expected a 1-D sequence of per-study scores, got shape (1, 2)"
+    with pytest.raises(ValueError, match=r"^scores: infinite per-study scores at positions \[1\]$"):
+        aggregate([0.1, math.inf])
+
+
+# ---- results_schema: every metric of a run reaches its column --------------------------------
+def test_every_metric_of_a_run_reaches_its_leaderboard_column():
+    from rexrank.results_schema import leaderboard_values
+
+    plain = ["bleu2", "bertscore", "sembscore", "radgraph", "ratescore", "green", "rouge", "temporal_f1", "srr_bert",
+             "crimson"]
+    metrics = {name: {"scores": {name: {"mean": 0.01 * (i + 1), "ci95": 0.001 * (i + 1), "n": 100 + i}}}
+               for i, name in enumerate(plain)}
+    metrics["radcliq"] = {"scores": {"radcliq": {"mean": 2.0, "ci95": 0.1, "n": 590}, "radcliq_v0": {"mean": 9.0}}}
+    metrics["fineradscore"] = {"scores": {"fineradscore": {"mean": 0.5, "ci95": None, "n": 588}}}
+    values = leaderboard_values({"metrics": metrics})
+    expected = {name: {"mean": 0.01 * (i + 1), "ci95": 0.001 * (i + 1), "n": 100 + i} for i, name in enumerate(plain)}
+    # by hand: 1 / 2.0 with CI 0.1 / 2.0² = 0.025; 1 / 0.5, no CI
+    expected["radcliq_v1_inv"] = {"mean": 0.5, "ci95": 0.025, "n": 590}
+    expected["fineradscore_inv"] = {"mean": 2.0, "ci95": None, "n": 588}
+    assert values == expected
+    assert list(values)[:10] == plain  # the board's order of the plain columns
+
+
+def test_leaderboard_values_of_runs_that_lack_metrics_or_scores():
+    from rexrank.results_schema import leaderboard_values
+
+    assert leaderboard_values({}) == {}
+    assert leaderboard_values({"metrics": {"bleu2": {}}}) == {}
+    assert leaderboard_values({"metrics": {"bleu2": {"n": 3}, "rouge": {"scores": {}}}}) == {}
+    assert leaderboard_values({"metrics": {"radcliq": {"scores": {"radcliq": {"mean": 0.0, "ci95": 0.1}}}}}) == {}  # no 1/0
+    only = leaderboard_values({"metrics": {"green": {"scores": {"green": {"mean": 0.3}}}}})
+    assert only == {"green": {"mean": 0.3, "ci95": None, "n": None}}
+
+
+# ---- progress: dates and the points ---------------------------------------------------------
+@pytest.mark.parametrize("text, day", [
+    ("2024", "2024-01-01"), ("2026-11", "2026-11-01"), ("2026-11-25", "2026-11-25"), (" 2025-3-7", "2025-03-07"),
+    ("2026-11-25T10:00:00Z", "2026-11-25"), (2023, "2023-01-01"),
+])
+def test_progress_dates_are_read_as_the_earliest_day_they_can_mean(text, day):
+    from rexrank.leaderboard.progress import parse_date
+
+    assert parse_date(text) == pd.Timestamp(day)
+
+
+@pytest.mark.parametrize("text", ["", None, "soon", "24", "2026-13-01", "2026-02-30", "x2024"])
+def test_progress_dates_that_are_no_date_give_none(text):
+    from rexrank.leaderboard.progress import parse_date
+
+    assert parse_date(text) is None
+
+
+def test_progress_points_leave_out_and_count_results_without_date_or_value():
+    from rexrank.leaderboard.progress import progress_points
+
+    frame = pd.DataFrame({
+        "test_set": ["iu_xray"] * 5 + ["mimic_cxr", "iu_xray"],
+        "track": ["findings"] * 6 + ["findings_impression"],
+        "model_name": ["B", "A", "NoDate", "NoValue", "C", "Other set", "Other track"],
+        "date": ["2025", "2025", "", "2024", "2024-06-01", "2020", "2020"],
+        "bleu2": [0.2, 0.3, 0.9, np.nan, 0.25, 0.99, 0.99],
+    })
+    points, left_out = progress_points(frame, "iu_xray", "findings", "bleu2")
+    assert left_out == 2  # NoDate, NoValue; the other set and track are not this plot's
+    assert points.columns.tolist() == ["model_name", "date", "value", "best"]
+    assert points["model_name"].tolist() == ["C", "A", "B"]  # by date, then name
+    assert points["date"].tolist() == [pd.Timestamp("2024-06-01"), pd.Timestamp("2025-01-01"), pd.Timestamp("2025-01-01")]
+    assert points["value"].tolist() == [0.25, 0.3, 0.2]
+    assert points["best"].tolist() == [0.25, 0.3, 0.3]  # 2025 best of both its results (A 0.3, B 0.2)
+    assert points.index.tolist() == [0, 1, 2]
+
+
+# ---- Eval Results: entries and notes, written out by hand ----------------------------------------
+def test_eval_results_entries_and_notes_by_hand():
+    from rexrank.hub.eval_results import EvalResultsFile, eval_results_file
+
+    record = {"id": "rexrank/iu_xray/findings_impression/m1", "test_set": "iu_xray", "track": "findings_impression",
+              "date": "2026-11-02", "source": "rexrank",
+              "values": {"bleu2": {"mean": 0.25, "ci95": 0.012345, "n": 590},
+                         "radcliq_v1_inv": {"mean": 0.8, "ci95": None, "n": None},
+                         "rouge": {"mean": 0.4, "ci95": None, "n": None},  # optional: not a task of the benchmark
+                         "green": {"mean": None}}}
+    out = eval_results_file(record, org="acme", endpoint="https://hub.example/")
+    assert isinstance(out, EvalResultsFile)
+    assert out.path == ".eval_results/rexrank_iu_xray_findings_impression.yaml"
+    source = {"url": "https://hub.example/spaces/acme/leaderboard", "name": "ReXrank leaderboard", "user": "acme"}
+    assert out.entries == [
+        {"dataset": {"id": "acme/iu_xray", "task_id": "findings_impression_radcliq_v1_inv"}, "value": 0.8,
+         "date": "2026-11-02", "source": source,
+         "notes": "ReXrank 1/RadCliQ-v1, findings + impression; result rexrank/iu_xray/findings_impression/m1"},
+        {"dataset": {"id": "acme/iu_xray", "task_id": "findings_impression_bleu2"}, "value": 0.25,
+         "date": "2026-11-02", "source": source,
+         "notes": "ReXrank BLEU, findings + impression; n = 590 studies; 95% CI ± 0.01235; "
+                  "result rexrank/iu_xray/findings_impression/m1"},
+    ]
+    assert yaml.safe_load(out.text()) == out.entries
+    assert list(out.entries[0]) == ["dataset", "value", "date", "source", "notes"]
+
+
+def test_eval_results_of_a_published_figure_dated_by_year():
+    from rexrank.hub.eval_results import eval_results_file
+
+    record = {"id": "published/iu_xray/findings/x", "test_set": "iu_xray", "track": "findings", "date": "2024",
+              "source": "published", "values": {"bleu2": {"mean": 0.2, "ci95": None, "n": None}}}
+    [entry] = eval_results_file(record, org="rexrank").entries
+    assert "date" not in entry  # a bare year is no ISO-8601 date
+    assert entry["source"] == {"url": "https://huggingface.co/spaces/rexrank/leaderboard",
+                               "name": "ReXrank leaderboard (figures published by ReXrank)", "user": "rexrank"}
+    assert entry["notes"] == "ReXrank BLEU, findings section; dated 2024; result published/iu_xray/findings/x"
+    timed = eval_results_file({**record, "date": "2026-11-02T10:00:00Z"}, org="rexrank").entries[0]
+    assert timed["date"] == "2026-11-02T10:00:00Z" and "dated" not in timed["notes"]
+    undated = eval_results_file({**record, "date": None}, org="rexrank").entries[0]
+    assert "date" not in undated and undated["notes"] == "ReXrank BLEU, findings section; result published/iu_xray/findings/x"
+
+
+def test_eval_results_refusals_say_why():
+    from rexrank.hub.eval_results import ExportError, eval_results_file, exportable
+
+    assert exportable({"test_set": "iu_xray"}) is None
+    assert exportable({"test_set": "nope"}) == "unknown test set 'nope'"
+    assert exportable({"test_set": "mimic_cxr"}) == ("MIMIC-CXR (test) is not published on the Hub (dua access), so there "
+                                                    "is no benchmark dataset for the Hub to link the result to")
+    with pytest.raises(ExportError, match=r"^result 'r9': unknown test set 'nope'$"):
+        eval_results_file({"id": "r9", "test_set": "nope"}, org="o")
+    with pytest.raises(ExportError, match=r"^result 'r8' has no leaderboard value to export$"):
+        eval_results_file({"id": "r8", "test_set": "iu_xray", "track": "findings", "values": {}}, org="o")
+    with pytest.raises(ExportError, match=r"^result 'r7' has no leaderboard value to export$"):
+        eval_results_file({"id": "r7", "test_set": "iu_xray", "track": "findings"}, org="o")
+
+
+def test_benchmark_definition_by_hand():
+    from rexrank.hub.eval_results import benchmark_definition, benchmark_yaml, data_split, task_id
+    from rexrank.testsets.registry import TEST_SETS
+
+    spec = TEST_SETS["iu_xray"]
+    definition = benchmark_definition(spec)
+    assert definition["name"] == "ReXrank IU-Xray (test)"
+    assert definition["evaluation_framework"] == "rexrank"
+    assert "`rexrank score --dataset iu_xray`" in definition["description"]
+    assert definition["description"].startswith("The IU-Xray (test) set of ReXrank, the chest X-ray report generation")
+    first8 = ["radcliq_v1_inv", "bleu2", "bertscore", "sembscore", "radgraph", "ratescore", "green", "fineradscore_inv"]
+    assert [t["id"] for t in definition["tasks"]] == [f"{track}_{k}" for track in ("findings", "findings_impression")
+                                                      for k in first8]
+    assert {(t["config"], t["split"]) for t in definition["tasks"]} == {("default", "test")}
+    assert yaml.safe_load(benchmark_yaml(spec).decode()) == definition
+    assert list(definition) == ["name", "description", "evaluation_framework", "tasks"]
+    assert data_split(TEST_SETS["chexpert_plus"]) == "validation" and data_split(spec) == "test"
+    assert task_id("findings", "bleu2") == "findings_bleu2"
+
+
+# ---- tiers: the edge cases of the paired test and of the walk down the table --------------------
+def _scores(ids, values):
+    return np.asarray(ids, dtype=str), np.asarray(values, dtype=np.float64)
+
+
+def test_the_tier_test_pairs_studies_by_id_over_those_both_scored():
+    from rexrank.leaderboard.tiers import _aligned, paired_p
+
+    a = pd.DataFrame({"id": ["s3", "s1", "s2", "s4"], "x": [0.9, 0.5, 0.7, np.nan]})
+    b = pd.DataFrame({"id": ["s2", "s1", "s3", "s5"], "x": [0.6, 0.45, 0.7, 0.1]})
+    ids_a, values_a = _aligned(a, "x")
+    assert ids_a.tolist() == ["s1", "s2", "s3"] and values_a.tolist() == [0.5, 0.7, 0.9]  # sorted by id, NaN left out
+    p, used = paired_p(_aligned(a, "x"), _aligned(b, "x"))
+    assert used == 3  # s1, s2, s3: s4 has no score, s5 is b's only
+    assert p == pytest.approx(sps.ttest_rel([0.5, 0.7, 0.9], [0.45, 0.6, 0.7]).pvalue, rel=1e-12)
+
+
+def test_the_tier_test_with_too_few_studies_or_no_spread():
+    from rexrank.leaderboard.tiers import paired_p
+
+    assert paired_p(_scores(["a"], [0.5]), _scores(["a"], [0.1])) == (1.0, 1)  # one common study: no test
+    assert paired_p(_scores(["a", "b"], [0.5, 0.2]), _scores(["c", "d"], [0.1, 0.3])) == (1.0, 0)
+    assert paired_p(_scores(["a", "b", "c"], [0.5, 0.2, 0.4]), _scores(["a", "b", "c"], [0.5, 0.2, 0.4])) == (1.0, 3)
+    # a constant shift: every difference 0.1, standard deviation 0 -> certain
+    assert paired_p(_scores(["a", "b", "c"], [0.6, 0.3, 0.5]), _scores(["a", "b", "c"], [0.5, 0.2, 0.4]))[0] == pytest.approx(0.0, abs=0)
+
+
+def _tier_table(ids, ranks, available):
+    return pd.DataFrame({"id": ids, "rank": ranks, "per_study_available": available})
+
+
+def test_table_tiers_walk_by_hand():
+    """Four ranked results (one without per-study scores, one unranked): three neighbour
+    tests, Holm-adjusted by hand."""
+    from rexrank.leaderboard.tiers import ALPHA, NO_TIER, table_tiers
+
+    rng = np.random.default_rng(4)
+    ids = [f"s{i}" for i in range(30)]
+    base = rng.uniform(0.3, 0.7, 30)
+    data = {"a": base + 0.3 + rng.normal(0, 0.05, 30), "b": base + 0.1 + rng.normal(0, 0.05, 30),
+            "c": base + 0.099 + rng.normal(0, 0.05, 30), "d": base}
+    frames = {k: pd.DataFrame({"id": ids, "rouge": v}) for k, v in data.items()}
+    table = _tier_table(["a", "pub", "b", "c", "d", "unranked"], [1, 2, 3, 4, 5, np.nan],
+                        [True, False, True, True, True, True])
+    asked = []
+
+    def per_study(rid):
+        asked.append(rid)
+        return frames.get(rid)
+
+    cache = {}
+    tiers = table_tiers(table, "rouge", per_study, p_cache=cache)
+    raw = [sps.ttest_rel(data[u], data[d]).pvalue for u, d in (("a", "b"), ("b", "c"), ("c", "d"))]
+    m = 3
+    order = np.argsort(raw)
+    adjusted, running = [0.0] * m, 0.0
+    for step, i in enumerate(order):
+        running = max(running, (m - step) * raw[i])
+        adjusted[i] = min(1.0, running)
+    expected, tier = {"a": 1}, 1
+    for rid, q in zip("bcd", adjusted):
+        tier += q < ALPHA
+        expected[rid] = tier
+    assert tiers == expected == {"a": 1, "b": 2, "c": 2, "d": 3}
+    assert sorted(asked) == ["a", "b", "c", "d"]  # neither the published nor the unranked row is read
+    assert set(cache) == {("a", "b", "rouge"), ("b", "c", "rouge"), ("c", "d", "rouge")}
+    assert [cache[k] for k in (("a", "b", "rouge"), ("b", "c", "rouge"), ("c", "d", "rouge"))] == pytest.approx(raw, rel=1e-12)
+    assert NO_TIER == "n/a" and ALPHA == 0.05
+    # the cache is used: a second walk asks for nothing to be tested again
+    cache[("a", "b", "rouge")] = 0.9  # a cached p-value is taken as it is
+    again = table_tiers(table, "rouge", per_study, p_cache=cache)
+    assert again["b"] == 1
+
+
+def test_table_tiers_without_anything_to_compare():
+    from rexrank.leaderboard.tiers import table_tiers
+
+    ids = [f"s{i}" for i in range(5)]
+    frame = pd.DataFrame({"id": ids, "bleu2": [0.1, 0.2, 0.3, 0.4, 0.5]})
+    assert table_tiers(_tier_table(["a"], [np.nan], [True]), "bleu2", lambda r: frame) == {}
+    assert table_tiers(_tier_table(["a"], [1], [False]), "bleu2", lambda r: frame) == {}
+    assert table_tiers(_tier_table(["a"], [1], [True]), "bleu2", lambda r: None) == {}
+    assert table_tiers(_tier_table(["a"], [1], [True]), "bleu2", lambda r: frame.rename(columns={"id": "study"})) == {}
+    assert table_tiers(_tier_table(["a"], [1], [True]), "bleu2", lambda r: frame[["id"]]) == {}
+    assert table_tiers(_tier_table(["a"], [1], [True]), "not_a_column", lambda r: frame) == {}
+    assert table_tiers(_tier_table(["a"], [1], [True]), "bleu2", lambda r: frame) == {"a": 1}
+    # the RadCliQ-v1 column's tests read its per-study column (radcliq_v1), not the key
+    both = _tier_table(["a", "b"], [1, 2], [True, True])
+    pair = {"a": pd.DataFrame({"id": ids, "radcliq_v1": [1.0, 1.1, 1.2, 1.3, 1.4]}),
+            "b": pd.DataFrame({"id": ids, "radcliq_v1": [2.0, 2.3, 2.1, 2.4, 2.2]})}
+    assert table_tiers(both, "radcliq_v1_inv", pair.get) == {"a": 1, "b": 2}
+
+
+# ---- the F+I reference: the evaluation script's f-string on the raw values ------------------
+def test_the_findings_impression_reference_is_iu_xrays_official_report_field():
+    """IU-Xray's `report` field is the official "Findings: {f} Impression: {i}" (the two agree
+    on all 590 studies there, unlike MIMIC-CXR and CheXpert Plus)."""
+    from rexrank.testsets.schema import findings_impression_reference
+    from tests.conftest import shared_path
+
+    studies = json.loads(shared_path("data", "iu_xray", "ReXRank_IUXray_test.json").read_text(encoding="utf-8"))
+    assert len(studies) == 590
+    for study in studies.values():
+        assert findings_impression_reference(study["section_findings"], study["section_impression"]) == study["report"]
+
+
+@pytest.mark.parametrize("findings, impression, expected", [
+    (None, "Clear.", "Findings: None Impression: Clear."),
+    (math.nan, None, "Findings: None Impression: None"),
+    ("Lungs clear. ", float("nan"), "Findings: Lungs clear.  Impression: None"),  # nothing stripped
+    ("", "nan", "Findings:  Impression: nan"),  # written as found: only null and NaN are None
+])
+def test_the_findings_impression_reference_writes_missing_sections_as_the_script_does(findings, impression, expected):
+    from rexrank.testsets.schema import findings_impression_reference
+
+    assert findings_impression_reference(findings, impression) == expected
+
+
+# ---- results_schema: the range each column's mean can take --------------------------------------
+@pytest.mark.parametrize("key", ["bleu2", "radgraph", "ratescore", "green", "rouge", "temporal_f1", "srr_bert"])
+def test_zero_to_one_columns(key):
+    from rexrank.results_schema import value_in_range
+
+    assert value_in_range(key, 0.0) == (True, "0 to 1") and value_in_range(key, 1.0) == (True, "0 to 1")
+    assert value_in_range(key, -1e-9) == (False, "0 to 1") and value_in_range(key, 1 + 1e-9) == (False, "0 to 1")
+
+
+def test_the_ranges_of_the_other_columns_by_hand():
+    from rexrank.metrics.radcliq_formula import V1_COEFS, V1_MEAN, V1_SCALE
+    from rexrank.results_schema import value_in_range
+
+    assert value_in_range("crimson", 1.0) == (True, "above -1, at most 1")
+    assert value_in_range("crimson", -0.999)[0] and not value_in_range("crimson", -1.0)[0]
+    assert not value_in_range("crimson", 1.0001)[0]
+    assert value_in_range("sembscore", -1.0) == (True, "-1 to 1") and value_in_range("sembscore", 1.0)[0]
+    assert not value_in_range("sembscore", -1.001)[0] and not value_in_range("sembscore", 1.001)[0]
+    # BERTScore F rescaled with distilroberta-base layer 5's baseline b = 0.8473319 (bert-score's
+    # rescale file): cosine F1 >= -1 gives at least (-1 - b) / (1 - b)
+    low = (-1 - 0.8473319) / (1 - 0.8473319)
+    assert value_in_range("bertscore", low) == (True, "-12.10 to 1")
+    assert not value_in_range("bertscore", low - 1e-6)[0] and not value_in_range("bertscore", 1.000001)[0]
+    assert value_in_range("fineradscore_inv", 0.25) == (True, "at least 0.25")
+    assert not value_in_range("fineradscore_inv", 0.2499)[0]
+    # RadCliQ-v1 is linear in radgraph, BERTScore, SembScore, BLEU-2: each term at its own
+    # lower or upper end gives the smallest and largest value
+    ranges = [(0.0, 1.0), (low, 1.0), (-1.0, 1.0), (0.0, 1.0)]
+    terms = [sorted(c * (x - m) / s for x in r) for c, m, s, r in zip(V1_COEFS[:4], V1_MEAN, V1_SCALE, ranges)]
+    smallest = sum(t[0] for t in terms) + V1_COEFS[4]
+    largest = sum(t[1] for t in terms) + V1_COEFS[4]
+    ok, words = value_in_range("radcliq_v1_inv", 1 / (largest * 0.999))
+    assert ok and words == f"1/x for x from {smallest:.3f} to {largest:.3f}" == "1/x for x from -1.441 to 23.421"
+    assert value_in_range("radcliq_v1_inv", 1 / (smallest * 0.999))[0]
+    assert not value_in_range("radcliq_v1_inv", 1 / (largest * 1.001))[0]
+    assert not value_in_range("radcliq_v1_inv", 1 / (smallest * 1.001))[0]
+    assert not value_in_range("radcliq_v1_inv", 0.0)[0]
+    assert value_in_range("no_such_column", -99.0) == (True, "any")
+    assert value_in_range("bertscore", 1.0)[0]  # the ends are values the metric can take
+    # a mean whose inverse is exactly the largest RadCliQ-v1 (no double's inverse is exactly the smallest)
+    candidates = [1 / largest, *(np.nextafter(1 / largest, d) for d in (-np.inf, np.inf))]
+    exact = [m for m in candidates if 1.0 / m == largest]
+    assert exact and value_in_range("radcliq_v1_inv", exact[0])[0]
+
+
+# ---- names: what is refused, with which message; what is one name --------------------------------
+def test_name_messages_name_the_character_and_the_position():
+    from rexrank.store.names import check_name, check_one_script, check_visible
+
+    with pytest.raises(SubmissionError) as err:
+        check_visible("model name", "Med\u200bVersa")
+    assert str(err.value) == ("model name contains an invisible or control character (ZERO WIDTH SPACE, U+200B) at "
+                              "position 4; remove it")
+    with pytest.raises(SubmissionError, match=r"\(U\+0085, U\+0085\) at position 2; remove it$"):
+        check_visible("institution", "a\x85b")  # a control character without a Unicode name
+    with pytest.raises(SubmissionError, match=r"\(COMBINING GRAPHEME JOINER, U\+034F\) at position 2"):
+        check_visible("model name", "a\u034fb")  # default-ignorable, though a combining mark
+    check_visible("model name", "Med Versa 2")  # spaces are visible
+    with pytest.raises(SubmissionError) as err:
+        check_name("model name", "=SUM(A1)")
+    assert str(err.value) == ("model name '=SUM(A1)' begins with '=', which spreadsheets read as a formula; begin it "
+                              "with a letter or digit")
+    with pytest.raises(SubmissionError) as err:
+        check_name("institution", "Lab#1")
+    assert str(err.value) == ("institution 'Lab#1': character '#' (NUMBER SIGN, U+0023) at position 4 is not allowed; "
+                              "names hold letters, digits, spaces and - _ . , ' ( ) & / + : *")
+    with pytest.raises(SubmissionError, match=r"\(COMBINING ACUTE ACCENT, U\+0301\) at position 1 is not allowed"):
+        check_name("model name", "\u0301A")  # a combining mark with no letter before it
+    with pytest.raises(SubmissionError, match="at position 3 is not allowed"):
+        check_name("model name", "A \u0301")  # nor after a space
+    check_name("model name", "Me\u0301d\u0301\u0302 Versa-2 (v1.5)")  # marks after a letter or a mark; Nd digits
+    with pytest.raises(SubmissionError, match=r"character '#' \(NUMBER SIGN, U\+0023\) at position 3 is not allowed"):
+        check_name("model name", "e\u0301#")  # a mark after a letter allowed, and the check goes on after it
+    with pytest.raises(SubmissionError) as err:
+        check_name("model name", "Med\u200bVersa")  # invisible characters: check_visible's message, this label
+    assert str(err.value).startswith("model name contains an invisible or control character (ZERO WIDTH SPACE")
+    check_name("institution", "Université de Genève")
+    with pytest.raises(SubmissionError) as err:
+        check_one_script("model name", "MedV\u0435rsa \u03b1")
+    assert str(err.value) == ("model name 'MedVеrsa α' mixes Cyrillic and Greek and Latin letters (they look alike); "
+                              "write it in one of them")
+    check_one_script("model name", "Модель 2")  # one script
+
+
+def test_url_and_submitter_messages():
+    from rexrank.store.names import check_submitter, check_url
+
+    check_url("model URL", "")
+    check_url("model URL", "HTTPS://example.org/m?x=1")
+    check_url("model URL", "http://example.org/m")
+    for url, why in (("ftp://example.org/m", "it must start with http:// or https:// and name a host"),
+                     ("https:///path", "it must start with http:// or https:// and name a host"),
+                     ("https://example.org/a b", "character ' ' is not allowed"),
+                     ("https://example.org/<x>", "character '<' is not allowed"),
+                     ("http://[::1", None)):
+        with pytest.raises(SubmissionError) as err:
+            check_url("model URL", url)
+        if why:
+            assert str(err.value) == f"model URL {url!r}: {why}"
+        else:
+            assert str(err.value).startswith(f"model URL {url!r} is not a URL (")
+    with pytest.raises(SubmissionError, match=r"^model URL contains an invisible or control character \(ZERO WIDTH SPACE"):
+        check_url("model URL", "https://example.org/\u200bm")
+    check_submitter("a")
+    check_submitter("Org Name.x_y-1")
+    with pytest.raises(SubmissionError) as err:
+        check_submitter("ali\u0441e")
+    assert str(err.value) == ("submitter 'aliсe': a submitter is a Hugging Face user or organisation name (ASCII letters, "
+                              "digits, spaces, '.', '_', '-'); character 'с' (CYRILLIC SMALL LETTER ES) is not allowed")
+    with pytest.raises(SubmissionError, match="it must start with a letter or digit and be at most 96 characters$"):
+        check_submitter("-alice")
+    with pytest.raises(SubmissionError, match="it must start with a letter or digit and be at most 96 characters$"):
+        check_submitter("a" * 97)
+    check_submitter("a" * 96)
+    with pytest.raises(SubmissionError, match=r"character '\\x00' \(U\+0000\) is not allowed$"):
+        check_submitter("a\x00b")
+
+
+@pytest.mark.parametrize("variant", [
+    "medversa", "MEDVERSA", "Med\u200bVersa", "M\u0435dVersa", "MedVersa\ufe0f", "\x1b[31mMedVersa\x1b[0m",
+    "Me\u0301dVersa", "M\u0307edVersa", "MedVersa*", "\uff2d\uff45\uff44Versa", "MedVersa\u034f", "Med\u00adVersa",
+    "Med\u202eVersa", "Med\u2060Versa", " MedVersa\t", "MedVersa\n",
+])
+def test_lookalikes_of_a_name_are_the_same_name(variant):
+    from rexrank.store.names import name_key, same_name
+
+    assert same_name(variant, "MedVersa") and name_key(variant) == "medversa"
+
+
+@pytest.mark.parametrize("a, b", [("MAIRA-2", "MAlRA\u20102"), ("MAIRA-2", "MAIRA\u20132"), ("MAIRA-2", "MAIRA\u22122"),
+                                  ("MAIRA-2", "MAIRA\uff0d2"), ("l1I|", "IIII"), ("rn", "m"), ("Rn-X", "M-x"),
+                                  ("ab", "a\u00adb"), ("x\u3164y", "xy")])
+def test_dash_and_confusable_variants_are_one_name(a, b):
+    from rexrank.store.names import same_name
+
+    assert same_name(a, b)
+
+
+@pytest.mark.parametrize("a, b", [("MedVersa", "MedVersa2"), ("MAIRA-2", "MAIRA2"), ("A-B", "A_B"), ("Med Versa", "MedVersa"),
+                                  ("a.b", "ab")])
+def test_different_names_stay_different(a, b):
+    from rexrank.store.names import same_name
+
+    assert not same_name(a, b)
+
+
+def test_display_removes_escapes_and_invisible_characters_keeping_lines_when_asked():
+    from rexrank.store.names import display
+
+    assert display("\x1b]8;;http://x\x07link\x1b]8;;\x07") == "link"  # OSC hyperlink
+    assert display("\x9b31mred") == "red"  # 8-bit CSI
+    assert display("a\x1bZb") == "ab"  # two-byte escape
+    assert display("x\u00ady\u034fz\ufe0f") == "xyz"
+    assert display("a\u2028b\u2029c") == "abc"  # line and paragraph separators
+    assert display(12) == "12"
+    assert display("a\r\nb\tc", keep_newlines=True) == "a\nb\tc"
+
+
+def test_the_progress_figure_as_drawn():
+    import matplotlib.colors as mcolors
+
+    from rexrank.leaderboard.progress import fig_progress
+
+    points = pd.DataFrame({"model_name": ["A", "B", "C"], "date": pd.to_datetime(["2023-01-01", "2024-01-01", "2024-01-01"]),
+                           "value": [0.5, 0.7, 0.6], "best": [0.5, 0.7, 0.7]})
+    fig = fig_progress(points, "iu_xray", "findings", "bleu2")
+    assert fig.get_size_inches().tolist() == [7.5, 4.2]
+    ax = fig.axes[0]
+    [dots] = ax.collections
+    assert dots.get_sizes().tolist() == [22] and dots.get_alpha() == 0.6 and dots.get_label() == "a model's result"
+    assert mcolors.to_hex(dots.get_facecolor()[0], keep_alpha=False) == mcolors.to_hex("tab:blue")
+    [line] = ax.lines
+    assert (line.get_color(), line.get_linewidth(), line.get_drawstyle(), line.get_label()) == (
+        "tab:red", 2.0, "steps-post", "best so far")
+    assert line.get_ydata().tolist() == [0.5, 0.7]  # one step per date
+    # the leaders are named: A (2023), then B (2024); C never led
+    assert [(t.get_text(), t.get_fontsize()) for t in ax.texts] == [("A", 8.0), ("B", 8.0)]
+    assert ax.get_xlabel() == "date (a year alone: 1 January)"
+    assert ax.get_ylabel() == "BLEU (higher is better)"
+    assert ax.get_title() == "Best BLEU by date: IU-Xray, Findings"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a model's result", "best so far"]
+    assert all(t.xyann == (4, 4) and t.anncoords == "offset points" for t in ax.texts)
+    assert [t.get_fontsize() for t in ax.get_legend().get_texts()] == [8.0, 8.0]
+    assert ax.xaxis.get_gridlines()[0].get_alpha() == 0.3 and ax.xaxis.get_gridlines()[0].get_visible()
+    # a later result that only equals the best is not a new leader; unknown set and track names shown as given
+    tied = pd.concat([points, pd.DataFrame({"model_name": ["D"], "date": [pd.Timestamp("2025-01-01")], "value": [0.7],
+                                            "best": [0.7]})], ignore_index=True)
+    again = fig_progress(tied, "new_set", "new_track", "bleu2").axes[0]
+    assert [t.get_text() for t in again.texts] == ["A", "B"]
+    assert again.get_title() == "Best BLEU by date: new_set, new_track"
+    empty = fig_progress(points.iloc[:0], "mimic_cxr", "findings_impression", "radcliq_v1_inv")
+    assert not empty.axes[0].lines and empty.axes[0].get_title() == "Best 1/RadCliQ-v1 by date: MIMIC-CXR, Findings + Impression"
+
+
+def test_the_progress_figure_of_a_lower_is_better_metric_says_so(monkeypatch):
+    from rexrank.leaderboard.progress import fig_progress
+    from rexrank.results_schema import COLUMNS_BY_KEY
+
+    monkeypatch.setitem(COLUMNS_BY_KEY, "bleu2", dataclasses.replace(COLUMNS_BY_KEY["bleu2"], higher_is_better=False))
+    points = pd.DataFrame({"model_name": ["A"], "date": [pd.Timestamp("2024-01-01")], "value": [0.5], "best": [0.5]})
+    assert fig_progress(points, "iu_xray", "findings", "bleu2").axes[0].get_ylabel() == "BLEU (lower is better)"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_token_says_so_and_never_echoes_the_token(whoami_server, status):
+    from rexrank.leaderboard.identity import REFUSED, verified_user
+
+    endpoint, answer = whoami_server
+    answer.update(status=status, body={"error": "Invalid credentials"})
+    with pytest.raises(SubmissionError) as err:
+        verified_user("hf_secret_token", endpoint=endpoint)
+    assert str(err.value) == REFUSED and "hf_secret_token" not in str(err.value)
+    assert REFUSED.startswith("the Hugging Face token sent was refused by the Hub (invalid or expired)")
+    assert answer["tokens"] == ["Bearer hf_secret_token"]  # the token asked about is the one sent
+
+
+def test_whoami_failures_other_than_a_refusal(whoami_server, monkeypatch):
+    from rexrank.leaderboard.identity import verified_user
+
+    endpoint, answer = whoami_server
+    answer.update(status=503, body={"error": "busy"})
+    with pytest.raises(SubmissionError) as err:
+        verified_user("hf_x", endpoint=endpoint)
+    assert str(err.value) == "cannot check the token with the Hub (HTTP 503); try again later"
+    with pytest.raises(SubmissionError) as err:
+        verified_user("hf_x", endpoint="http://127.0.0.1:9")  # nothing listens on the discard port
+    # the message names the connection error's class (the HTTP client's), not the study or the token
+    assert re.fullmatch(r"cannot reach the Hub to check the token \((?!NoneType)\w+\); try again later", str(err.value))
+    answer.update(status=200, body={"type": "user", "name": "bob"})
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    assert verified_user("hf_x") == "bob"  # the endpoint from the environment
+
+
+@pytest.mark.parametrize("token", [None, "", 42])
+def test_no_token_is_no_submitter(token):
+    from rexrank.leaderboard.identity import NO_TOKEN, verified_user
+
+    with pytest.raises(SubmissionError) as err:
+        verified_user(token)
+    assert str(err.value) == NO_TOKEN
+    assert NO_TOKEN.startswith("no Hugging Face token was sent: sign in with Hugging Face (the button above)")
+
+
+def test_an_offline_server_cannot_check_a_token(monkeypatch):
+    import huggingface_hub.constants as constants
+
+    from rexrank.leaderboard.identity import verified_user
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+    with pytest.raises(SubmissionError) as err:
+        verified_user("hf_x", endpoint="http://127.0.0.1:9")
+    assert str(err.value) == "cannot check the token: this server runs with HF_HUB_OFFLINE set"
+
+
+# ---- policy: the quota's window and what counts ----------------------------------------------------
+DAY = 86400
+
+
+def _check(requests, now, quota, **where):
+    from rexrank.store.policy import check_quota
+
+    args = {"submitter": "alice", "test_set": "iu_xray", "track": "findings", **where}
+    check_quota(requests, now=now, quota=quota, **args)
+
+
+def test_the_quota_window_reaches_both_ways_and_counts_only_this_set_track_and_submitter():
+    from rexrank.store.policy import Quota
+    from rexrank.store.records import parse_iso
+
+    t0 = parse_iso("2026-11-10T00:00:00Z")
+    one = [_request("2026-11-10T00:00:00Z")]
+    with pytest.raises(SubmissionError) as err:
+        _check(one, t0 - 6 * DAY, Quota(1, 7))  # a request dated back is still inside the window
+    assert str(err.value) == ("submitter 'alice' already has 1 submission(s) on iu_xray/findings in the last 7 days "
+                              "(limit 1); next submission possible after 2026-11-17T00:00:00Z")
+    _check(one, t0 - 7 * DAY, Quota(1, 7))  # exactly 7 days apart: outside (the window is open)
+    _check(one, t0 + 7 * DAY, Quota(1, 7))
+    _check(one, t0 + DAY, Quota(1, 7), test_set="mimic_cxr")
+    _check(one, t0 + DAY, Quota(1, 7), track="findings_impression")
+    _check(one, t0 + DAY, Quota(1, 7), submitter="bob")
+    _check(one, t0 + DAY, Quota(2, 7))  # 2 per 7 days: the second passes
+    two = one + [_request("2026-11-12T00:00:00Z")]
+    with pytest.raises(SubmissionError, match=r"already has 2 submission\(s\) .* in the last 7 days \(limit 2\); "
+                                              r"next submission possible after 2026-11-17T00:00:00Z$"):
+        _check(two, t0 + 3 * DAY, Quota(2, 7))
+    with pytest.raises(SubmissionError, match=r"in the last 1.5 days \(limit 1\); next submission possible after "
+                                              r"2026-11-13T12:00:00Z$"):
+        _check(two, t0 + 2 * DAY + 3600, Quota(1, 1.5))  # the newest one in the window decides
+    _check(two, t0 + DAY, Quota(0, 7))  # no quota
+    _check(two, t0 + DAY, Quota(-1, 7))
+
+
+def test_what_counts_for_the_quota():
+    from rexrank.store.policy import Quota, counts_for_quota
+    from rexrank.store.records import parse_iso
+
+    t0 = parse_iso("2026-11-10T00:00:00Z")
+    failed = _request("2026-11-10T00:00:00Z", status="FAILED", failure_kind="internal")
+    assert not counts_for_quota(failed)
+    _check([failed], t0 + DAY, Quota(1, 7))  # a failed scoring run is free to retry
+    assert counts_for_quota({**failed, "failure_kind": "cancelled"})  # cancelling is no free retry
+    assert counts_for_quota({**failed, "failure_kind": "validation", "test_set": "rexgradient"})  # a private probe
+    assert not counts_for_quota({**failed, "failure_kind": "validation"})  # a public set's wrong file
+    assert not counts_for_quota({**failed, "failure_kind": "refused"})
+    assert counts_for_quota({**failed, "status": "PENDING"}) and counts_for_quota({**failed, "status": "RUNNING"})
+    with pytest.raises(SubmissionError):
+        _check([{**failed, "failure_kind": "cancelled"}], t0 + DAY, Quota(1, 7))
+
+
+@pytest.mark.parametrize("text, limit, days", [("", 1, 7.0), ("  ", 1, 7.0), ("3", 3, 7.0), ("2/14", 2, 14.0),
+                                               (" 1/0.5 ", 1, 0.5), ("0", 0, 7.0)])
+def test_the_quota_setting(text, limit, days, monkeypatch):
+    from rexrank.store.policy import Quota
+
+    assert Quota.parse(text) == Quota(limit, days)
+    monkeypatch.setenv("REXRANK_QUOTA", text)
+    assert Quota.from_env() == Quota(limit, days)
+    assert Quota() == Quota(1, 7.0)
+
+
+@pytest.mark.parametrize("text", ["x", "1/y", "1.5/7", "/7"])
+def test_a_wrong_quota_setting_says_how_to_write_it(text):
+    from rexrank.store.policy import Quota
+
+    with pytest.raises(SubmissionError) as err:
+        Quota.parse(text)
+    assert str(err.value) == f"REXRANK_QUOTA={text.strip()!r}: expected N/DAYS, e.g. 1/7"
+
+
+def test_quota_from_an_empty_environment(monkeypatch):
+    from rexrank.store.policy import Quota
+
+    monkeypatch.delenv("REXRANK_QUOTA", raising=False)
+    assert Quota.from_env() == Quota(1, 7.0)
+
+
+# ---- policy: identical resubmissions, name ownership, approved submitters ----------------------------
+def test_an_identical_resubmission_is_refused_unless_the_first_failed():
+    from rexrank.store.policy import check_duplicate
+
+    first = _request("2026-11-10T00:00:00Z", predictions={"sha256": "abc"}, model_name="Med Versa")
+    args = {"model_name": "med  versa", "sha256": "abc", "test_set": "iu_xray", "track": "findings"}
+    with pytest.raises(SubmissionError) as err:
+        check_duplicate([first], **args)
+    assert str(err.value) == ("identical resubmission: request r1 (FINISHED) already has these predictions for model "
+                              "'Med Versa' on iu_xray/findings")
+    check_duplicate([{**first, "status": "FAILED"}], **args)
+    check_duplicate([first], **{**args, "sha256": "abd"})
+    check_duplicate([first], **{**args, "model_name": "Other"})
+    check_duplicate([first], **{**args, "test_set": "mimic_cxr"})
+    check_duplicate([first], **{**args, "track": "findings_impression"})
+
+
+def test_a_model_name_belongs_to_the_published_entry_or_its_first_submitter():
+    from rexrank.store.policy import check_owner, name_owner
+
+    published = [{"source": "published", "model_name": "MedVersa"}, {"source": "rexrank", "model_name": "Late",
+                                                                     "submitter": "carol"}]
+    assert name_owner([], published, "med versa") is None
+    assert name_owner([], published, "MEDVERSA") == ("published", "MedVersa")
+    requests = [
+        {"id": "r3", "model_name": "Mine", "submitter": "bob", "submitted_time": "2026-11-03T00:00:00Z"},
+        {"id": "r2", "model_name": "mine", "submitter": "alice", "submitted_time": "2026-11-02T00:00:00Z"},
+        {"id": "r1", "model_name": "MINE", "submitter": "eve", "submitted_time": "2026-11-01T00:00:00Z",
+         "failure_kind": "refused"},
+        {"id": "r0", "model_name": "Mine", "submitter": "mallory", "submitted_time": "2026-10-01T00:00:00Z",
+         "failure_kind": "cancelled"},
+        {"id": "r4", "model_name": "Other", "submitter": "zed", "submitted_time": "2026-01-01T00:00:00Z"},
+    ]
+    assert name_owner(requests, [], "Mine") == ("submitter", "alice")  # the earliest that was not refused or cancelled
+    same_time = [{**requests[0], "submitted_time": "2026-11-02T00:00:00Z", "id": "r1b"}, requests[1]]
+    assert name_owner(same_time, [], "Mine") == ("submitter", "bob")  # a tie on time: the smaller id
+    assert name_owner([], published, "late") == ("submitter", "carol")  # results outlive a cleaned queue
+    assert name_owner(requests, published, "Late") == ("submitter", "carol")
+    check_owner(requests, published, model_name="Mine", submitter="alice")
+    check_owner(requests, published, model_name="Fresh", submitter="bob")
+    with pytest.raises(SubmissionError) as err:
+        check_owner(requests, published, model_name="Mine", submitter="bob")
+    assert str(err.value) == ("model name 'Mine' belongs to another submitter, who used it first; choose a name of your "
+                              "own (names are compared ignoring case, width, invisible characters and lookalike letters)")
+    with pytest.raises(SubmissionError) as err:
+        check_owner([], published, model_name="Med\u200bVersa", submitter="bob")
+    assert str(err.value) == ("model name 'MedVersa' is the published ReXrank entry 'MedVersa'; choose a name of your own "
+                              "(names are compared ignoring case, width, invisible characters and lookalike letters)")
+
+
+def test_approved_submitters():
+    from rexrank.store.policy import check_approved
+
+    check_approved(None, submitter="anyone", test_set="rexgradient")
+    check_approved(["alice", "bob"], submitter="bob", test_set="rexgradient")
+    with pytest.raises(SubmissionError) as err:
+        check_approved(["alice"], submitter="bob", test_set="rexgradient")
+    assert str(err.value) == ("test set rexgradient accepts submissions only from submitters approved by its organisers, "
+                              "and 'bob' is not one of them; ask the organisers to be added")
+    with pytest.raises(SubmissionError):
+        check_approved([], submitter="bob", test_set="rexgradient")
+
+
+def test_is_private_comes_from_the_registry():
+    from rexrank.store.policy import is_private
+
+    assert is_private("rexgradient") and not is_private("iu_xray") and not is_private("no_such_set")
+
+
+def test_the_tier_test_on_single_precision_scores_is_computed_in_double():
+    """A per-study file may store float32 scores: the t-test is scipy's on those values as float64."""
+    from rexrank.leaderboard.tiers import _aligned, paired_p
+
+    rng = np.random.default_rng(8)
+    ids = [f"s{i:03d}" for i in range(200)]
+    a = rng.uniform(0.2, 0.8, 200).astype(np.float32)
+    b = (a - 0.01 + rng.normal(0, 0.05, 200)).astype(np.float32)
+    fa, fb = pd.DataFrame({"id": ids, "x": a}), pd.DataFrame({"id": ids, "x": b})
+    assert _aligned(fa, "x")[1].dtype == np.float64
+    p, _ = paired_p(_aligned(fa, "x"), _aligned(fb, "x"))
+    assert p == pytest.approx(sps.ttest_rel(a.astype(np.float64), b.astype(np.float64)).pvalue, rel=1e-12)
+
+
+def test_score_arrays_are_named_scores_unless_named():
+    from rexrank.stats import as_score_array
+
+    with pytest.raises(ValueError, match=r"^scores: infinite per-study scores at positions \[0\]$"):
+        as_score_array([math.inf])
+    with pytest.raises(ValueError, match=r"^scores: expected a 1-D sequence"):
+        as_score_array(0.5)
+    assert as_score_array([1, None]).tolist()[0] == 1.0 and math.isnan(as_score_array([1, None])[1])
+
+
+def test_the_benchmark_and_eval_results_yaml_as_written():
+    """The files as the Hub reads them: keys in the documented order (not sorted), "±"
+    written as itself, lines folded at 100 characters (PyYAML's default is 80)."""
+    from rexrank.hub.eval_results import benchmark_definition, benchmark_yaml, eval_results_file
+    from rexrank.testsets.registry import TEST_SETS
+
+    spec = TEST_SETS["iu_xray"]
+    assert benchmark_definition(spec)["description"] == (
+        "The IU-Xray (test) set of ReXrank, the chest X-ray report generation benchmark (Zhang et al., 2024, "
+        "arXiv:2411.15122). A model writes the findings section (track 'findings') or findings and impression "
+        "(track 'findings_impression') of each study; each task is one ReXrank metric on one track, scored with "
+        "rexrank (`rexrank score --dataset iu_xray`). Higher is better for every task: RadCliQ-v1 and FineRadScore "
+        "are reported as 1 / mean, as on the ReXrank leaderboard.")
+    text = benchmark_yaml(spec).decode()
+    assert text.startswith("name: ReXrank IU-Xray (test)\ndescription: 'The IU-Xray (test) set of ReXrank")
+    assert [line.split(":")[0] for line in text.splitlines() if line[:1].isalpha()] == [
+        "name", "description", "evaluation_framework", "tasks"]
+    assert "- id: findings_radcliq_v1_inv\n  config: default\n  split: test\n" in text
+    lengths = [len(line) for line in text.splitlines()]
+    assert 90 < max(lengths) <= 106
+    record = {"id": "r1", "test_set": "iu_xray", "track": "findings",
+              "date": "2026-11-02", "source": "rexrank", "values": {"bleu2": {"mean": 0.25, "ci95": 0.0123, "n": 590}}}
+    out = eval_results_file(record, org="rexrank").text()
+    assert "95% CI ± 0.0123" in out  # not escaped
+    assert out.index("- dataset:") < out.index("  value:") < out.index("  date:") < out.index("  source:") < out.index("  notes:")
+    assert out.index("    id: rexrank/iu_xray") < out.index("    task_id: findings_bleu2")
+    assert out.index("    url:") < out.index("    name:") < out.index("    user:")
+    # an 86-character line stays whole at 100 (PyYAML would fold it at 80)
+    assert "  notes: ReXrank BLEU, findings section; n = 590 studies; 95% CI ± 0.0123; result r1\n" in out
+
+
+def test_the_benchmark_description_folds_at_100_characters():
+    from rexrank.hub.eval_results import benchmark_yaml
+    from rexrank.testsets.registry import TEST_SETS
+
+    lines = benchmark_yaml(TEST_SETS["iu_xray"]).decode().splitlines()
+    # PyYAML breaks a long scalar at the first space once the line passes the width (100)
+    assert lines[1] == ("description: 'The IU-Xray (test) set of ReXrank, the chest X-ray report generation benchmark "
+                        "(Zhang et")
+    assert lines[2] == ("  al., 2024, arXiv:2411.15122). A model writes the findings section (track ''findings'') or "
+                        "findings and")
+
+
+def test_eval_results_of_a_track_without_a_title_and_an_endpoint_with_a_path():
+    from rexrank.hub.eval_results import eval_results_file
+
+    record = {"id": "r2", "test_set": "iu_xray", "track": "custom_track", "date": "", "source": "rexrank",
+              "values": {"bleu2": {"mean": 0.3, "ci95": None, "n": 0}}}
+    [entry] = eval_results_file(record, org="o", endpoint="https://mirror.example/HX/").entries
+    assert entry["notes"] == "ReXrank BLEU, custom_track; result r2"  # n = 0 is no count to state
+    assert entry["dataset"]["task_id"] == "custom_track_bleu2"
+    assert entry["source"]["url"] == "https://mirror.example/HX/spaces/o/leaderboard"
+
+
+# ---- the worker's coverage rule, by hand -------------------------------------------------------
+def _coverage(metrics, results, *, share=0.99, private=False):
+    from types import SimpleNamespace
+
+    from rexrank.backend.worker import Worker
+
+    Worker.check_coverage(SimpleNamespace(metrics=metrics, min_coverage=share), results, private=private)
+
+
+TAIL = (". Nothing was published. The answers already received are kept in the cache: the maintainers can requeue this "
+        "request once the cause is fixed, and only the missing studies are scored again.")
+
+
+def test_the_coverage_rule_by_hand():
+    from rexrank.backend.worker import CoverageError
+
+    ok = {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_studies": 100, "n_scored": 99}}}
+    _coverage(["bleu2"], ok)  # 99 of 100 is the share asked for
+    _coverage(["bleu2"], {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_scored": 99}}})  # n from the predictions
+    _coverage(["bleu2"], {"predictions": {"n": 0}, "metrics": {"bleu2": {"n_scored": 0}}})  # nothing to score
+    # a metric's own study count (e.g. the studies that have findings) comes before the predictions'
+    _coverage(["bleu2"], {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_studies": 50, "n_scored": 50}}})
+    _coverage(["bleu2"], {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_failed": 1}}})  # 100 - 1 scored
+    short = {"predictions": {"n": 100},
+             "metrics": {"green": {"n_studies": 100, "n_scored": 97,
+                                   "failures": {"s1": "LLM call failed: timeout", "s2": "LLM call failed: 500",
+                                                "s3": "invalid answer: no JSON"}}}}
+    with pytest.raises(CoverageError) as err:
+        _coverage(["green", "crimson"], short)
+    head = "below the coverage rule (each metric must score at least 99% of the studies): "
+    assert str(err.value) == (head + "crimson scored 0 studies; cause: it did not run; green scored 97 of 100 studies "
+                              "(97.0%); cause: 1 × LLM call failed: timeout, 1 × LLM call failed: 500, 1 × invalid "
+                              "answer: no JSON" + TAIL)
+    assert err.value.without_causes == head + "crimson scored 0 studies; green scored 97 of 100 studies (97.0%)" + TAIL
+    with pytest.raises(CoverageError) as err:
+        _coverage(["green"], short, private=True)  # a private set: the kinds of reasons only, counted
+    assert "cause: 2 × LLM call failed, 1 × invalid answer." in str(err.value)
+    with pytest.raises(CoverageError) as err:
+        _coverage(["green"], {"predictions": {"n": 50}, "metrics": {"green": {"n_studies": 50}}}, share=0.9)
+    assert str(err.value).startswith("below the coverage rule (each metric must score at least 90% of the studies): "
+                                     "green scored 0 of 50 studies (0.0%); cause: no per-study reasons were recorded. ")
+    _coverage(["green"], {"predictions": {"n": 50}, "metrics": {"green": {"n_studies": 50, "n_scored": 45}}}, share=0.9)
+
+
+def test_two_scripts_are_a_mix_and_a_letter_without_a_unicode_name_is_none():
+    from rexrank.store.names import check_name, check_one_script
+
+    with pytest.raises(SubmissionError) as err:
+        check_one_script("institution", "Lab \u0391")  # Latin and Greek (capital alpha)
+    assert str(err.value) == "institution 'Lab Α' mixes Greek and Latin letters (they look alike); write it in one of them"
+    # a Tangut ideograph is a letter (Lo) that Python's Unicode data gives no name: no script, no error
+    check_name("model name", "Model \U00017000")
+    check_one_script("model name", "Model \U00017000")
+
+
+def test_a_neighbour_p_value_of_exactly_alpha_is_no_new_tier():
+    from rexrank.leaderboard.tiers import table_tiers
+
+    ids = [f"s{i}" for i in range(5)]
+    frames = {"a": pd.DataFrame({"id": ids, "bleu2": [0.5, 0.6, 0.7, 0.8, 0.9]}),
+              "b": pd.DataFrame({"id": ids, "bleu2": [0.1, 0.3, 0.2, 0.4, 0.3]})}
+    table = _tier_table(["a", "b"], [1, 2], [True, True])
+    # one test: Holm leaves a single p-value as it is; "below 0.05" starts a tier, 0.05 itself does not
+    assert table_tiers(table, "bleu2", frames.get, p_cache={("a", "b", "bleu2"): 0.05}) == {"a": 1, "b": 1}
+    assert table_tiers(table, "bleu2", frames.get, p_cache={("a", "b", "bleu2"): 0.0499}) == {"a": 1, "b": 2}
+
+
+def test_a_test_set_titled_otherwise_folds_at_100_and_keeps_its_letters():
+    """The benchmark file of another public test set: lines folded at width 100, accented
+    letters written as themselves (PyYAML escapes them unless told)."""
+    from rexrank.hub.eval_results import benchmark_yaml
+    from rexrank.testsets.registry import TEST_SETS
+
+    text = benchmark_yaml(dataclasses.replace(TEST_SETS["iu_xray"], title="IU-Xray")).decode()
+    # PyYAML breaks at the first space once a line passes the width: after "scored" (101
+    # characters); at width 101 it would keep " with" on the line
+    assert "  (track ''findings_impression'') of each study; each task is one ReXrank metric on one track, scored\n" in text
+    accented = benchmark_yaml(dataclasses.replace(TEST_SETS["iu_xray"], title="Hôpital (test)")).decode()
+    assert accented.startswith("name: ReXrank Hôpital (test)\n")

@@ -69,7 +69,7 @@ _register(
            (f"{_PINS}::test_the_quota_setting",)),
     Mutant("privacy-epsilon", "a private set's numbers published with epsilon 5 (10x less noise) instead of 0.5",
            "src/rexrank/backend/privacy.py", "EPSILON = 0.5  #", "EPSILON = 5.0  #",
-           (f"{_PINS}::test_private_noise_is_calibrated_on_the_scored_studies_not_the_test_set_size",)),
+           (f"{_PINS}::test_private_noise_is_calibrated_on_the_fewest_studies_a_mean_is_taken_over",)),
     Mutant("coverage-boundary", "coverage rule with <= for < (exactly the share fails the request)",
            "src/rexrank/backend/public_door.py", "if n and scored / n < min_coverage:",
            "if n and scored / n <= min_coverage:",

@@ -193,22 +193,29 @@ class RecordingRng:
         return 0.0
 
 
-@pytest.mark.parametrize("n_scored", [10, 400])
-def test_private_noise_is_calibrated_on_the_scored_studies_not_the_test_set_size(n_scored):
+@pytest.mark.parametrize("n_scored", [10, 400, 995])
+def test_private_noise_is_calibrated_on_the_fewest_studies_a_mean_is_taken_over(n_scored):
+    """The scored count of a private set is itself private, so the noise is calibrated on
+    L = ⌈0.99 · n⌉ (the coverage rule's floor), and a mean over fewer studies is scaled as if
+    taken over L (the missing ones at the range's low end): one study then moves it by at most
+    w / L, whatever was scored. Calibrating on the scored count, or on n, gives the wrong noise."""
     from rexrank.backend.privacy import EPSILON, private_results
 
     results = {"test_set": {"name": "rexgradient", "n_studies": 1000},
                "metrics": {"bleu2": {"scores": {"bleu2": {"mean": 0.3, "ci95": 0.02, "n": n_scored, "n_missing": 0}}}}}
     rng = RecordingRng()
     out = private_results(results, rng=rng)
-    # by hand, BLEU-2 per study in [0, 1]: Δmean = 1 / n, ΔCI = 1.96 / √(n (n − 1)), b = Δ / ε
-    mean_scale = 1 / n_scored / EPSILON
-    ci_scale = 1.96 / math.sqrt(n_scored * (n_scored - 1)) / EPSILON
+    floor = 990  # ⌈0.99 × 1000⌉
+    # by hand, BLEU-2 per study in [0, 1]: Δmean = 1 / L, ΔCI = 1.96 / √(L (L − 1)), b = Δ / ε
+    mean_scale = 1 / floor / EPSILON
+    ci_scale = 1.96 / math.sqrt(floor * (floor - 1)) / EPSILON
     assert rng.scales == [pytest.approx(mean_scale, rel=1e-12), pytest.approx(ci_scale, rel=1e-12)]
     assert EPSILON == 0.5
-    published = out["metrics"]["bleu2"]
-    assert published["privacy"]["noise_scale"]["bleu2"] == {"mean": float(f"{mean_scale:.3g}"), "ci95": float(f"{ci_scale:.3g}")}
-    assert published["scores"]["bleu2"]["n"] == n_scored
+    published = out["metrics"]["bleu2"]["scores"]["bleu2"]
+    # no noise drawn here (RecordingRng); rounded to 0.01, the power of ten ≥ 5 × 1/1000
+    expected = 0.3 if n_scored >= floor else 0.3 * n_scored / floor
+    assert published["mean"] == pytest.approx(round(expected, 2), abs=1e-12)
+    assert "n" not in published  # the scored count is not published
 
 
 def test_the_bootstrap_is_the_percentile_bootstrap_of_numpys_generator():
@@ -1087,9 +1094,13 @@ def test_the_coverage_rule_by_hand():
                               "(97.0%); cause: 1 × LLM call failed: timeout, 1 × LLM call failed: 500, 1 × invalid "
                               "answer: no JSON" + TAIL)
     assert err.value.without_causes == head + "crimson scored 0 studies; green scored 97 of 100 studies (97.0%)" + TAIL
-    with pytest.raises(CoverageError) as err:
-        _coverage(["green"], short, private=True)  # a private set: the kinds of reasons only, counted
-    assert "cause: 2 × LLM call failed, 1 × invalid answer." in str(err.value)
+    from rexrank.backend.public_door import PRIVATE_COVERAGE_FAILED
+
+    far_short = {"test_set": {"n_studies": 1000}, "predictions": {"n": 1000},
+                 "metrics": {"green": {"n_studies": 1000, "n_scored": 0, "failures": short["metrics"]["green"]["failures"]}}}
+    with pytest.raises(CoverageError) as err:  # a private set: the fixed words, no count and no reason
+        _coverage(["green"], far_short, private=True)
+    assert str(err.value) == PRIVATE_COVERAGE_FAILED
     with pytest.raises(CoverageError) as err:
         _coverage(["green"], {"predictions": {"n": 50}, "metrics": {"green": {"n_studies": 50}}}, share=0.9)
     assert str(err.value).startswith("below the coverage rule (each metric must score at least 90% of the studies): "

@@ -24,7 +24,7 @@ import yaml
 
 from rexrank.errors import RexrankError
 from rexrank.results_schema import DEFAULT_RANK_KEY, LEADERBOARD_COLUMNS
-from rexrank.testsets.registry import TEST_SETS, TRACKS, TestSetSpec
+from rexrank.testsets.registry import TEST_SETS, TRACKS, TestSetSpec, public_test_sets
 
 BENCHMARK_FILE = "eval.yaml"
 EVAL_RESULTS_DIR = ".eval_results"
@@ -77,8 +77,6 @@ def benchmark_yaml(spec: TestSetSpec) -> bytes:
 
 def exportable(record: dict) -> str | None:
     """None when `record` can be an Eval Result, else why not."""
-    from rexrank.hub.testset_repo import public_test_sets
-
     spec = TEST_SETS.get(str(record.get("test_set")))
     if spec is None:
         return f"unknown test set {record.get('test_set')!r}"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from rexrank.leaderboard.model_page import NO_SUCH_MODEL
 from rexrank.cli.main import main
 from rexrank.leaderboard.source import LeaderboardSource, open_leaderboard_store, seed_if_empty
 from tests.conftest import shared_path
@@ -116,7 +117,7 @@ def test_model_endpoint(served):
     assert "the ReXrank site's own figures" in header
     # a name without results: named (empty) tables, not gradio's "1 2 3" placeholder headers
     header, results, significance = client.predict("No-Such-Model", "radcliq_v1_inv", api_name="/model")
-    assert header == "No such model on this leaderboard: pick one from the list."
+    assert header == NO_SUCH_MODEL
     assert results["headers"][:3] == ["Test set", "Track", "Rank"] and results["data"] == []
 
 

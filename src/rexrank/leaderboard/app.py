@@ -260,11 +260,13 @@ def build_app(source: LeaderboardSource):
         state = parse_view(params)
         selected = state.tab or ("model" if wanted else None)
         tab = gr.Tabs(selected=selected) if selected else gr.Tabs()
-        status_text = _status(source)
-        if state.problems:
-            status_text += "\n\n" + tables.md_escape(describe_problems(state.problems))
-        return (gr.update(choices=choices, value=picked), status_text, tab, state.track, state.rank_by, state.query,
-                state.hide_trained, state.sources, state.columns)
+        # the address's unknown values: a line of their own, which the views (they rewrite the
+        # status line) leave alone
+        address_text = tables.md_escape(describe_problems(state.problems)) if state.problems else ""
+        return (gr.update(choices=choices, value=picked), _status(source), address_text, tab, state.track, state.rank_by, state.query,
+                state.hide_trained, state.sources, state.columns,
+                # a link that searches, filters or picks columns shows those controls unfolded
+                gr.Accordion(open=state.changes_options))
 
     def rank_from_header(evt: gr.EventData):
         """A click on a metric's header ranks by that metric; other headers change nothing."""
@@ -313,7 +315,7 @@ def build_app(source: LeaderboardSource):
             rank_by = gr.Dropdown(tables.rank_choices(), value=DEFAULT_RANK_KEY, label="Rank by", elem_id="rank-by",
                                   min_width=280)
         # the rest of the view's controls are folded: the first screen is the table
-        with gr.Accordion("Search, filters and columns", open=False, elem_id="view-options"):
+        with gr.Accordion("Search, filters and columns", open=False, elem_id="view-options") as view_options:
             with gr.Row():
                 query = gr.Textbox(label="Search model or institution", placeholder="e.g. CSIRO", elem_id="search",
                                    min_width=280)
@@ -328,6 +330,7 @@ def build_app(source: LeaderboardSource):
                                            value=list(tables.DEFAULT_COLUMNS), label="Metric columns shown",
                                            elem_id="columns", min_width=280, scale=3)
         controls = [track, rank_by, query, hide_trained, sources, columns]
+        address_note = gr.Markdown(elem_id="address-note")
         with gr.Tabs() as tabs:
             tab_selects, view_outputs = [], [None, None]  # the overview's grid and CSV, made below
             # the test sets first: the page opens on a ranked table
@@ -401,7 +404,7 @@ def build_app(source: LeaderboardSource):
                         [(TEST_SET_LABELS[t], t) for t in tab_test_sets], label="Trained on the training split of"
                     )
                     with gr.Row():
-                        sub_file = gr.File(label="Predictions file", type="filepath")
+                        sub_file = gr.File(label="Predictions file", type="filepath", elem_id="submit-file")
                         sub_hub = gr.Textbox(label="…or a predictions dataset on the Hub",
                                              placeholder="USER/REPO or USER/REPO@REVISION", elem_id="submit-hub-dataset")
                     sub_btn = gr.Button("Validate and submit", variant="primary")
@@ -460,7 +463,8 @@ def build_app(source: LeaderboardSource):
             views, controls, view_outputs, **hidden
         )
         # a page load re-reads the store quietly: the tables already show the build-time data
-        demo.load(on_load, None, [model_pick, status, tabs, *controls], show_progress="hidden", **hidden).then(
+        demo.load(on_load, None, [model_pick, status, address_note, tabs, *controls, view_options], show_progress="hidden",
+                  **hidden).then(
             views_keeping_status, controls, view_outputs[:-1], show_progress="hidden", **hidden
         ).then(model, [model_pick, rank_by], [model_md, model_df, significance_df], show_progress="hidden", **hidden).then(
             None, None, None, js=VIEW_READY_JS, **hidden)  # from now on the view is written to the address

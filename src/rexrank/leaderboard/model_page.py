@@ -11,12 +11,14 @@ import pandas as pd
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS, TRACK_LABELS
 from rexrank.leaderboard.tables import (
     MISSING,
+    UNRANKED_WHY,
     PartCache,
     best_values,
     format_value,
     md_escape,
     plural,
     ranked_part,
+    source_label,
     uncached,
     web_url,
 )
@@ -94,8 +96,7 @@ def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str, ran
     n_ranked = int(table["rank"].notna().sum())
     rows = []
     for row in mine.to_dict("records"):
-        # an unranked result says why in its row
-        rank = f"{MISSING} (no {COLUMNS_BY_KEY[rank_by].display})" if math.isnan(row["rank"]) else f"{int(row['rank'])} / {n_ranked}"
+        rank = MISSING if math.isnan(row["rank"]) else f"{int(row['rank'])} / {n_ranked}"
         cells = {
             "Test set": TEST_SET_LABELS.get(test_set, test_set),
             "Track": TRACK_LABELS[track],
@@ -105,6 +106,8 @@ def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str, ran
         for key in METRIC_KEYS:
             is_best = not math.isnan(row[key]) and row[key] == best[key]
             cells[COLUMNS_BY_KEY[key].display] = format_value(row[key], row[f"{key}_ci"], best=is_best)
+            if key == rank_by and math.isnan(row[key]):  # an unranked result says why in its row
+                cells[COLUMNS_BY_KEY[key].display] += f" {UNRANKED_WHY[source_label(row['source'])]}"
         cells["Source"] = row["source"]
         cells["Per-study data"] = "yes" if row["per_study_available"] else "no"
         rows.append(cells)

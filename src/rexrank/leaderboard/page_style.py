@@ -42,7 +42,7 @@ MODEL_GRID = GridLayout("rexrank-model", (
 # tiers exist), so their widths are computed per table. A metric's header stays on one line
 # ("BLEU ↑ ▼" must not wrap): its width is the whole header's, the ▼ (▲) only on the ranking
 # metric's. Rank, model and the ranking metric come first and fit a 390 px phone together.
-RESULTS_FIXED = {"Rank": 44, "Model": 134, "Tier": 44, "Institution": 120, "Date": 48, "n": 48, "Source": 84}
+RESULTS_FIXED = {"Rank": 48, "Model": 130, "Tier": 44, "Institution": 120, "Date": 48, "n": 48, "Source": 84}
 METRIC_WIDTHS = {  # "NAME ↑" measured in the header font (Chromium), plus 20 px of padding
     "bleu2": 64, "bertscore": 94, "sembscore": 102, "radgraph": 94, "radcliq_v1_inv": 112,
     "ratescore": 98, "green": 74, "fineradscore_inv": 128,

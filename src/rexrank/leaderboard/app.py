@@ -69,7 +69,7 @@ from rexrank.submissions import ID_COLUMNS, SUBMISSION_JSON_FIELD, TEXT_COLUMNS
 
 TITLE = "ReXrank: chest X-ray report generation leaderboard"
 # the legend above the tables: short (a phone shows the table under it); the rest is in About
-LEGEND = ("Ranked by 1/RadCliQ-v1 (the ReXrank Challenge: 1/FineRadScore); click a metric's header to rank by it. "
+LEGEND = ("Default ranking 1/RadCliQ-v1 (the ReXrank Challenge: 1/FineRadScore); click a metric's header to rank by it. "
           f"± 95 % CI · n studies · Tier: tied models share one (About) · {tables.TRAINED_MARK} trained on the test set.")
 TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]
 QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status", "submitted_time", "error"]

@@ -22,7 +22,6 @@ from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY, LEADERBOARD
 
 DECIMALS = 3  # the published tables give three decimals
 TRAINED_MARK = "*"
-TRAINED_NOTE = "\\* the model used this test set's training split (as marked on the ReXrank site)."
 MISSING = "–"
 # why a row has no value for the ranking metric (so no rank), by source
 UNRANKED_WHY = {"published": "not published", "submitted": "not scored"}

@@ -264,9 +264,7 @@ def build_app(source: LeaderboardSource):
         # status line) leave alone
         address_text = tables.md_escape(describe_problems(state.problems)) if state.problems else ""
         return (gr.update(choices=choices, value=picked), _status(source), address_text, tab, state.track, state.rank_by, state.query,
-                state.hide_trained, state.sources, state.columns,
-                # a link that searches, filters or picks columns shows those controls unfolded
-                gr.Accordion(open=state.changes_options))
+                state.hide_trained, state.sources, state.columns)
 
     def rank_from_header(evt: gr.EventData):
         """A click on a metric's header ranks by that metric; other headers change nothing."""
@@ -314,22 +312,6 @@ def build_app(source: LeaderboardSource):
             track = gr.Radio(TRACK_CHOICES, value="findings", label="Track", elem_id="track", min_width=280)
             rank_by = gr.Dropdown(tables.rank_choices(), value=DEFAULT_RANK_KEY, label="Rank by", elem_id="rank-by",
                                   min_width=280)
-        # the rest of the view's controls are folded: the first screen is the table
-        with gr.Accordion("Search, filters and columns", open=False, elem_id="view-options") as view_options:
-            with gr.Row():
-                query = gr.Textbox(label="Search model or institution", placeholder="e.g. CSIRO", elem_id="search",
-                                   min_width=280)
-                reload_btn = gr.Button("Reload results", scale=0)
-            with gr.Row():
-                with gr.Column(min_width=280, scale=1):  # a column: on a phone the checkbox keeps its width
-                    hide_trained = gr.Checkbox(False, label=f"Hide models trained on the test set ({tables.TRAINED_MARK})",
-                                               elem_id="hide-trained")
-                    sources = gr.CheckboxGroup(list(tables.SOURCES), value=list(tables.SOURCES), label="Sources",
-                                               elem_id="sources")
-                columns = gr.CheckboxGroup([(COLUMNS_BY_KEY[k].display, k) for k in tables.METRIC_KEYS],
-                                           value=list(tables.DEFAULT_COLUMNS), label="Metric columns shown",
-                                           elem_id="columns", min_width=280, scale=3)
-        controls = [track, rank_by, query, hide_trained, sources, columns]
         address_note = gr.Markdown(elem_id="address-note")
         with gr.Tabs() as tabs:
             tab_selects, view_outputs = [], [None, None]  # the overview's grid and CSV, made below
@@ -443,6 +425,24 @@ def build_app(source: LeaderboardSource):
                     gr.api(request_status, api_name="status")
                     demo.load(queue, None, queue_df, api_name="queue")
 
+        # the rest of the view's controls, under the tables: the first screen is a table. Open: the
+        # components of a closed accordion are mounted later, and their change events then carry
+        # their first values over the ones a link set (a filtered link lost its filter under load)
+        with gr.Accordion("Search, filters and columns", open=True, elem_id="view-options"):
+            with gr.Row():
+                query = gr.Textbox(label="Search model or institution", placeholder="e.g. CSIRO", elem_id="search",
+                                   min_width=280)
+                reload_btn = gr.Button("Reload results", scale=0)
+            with gr.Row():
+                with gr.Column(min_width=280, scale=1):  # a column: on a phone the checkbox keeps its width
+                    hide_trained = gr.Checkbox(False, label=f"Hide models trained on the test set ({tables.TRAINED_MARK})",
+                                               elem_id="hide-trained")
+                    sources = gr.CheckboxGroup(list(tables.SOURCES), value=list(tables.SOURCES), label="Sources",
+                                               elem_id="sources")
+                columns = gr.CheckboxGroup([(COLUMNS_BY_KEY[k].display, k) for k in tables.METRIC_KEYS],
+                                           value=list(tables.DEFAULT_COLUMNS), label="Metric columns shown",
+                                           elem_id="columns", min_width=280, scale=3)
+        controls = [track, rank_by, query, hide_trained, sources, columns]
         status = gr.Markdown(_status(source), elem_id="status")
         view_outputs.append(status)
         hidden = {"api_visibility": "undocumented"}  # chained steps: the named endpoints above cover them
@@ -463,7 +463,7 @@ def build_app(source: LeaderboardSource):
             views, controls, view_outputs, **hidden
         )
         # a page load re-reads the store quietly: the tables already show the build-time data
-        demo.load(on_load, None, [model_pick, status, address_note, tabs, *controls, view_options], show_progress="hidden",
+        demo.load(on_load, None, [model_pick, status, address_note, tabs, *controls], show_progress="hidden",
                   **hidden).then(
             views_keeping_status, controls, view_outputs[:-1], show_progress="hidden", **hidden
         ).then(model, [model_pick, rank_by], [model_md, model_df, significance_df], show_progress="hidden", **hidden).then(

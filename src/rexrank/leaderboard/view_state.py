@@ -33,11 +33,6 @@ class ViewState:
     problems: list[str] = field(default_factory=list)
 
     @property
-    def changes_options(self) -> bool:
-        """Whether the view searches, filters or picks columns (the folded controls)."""
-        return bool(self.query) or self.filters != Filters() or list(self.columns) != list(DEFAULT_COLUMNS)
-
-    @property
     def filters(self) -> Filters:
         return filters_from(self.hide_trained, self.sources)
 

@@ -1,7 +1,8 @@
 """The ReXrank leaderboard as a Gradio Blocks app (gradio 6, built-in components only).
 
-Layout: global controls (track, ranking metric, search) above the tabs: Overview, one tab
-per test set, Model, Plots, About, Submit. Every table is computed by
+Layout: the track and the ranking metric above the tabs: one tab per test set (the page opens
+on the first: a ranked table is the first screen), Overview, Model, Plots, About, Submit; search,
+filters and column choice under the tables. Every table is computed by
 `rexrank.leaderboard.tables` from the source's frame; this module only wires components.
 The view (tab, track, ranking metric, search, filters, columns, model) lives in the page's
 address (`rexrank.leaderboard.view_state`): a link reproduces it; `?model=NAME` alone opens

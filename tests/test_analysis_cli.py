@@ -49,7 +49,8 @@ def test_analyze_end_to_end(tmp_path, capsys):
         assert (out / "tables" / f"{name}.md").read_text().startswith(f"## {name}")
     figures = {p.stem for p in (out / "figures").glob("*.png")}
     assert figures == {p.stem for p in (out / "figures").glob("*.svg")}
-    assert {"sites_radcliq_v1", "error_rates", "ranks_bleu2", "correlation_pearson", "boxplots", "human_alignment"} <= figures
+    assert {"sites_radcliq_v1", "error_rates", "ranks_bleu2", "correlation_pearson", "distributions", "human_alignment"} <= figures
+    assert "boxplots" not in figures  # a box over a few systems' means says nothing
     summary = pd.read_csv(out / "tables" / "summary.csv")
     assert set(summary["system"]) == {"alpha", "beta", "G"}
     beta = pd.read_parquet(paths[1])

@@ -68,7 +68,7 @@ def test_the_backend_enforces_the_quota_the_client_skipped(tmp_path, capsys, mon
         ids.append(json.loads(out)["id"])
     monkeypatch.delenv("REXRANK_QUOTA", raising=False)
     code, _, err = run(capsys, "backend", "--store", root, "--once", "--metrics", "bleu2")  # default 1/7 here
-    assert code == 0, err
+    assert code == 1 and "1 request(s) FAILED" in err, err  # --once says so in its exit status (issue 31)
     first, second = (open_store(root).get_request(i) for i in ids)
     assert first["status"] == FINISHED
     assert second["status"] == FAILED and second["failure_kind"] == "refused"
@@ -210,7 +210,7 @@ def test_escape_sequences_in_names_never_reach_the_terminal(tmp_path, capsys, ro
     assert code == 1 and "\x1b" not in out + err and "invisible or control character" in err
     proc = cli("backend", "--store", str(root), "--once", "--metrics", "bleu2", "--quota", "0")
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 1 and "request(s) FAILED" in err, err  # the rogue request is refused: --once says so
     assert f"claimed {req['id']}" in err and "\x1b" not in out + err
 
 

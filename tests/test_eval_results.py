@@ -133,10 +133,27 @@ def test_every_result_of_a_model_and_the_unpublished_sets_named(tmp_path, store,
     assert "dated 20" in entries[0]["notes"] and entries[0]["source"]["name"].endswith("(figures published by ReXrank)")
 
 
-def test_the_org_comes_from_an_hf_store_or_must_be_given(tmp_path, store, capsys, monkeypatch):
+def test_the_org_comes_from_the_store_or_a_stated_default(tmp_path, store, capsys, monkeypatch):
+    # issue 31: README's `export eval-results --model ... --store ./rexrank-store` works as printed
     monkeypatch.delenv("REXRANK_STORE", raising=False)
-    assert export(tmp_path, "req-0001") == 1
-    assert "--org ORG is needed" in capsys.readouterr().err
+    assert export(tmp_path, "req-0001") == 0
+    out = capsys.readouterr().out
+    assert "Hub organisation rexrank (the default; --org ORG for another)" in out
+    entries = yaml.safe_load((tmp_path / "out" / ".eval_results" / "rexrank_iu_xray_findings.yaml").read_text())
+    assert {e["dataset"]["id"] for e in entries} == {"rexrank/iu_xray"}
+    (tmp_path / "s" / "requests" / "config.json").write_text('{"org": "my-lab"}')
+    assert export(tmp_path, "req-0001") == 0
+    assert "Hub organisation my-lab (the store's config)" in capsys.readouterr().out
+
+
+def test_every_value_left_out_is_named_with_why(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("REXRANK_STORE", raising=False)
+    s = open_store(tmp_path / "s")
+    s.add_result({**SUBMITTED, "values": {**SUBMITTED["values"], "rouge": {"mean": 0.3, "ci95": 0.01, "n": 590}}})
+    assert export(tmp_path, "req-0001") == 0
+    out = capsys.readouterr().out
+    assert "(2 scores)" in out
+    assert "left out ROUGE-L: an optional column, not one of ReXrank's eight: no task of the benchmark" in out
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,6 +1,6 @@
-"""The package imports in one direction (issue 22.4): no import cycle among the modules of
-metrics/, models/, llm/ and radgraph/ (imports inside functions count: they are cycles too,
-only deferred), and the checkpoint catalogue imports nothing of rexrank.
+"""The package imports in one direction (issue 22.4, issue 31): no import cycle among the
+modules of the whole package (imports inside functions count: they are cycles too, only
+deferred), and the checkpoint catalogue imports nothing of rexrank.
 
 Built from the source with `ast`, so it sees every import a module can make, not only those a
 given run happens to execute. `if TYPE_CHECKING:` blocks are skipped: they never run.
@@ -29,7 +29,9 @@ def _is_type_checking(node: ast.If) -> bool:
 
 
 def _imports(tree: ast.AST, modules: set[str], package: str) -> set[str]:
-    """The rexrank modules `tree` imports (`from a.b import c` counts a.b.c when c is a module)."""
+    """The rexrank modules `tree` imports: `from a.b import c` counts a.b.c when c is a module,
+    else a.b (a package's __init__ is what `from package import name` reads only when name is
+    not a sub-module of it)."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
@@ -45,9 +47,10 @@ def _imports(tree: ast.AST, modules: set[str], package: str) -> set[str]:
             if node.level:
                 parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(parent + ([base] if base else []))
-            found.add(base)
-            for alias in node.names:
-                found.add(f"{base}.{alias.name}")
+            named = {f"{base}.{alias.name}" for alias in node.names}
+            found.update(named & modules)
+            if not named <= modules:
+                found.add(base)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -112,6 +115,17 @@ def test_metrics_models_llm_radgraph_import_in_one_direction():
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
+def test_no_import_cycle_anywhere_in_the_package():
+    found = cycles(import_graph(), lambda name: name == "rexrank" or name.startswith("rexrank."))
+    assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_from_a_package_import_a_sub_module_is_an_import_of_the_sub_module_only():
+    modules = {"rexrank.store", "rexrank.store.records", "rexrank.store.store"}
+    assert _imports(ast.parse("from rexrank.store import records\n"), modules, "rexrank.x") == {"rexrank.store.records"}
+    assert _imports(ast.parse("from rexrank.store import open_store\n"), modules, "rexrank.x") == {"rexrank.store"}
+
+
 def test_catalogue_imports_nothing_of_rexrank():
     graph = import_graph()
     assert CATALOGUE in graph, "the checkpoint catalogue module is missing"
@@ -121,8 +135,7 @@ def test_catalogue_imports_nothing_of_rexrank():
 def test_the_graph_sees_imports_inside_functions():
     # the cycle this issue names ran through imports inside functions: the graph must see them
     tree = ast.parse("def f():\n    from rexrank.models import weights\n")
-    assert _imports(tree, {"rexrank.models", "rexrank.models.weights"}, "rexrank.x") == {
-        "rexrank.models", "rexrank.models.weights"}
+    assert _imports(tree, {"rexrank.models", "rexrank.models.weights"}, "rexrank.x") == {"rexrank.models.weights"}
 
 
 def test_the_catalogue_names_every_registered_metric():

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from rexrank.leaderboard.model_page import NO_SUCH_MODEL
 from rexrank.cli.main import main
 from rexrank.leaderboard.source import LeaderboardSource, open_leaderboard_store, seed_if_empty
 from tests.conftest import shared_path
@@ -56,8 +57,9 @@ def test_leaderboard_endpoint_ranks_like_the_csv(served):
     out = client.predict("iu_xray", "findings_impression", "fineradscore_inv", "", api_name="/leaderboard")
     csv = _csv("result_iu_xray.csv").sort_values("1/FineRadScore", ascending=False, na_position="last")
     assert [_model(r[1]) for r in out["data"]] == csv["Model Name"].tolist()
-    assert out["headers"][13] == "1/FineRadScore ↑ ▼"
+    assert out["headers"][2] == "1/FineRadScore ↑ ▼"  # the ranking metric next to the model
     assert out["data"][-1][0] == "–"  # UniRG-CXR has no FineRadScore: unranked, last
+    assert out["data"][-1][2] == "– not published"  # and its row says why
 
 
 def _views(client, *args):
@@ -79,7 +81,7 @@ def test_views_endpoint_switches_track_rank_and_search(served):
     note, mimic, _ = tabs["mimic_cxr"]
     csv = _csv("findings_result_mimiccxr.csv").sort_values("1/RadCliQ-v1", ascending=False)
     assert [_model(r[1]) for r in mimic["data"]] == csv["Model Name"].tolist()
-    assert note == f"{len(csv)} results in the Findings track. Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
+    assert note == f"{len(csv)} results in the Findings track."  # no per-study scores: no Tier column to explain
     assert "128 results" in status
     over, _, tabs, status = _views(client, "findings_impression", "bleu2", "stanford")
     note, cxp, _ = tabs["chexpert_plus"]
@@ -115,7 +117,7 @@ def test_model_endpoint(served):
     assert "the ReXrank site's own figures" in header
     # a name without results: named (empty) tables, not gradio's "1 2 3" placeholder headers
     header, results, significance = client.predict("No-Such-Model", "radcliq_v1_inv", api_name="/model")
-    assert header == "No such model on this leaderboard: pick one from the list."
+    assert header == NO_SUCH_MODEL
     assert results["headers"][:3] == ["Test set", "Track", "Rank"] and results["data"] == []
 
 
@@ -166,8 +168,9 @@ def test_reload_picks_up_new_results(served):
     client.predict(api_name="/reload")
     out = client.predict("iu_xray", "findings", "radcliq_v1_inv", "", api_name="/leaderboard")
     assert _model(out["data"][0][1]) == "New-Model"  # no model URL: plain text, no link
-    assert out["data"][0][10] == "**9.000** ± 0.100"
-    assert out["data"][0][5] == "590"  # n: the studies it was scored on
+    assert out["headers"][:4] == ["Rank", "Model", "1/RadCliQ-v1 ↑ ▼", "n"]
+    assert out["data"][0][2] == "**9.000** ± 0.100"
+    assert out["data"][0][3] == "590"  # n: the studies it was scored on
 
 
 def test_cli_import_published(tmp_path, capsys):

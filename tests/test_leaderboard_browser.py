@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import time
 from pathlib import Path
+from urllib.parse import urljoin
 
 import numpy as np
 import pandas as pd
@@ -22,10 +23,10 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
 DESKTOP = {"width": 1400, "height": 1000}
-# a test-set grid's columns: Rank, Model, Tier, Institution, Date, n, the eight metrics, Source
-COL = {"Rank": 0, "Model": 1, "Tier": 2, "n": 5, "BLEU": 6, "1/RadCliQ-v1": 10, "1/FineRadScore": 13, "Source": 14}
-NO_TIER_NOTE = "Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
 PHONE = {"width": 390, "height": 844}
+# waits on the page's state: a generous cap, reached only when the state never comes (a loaded
+# machine makes the page slower, never wrong)
+STATE_TIMEOUT_MS = 120_000
 
 pytestmark = [
     pytest.mark.browser,
@@ -94,7 +95,33 @@ def models_shown(rows) -> list[str]:
     return [r[1].replace(" *", "") for r in rows]
 
 
-def settle(page, timeout_ms: int = 30_000) -> None:
+def column(page, selector: str, name: str) -> int:
+    """The index of a grid's column by its header's name ("BLEU" for "BLEU ↑ ▼"): the columns
+    follow the view (the ranking metric next to the model; n and Tier where they exist)."""
+    headers = [h.replace("↑", "").replace("↓", "").replace("▼", "").replace("▲", "").strip()
+               for h in page.evaluate(READ_HEADERS, selector)]
+    return headers.index(name)
+
+
+def show_view_options(page) -> None:
+    """Unfold "Search, filters and columns" (under the tables, so that the first screen is a table) if folded."""
+    if not page.locator("#search").first.is_visible():
+        page.locator("#view-options").get_by_text("Search, filters and columns").first.click()
+        page.locator("#search").first.wait_for(state="visible", timeout=STATE_TIMEOUT_MS)
+
+
+def search_for(page, text: str) -> None:
+    show_view_options(page)
+    page.locator("#search textarea, #search input").first.fill(text)
+
+
+def wait_for_address(page, part: str) -> str:
+    """Until the page's address holds `part` (the view is written there as it changes)."""
+    page.wait_for_function("(part) => window.location.search.includes(part)", arg=part, timeout=STATE_TIMEOUT_MS)
+    return page.url
+
+
+def settle(page, timeout_ms: int = STATE_TIMEOUT_MS) -> None:
     """Wait until no component shows Gradio's "processing" overlay (before a screenshot)."""
     page.wait_for_function(
         "() => Array.from(document.querySelectorAll('[data-testid=status-tracker]'))"
@@ -103,7 +130,7 @@ def settle(page, timeout_ms: int = 30_000) -> None:
     )
 
 
-def wait_until(page, elem_id: str, done, timeout: float = 30.0):
+def wait_until(page, elem_id: str, done, timeout: float = STATE_TIMEOUT_MS / 1000):
     """Poll a table's rendered rows until `done(rows)`; returns the rows shown last (the
     caller's assertion then reports what was on screen)."""
     deadline = time.monotonic() + timeout
@@ -114,7 +141,7 @@ def wait_until(page, elem_id: str, done, timeout: float = 30.0):
         time.sleep(0.25)
 
 
-def wait_rows(page, elem_id: str, expected: list[str], *, full: bool, timeout: float = 30.0):
+def wait_rows(page, elem_id: str, expected: list[str], *, full: bool, timeout: float = STATE_TIMEOUT_MS / 1000):
     """Until the model column shows `expected` (all rows when `full`, else a prefix of at
     least 5, as the grid renders only what is visible)."""
     def done(rows):
@@ -126,7 +153,7 @@ def wait_rows(page, elem_id: str, expected: list[str], *, full: bool, timeout: f
     return wait_until(page, elem_id, done, timeout)
 
 
-def wait_text(page, selector: str, done, timeout: float = 30.0) -> str:
+def wait_text(page, selector: str, done, timeout: float = STATE_TIMEOUT_MS / 1000) -> str:
     deadline = time.monotonic() + timeout
     while True:
         loc = page.locator(selector)
@@ -138,6 +165,7 @@ def wait_text(page, selector: str, done, timeout: float = 30.0) -> str:
 
 def open_tab(page, name: str) -> None:
     """Click a tab; on a narrow screen gradio moves the tabs that do not fit into a ⋯ menu."""
+    page.locator("[role=tab]").first.wait_for(state="visible", timeout=STATE_TIMEOUT_MS)  # the tabs are drawn
     tab = page.get_by_role("tab", name=name)
     if not tab.is_visible():
         page.locator(".overflow-menu button").first.click()
@@ -174,6 +202,7 @@ def browser():
 def test_browse_switch_rerank_search(page_url, browser):
     page = browser.new_page(viewport=DESKTOP)
     page.goto(page_url)
+    open_tab(page, "Overview")  # a later tab: the page opens on the first test set's table
 
     # overview: top model per test set by 1/RadCliQ-v1, findings track
     rows = wait_until(page, "table-overview", lambda rows: len(rows) >= 10 and all(rows[0]))
@@ -198,7 +227,8 @@ def test_browse_switch_rerank_search(page_url, browser):
     assert [r[0] for r in rows] == [str(i + 1) for i in range(len(rows))]
     # MoERad-IU used IU-Xray's training split: starred here
     assert any(r[1] == "MoERad-IU *" for r in rows)
-    assert page.locator("#note-iu_xray").inner_text() == f"{len(expected)} results in the Findings track. {NO_TIER_NOTE}"
+    note = f"{len(expected)} results in the Findings track."
+    assert wait_text(page, "#note-iu_xray", lambda t: t == note) == note  # no tier note: no per-study scores
     settle(page)
     page.screenshot(path=str(ARTIFACTS / "leaderboard_2_iu_findings.png"))
 
@@ -214,16 +244,19 @@ def test_browse_switch_rerank_search(page_url, browser):
     expected = expected_models("result_iu_xray.csv", "1/FineRadScore")
     rows = wait_rows(page, "table-iu_xray", expected, full=True)
     assert models_shown(rows) == expected
-    assert rows[-1][0] == "–" and rows[-1][COL["1/FineRadScore"]] == "–"  # UniRG-CXR: no FineRadScore, unranked
+    fine = column(page, "#table-iu_xray", "1/FineRadScore")
+    assert fine == 2  # next to the model
+    # UniRG-CXR: no FineRadScore, unranked, and its row says why
+    assert rows[-1][0] == "–" and rows[-1][fine] == "– not published"
     best = published("result_iu_xray.csv")["1/FineRadScore"].max()
-    assert rows[0][COL["1/FineRadScore"]] == f"{best:.3f}"
-    bold = page.locator(f"#table-iu_xray [role=gridcell][data-row='0'][data-col='{COL['1/FineRadScore']}'] strong")
+    assert rows[0][fine] == f"{best:.3f}"
+    bold = page.locator(f"#table-iu_xray [role=gridcell][data-row='0'][data-col='{fine}'] strong")
     assert bold.inner_text() == f"{best:.3f}"  # best value highlighted
     settle(page)
     page.screenshot(path=str(ARTIFACTS / "leaderboard_3_iu_fi_fineradscore.png"))
 
     # search by institution: the rows, and a note that counts them
-    page.locator("#search textarea, #search input").first.fill("Stanford")
+    search_for(page, "Stanford")
     expected = expected_models("result_iu_xray.csv", "1/FineRadScore", institution="Stanford")
     rows = wait_rows(page, "table-iu_xray", expected, full=True)
     assert models_shown(rows) == expected
@@ -239,10 +272,10 @@ def test_browse_switch_rerank_search(page_url, browser):
     assert models_shown(rows) == expected
 
     # one match: singular; no match: an empty table that says why
-    page.locator("#search textarea, #search input").first.fill("RadFM")
+    search_for(page, "RadFM")
     note = wait_text(page, "#note-mimic_cxr", lambda t: "RadFM" in t)
     assert note.startswith("1 of 7 results matches the search.")
-    page.locator("#search textarea, #search input").first.fill("no such model")
+    search_for(page, "no such model")
     note = wait_text(page, "#note-mimic_cxr", lambda t: "no such model" in t)
     assert note == "No model or institution matches the search: the table is empty. Clear the search to see all 7 results."
     assert wait_until(page, "table-mimic_cxr", lambda rows: rows == []) == []
@@ -264,7 +297,8 @@ def test_header_click_ranks_and_csv_download_is_the_table(page_url, browser):
     shown = models_shown(rows)
     assert len(shown) >= 5 and shown == expected[: len(shown)]
     assert rows[0][0] == "1"
-    assert page.evaluate(READ_HEADERS, "#table-iu_xray")[COL["BLEU"]] == "BLEU ↑ ▼"
+    bleu = column(page, "#table-iu_xray", "BLEU")
+    assert page.evaluate(READ_HEADERS, "#table-iu_xray")[bleu] == "BLEU ↑ ▼"
     assert page.locator("#rank-by input").input_value() == "BLEU"
     # a header that is no metric changes nothing
     page.locator("#table-iu_xray th[role=columnheader]", has_text="Institution").click()
@@ -283,7 +317,7 @@ def test_header_click_ranks_and_csv_download_is_the_table(page_url, browser):
     rows = page.evaluate(READ_ROWS, "#table-iu_xray")
     assert table["Model"].tolist()[: len(rows)] == models_shown(rows)
     assert [str(r) for r in table["Rank"].tolist()[: len(rows)]] == [r[0] for r in rows]
-    assert [f"{v:.3f}" for v in table["BLEU"].tolist()[: len(rows)]] == [r[COL["BLEU"]] for r in rows]
+    assert [f"{v:.3f}" for v in table["BLEU"].tolist()[: len(rows)]] == [r[bleu] for r in rows]
     assert table["BLEU"].tolist() == sorted(csv["BLEU"], reverse=True)
     page.close()
 
@@ -365,51 +399,66 @@ def store_url(tmp_path_factory):
 
 
 def rows_by_model(rows) -> dict[str, list[str]]:
-    return {r[COL["Model"]].replace(" *", ""): r for r in rows}
+    return {r[1].replace(" *", ""): r for r in rows}
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
 def test_tiers_and_n_on_the_board(store_url, browser, viewport):
     page = browser.new_page(viewport=viewport)
     page.goto(store_url + "?tab=iu_xray&source=submitted")
-    rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) == 4 and all(r[COL["Source"]] == "submitted" for r in rows))
+    rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) == 4 and all(r[-1] == "submitted" for r in rows))
+    col = {name: column(page, "#table-iu_xray", name) for name in ("Tier", "n", "Date", "Source")}
     shown = rows_by_model(rows)
-    assert [shown[m][COL["Tier"]] for m in ("Sub-A", "Sub-B", "Sub-C", "Sub-D")] == ["1", "2", "2", "3"]
-    assert {r[COL["n"]] for r in rows} == {"590"}, rows
-    assert [r[4] for r in rows] == ["2026"] * 4  # the Date column: years
+    assert [shown[m][col["Tier"]] for m in ("Sub-A", "Sub-B", "Sub-C", "Sub-D")] == ["1", "2", "2", "3"]
+    assert {r[col["n"]] for r in rows} == {"590"}, rows
+    assert [r[col["Date"]] for r in rows] == ["2026"] * 4  # the Date column: years
     settle(page)
     page.screenshot(path=str(ARTIFACTS / f"leaderboard_21_tiers_{viewport['width']}.png"), full_page=True)
     # with the published rows: theirs read n/a, and the note says why
+    show_view_options(page)
     page.locator("#sources label", has_text="published").click()
     rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) >= 10)
-    published = [r for r in rows if r[COL["Source"]] == "published"]
-    assert published and {r[COL["Tier"]] for r in published} == {"n/a"} and {r[COL["n"]] for r in published} == {"–"}
-    assert NO_TIER_NOTE in wait_text(page, "#note-iu_xray", lambda t: NO_TIER_NOTE in t)
+    published = [r for r in rows if r[col["Source"]] == "published"]
+    # the published rows have no tier: an empty cell (never "n/a" above a tier 1), and the note says why
+    assert published and {r[col["Tier"]] for r in published} == {""} and {r[col["n"]] for r in published} == {"–"}
+    why = "no tier for 25 published (the site gives means only)"
+    assert why in wait_text(page, "#note-iu_xray", lambda t: why in t)
     page.close()
 
 
 def test_controls_live_in_the_address_and_a_link_reproduces_the_view(store_url, browser):
     page = browser.new_page(viewport=DESKTOP)
     page.goto(store_url)
-    page.wait_for_function("() => window.rexrankViewReady === true", timeout=30_000)  # the load has read the address
+    # each step waits on the state it changes (the address, then what the table shows), never on a
+    # clock: under load, a click on a control the previous step's answer re-renders can be lost
+    page.wait_for_function("() => window.rexrankViewReady === true", timeout=STATE_TIMEOUT_MS)  # the load has read the address
     page.get_by_role("tab", name="MIMIC-CXR").click()
+    wait_for_address(page, "tab=mimic_cxr")
     page.locator("#track label", has_text="Findings + Impression").click()
+    wait_for_address(page, "track=findings_impression")
+    wait_text(page, "#note-mimic_cxr", lambda t: "Findings + Impression" in t, timeout=STATE_TIMEOUT_MS / 1000)
     page.locator("#rank-by input").click()
-    page.locator("ul[role=listbox] li", has_text="GREEN").click()
-    page.locator("#hide-trained input").check()
-    page.locator("#columns label", has_text="BertScore").click()
-    page.locator("#search textarea, #search input").first.fill("Stanford")
+    page.locator("ul[role=listbox] li", has_text="GREEN").click(timeout=STATE_TIMEOUT_MS)
+    wait_for_address(page, "rank=green")
+    page.wait_for_function(f"() => ({READ_HEADERS})('#table-mimic_cxr').includes('GREEN ↑ ▼')", timeout=STATE_TIMEOUT_MS)
+    show_view_options(page)
+    page.locator("#hide-trained input").check(timeout=STATE_TIMEOUT_MS)
+    wait_for_address(page, "hide_trained=1")
+    wait_text(page, "#note-mimic_cxr", lambda t: "Filters:" in t, timeout=STATE_TIMEOUT_MS / 1000)
+    page.locator("#columns label", has_text="BertScore").click(timeout=STATE_TIMEOUT_MS)
+    wait_for_address(page, "columns=")
+    page.wait_for_function(f"() => !({READ_HEADERS})('#table-mimic_cxr').some(h => h.startsWith('BertScore'))",
+                           timeout=STATE_TIMEOUT_MS)
+    search_for(page, "Stanford")
+    wait_for_address(page, "q=Stanford")
     expected = published("result_mimiccxr.csv")
     expected = expected[(expected["Institution"] == "Stanford")]
     trained = {"CheXagent", "CheXpertPlus-MIMIC", "CheXpertPlus-CheX-MIMIC"}  # the * models among them
     expected = expected[~expected["Model Name"].isin(trained)].sort_values("GREEN", ascending=False)["Model Name"].tolist()
-    rows = wait_rows(page, "table-mimic_cxr", expected, full=True)
+    rows = wait_rows(page, "table-mimic_cxr", expected, full=True, timeout=STATE_TIMEOUT_MS / 1000)
     assert models_shown(rows) == expected and expected
     headers = page.evaluate(READ_HEADERS, "#table-mimic_cxr")
     assert "GREEN ↑ ▼" in headers and not any(h.startswith("BertScore") for h in headers)
-    deadline = time.monotonic() + 10
-    while "q=Stanford" not in page.url and time.monotonic() < deadline:
-        time.sleep(0.2)
     link = page.url
     for part in ("tab=mimic_cxr", "track=findings_impression", "rank=green", "hide_trained=1", "q=Stanford", "columns="):
         assert part in link, (part, link)
@@ -421,7 +470,7 @@ def test_controls_live_in_the_address_and_a_link_reproduces_the_view(store_url, 
     # the link, opened afresh (a phone), shows the same view
     again = browser.new_page(viewport=PHONE)
     again.goto(link)
-    rows = wait_rows(again, "table-mimic_cxr", expected, full=True)
+    rows = wait_rows(again, "table-mimic_cxr", expected, full=True, timeout=STATE_TIMEOUT_MS / 1000)
     assert models_shown(rows) == expected
     assert again.get_by_role("tab", name="MIMIC-CXR").or_(again.get_by_role("button", name="MIMIC-CXR")).first.get_attribute("aria-selected") in ("true", None)
     assert again.locator("#rank-by input").input_value() == "GREEN"
@@ -430,9 +479,9 @@ def test_controls_live_in_the_address_and_a_link_reproduces_the_view(store_url, 
     assert not any(h.startswith("BertScore") for h in again.evaluate(READ_HEADERS, "#table-mimic_cxr"))
     settle(again)
     again.screenshot(path=str(ARTIFACTS / "leaderboard_21_view_390.png"), full_page=True)
-    # an unknown value in the address is named in the status line, its text never shown
+    # an unknown value in the address is named above the tables, its text never shown
     again.goto(store_url + "?rank=bogus%E2%80%AEhttps://evil.example")
-    status = wait_text(again, "#status", lambda t: "Unknown values ignored" in t)
+    status = wait_text(again, "#address-note", lambda t: "Unknown values ignored" in t, timeout=STATE_TIMEOUT_MS / 1000)
     assert "rank" in status and "evil" not in status and "\u202e" not in status
     # a model's page in the address
     again.goto(store_url + "?model=MedVersa")
@@ -508,4 +557,105 @@ def test_layout_of_sorted_headers_last_row_queue_and_model_page(store_url, brows
     assert "the ReXrank site's own figures" in header
     settle(page)
     page.screenshot(path=str(ARTIFACTS / f"leaderboard_21_model_published_{width}.png"), full_page=True)
+    page.close()
+
+
+# ---- issue 31: the first screen is a leaderboard; a submitter finds their result ----
+
+@pytest.fixture(scope="module")
+def default_store(tmp_path_factory):
+    """A fresh default store, as `rexrank leaderboard` makes it (seeded with the published results)."""
+    from rexrank.leaderboard.app import build_app
+    from rexrank.leaderboard.source import LeaderboardSource, seed_if_empty
+    from rexrank.store import open_store
+
+    path = tmp_path_factory.mktemp("lb31") / "rexrank-store"
+    store = open_store(path)
+    seed_if_empty(store)
+    demo = build_app(LeaderboardSource.from_store(store, ttl=0))
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    try:
+        yield path, url
+    finally:
+        demo.close()
+
+
+# where the first screen's cells are: rank, model and the ranking metric (the column marked
+# ▼/▲) of the first rows, against the window and the grid's own visible box
+FIRST_SCREEN = """(sel) => {
+  const root = document.querySelector(sel);
+  if (!root || !root.offsetParent) return null;
+  const view = root.querySelector('.virtual-table-viewport').getBoundingClientRect();
+  const headers = Array.from(root.querySelectorAll('th[role=columnheader]'));
+  const metric = headers.findIndex(th => /[▼▲]/.test(th.innerText));
+  const seen = (r) => r.width > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeight
+                      && r.right <= window.innerWidth && r.right <= view.right + 1 && r.left >= view.left - 1;
+  const rows = [];
+  for (let row = 0; row < 3; row++) {
+    const cells = [0, 1, metric].map(k => root.querySelector(`[role=gridcell][data-row='${row}'][data-col='${k}']`));
+    rows.push(cells.map(c => c ? {text: c.innerText.trim(), seen: seen(c.getBoundingClientRect())} : null));
+  }
+  return {metric, header: headers[metric] ? headers[metric].innerText.trim() : null,
+          header_seen: headers[metric] ? seen(headers[metric].getBoundingClientRect()) : false, rows};
+}"""
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
+def test_the_first_screen_holds_the_ranking_metrics_numbers(default_store, browser, viewport):
+    _, url = default_store
+    page = browser.new_page(viewport=viewport)
+    page.goto(url)
+    width = viewport["width"]
+    rows = wait_until(page, "table-rexgradient", lambda rows: len(rows) >= 3, timeout=STATE_TIMEOUT_MS / 1000)
+    assert len(rows) >= 3, "the page does not open on a test set's table"
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / f"leaderboard_31_first_screen_{width}.png"))
+    screen = page.evaluate(FIRST_SCREEN, "#table-rexgradient")
+    assert screen is not None, "the first tab's table is not shown"
+    assert screen["metric"] == 2 and screen["header"] == "1/RadCliQ-v1 ↑ ▼"  # next to the model
+    assert screen["header_seen"], f"at {width} px the ranking metric's header is off the first screen"
+    expected = published("findings_result_gradienthealth.csv").sort_values("1/RadCliQ-v1", ascending=False)
+    for i, (rank, model, value) in enumerate(screen["rows"]):
+        assert rank["seen"] and model["seen"] and value["seen"], f"at {width} px row {i} is off the first screen: {screen}"
+        assert value["text"] == f"{expected['1/RadCliQ-v1'].iloc[i]:.3f}", screen
+    layout = page.evaluate(LAYOUT, "#table-rexgradient")
+    assert layout["page_overflow"] <= 0, f"at {width} px the page scrolls sideways"
+    assert layout["clipped"] == [], f"at {width} px cells cut off: {layout['clipped']}"
+    assert layout["broken"] == []
+    page.close()
+
+
+def test_a_submitted_row_is_reached_from_the_submit_link(default_store, browser, tmp_path):
+    from rexrank.cli.main import main
+    from rexrank.data import data_path
+
+    store, url = default_store
+    page = browser.new_page(viewport=PHONE)
+    page.goto(url + "?tab=submit")
+    page.get_by_label("Your name or organisation (submitter)").fill("tester")
+    page.get_by_label("Model name").fill("Issue31-Model")
+    page.locator("#submit-result").wait_for(state="attached", timeout=STATE_TIMEOUT_MS)
+    page.locator("#submit-file input[type=file]").set_input_files(str(data_path("example_predictions.json")))
+    page.locator("#submit-file").get_by_text("example_predictions.json").wait_for(state="visible", timeout=STATE_TIMEOUT_MS)
+    sub_test_set = page.get_by_label("Test set").first
+    sub_test_set.click()
+    page.locator("ul[role=listbox] li", has_text="Example").click(timeout=STATE_TIMEOUT_MS)
+    page.get_by_role("button", name="Validate and submit").click()
+    answer = wait_text(page, "#submit-result", lambda t: "filed" in t, timeout=STATE_TIMEOUT_MS / 1000)
+    assert answer.startswith("✅ Request"), answer
+    link = page.locator("#submit-result a", has_text="page on this leaderboard")
+    href = link.get_attribute("href")
+    assert href == "?model=Issue31-Model"
+    # the backend scores it (BLEU only, offline: no 1/RadCliQ-v1 value, so the row is unranked)
+    assert main(["backend", "--store", str(store), "--once",
+                 "--metrics", "bleu2", "--no-progress"]) == 0
+    page.goto(urljoin(page.url, href))  # the link (gradio opens a markdown link in a new tab)
+    header = wait_text(page, "#model-header", lambda t: t.startswith("Issue31-Model"), timeout=STATE_TIMEOUT_MS / 1000)
+    assert header.startswith("Issue31-Model")
+    rows = wait_until(page, "model-results", lambda rows: len(rows) == 1)
+    assert rows[0][:3] == ["Example (synthetic)", "Findings", "–"], rows
+    radcliq = column(page, "#model-results", "1/RadCliQ-v1")
+    assert rows[0][radcliq] == "– not scored", rows  # its row says why it is unranked
+    settle(page)
+    page.screenshot(path=str(ARTIFACTS / "leaderboard_31_submitted_model_390.png"), full_page=True)
     page.close()

@@ -201,8 +201,10 @@ def test_rank_key_for_every_displayed_header():
     for rank_by in ("radcliq_v1_inv", "bleu2"):
         headers = tables.display_headers(rank_by, columns=[c.key for c in LEADERBOARD_COLUMNS])
         keys = [tables.rank_key_for_header(h) for h in headers]
-        # the fixed columns and Source rank nothing; each metric header maps to its own key
-        assert keys == [None] * len(tables.DISPLAY_FIXED) + [c.key for c in LEADERBOARD_COLUMNS] + [None]
+        # the fixed columns and Source rank nothing; each metric header maps to its own key, the
+        # ranking metric's next to the model (rank, model, metric, n, tier, institution, date)
+        others = [c.key for c in LEADERBOARD_COLUMNS if c.key != rank_by]
+        assert keys == [None, None, rank_by, None, None, None, None, *others, None]
     assert tables.rank_key_for_header("1/RadCliQ-v1") == "radcliq_v1_inv"  # the model page's headers
     assert tables.rank_key_for_header("1/RadCliQ") is None and tables.rank_key_for_header("") is None
 
@@ -222,7 +224,7 @@ def test_table_notes_count_with_correct_plurals():
 def test_page_views_csv_holds_the_rows_the_grid_shows(frame):
     views = tables.page_views(frame, "findings", "fineradscore_inv", "csiro")
     iu = views.tables["iu_xray"]
-    assert iu.note == "4 of 25 results match the search. Tier n/a: no per-study scores of the ranking metric (published results are the site's means)."
+    assert iu.note == "4 of 25 results match the search."
     display, plain = iu.display, iu.plain
     # same rows, same order; names without markdown; ranks as numbers, unranked empty
     assert plain["Model"].tolist() == [_model(c) for c in display["Model"]]

@@ -123,9 +123,9 @@ def test_board_shows_n_and_tier_and_says_why_published_rows_have_none(store_sour
     shown = grid["value"]
     rows = {r["Model"].split("](")[0].lstrip("["): r for r in shown.to_dict("records")}
     assert [rows[m]["Tier"] for m in "ABCD"] == ["1", "2", "2", "3"]
-    assert rows["P"]["Tier"] == "n/a" and rows["P"]["n"] == "–"
+    assert rows["P"]["Tier"] == "" and rows["P"]["n"] == "–"
     assert rows["C"]["n"] == "589" and rows["A"]["n"] == "590"  # C left one study unscored
-    assert "Tier n/a: no per-study scores" in note
+    assert "Tiers compare the 4 results with per-study scores (About); no tier for 1 published (the site gives means only)." in note
     downloaded = pd.read_csv(csv, keep_default_na=False, na_values=[""])
     assert downloaded["n"].tolist()[:3] == [590, pytest.approx(float("nan"), nan_ok=True), 590]
     assert downloaded["Tier"].tolist()[2:] == [2, 2, 3]
@@ -175,7 +175,7 @@ def test_filters_leave_rows_out_of_ranking_and_say_so(frame):
 def test_column_choice_hides_new_metrics_by_default_and_keeps_the_ranking_one(frame):
     assert tables.shown_columns(None, "bleu2") == tables.DEFAULT_COLUMNS
     only = tables.display_headers("green", columns=["bleu2"])
-    assert [h for h in only if "↑" in h or "↓" in h] == ["BLEU ↑", "GREEN ↑ ▼"]  # the ranking metric stays
+    assert [h for h in only if "↑" in h or "↓" in h] == ["GREEN ↑ ▼", "BLEU ↑"]  # the ranking metric stays, first
     # the optional metrics added since ReXrank's eight (ROUGE-L, CRIMSON, ...) are hidden until chosen
     optional = [k for k, c in COLUMNS_BY_KEY.items() if c.optional]
     assert "crimson" in optional and not set(optional) & set(tables.DEFAULT_COLUMNS)

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rexrank.leaderboard.model_page import NO_SUCH_MODEL
 from rexrank.backend.worker import Worker
 from rexrank.errors import SubmissionError
 from rexrank.leaderboard import tables
@@ -219,7 +220,7 @@ def test_escape_leaves_ordinary_cells_alone():
 def test_an_unknown_model_is_not_echoed(wanted):
     frame = records_frame(load_seed_records())
     header = model_header(frame, wanted)
-    assert header == "No such model on this leaderboard: pick one from the list."
+    assert header == NO_SUCH_MODEL
     assert "evil" not in header and "http" not in header and "\u202e" not in header
 
 

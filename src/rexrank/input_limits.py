@@ -167,7 +167,7 @@ def check_rows(n: int, *, source: str, counted: bool = True) -> None:
 def check_texts(texts: list, ids: list, *, source: str, shown: int = 10) -> None:
     """Characters per prediction and in all predictions (non-strings are left to the
     validator, which names them)."""
-    from rexrank.submissions import short_repr
+    from rexrank.prediction_columns import short_repr
 
     strings = [(i, t) for i, t in zip(ids, texts) if isinstance(t, str)]
     long = [(i, len(t)) for i, t in strings if len(t) > MAX_PREDICTION_CHARS]
@@ -188,7 +188,7 @@ def parquet_columns(path: Path, id_names, text_names, *, source: str):
     millions of rows: a decompression bomb is refused before a page is read)."""
     import pyarrow.parquet as pq
 
-    from rexrank.submissions import _first_present
+    from rexrank.prediction_columns import first_present as _first_present
 
     footer = _parquet_footer_length(path)
     if footer > MAX_PARQUET_FOOTER:

@@ -83,6 +83,17 @@ def _radcliq_v1_bounds() -> tuple[float, float]:
     return radcliq_v1_extremes(radgraph=(0.0, 1.0), bertscore=(BERTSCORE_MIN, 1.0), semb=(-1.0, 1.0), bleu2=(0.0, 1.0))
 
 
+# a per-study column that repeats another column's number: `rouge`'s primary value is ROUGE-L,
+# which the metric also reports as `rougeL` beside ROUGE-1 and ROUGE-2. Shown once, as the primary.
+SAME_AS = {"rougeL": "rouge"}
+
+
+def repeated_columns(columns) -> set[str]:
+    """The columns among `columns` that repeat another of them (SAME_AS): left out of tables and figures."""
+    columns = set(columns)
+    return {c for c, primary in SAME_AS.items() if c in columns and primary in columns}
+
+
 def value_in_range(key: str, mean: float) -> tuple[bool, str]:
     """Whether a leaderboard column's mean is one its metric can produce, and the range in
     words (the leaderboard ranks no value outside it)."""

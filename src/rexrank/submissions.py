@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from rexrank.errors import SubmissionError, first_line
+from rexrank.prediction_columns import first_present, short_repr
 
 ID_COLUMNS = ("id", "study_id")
 TEXT_COLUMNS = ("prediction", "report")
@@ -53,30 +54,14 @@ class RawPredictions:
     source: str
 
 
-def _first_present(columns: Iterable[str], wanted: Sequence[str], *, what: str, source: str) -> str:
-    columns = list(columns)
-    for name in wanted:
-        if name in columns:
-            return name
-    raise SubmissionError(
-        f"no {what} column: expected one of {', '.join(wanted)}, found {_names(columns) or 'none'}",
-        source=source,
-    )
-
-
-def _names(columns: list, shown: int = 10) -> str:
-    listed = ", ".join(short_repr(str(c), 40)[1:-1] for c in columns[:shown])
-    return listed + (f", … ({len(columns) - shown} more)" if len(columns) > shown else "")
-
-
 def _rows_from_records(records: list[dict], *, source: str, location: str, ids=ID_COLUMNS, texts=TEXT_COLUMNS) -> RawPredictions:
     columns: dict[str, None] = {}
     for rec in records:
         if not isinstance(rec, dict):
             raise SubmissionError(f"expected objects with id and prediction fields, found {type(rec).__name__}", source=source)
         columns.update(dict.fromkeys(rec))
-    id_col = _first_present(columns, ids, what="id", source=source)
-    text_col = _first_present(columns, texts, what="prediction text", source=source)
+    id_col = first_present(columns, ids, what="id", source=source)
+    text_col = first_present(columns, texts, what="prediction text", source=source)
     rows = []
     for i, rec in enumerate(records):
         if text_col not in rec:
@@ -99,8 +84,8 @@ def _read_submission_json(doc: dict, *, source: str, field: str = SUBMISSION_JSO
 
 
 def _read_table(frame, *, source: str, location: str, ids=ID_COLUMNS, texts=TEXT_COLUMNS) -> RawPredictions:
-    id_col = _first_present(frame.columns, ids, what="id", source=source)
-    text_col = _first_present(frame.columns, texts, what="prediction text", source=source)
+    id_col = first_present(frame.columns, ids, what="id", source=source)
+    text_col = first_present(frame.columns, texts, what="prediction text", source=source)
     ids = frame[id_col].tolist()
     texts = frame[text_col].tolist()
     return RawPredictions([(i, t, f"{location} {n + 1}") for n, (i, t) in enumerate(zip(ids, texts))], source)
@@ -149,8 +134,8 @@ def _read_dataset_folder(path: Path, *, source: str, ids, texts) -> RawPredictio
             raise SubmissionError(f"saved DatasetDict has splits {list(table)}; save a single split", source=source)
         table = next(iter(table.values()))
     L.check_rows(table.num_rows, source=source)
-    id_col = _first_present(table.column_names, ids, what="id", source=source)
-    text_col = _first_present(table.column_names, texts, what="prediction text", source=source)
+    id_col = first_present(table.column_names, ids, what="id", source=source)
+    text_col = first_present(table.column_names, texts, what="prediction text", source=source)
     L.check_string_columns(table.data.schema, (id_col, text_col), source=source)
     return _read_table(table.select_columns([id_col, text_col]).to_pandas(), source=source, location="row",
                        ids=(id_col,), texts=(text_col,))
@@ -273,13 +258,6 @@ def _normalise_id(value: Any, location: str, source: str) -> str:
     if _surrogate_at(text) is not None:
         raise SubmissionError(f"{location}: study id {short_repr(text)} holds a lone surrogate, not valid Unicode text", source=source)
     return text
-
-
-def short_repr(value: Any, limit: int = 60) -> str:
-    """repr() cut to `limit` characters: an id or value of megabytes must not make the
-    message megabytes."""
-    text = repr(value) if not isinstance(value, (list, dict, tuple)) or len(value) < 100 else f"<{type(value).__name__} of {len(value)}>"
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _listing(ids: Sequence[str]) -> str:

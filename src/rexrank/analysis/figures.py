@@ -54,6 +54,34 @@ def fig_metric_correlation(table: "pd.DataFrame | RunSet", method: str = "pearso
     return fig
 
 
+def fig_score_distributions(runs: "RunSet", *, metrics: Sequence[str] | None = None, title: str | None = None) -> Figure:
+    """Each metric's per-study scores, one box per system (the studies it scored), the mean
+    marked: how the systems' scores spread, which two means alone do not show."""
+    metrics = list(metrics or runs.metrics)
+    if not metrics:
+        raise AnalysisError("no metric columns to plot")
+    cols = min(3, len(metrics))
+    rows = int(np.ceil(len(metrics) / cols))
+    fig = _figure(max(4.2 * cols, 6.0), 3.4 * rows + 0.6)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        frame = runs.matrix(metric)
+        data = [frame[s].dropna().to_numpy() for s in runs.systems]
+        shown = [i for i, d in enumerate(data) if d.size]
+        ax.boxplot([data[i] for i in shown], positions=[i + 1 for i in shown], widths=0.6, showfliers=True,
+                   showmeans=True, flierprops={"markersize": 3, "alpha": 0.5})
+        ax.set_xticks(range(1, len(runs.systems) + 1), runs.systems, rotation=30 if len(runs.systems) > 3 else 0,
+                      ha="right" if len(runs.systems) > 3 else "center")
+        ax.set_title(label(metric))
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.set_visible(False)
+    fig.supylabel("per-study score (unitless)")
+    fig.suptitle(title or f"Per-study scores of {len(runs.systems)} systems on {len(runs.ids)} studies "
+                 "(box: quartiles; triangle: mean)", wrap=True)
+    return fig
+
+
 def fig_metric_boxplots(tables_by_test_set: Mapping[str, "pd.DataFrame | RunSet"], *, metrics: Sequence[str] | None = None,
                         title: str | None = None) -> Figure:
     """Each metric's distribution across systems, one box per test set (ReXrank paper

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rexrank.errors import RexrankError
-from rexrank.results_schema import COLUMNS_BY_KEY, LEADERBOARD_COLUMNS
+from rexrank.results_schema import COLUMNS_BY_KEY, LEADERBOARD_COLUMNS, SAME_AS, repeated_columns
 
 
 class AnalysisError(RexrankError):
@@ -29,6 +29,11 @@ class AnalysisError(RexrankError):
 # callers can override with `lower_is_better=`.
 LOWER_IS_BETTER = frozenset({"radcliq", "radcliq_v0", "radcliq_v1", "fineradscore", "fineradscore_sum",
                               "fineradscore_n_corrections"})
+
+
+def label_of(metric: str) -> str:
+    """A metric's one display name: the leaderboard's header for its columns (rouge: ROUGE-L), else its name."""
+    return COLUMNS_BY_KEY[metric].display if metric in COLUMNS_BY_KEY else metric
 
 
 def higher_is_better(metric: str, lower_is_better: Sequence[str] = ()) -> bool:
@@ -190,6 +195,11 @@ def load_runs(specs: Sequence[str] | Mapping[str, str | Path], *, lower_is_bette
             raise AnalysisError(f"{path}: cannot read its metadata: {exc}") from exc
     test_set, notes = check_same_origin(provenance, sources)
     runs = join_runs(tables, sources=sources, lower_is_better=lower_is_better)
+    for column in sorted(repeated_columns(runs.scores)):  # one row, one figure per number
+        same = SAME_AS[column]
+        if runs.scores[column].equals(runs.scores[same]):
+            del runs.scores[column]
+            notes.append(f"{column} is {same}'s number ({label_of(same)}): shown once, as {same}")
     runs.test_set = test_set
     runs.notes[:0] = notes
     return runs

@@ -83,7 +83,7 @@ def analyze(
                 analysis.notes.append(f"{metric}: {n_excluded} studies unscored by some system are left out of ranks and tests")
             ranks = rank_intervals(frame, higher_is_better=runs.higher_is_better(metric), resamples=resamples, seed=seed)
             analysis.tables[f"ranks_{metric}"] = ranks
-            analysis.table_captions[f"ranks_{metric}"] = f"bootstrap rank intervals on {metric}"
+            analysis.table_captions[f"ranks_{metric}"] = f"bootstrap rank intervals on {F.label(metric)}"
             analysis.figures[f"ranks_{metric}"] = F.fig_rank_intervals(ranks, metric=metric)
             analysis.figure_captions[f"ranks_{metric}"] = f"rank uncertainty on {F.label(metric)}"
             boot = pairwise_tests(frame, method="bootstrap", resamples=resamples, seed=seed)
@@ -93,12 +93,12 @@ def analyze(
             boot = boot.rename(columns={"p_value": "p_bootstrap", "p_holm": "p_bootstrap_holm"}).drop(columns=["method"])
             analysis.tables[f"pairwise_{metric}"] = boot
             analysis.table_captions[f"pairwise_{metric}"] = (
-                f"paired tests on {metric}: difference = mean(a) − mean(b), bootstrap 95 % CI, Cohen's d_z, "
+                f"paired tests on {F.label(metric)}: difference = mean(a) − mean(b), bootstrap 95 % CI, Cohen's d_z, "
                 "Holm-adjusted over the pairs of this table")
             for by, series in labels.items():
                 analysis.tables[f"pairwise_{by}_{metric}"] = _pairwise_by_stratum(frame, series, resamples, seed)
                 analysis.table_captions[f"pairwise_{by}_{metric}"] = (
-                    f"paired tests on {metric} within each {by} stratum (Holm within a stratum)")
+                    f"paired tests on {F.label(metric)} within each {by} stratum (Holm within a stratum)")
 
     # sites
     if site_column:
@@ -108,7 +108,7 @@ def analyze(
         table = site_ranking(runs, stratum_labels(attrs, site_column), metric, top_n=top_n_sites,
                              resamples=resamples, seed=seed)
         analysis.tables[f"sites_{metric}"] = table
-        analysis.table_captions[f"sites_{metric}"] = f"rank per site (top {top_n_sites} by study count) on {metric}"
+        analysis.table_captions[f"sites_{metric}"] = f"rank per site (top {top_n_sites} by study count) on {F.label(metric)}"
         analysis.figures[f"sites_{metric}"] = F.fig_site_heatmap(table)
         analysis.figure_captions[f"sites_{metric}"] = f"rank by site on {F.label(metric)}"
 
@@ -133,9 +133,10 @@ def analyze(
     else:
         analysis.notes.append("metric correlations need at least 3 systems and 2 metrics; skipped")
     analysis.tables["system_means"] = runs.means().reset_index(names="system")
-    analysis.table_captions["system_means"] = "system-level means (input of the correlations and box plots)"
-    analysis.figures["boxplots"] = F.fig_metric_boxplots({test_set or "these studies": runs})
-    analysis.figure_captions["boxplots"] = "distribution of system means per metric"
+    analysis.table_captions["system_means"] = "system-level means (input of the correlations)"
+    # per-study scores, one distribution per system: a box over a few systems' means says nothing
+    analysis.figures["distributions"] = F.fig_score_distributions(runs)
+    analysis.figure_captions["distributions"] = "per-study scores of each system, per metric"
 
     # metrics against radiologists
     if rexval_dir is not None:

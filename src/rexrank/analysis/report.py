@@ -69,23 +69,37 @@ p,ul,ol,figcaption,.notes{max-width:1000px}
 table.t{border-collapse:collapse;font-size:12.5px;margin:.5em 0 1.5em}table.t td,table.t th{border-bottom:1px solid #ddd;
 padding:3px 6px;text-align:right}table.t th{background:#f4f4f4}img{max-width:100%}details{margin:.4em 0}
 .note{color:#555;font-size:14px}.scroll{overflow-x:auto}figure{margin:1em 0}figcaption{color:#555;font-size:14px}
-.notes{font-size:14px;line-height:1.45}.notes code{background:#f4f4f4;padding:0 3px}"""
+.notes{font-size:14px;line-height:1.45}.notes code{background:#f4f4f4;padding:0 3px}
+.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:1em;align-items:start}
+.figures figure{margin:0}.figures figure.wide{grid-column:1/-1}"""
+WIDE_FIGURE_INCHES = 7
+FIRST_TABLE = "summary"  # the report opens with it: each system's mean, CI and rank per metric
 
 
 def render_html(analysis: Analysis) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(analysis.title)}</title>",
              f"<style>{_CSS}</style></head><body><h1>{html.escape(analysis.title)}</h1>"]
-    if analysis.notes:
-        parts.append("<h2>Notes</h2><ul class='note'>" + "".join(f"<li>{html.escape(n)}</li>" for n in analysis.notes) + "</ul>")
+    # the comparison first (the summary table), then the figures side by side to the page's
+    # width, then every other table
+    first = [n for n in analysis.tables if n == FIRST_TABLE]
+    for name in first:
+        caption = html.escape(analysis.table_captions.get(name, name))
+        parts.append(f"<h2>Comparison</h2><p class='note'>{caption}</p>{_html_table(analysis.tables[name])}")
     if analysis.figures:
-        parts.append("<h2>Figures</h2>")
+        parts.append("<h2>Figures</h2><div class='figures'>")
         for name, fig in analysis.figures.items():
             caption = html.escape(analysis.figure_captions.get(name, name))
-            parts.append(f"<figure><img alt='{caption}' src='data:image/png;base64,{_png_base64(fig)}'>"
+            wide = " class='wide'" if fig.get_figwidth() > WIDE_FIGURE_INCHES else ""  # a row of its own
+            parts.append(f"<figure{wide}><img alt='{caption}' src='data:image/png;base64,{_png_base64(fig)}'>"
                          f"<figcaption>{caption}</figcaption></figure>")
-    if analysis.tables:
+        parts.append("</div>")
+    if analysis.notes:
+        parts.append("<h2>Notes</h2><ul class='note'>" + "".join(f"<li>{html.escape(n)}</li>" for n in analysis.notes) + "</ul>")
+    rest = [n for n in analysis.tables if n not in first]
+    if rest:
         parts.append("<h2>Tables</h2>")
-        for name, frame in analysis.tables.items():
+        for name in rest:
+            frame = analysis.tables[name]
             caption = html.escape(analysis.table_captions.get(name, name))
             parts.append(f"<details{' open' if len(frame) <= 40 else ''}><summary><b>{html.escape(name)}</b> — {caption} "
                          f"({len(frame)} rows)</summary>{_html_table(frame)}</details>")

@@ -128,6 +128,6 @@ def summary_table(
                        **summary_row(frame[s].to_numpy(), boot_low=low, boot_high=high)}
                 if ranks is not None:
                     row.update(rank=int(ranks.at[s, "rank"]), rank_low=int(ranks.at[s, "rank_low"]),
-                               rank_high=int(ranks.at[s, "rank_high"]), n_ranked=len(complete))
+                               rank_high=int(ranks.at[s, "rank_high"]), n_ranked=len(ranks))  # systems ranked
                 rows.append(row)
     return pd.DataFrame(rows)

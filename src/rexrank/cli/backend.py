@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from rexrank.cli.flags import add_data_dir, add_progress_flag
 
@@ -124,7 +125,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         done = worker.run(once=args.once, poll=args.poll)
     logging.getLogger("rexrank.backend").info("worker %s processed %d request(s)", worker.worker_id, done)
-    return 0
+    return _failed_exit(store, worker.worker_id, args.store) if done else 0
+
+
+def _failed_exit(store, worker_id: str, store_arg: str | None) -> int:
+    """1 when a request this worker processed FAILED (each named, with what to do), else 0."""
+    from rexrank.store import records as R
+
+    failed = [r for r in store.list_requests(R.FAILED) if r.get("worker") == worker_id]
+    if not failed:
+        return 0
+    where = f" --store {store_arg}" if store_arg else ""
+    print(f"{len(failed)} request(s) FAILED: {', '.join(r['id'] for r in failed)} (`rexrank status{where} ID` says why). "
+          "A metric without its weights: `rexrank weights download NAME`, or score with the metrics this machine has "
+          f"(offline: `rexrank backend{where} --once --metrics bleu2`); then `rexrank requeue{where} ID`.", file=sys.stderr)
+    return 1
 
 
 def _dispatcher(args: argparse.Namespace, store, worker):

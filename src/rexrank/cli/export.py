@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 
+DEFAULT_ORG = "rexrank"  # where ReXrank's own benchmark datasets and leaderboard live
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "export",
@@ -31,7 +34,7 @@ def register(subparsers) -> None:
                        "ignoring case, width, invisible characters and lookalike letters)")
     e.add_argument("--store", default=None, help="store folder or hf://ORG (default: $REXRANK_STORE or ./rexrank-store)")
     e.add_argument("--org", default=None, help="Hub organisation of the benchmark datasets and the leaderboard "
-                   "(default: ORG of an hf://ORG store)")
+                   f"(default: ORG of an hf://ORG store, else the store's config \"org\", else {DEFAULT_ORG})")
     e.add_argument("--out", default=".", help="folder to write .eval_results/ into (default: the current folder)")
     e.add_argument("--endpoint", default="https://huggingface.co", help="Hub address in the source links")
     p.set_defaults(run=run)
@@ -70,19 +73,23 @@ def chosen_records(store, result_id: str | None, model: str | None) -> list[dict
 
 
 def run(args: argparse.Namespace) -> int:
-    from rexrank.hub.eval_results import ExportError, eval_results_file
+    from rexrank.hub.eval_results import eval_results_file
     from rexrank.hub.plan import check_org
     from rexrank.store import open_store
 
+    from rexrank.store.config import read_config
+
     store_spec = args.store or os.environ.get("REXRANK_STORE")
-    org = args.org
-    if org is None and store_spec and str(store_spec).startswith("hf://"):
-        org = str(store_spec).removeprefix("hf://").strip("/")
-    if not org:
-        raise ExportError("--org ORG is needed: the Hub organisation whose datasets ORG/<test set> are the benchmarks "
-                          "(it is taken from the store only when the store is hf://ORG)")
-    check_org(org)
     store = open_store(args.store, create=False)
+    org, whence = args.org, "--org"
+    if org is None and store_spec and str(store_spec).startswith("hf://"):
+        org, whence = str(store_spec).removeprefix("hf://").strip("/"), "the store hf://ORG"
+    if org is None and read_config(store).get("org"):
+        org, whence = str(read_config(store)["org"]), "the store's config"
+    if org is None:
+        org, whence = DEFAULT_ORG, "the default; --org ORG for another"
+    check_org(org)
+    print(f"benchmark datasets of the Hub organisation {org} ({whence})")
     files = [eval_results_file(r, org=org, endpoint=args.endpoint) for r in chosen_records(store, args.result_id, args.model)]
     out = Path(args.out)
     for f in files:
@@ -90,4 +97,6 @@ def run(args: argparse.Namespace) -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(f.text())
         print(f"wrote {target} ({len(f.entries)} scores)")
+        for name, why in f.left_out.items():
+            print(f"  left out {name}: {why}")
     return 0

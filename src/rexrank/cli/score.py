@@ -47,11 +47,16 @@ def register(subparsers) -> None:
 
 
 def format_table(results: dict) -> str:
+    from rexrank.results_schema import repeated_columns
+
     bootstrap = bool((results.get("statistics") or {}).get("bootstrap"))
     header = ("metric", "mean", "± 95% CI", *(("bootstrap 95% CI",) if bootstrap else ()), "n scored / failed")
     rows = [header]
     for summary in results["metrics"].values():
+        repeated = repeated_columns(summary["scores"])  # rougeL is rouge's number: one row
         for column, s in summary["scores"].items():
+            if column in repeated:
+                continue
             ci = s.get("ci95", math.nan)
             n = f"{s['n']} / {s.get('n_missing', 0)}"
             boot = ()
@@ -60,7 +65,7 @@ def format_table(results: dict) -> str:
                 boot = ("n/a" if low is None else f"[{low:.4f}, {high:.4f}]",)
             rows.append((column, f"{s['mean']:.4f}", "n/a" if math.isnan(ci) else f"{ci:.4f}", *boot, n))
         for key, value in summary["corpus"].items():
-            if key not in summary["scores"]:
+            if key not in summary["scores"] and key not in repeated_columns({key, *summary["scores"]}):
                 rows.append((key, f"{value:.4f}", "(corpus)", *(("",) if bootstrap else ()), ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]

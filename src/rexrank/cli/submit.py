@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.leaderboard:
         return _via_leaderboard(args)
     from rexrank.errors import SubmissionError
+    from rexrank.leaderboard.model_page import model_link
     from rexrank.store import Quota, open_store
     from rexrank.store.names import display
 
@@ -77,12 +78,16 @@ def run(args: argparse.Namespace) -> int:
         if not preds["ids_checked"]:
             print("note: the study ids of this private test set are checked by the backend when it scores")
         print(f"follow it with: rexrank status --store {store.name} {request['id']}")
+        # the board on this model, once the backend has scored it (`rexrank leaderboard`'s address)
+        print(display(f"see it, once scored: rexrank leaderboard --store {store.name}, then open "
+                      f"http://127.0.0.1:7860/{model_link(request['model_name'])}"))
     return 0
 
 
 def _via_leaderboard(args: argparse.Namespace) -> int:
     from rexrank.errors import SubmissionError
     from rexrank.leaderboard.client import submit
+    from rexrank.leaderboard.model_page import model_link
     from rexrank.store.names import display
 
     local_only = [flag for flag, value in (("--id-column", args.id_column), ("--prediction-column", args.prediction_column),
@@ -105,4 +110,5 @@ def _via_leaderboard(args: argparse.Namespace) -> int:
     if preds.get("repo"):
         print(display(f"read from {preds['repo']} at commit {preds['revision']}: later pushes change nothing"))
     print(f"follow it with: rexrank status {request['id']} --leaderboard {args.leaderboard}")
+    print(display(f"see it, once scored: {model_link(request['model_name'], args.leaderboard)}"))
     return 0

@@ -18,13 +18,13 @@ results can be exported; the others are named and skipped, never dropped silentl
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import yaml
 
 from rexrank.errors import RexrankError
 from rexrank.results_schema import DEFAULT_RANK_KEY, LEADERBOARD_COLUMNS
-from rexrank.testsets.registry import TEST_SETS, TRACKS, TestSetSpec
+from rexrank.testsets.registry import TEST_SETS, TRACKS, TestSetSpec, public_test_sets
 
 BENCHMARK_FILE = "eval.yaml"
 EVAL_RESULTS_DIR = ".eval_results"
@@ -77,8 +77,6 @@ def benchmark_yaml(spec: TestSetSpec) -> bytes:
 
 def exportable(record: dict) -> str | None:
     """None when `record` can be an Eval Result, else why not."""
-    from rexrank.hub.testset_repo import public_test_sets
-
     spec = TEST_SETS.get(str(record.get("test_set")))
     if spec is None:
         return f"unknown test set {record.get('test_set')!r}"
@@ -92,6 +90,7 @@ def exportable(record: dict) -> str | None:
 class EvalResultsFile:
     path: str  # inside the model repo
     entries: list[dict]
+    left_out: dict[str, str] = field(default_factory=dict)  # a value of the result not exported -> why
 
     def text(self) -> str:
         return yaml.safe_dump(self.entries, sort_keys=False, allow_unicode=True, width=100)
@@ -134,4 +133,20 @@ def eval_results_file(record: dict, *, org: str, endpoint: str = "https://huggin
         entries.append(entry)
     if not entries:
         raise ExportError(f"result {record['id']!r} has no leaderboard value to export")
-    return EvalResultsFile(f"{EVAL_RESULTS_DIR}/rexrank_{spec.name}_{track}.yaml", entries)
+    return EvalResultsFile(f"{EVAL_RESULTS_DIR}/rexrank_{spec.name}_{track}.yaml", entries, left_out(record))
+
+
+def left_out(record: dict) -> dict[str, str]:
+    """The result's values that are no task of the benchmark, each with why (never dropped
+    silently): a column ReXrank does not publish, or a value the board has no column for."""
+    benchmark = {c.key for c in ordered_columns()}
+    columns = {c.key: c for c in LEADERBOARD_COLUMNS}
+    out = {}
+    for key, value in (record.get("values") or {}).items():
+        if key in benchmark or not isinstance(value, dict) or value.get("mean") is None:
+            continue
+        if key in columns:
+            out[columns[key].display] = "an optional column, not one of ReXrank's eight: no task of the benchmark"
+        else:
+            out[key] = "no leaderboard column"
+    return out

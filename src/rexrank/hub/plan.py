@@ -160,7 +160,8 @@ class _Builder:
                         data_prefixes=R.RESULTS_DATA_PREFIXES, seed=seed, seed_prefix=R.RECORDS_DIR)
 
     def test_sets(self, data_dir) -> list[RepoPlan]:
-        from rexrank.hub.testset_repo import public_test_sets, test_set_files
+        from rexrank.hub.testset_repo import test_set_files
+        from rexrank.testsets.registry import public_test_sets
 
         out = []
         for spec in public_test_sets():

@@ -14,7 +14,7 @@ from pathlib import Path
 from rexrank.hub.cards import card
 from rexrank.hub.errors import DeployError
 from rexrank.hub.eval_results import BENCHMARK_FILE, benchmark_yaml, data_split
-from rexrank.testsets.registry import TEST_SETS, TestSetSpec
+from rexrank.testsets.registry import TestSetSpec
 
 # what each public set's text may be republished under, and its source
 LICENCES = {
@@ -38,11 +38,6 @@ LICENCES = {
     },
 }
 DATA_FILE = "data/{split}-00000-of-00001.parquet"
-
-
-def public_test_sets() -> list[TestSetSpec]:
-    """Test sets deploy may publish: public, not the embedded synthetic example."""
-    return [spec for spec in TEST_SETS.values() if spec.access == "public" and not spec.embedded]
 
 
 def test_set_files(spec: TestSetSpec, data_dir: str | Path | None, repo_id: str) -> dict[str, bytes]:

@@ -102,8 +102,11 @@ def about_markdown() -> str:
         "t-test on the ranking metric's per-study scores over the studies both scored (two-sided); the p-values "
         "of all these neighbour tests in a table are Holm-corrected together, and a model starts a new tier "
         "when its corrected p is below 0.05, else it shares the tier of the one above. Tiers are computed once "
-        "per new result, for the rows the filters keep. Published rows have no per-study scores: their tier "
-        "reads n/a.",
+        "per new result, for the rows the filters keep. Tiers number the rows with per-study scores among "
+        "themselves; published rows have none, so their Tier cell is empty, and a table with fewer than two "
+        "such rows has no Tier column. The ranking metric's column stands next to the model; a row without "
+        "its value is unranked and says why (not published, or not scored). Search, filters and column "
+        "choice are under \"Search, filters and columns\".",
         "",
         "Published rows are the ReXrank site's own figures (rajpurkarlab/ReXrank, gh-pages `results/`), shown "
         "as published: scoring a model's public predictions with rexrank can give slightly different values "

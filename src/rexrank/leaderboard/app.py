@@ -1,7 +1,8 @@
 """The ReXrank leaderboard as a Gradio Blocks app (gradio 6, built-in components only).
 
-Layout: global controls (track, ranking metric, search) above the tabs: Overview, one tab
-per test set, Model, Plots, About, Submit. Every table is computed by
+Layout: the track and the ranking metric above the tabs: one tab per test set (the page opens
+on the first: a ranked table is the first screen), Overview, Model, Plots, About, Submit; search,
+filters and column choice under the tables. Every table is computed by
 `rexrank.leaderboard.tables` from the source's frame; this module only wires components.
 The view (tab, track, ranking metric, search, filters, columns, model) lives in the page's
 address (`rexrank.leaderboard.view_state`): a link reproduces it; `?model=NAME` alone opens
@@ -38,6 +39,7 @@ from rexrank.leaderboard.page_style import (
     MODEL_GRID,
     OVERVIEW_GRID,
     PAGE_CSS,
+    RESULTS_GRID,
     TABLE_CLASS,
     GridLayout,
     results_layout,
@@ -67,8 +69,12 @@ from rexrank.store.names import display
 from rexrank.submissions import ID_COLUMNS, SUBMISSION_JSON_FIELD, TEXT_COLUMNS
 
 TITLE = "ReXrank: chest X-ray report generation leaderboard"
+# the legend above the tables: short (a phone shows the table under it); the rest is in About
+LEGEND = ("Default ranking 1/RadCliQ-v1 (the ReXrank Challenge: 1/FineRadScore); click a metric's header to rank by it. "
+          f"± 95 % CI · n studies · Tier: tied models share one (About) · {tables.TRAINED_MARK} trained on the test set.")
 TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]
 QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status", "submitted_time", "error"]
+METRIC_NAMES = {k: c.display for k, c in COLUMNS_BY_KEY.items()}
 QUEUE_HEADERS = ["Request", "Model", "Submitter", "Test set", "Track", "Status", "Submitted (UTC)", "Error"]
 
 
@@ -197,9 +203,8 @@ def build_app(source: LeaderboardSource):
                                   filters=filters, columns=columns, per_study=per_study, p_cache=source.pair_p)
         suffix = f"{track}_by-{rank_by}" + ("_filtered" if filters.describe() else "") + ("_search" if (query or "").strip() else "")
         out = [views.overview, csv_files.prepare(views.overview_plain, f"rexrank_overview_{suffix}")]
-        widths = results_layout(tables.shown_columns(columns, rank_by), rank_by,
-                                {k: c.display for k, c in COLUMNS_BY_KEY.items()}).widths
         for test_set, view in views.tables.items():
+            widths = results_layout(view.slots, rank_by, METRIC_NAMES).widths
             # the CSV's bytes once per table version (part cache), not per page load
             csv = cached(("csv", rank_by, query, filters), (test_set, track),
                          lambda: csv_files.prepare(view.plain, f"rexrank_{test_set}_{suffix}"))
@@ -254,10 +259,10 @@ def build_app(source: LeaderboardSource):
         state = parse_view(params)
         selected = state.tab or ("model" if wanted else None)
         tab = gr.Tabs(selected=selected) if selected else gr.Tabs()
-        status_text = _status(source)
-        if state.problems:
-            status_text += "\n\n" + tables.md_escape(describe_problems(state.problems))
-        return (gr.update(choices=choices, value=picked), status_text, tab, state.track, state.rank_by, state.query,
+        # the address's unknown values: a line of their own, which the views (they rewrite the
+        # status line) leave alone
+        address_text = tables.md_escape(describe_problems(state.problems)) if state.problems else ""
+        return (gr.update(choices=choices, value=picked), _status(source), address_text, tab, state.track, state.rank_by, state.query,
                 state.hide_trained, state.sources, state.columns)
 
     def rank_from_header(evt: gr.EventData):
@@ -282,14 +287,13 @@ def build_app(source: LeaderboardSource):
 
     # initial values, so the page shows filled tables before the load event has re-read the store
     first = page("findings", DEFAULT_RANK_KEY, "")
-    first_layout = results_layout(tables.DEFAULT_COLUMNS, DEFAULT_RANK_KEY, {k: c.display for k, c in COLUMNS_BY_KEY.items()})
     first_choices = model_choices(source.frame())
     first_model = model(first_choices[0] if first_choices else None, DEFAULT_RANK_KEY)
 
-    def grid(value, elem_id: str, layout: GridLayout, **kwargs):
+    def grid(value, elem_id: str, layout: GridLayout, widths: list[str] | None = None, **kwargs):
         return gr.Dataframe(
             value, datatype="markdown", interactive=False, wrap=True, elem_id=elem_id,
-            elem_classes=[TABLE_CLASS, layout.css_class], column_widths=layout.widths, **kwargs,
+            elem_classes=[TABLE_CLASS, layout.css_class], column_widths=widths or layout.widths, **kwargs,
         )
 
     def download(value, elem_id: str):
@@ -301,51 +305,33 @@ def build_app(source: LeaderboardSource):
         # page-wide style and the header-click bridge: in the Blocks, so every launch has them
         header_clicks = gr.HTML(visible="hidden", head=f"<style>{PAGE_CSS}</style>", js_on_load=HEADER_CLICK_JS,
                                 elem_id="header-clicks")
-        gr.Markdown(
-            f"# {TITLE}\n"
-            "Models ranked on four test sets, in two tracks. Default ranking: 1/RadCliQ-v1 (as ReXrank); "
-            "the ReXrank Challenge ranks by 1/FineRadScore. Click a metric's header to rank by it. "
-            "**Bold** = best in the column; "
-            f"± = 95 % CI where per-study scores exist; n = studies scored; **Tier**: models not significantly "
-            f"different from the one above share a tier (paired tests on per-study scores, see About); {tables.TRAINED_NOTE} "
-            "The page's address keeps the view: copy it to share it."
-        )
-        status = gr.Markdown(_status(source), elem_id="status")
+        gr.Markdown(f"# {TITLE}\n{LEGEND}", elem_id="legend")
         with gr.Row():
             # min_width: on a phone each control takes its own line instead of a sliver
             track = gr.Radio(TRACK_CHOICES, value="findings", label="Track", elem_id="track", min_width=280)
             rank_by = gr.Dropdown(tables.rank_choices(), value=DEFAULT_RANK_KEY, label="Rank by", elem_id="rank-by",
                                   min_width=280)
-            query = gr.Textbox(label="Search model or institution", placeholder="e.g. CSIRO", elem_id="search", min_width=280)
-            reload_btn = gr.Button("Reload results", scale=0)
-        with gr.Row():
-            with gr.Column(min_width=280, scale=1):  # a column: on a phone the checkbox keeps its width
-                hide_trained = gr.Checkbox(False, label=f"Hide models trained on the test set ({tables.TRAINED_MARK})",
-                                           elem_id="hide-trained")
-                sources = gr.CheckboxGroup(list(tables.SOURCES), value=list(tables.SOURCES), label="Sources",
-                                           elem_id="sources")
-            columns = gr.CheckboxGroup([(COLUMNS_BY_KEY[k].display, k) for k in tables.METRIC_KEYS],
-                                       value=list(tables.DEFAULT_COLUMNS), label="Metric columns shown",
-                                       elem_id="columns", min_width=280, scale=3)
-        controls = [track, rank_by, query, hide_trained, sources, columns]
+        address_note = gr.Markdown(elem_id="address-note")
         with gr.Tabs() as tabs:
-            with gr.Tab("Overview", id="overview") as overview_tab:
-                with gr.Row():
-                    gr.Markdown("Top models per test set (ranked by the chosen metric, within the chosen track).")
-                    overview_csv = download(first[1], "csv-overview")
-                overview_df = grid(first[0], "table-overview", OVERVIEW_GRID, pinned_columns=1)
-                overview_note = gr.Markdown(first[-1], elem_id="note-overview")
-            tab_selects = [(overview_tab, "overview")]
-            view_outputs = [overview_df, overview_csv]
+            tab_selects, view_outputs = [], [None, None]  # the overview's grid and CSV, made below
+            # the test sets first: the page opens on a ranked table
             for i, t in enumerate(tab_test_sets):
                 note, table, csv = first[2 + 3 * i: 5 + 3 * i]
                 with gr.Tab(TEST_SET_LABELS[t], id=t) as tab:
                     with gr.Row():
                         note_md = gr.Markdown(note, elem_id=f"note-{t}")
                         csv_btn = download(csv, f"csv-{t}")
-                    df = grid(table.table, f"table-{t}", first_layout, pinned_columns=2, max_height=700)
+                    df = grid(table.table, f"table-{t}", RESULTS_GRID, table.widths, pinned_columns=3, max_height=700)
                 tab_selects.append((tab, t))
                 view_outputs += [note_md, df, csv_btn]
+            with gr.Tab("Overview", id="overview") as overview_tab:
+                with gr.Row():
+                    gr.Markdown("Top models per test set (ranked by the chosen metric, within the chosen track).")
+                    overview_csv = download(first[1], "csv-overview")
+                overview_df = grid(first[0], "table-overview", OVERVIEW_GRID, pinned_columns=1)
+                overview_note = gr.Markdown(first[-1], elem_id="note-overview")
+            tab_selects.append((overview_tab, "overview"))
+            view_outputs[:2] = [overview_df, overview_csv]
             view_outputs.append(overview_note)
             with gr.Tab("Model", id="model") as model_tab:
                 model_pick = gr.Dropdown(
@@ -399,7 +385,7 @@ def build_app(source: LeaderboardSource):
                         [(TEST_SET_LABELS[t], t) for t in tab_test_sets], label="Trained on the training split of"
                     )
                     with gr.Row():
-                        sub_file = gr.File(label="Predictions file", type="filepath")
+                        sub_file = gr.File(label="Predictions file", type="filepath", elem_id="submit-file")
                         sub_hub = gr.Textbox(label="…or a predictions dataset on the Hub",
                                              placeholder="USER/REPO or USER/REPO@REVISION", elem_id="submit-hub-dataset")
                     sub_btn = gr.Button("Validate and submit", variant="primary")
@@ -438,6 +424,25 @@ def build_app(source: LeaderboardSource):
                     gr.api(request_status, api_name="status")
                     demo.load(queue, None, queue_df, api_name="queue")
 
+        # the rest of the view's controls, under the tables: the first screen is a table. Open: the
+        # components of a closed accordion are mounted later, and their change events then carry
+        # their first values over the ones a link set (a filtered link lost its filter under load)
+        with gr.Accordion("Search, filters and columns", open=True, elem_id="view-options"):
+            with gr.Row():
+                query = gr.Textbox(label="Search model or institution", placeholder="e.g. CSIRO", elem_id="search",
+                                   min_width=280)
+                reload_btn = gr.Button("Reload results", scale=0)
+            with gr.Row():
+                with gr.Column(min_width=280, scale=1):  # a column: on a phone the checkbox keeps its width
+                    hide_trained = gr.Checkbox(False, label=f"Hide models trained on the test set ({tables.TRAINED_MARK})",
+                                               elem_id="hide-trained")
+                    sources = gr.CheckboxGroup(list(tables.SOURCES), value=list(tables.SOURCES), label="Sources",
+                                               elem_id="sources")
+                columns = gr.CheckboxGroup([(COLUMNS_BY_KEY[k].display, k) for k in tables.METRIC_KEYS],
+                                           value=list(tables.DEFAULT_COLUMNS), label="Metric columns shown",
+                                           elem_id="columns", min_width=280, scale=3)
+        controls = [track, rank_by, query, hide_trained, sources, columns]
+        status = gr.Markdown(_status(source), elem_id="status")
         view_outputs.append(status)
         hidden = {"api_visibility": "undocumented"}  # chained steps: the named endpoints above cover them
         gr.on([c.change for c in controls], views, controls, view_outputs, api_name="views")
@@ -457,7 +462,8 @@ def build_app(source: LeaderboardSource):
             views, controls, view_outputs, **hidden
         )
         # a page load re-reads the store quietly: the tables already show the build-time data
-        demo.load(on_load, None, [model_pick, status, tabs, *controls], show_progress="hidden", **hidden).then(
+        demo.load(on_load, None, [model_pick, status, address_note, tabs, *controls], show_progress="hidden",
+                  **hidden).then(
             views_keeping_status, controls, view_outputs[:-1], show_progress="hidden", **hidden
         ).then(model, [model_pick, rank_by], [model_md, model_df, significance_df], show_progress="hidden", **hidden).then(
             None, None, None, js=VIEW_READY_JS, **hidden)  # from now on the view is written to the address

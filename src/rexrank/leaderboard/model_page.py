@@ -11,12 +11,14 @@ import pandas as pd
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS, TRACK_LABELS
 from rexrank.leaderboard.tables import (
     MISSING,
+    UNRANKED_WHY,
     PartCache,
     best_values,
     format_value,
     md_escape,
     plural,
     ranked_part,
+    source_label,
     uncached,
     web_url,
 )
@@ -40,13 +42,21 @@ PUBLISHED_FIGURES = (
 # what the Model tab shows for a name it does not know (a ?model= link, a typed name): the
 # name itself is not repeated, so a crafted link cannot put its text, a live link or a
 # right-to-left override on the page
-NO_SUCH_MODEL = "No such model on this leaderboard: pick one from the list."
+NO_SUCH_MODEL = ("No result under this name on this leaderboard (a submitted model shows here once the backend "
+                 "has scored it): pick a model from the list.")
 NOT_FOUND_PICK = "(no such model)"  # the model picker's value then
 
 
-def model_link(model: str) -> str:
-    """The page-relative link that opens the leaderboard on this model's page (?model=NAME)."""
-    return "?" + urlencode({MODEL_QUERY_PARAMETER: model})
+def model_link(model: str, page: str = "") -> str:
+    """The link that opens the leaderboard on this model's page (?model=NAME): relative to the
+    page, or after `page` (the leaderboard's address: a Space's ORG/NAME or a URL)."""
+    query = "?" + urlencode({MODEL_QUERY_PARAMETER: model})
+    if not page:
+        return query
+    if not page.startswith(("http://", "https://")):  # ORG/SPACE: the Space's page passes the query on
+        return f"https://huggingface.co/spaces/{page.strip('/')}{query}"
+    page = page.split("?")[0]
+    return page + ("" if page.endswith("/") or page.count("/") > 2 else "/") + query
 
 
 def model_choices(frame: pd.DataFrame) -> list[str]:
@@ -68,7 +78,7 @@ def model_results(frame: pd.DataFrame, model: str, rank_by: str = DEFAULT_RANK_K
     for test_set, track in _order(frame):
         table = ranked_part(frame, test_set, track, rank_by, cached)
         rows += cached(("model_rows", model, rank_by), (test_set, track),
-                       lambda: _result_rows(table, model, test_set, track))
+                       lambda: _result_rows(table, model, test_set, track, rank_by))
     out = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     if out.empty:
         return out
@@ -78,7 +88,7 @@ def model_results(frame: pd.DataFrame, model: str, rank_by: str = DEFAULT_RANK_K
     return out.drop(columns=hidden)
 
 
-def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str) -> list[dict]:
+def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str, rank_by: str) -> list[dict]:
     mine = table[table["model_name"] == model]
     if mine.empty:
         return []
@@ -96,6 +106,8 @@ def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str) -> 
         for key in METRIC_KEYS:
             is_best = not math.isnan(row[key]) and row[key] == best[key]
             cells[COLUMNS_BY_KEY[key].display] = format_value(row[key], row[f"{key}_ci"], best=is_best)
+            if key == rank_by and math.isnan(row[key]):  # an unranked result says why in its row
+                cells[COLUMNS_BY_KEY[key].display] += f" {UNRANKED_WHY[source_label(row['source'])]}"
         cells["Source"] = row["source"]
         cells["Per-study data"] = "yes" if row["per_study_available"] else "no"
         rows.append(cells)

@@ -31,17 +31,18 @@ class GridLayout:
 # each column at least its longest header word in the bold 14 px header font plus 16 px
 # padding (more for names); each grid within the ~1,320 px a 1,400 px screen leaves it
 OVERVIEW_GRID = GridLayout("rexrank-overview", (56, 312, 312, 312, 312))  # the full width, as the results grid
+RESULTS_GRID = GridLayout("rexrank-results", ())  # a test set's grid: widths per table (results_layout)
 MODEL_GRID = GridLayout("rexrank-model", (
     104, 92, 64, 78,  # test set, track, rank, trained on it
     64, 94, 108, 96, 122, 102, 72, 142,  # eight metrics
     76, 96,  # source, per-study data
 ))
 
-# A test-set grid's columns depend on the view (shown metrics, ranking metric), so their
-# widths are computed per view. A metric's header stays on one line ("BLEU ↑ ▼" must not
-# wrap): its width is the whole header's, the ▼ (▲) only on the ranking metric's.
-RESULTS_FIXED = {"Rank": 48, "Model": 160, "Tier": 40, "Institution": 96, "Date": 48, "n": 44}
-RESULTS_SOURCE = 80
+# A test-set grid's columns depend on the view (shown metrics, ranking metric, whether n and
+# tiers exist), so their widths are computed per table. A metric's header stays on one line
+# ("BLEU ↑ ▼" must not wrap): its width is the whole header's, the ▼ (▲) only on the ranking
+# metric's. Rank, model and the ranking metric come first and fit a 390 px phone together.
+RESULTS_FIXED = {"Rank": 48, "Model": 130, "Tier": 44, "Institution": 120, "Date": 48, "n": 48, "Source": 84}
 METRIC_WIDTHS = {  # "NAME ↑" measured in the header font (Chromium), plus 20 px of padding
     "bleu2": 64, "bertscore": 94, "sembscore": 102, "radgraph": 94, "radcliq_v1_inv": 112,
     "ratescore": 98, "green": 74, "fineradscore_inv": 128,
@@ -50,12 +51,16 @@ SORT_MARK_WIDTH = 12  # " ▼"
 PX_PER_CHAR = 9  # a column added since (rouge, crimson, ...): its header's characters at most this wide
 
 
-def results_layout(metric_keys, rank_by: str, displays: dict[str, str]) -> GridLayout:
-    """Widths of a test-set grid that shows `metric_keys` (in order), ranked by `rank_by`;
-    `displays`: key -> header name."""
-    metrics = tuple(METRIC_WIDTHS.get(k, PX_PER_CHAR * (len(displays[k]) + 2) + 16) + (SORT_MARK_WIDTH if k == rank_by else 0)
-                    for k in metric_keys)
-    return GridLayout("rexrank-results", (*RESULTS_FIXED.values(), *metrics, RESULTS_SOURCE))
+def results_layout(slots, rank_by: str, displays: dict[str, str]) -> GridLayout:
+    """Widths of a test-set grid whose columns are `slots` (`tables.display_slots`: fixed
+    names and metric keys, in order), ranked by `rank_by`; `displays`: key -> header name."""
+    def width(slot: str) -> int:
+        if slot in RESULTS_FIXED:
+            return RESULTS_FIXED[slot]
+        px = METRIC_WIDTHS.get(slot, PX_PER_CHAR * (len(displays[slot]) + 2) + 16)
+        return px + (SORT_MARK_WIDTH if slot == rank_by else 0)
+
+    return GridLayout(RESULTS_GRID.css_class, tuple(width(s) for s in slots))
 
 
 PAGE_CSS = "\n".join([

@@ -116,6 +116,7 @@ def describe_request(request: dict) -> str:
     checked = "ids checked against the test set" if p.get("ids_checked") else (
         "file structure checked; the study ids are checked by the backend (private test set)"
     )
+    from rexrank.leaderboard.model_page import model_link
     from rexrank.leaderboard.tables import md_escape
 
     return (
@@ -124,6 +125,8 @@ def describe_request(request: dict) -> str:
         f"{p.get('n', '?')} predictions ({p.get('n_empty', 0)} empty); {checked}."
         + (f"  \nRead from the dataset {md_escape(p['repo'])} at commit `{p['revision']}`: later pushes change nothing."
            if p.get("repo") else "")
+        + f"  \nOnce scored, your result is on [{md_escape(display(request['model_name']))}'s page on this leaderboard]"
+          f"({model_link(request['model_name'])})."
     )
 
 
@@ -149,10 +152,14 @@ def describe_error(exc: Exception, *, upload: str | None = None) -> str:
         advice = (f"  \nThis leaderboard's server cannot read that test set. Whoever runs it can start it with "
                   f"`rexrank leaderboard --data-dir FOLDER` (a folder holding the test sets, or this test set's folder) "
                   f"or set `${DATA_DIR_ENV}`.")
+    text = COLUMN_ADVICE.sub("rename the column", text)
     return f"❌ Not filed: {markdown_with_links(text)}{advice}"
 
 
-DATA_DIR_ADVICE = re.compile(r"[;.,]?\s*(?:download it yourself and |and )?pass its folder with --data-dir", re.IGNORECASE)
+DATA_DIR_ADVICE = re.compile(r"[;.,]?\s*(?:download it yourself and |and )?pass its folder with --data-dir(?: \(Python: data_dir=\))?",
+                             re.IGNORECASE)
+# the validator's advice on columns of other names: options of `rexrank score` and Python, not of this page
+COLUMN_ADVICE = re.compile(r"name yours with --(?:id|prediction)-column NAME \(Python: \w+=NAME\), or rename the column")
 _URL = re.compile(r"https?://[^\s<>()]+[^\s<>().,;:]")
 
 

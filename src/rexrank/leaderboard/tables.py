@@ -17,14 +17,14 @@ import pandas as pd
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS, TRACK_LABELS
-from rexrank.leaderboard.tiers import NO_TIER, table_tiers
+from rexrank.leaderboard.tiers import table_tiers
 from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY, LEADERBOARD_COLUMNS
 
 DECIMALS = 3  # the published tables give three decimals
 TRAINED_MARK = "*"
-TRAINED_NOTE = "\\* the model used this test set's training split (as marked on the ReXrank site)."
 MISSING = "–"
-DISPLAY_FIXED = ("Rank", "Model", "Tier", "Institution", "Date", "n")
+# why a row has no value for the ranking metric (so no rank), by source
+UNRANKED_WHY = {"published": "not published", "submitted": "not scored"}
 # the ReXrank site's columns: shown unless hidden; an optional one added since (ROUGE-L,
 # CRIMSON, ...) is hidden until chosen (or ranked by)
 DEFAULT_COLUMNS = tuple(k for k in METRIC_KEYS if not COLUMNS_BY_KEY[k].optional)
@@ -193,8 +193,22 @@ def shown_columns(columns, rank_by: str, table: pd.DataFrame | None = None) -> t
     return tuple(k for k in METRIC_KEYS if k in chosen | {rank_by})
 
 
-def display_headers(rank_by: str = DEFAULT_RANK_KEY, columns=None, table: pd.DataFrame | None = None) -> list[str]:
-    return [*DISPLAY_FIXED, *(column_header(k, rank_by) for k in shown_columns(columns, rank_by, table)), "Source"]
+def display_slots(keys, rank_by: str, *, with_n: bool = True, with_tier: bool = True) -> tuple[str, ...]:
+    """A test-set grid's columns, as fixed names and metric keys: rank, model and the ranking
+    metric first (on a phone they are what fits), n and tier where a row has them, then the
+    rest. `keys`: the metric columns shown (`shown_columns`)."""
+    first = ["Rank", "Model", rank_by, *(["n"] if with_n else []), *(["Tier"] if with_tier else [])]
+    return (*first, "Institution", "Date", *(k for k in keys if k != rank_by), "Source")
+
+
+def slot_header(slot: str, rank_by: str) -> str:
+    return column_header(slot, rank_by) if slot in COLUMNS_BY_KEY else slot
+
+
+def display_headers(rank_by: str = DEFAULT_RANK_KEY, columns=None, table: pd.DataFrame | None = None, *,
+                    with_n: bool = True, with_tier: bool = True) -> list[str]:
+    slots = display_slots(shown_columns(columns, rank_by, table), rank_by, with_n=with_n, with_tier=with_tier)
+    return [slot_header(s, rank_by) for s in slots]
 
 
 def year(date) -> str:
@@ -211,30 +225,52 @@ def rank_key_for_header(header: str) -> str | None:
     return next((c.key for c in LEADERBOARD_COLUMNS if c.display == name), None)
 
 
+def shown_n(table: pd.DataFrame, rank_by: str) -> np.ndarray:
+    """Studies each row's ranking metric was computed on (the result's n where the metric does
+    not say), NaN where unknown."""
+    n = table[f"{rank_by}_n"].to_numpy(np.float64)
+    return np.where(np.isnan(n), table["n"].to_numpy(np.float64), n)
+
+
+def has_tiers(tiers: dict | None) -> bool:
+    """A Tier column only where at least two rows have per-study scores: one row alone is no tier."""
+    return tiers is not None and len(tiers) >= 2
+
+
 def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DEFAULT_RANK_KEY, *,
-                  columns=None, tiers: dict | None = None) -> pd.DataFrame:
-    """Ranked rows -> strings: rank, linked model name (+ trained marker), tier (`tiers`:
-    {id: tier}), institution, year, n, one "mean ± CI" cell per shown column with the
-    column's best value in bold, source. Built column by column (a table of a thousand
-    results is rebuilt whenever one of them changes)."""
+                  columns=None, tiers: dict | None = None, with_n: bool | None = None) -> pd.DataFrame:
+    """Ranked rows -> strings: rank, linked model name (+ trained marker), the ranking metric,
+    n (`with_n`; None: where a row has it), tier (`tiers`: {id: tier}, shown where two rows or
+    more have one; empty for the others), institution, year, one "mean ± CI" cell per other
+    shown column with the column's best value in bold, source. A row without the ranking
+    metric says why in its cell. Built column by column (a table of a thousand results is
+    rebuilt whenever one of them changes)."""
     keys = shown_columns(columns, rank_by, table)
     rank = table["rank"].to_numpy(np.float64)
-    n = table[f"{rank_by}_n"].to_numpy(np.float64)
-    n = np.where(np.isnan(n), table["n"].to_numpy(np.float64), n)
+    n = shown_n(table, rank_by)
+    with_n = bool((~np.isnan(n)).any()) if with_n is None else with_n
+    slots = display_slots(keys, rank_by, with_n=with_n, with_tier=has_tiers(tiers))
     needed = ["model_name", "model_url", "trained"]
     cells = {
         "Rank": [MISSING if math.isnan(r) else str(int(r)) for r in rank],
         "Model": [model_cell(dict(zip(needed, row))) for row in zip(*(table[c] for c in needed))],
-        "Tier": [str(tiers[i]) if tiers is not None and i in tiers else NO_TIER for i in table["id"]],
+        "Tier": [str(tiers[i]) if i in tiers else "" for i in table["id"]] if has_tiers(tiers) else None,
         "Institution": [md_escape(i) for i in table["institution"]],
         "Date": [year(d) for d in table["date"]],
         "n": [MISSING if math.isnan(x) else str(int(x)) for x in n],
+        "Source": [source_label(x) for x in table["source"]],
     }
-    headers = display_headers(rank_by, columns, table)
-    for key, header in zip(keys, headers[len(DISPLAY_FIXED):]):
-        cells[header] = metric_cells(table[key].to_numpy(np.float64), table[f"{key}_ci"].to_numpy(np.float64), best[key])
-    cells["Source"] = [source_label(x) for x in table["source"]]
-    return pd.DataFrame(cells, columns=headers)
+    out = {}
+    for slot in slots:
+        if slot in COLUMNS_BY_KEY:
+            values = metric_cells(table[slot].to_numpy(np.float64), table[f"{slot}_ci"].to_numpy(np.float64), best[slot])
+            if slot == rank_by:  # an unranked row says why, in the row itself
+                values = [v if v != MISSING else f"{MISSING} {UNRANKED_WHY[source_label(s)]}"
+                          for v, s in zip(values, table["source"])]
+            out[slot_header(slot, rank_by)] = values
+        else:
+            out[slot] = cells[slot]
+    return pd.DataFrame(out, columns=list(out))
 
 
 def metric_cells(means: np.ndarray, cis: np.ndarray, best: float) -> list[str]:
@@ -331,7 +367,7 @@ def csv_table(table: pd.DataFrame, test_set: str, track: str, *, rank_by: str = 
         "Test set": TEST_SET_LABELS.get(test_set, test_set),
         "Track": TRACK_LABELS.get(track, track),
         "Rank": _ints(table["rank"]),
-        "Tier": _ints([(tiers or {}).get(i) for i in table["id"]]),
+        "Tier": _ints([(tiers if has_tiers(tiers) else {}).get(i) for i in table["id"]]),
         "Model": table["model_name"],
         "Institution": table["institution"],
         "Date": table["date"],
@@ -346,10 +382,10 @@ def csv_table(table: pd.DataFrame, test_set: str, track: str, *, rank_by: str = 
 
 
 def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, rank_by: str = DEFAULT_RANK_KEY,
-               n_unranked: int = 0, none_ranked: bool = False, n_untiered: int = 0, filters: Filters = NO_FILTERS) -> str:
-    """The line above a test-set table: how many results, what a search matched, and why
-    rows are unranked (`n_unranked` of those shown; `none_ranked`: no row of the table has
-    the ranking metric) or have no tier."""
+               n_unranked: int = 0, none_ranked: bool = False, tiers_note: str = "", filters: Filters = NO_FILTERS) -> str:
+    """The line above a test-set table: how many results, what a search matched, why rows
+    are unranked (`n_unranked` of those shown; `none_ranked`: no row of the table has the
+    ranking metric), and `tiers_note` (`tier_note`)."""
     words = (query or "").split()
     track_label = TRACK_LABELS.get(track, track)
     left_out = filters.describe()
@@ -374,9 +410,23 @@ def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, ran
         text += f" No result here has a {metric} value, so none is ranked (–): rank by another metric."
     elif n_unranked:
         text += f" {plural(n_unranked, 'result')} without a {metric} value: unranked (–), listed last."
-    if n_untiered:
-        text += f" Tier {NO_TIER}: no per-study scores of the ranking metric (published results are the site's means)."
-    return text
+    return text + (" " + tiers_note if tiers_note else "")
+
+
+def tier_note(table: pd.DataFrame, tiers: dict | None) -> str:
+    """Which rows of a table with a Tier column have no tier, and why (the tier is a paired
+    test on per-study scores, which published results do not have)."""
+    if not has_tiers(tiers):
+        return ""
+    untiered = table[~table["id"].isin(list(tiers))]
+    text = f"Tiers compare the {len(tiers)} results with per-study scores (About)"
+    if untiered.empty:
+        return text + "."
+    published = int((untiered["source"].map(source_label) == "published").sum())
+    whys = [f"{published} published (the site gives means only)" if published else "",
+            f"{len(untiered) - published} submitted without per-study scores of the ranking metric"
+            if len(untiered) > published else ""]
+    return text + "; no tier for " + " and ".join(w for w in whys if w) + "."
 
 
 def overview_note(ranked_tables: dict[str, pd.DataFrame], rank_by: str) -> str:
@@ -398,6 +448,7 @@ class TableView:
     display: pd.DataFrame
     plain: pd.DataFrame
     note: str
+    slots: tuple[str, ...] = ()  # the grid's columns (`display_slots`), for their widths
 
 
 @dataclass(frozen=True)
@@ -445,13 +496,15 @@ def test_set_view(table: pd.DataFrame, test_set: str, track: str, rank_by: str, 
                   filters: Filters = NO_FILTERS, columns=None, tiers: dict | None = None) -> TableView:
     """A ranked table as its tab shows it (grid cells, CSV rows, note), after the search."""
     shown = search(table, query)
-    untiered = int((~shown["id"].isin(list(tiers or {}))).sum())
+    with_n = bool((~np.isnan(shown_n(table, rank_by))).any())  # of the whole table: a search keeps the columns
+    slots = display_slots(shown_columns(columns, rank_by, shown), rank_by, with_n=with_n, with_tier=has_tiers(tiers))
     return TableView(
-        display=display_table(shown, best_values(table), rank_by, columns=columns, tiers=tiers),
+        display=display_table(shown, best_values(table), rank_by, columns=columns, tiers=tiers, with_n=with_n),
         plain=csv_table(shown, test_set, track, rank_by=rank_by, tiers=tiers),
         note=table_note(len(shown), len(table), query, track, rank_by=rank_by,
                         n_unranked=int(shown["rank"].isna().sum()), none_ranked=bool(len(table)) and table["rank"].isna().all(),
-                        n_untiered=untiered, filters=filters),
+                        tiers_note=tier_note(table, tiers), filters=filters),
+        slots=slots,
     )
 
 

@@ -5,12 +5,11 @@ result above it that also has them: a paired t-test on the ranking metric's per-
 scores (studies both scored), two-sided. The p-values of all these neighbour tests in one
 table are Holm-adjusted together; a result starts a new tier when its adjusted p-value is
 below ALPHA, else it shares the tier of the one above. Results without per-study scores
-(the published rows) get no tier. Computed once per table version (the source's part
+(the published rows) get no tier; the table shows tiers where two rows or more have one. Computed once per table version (the source's part
 cache), never per page load.
 """
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import numpy as np
@@ -19,7 +18,6 @@ import pandas as pd
 from rexrank.results_schema import COLUMNS_BY_KEY
 
 ALPHA = 0.05
-NO_TIER = "n/a"
 
 def _aligned(data: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
     """(study ids, scores) of one result, sorted by id, studies without a score left out."""

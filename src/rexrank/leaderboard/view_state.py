@@ -15,14 +15,15 @@ from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TRAC
 from rexrank.leaderboard.tables import DEFAULT_COLUMNS, SOURCES, Filters
 from rexrank.results_schema import DEFAULT_RANK_KEY
 
-TABS = ("overview", *LEADERBOARD_TEST_SETS, "model", "plots", "about", "submit")
+TABS = (*LEADERBOARD_TEST_SETS, "overview", "model", "plots", "about", "submit")
+DEFAULT_TAB = TABS[0]  # the page opens on the first test set's ranked table
 DEFAULT_TRACK = "findings"
 NO_SOURCE = "none"
 
 
 @dataclass
 class ViewState:
-    tab: str | None = None  # None: leave the tabs as they are (the Overview)
+    tab: str | None = None  # None: leave the tabs as they are (DEFAULT_TAB)
     track: str = DEFAULT_TRACK
     rank_by: str = DEFAULT_RANK_KEY
     query: str = ""
@@ -109,9 +110,9 @@ VIEW_URL_JS = f"""(track, rank, q, hideTrained, sources, columns) => {{
 
 
 def tab_url_js(tab: str) -> str:
-    """Writes `tab` into the address (left out for the Overview, the first tab)."""
-    value = "" if tab == "overview" else tab
-    wait = f"if (!{READY}) return;" if not value else ""  # gradio selects the Overview as the page opens
+    """Writes `tab` into the address (left out for DEFAULT_TAB, the first tab)."""
+    value = "" if tab == DEFAULT_TAB else tab
+    wait = f"if (!{READY}) return;" if not value else ""  # gradio selects the first tab as the page opens
     return f"""() => {{
   {wait}
   const url = new URL(window.location.href);

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from rexrank.store import records as R
+from rexrank.store.problems import Problem
 from rexrank.store.repo import Snapshot, git_blob_oid
 
 log = logging.getLogger("rexrank.store")
@@ -70,8 +71,6 @@ class ResultsFeed:
 
     def _read(self, snap: Snapshot, path: str, delta: Delta) -> None:
         """Read one record file into the state (or into problems), noting what changed."""
-        from rexrank.store.store import Problem
-
         data = self.repo.read_optional(snap, path)
         if data is None:  # named by the index but gone (removed by hand)
             self._forget(path, delta)

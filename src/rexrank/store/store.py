@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
+from rexrank.store.problems import Problem
 from rexrank.store.policy import Quota, check_approved, check_dataset_owner, check_names, check_policy
 from rexrank.store.queue import QueueOperations
 from rexrank.store.repo import Repo, Snapshot, StoreError, consistent_reads, transact
@@ -16,18 +16,6 @@ from rexrank.store.repo import Repo, Snapshot, StoreError, consistent_reads, tra
 log = logging.getLogger("rexrank.store")
 
 REQUIRED_RESULT_KEYS = ("id", "model_name", "test_set", "track", "values")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A quarantined record: which repo ("requests" or "results"), its path there, why."""
-
-    repo: str
-    path: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.repo}/{self.path}: {self.reason}"
 
 
 class Store(QueueOperations):

@@ -55,7 +55,7 @@ def fetch_pinned(download: Download, *, url: str | None = None, dest_dir: Path |
     if os.environ.get("HF_HUB_OFFLINE") == "1" and url is None and not os.environ.get("REXRANK_ALLOW_DOWNLOAD"):
         raise TestSetError(
             f"{download.filename} is not cached and HF_HUB_OFFLINE=1 is set, so it is not downloaded from {source}; "
-            f"download it yourself and pass its folder with --data-dir (expected sha256 {download.sha256})"
+            f"download it yourself and pass its folder with --data-dir (Python: data_dir=); expected sha256 {download.sha256}"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=".download-")
@@ -74,7 +74,7 @@ def fetch_pinned(download: Download, *, url: str | None = None, dest_dir: Path |
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         raise TestSetError(
             f"could not download {download.filename} from {source}: {exc}. "
-            "Download it yourself and pass its folder with --data-dir"
+            "Download it yourself and pass its folder with --data-dir (Python: data_dir=)"
         ) from None
     finally:
         tmp.unlink(missing_ok=True)

@@ -68,7 +68,7 @@ def resolve_file(spec: TestSetSpec, data_dir: str | Path | None, *, download_url
         from rexrank.testsets.download import fetch_pinned
 
         return fetch_pinned(spec.download, url=download_url)
-    raise TestSetError(f"{spec.title} is not public, so pass --data-dir (or set ${DATA_DIR_ENV}). {spec.how_to_get}")
+    raise TestSetError(f"{spec.title} is not public, so pass --data-dir (Python: data_dir=; or set ${DATA_DIR_ENV}). {spec.how_to_get}")
 
 
 @contextmanager

@@ -66,7 +66,7 @@ TEST_SETS: dict[str, TestSetSpec] = {
             how_to_get=(
                 "MIMIC-CXR needs PhysioNet credentialed access: sign the MIMIC-CXR data use agreement, "
                 "then get ReXRank_MIMICCXR_test.json from the ReXrank repository (data/mimic-cxr/) and pass "
-                "its folder with --data-dir"
+                "its folder with --data-dir (Python: data_dir=)"
             ),
         ),
         TestSetSpec(
@@ -87,7 +87,7 @@ TEST_SETS: dict[str, TestSetSpec] = {
             how_to_get=(
                 "CheXpert Plus is under the Stanford AIMI research use agreement: accept it, get "
                 "ReXRank_CheXpertPlus.json from the ReXrank repository (data/chexpert_plus/) and pass its "
-                "folder with --data-dir"
+                "folder with --data-dir (Python: data_dir=)"
             ),
         ),
         TestSetSpec(
@@ -100,7 +100,7 @@ TEST_SETS: dict[str, TestSetSpec] = {
             extras={"site": "string", "is_abnormal": "bool"},
             how_to_get=(
                 "ReXGradient's test references are private to the ReXrank backend; the backend passes "
-                "their folder with --data-dir"
+                "their folder with --data-dir (Python: data_dir=)"
             ),
         ),
         TestSetSpec(
@@ -116,6 +116,11 @@ TEST_SETS: dict[str, TestSetSpec] = {
         ),
     )
 }
+
+
+def public_test_sets() -> list[TestSetSpec]:
+    """Test sets the Hub may publish: public, not the embedded synthetic example."""
+    return [spec for spec in TEST_SETS.values() if spec.access == "public" and not spec.embedded]
 
 
 def get_spec(name: str) -> TestSetSpec:

@@ -218,14 +218,9 @@ class Dispatcher:
                 and plan.gpu_hours > self.settings.gpu_hours_ceiling:
             refusal = (f"the estimated {plan.gpu_hours:.2f} GPU-hours exceed this board's per-request ceiling of "
                        f"{self.settings.gpu_hours_ceiling:g} (gpu_hours_ceiling); contact the maintainers")
-        if refusal is not None:
-            self.store.fail(rid, w.worker_id, error=door.policy_refusal(refusal), kind=R.REFUSED)
-            return self.store.get_request(rid)
-        over_budget = w.charge_privacy(request)
-        if over_budget is not None:
-            log.warning("%s %s", rid, over_budget)
-            self.store.fail(rid, w.worker_id, error=over_budget, kind=R.REFUSED)
-            return self.store.get_request(rid)
+        settled = w.refuse_or_charge(request, refusal)
+        if settled is not None:
+            return settled
         previous = (request.get("dispatch") or {}).get("plan")
         plan_json = {**plan.to_json(), "metric_options": w.metric_options}
         if previous and previous.get("ranges") == plan_json["ranges"] and previous.get("metrics") == plan_json["metrics"]:

@@ -191,15 +191,9 @@ class Worker:
         resolved, refusal = self.resolve(request)
         if refusal is None:
             refusal = self.policy_problem(request, resolved=resolved)
-        if refusal is not None:
-            log.warning("%s refused: %s", rid, display(refusal))
-            self.store.fail(rid, self.worker_id, error=door.policy_refusal(refusal), kind=R.REFUSED)
-            return self.store.get_request(rid)
-        over_budget = self.charge_privacy(request)
-        if over_budget is not None:
-            log.warning("%s %s", rid, over_budget)
-            self.store.fail(rid, self.worker_id, error=over_budget, kind=R.REFUSED)
-            return self.store.get_request(rid)
+        settled = self.refuse_or_charge(request, refusal)
+        if settled is not None:
+            return settled
         try:
             record, per_study = self.score(resolved)
         except TestSetError as exc:
@@ -270,6 +264,21 @@ class Worker:
             if refusal is not None:
                 return refusal
         return self.store.policy_problem(request)
+
+    def refuse_or_charge(self, request: dict, refusal: str | None) -> dict | None:
+        """Settle a request the rules refuse (`refusal`) or its submitter's privacy budget
+        cannot pay for, and return it; else charge the budget and return None (go on scoring)."""
+        rid = request["id"]
+        if refusal is not None:
+            log.warning("%s refused: %s", rid, display(refusal))
+            error = door.policy_refusal(refusal)
+        else:
+            error = self.charge_privacy(request)
+            if error is None:
+                return None
+            log.warning("%s %s", rid, error)
+        self.store.fail(rid, self.worker_id, error=error, kind=R.REFUSED)
+        return self.store.get_request(rid)
 
     def charge_privacy(self, request: dict) -> str | None:
         """A private request's ε on its submitter's ledger (rexrank.store.ledger), charged

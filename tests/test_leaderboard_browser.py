@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rexrank.results_schema import COLUMNS_BY_KEY
 from tests.conftest import PROJECT_ROOT, shared_path
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -115,6 +116,19 @@ def search_for(page, text: str) -> None:
     page.locator("#search textarea, #search input").first.fill(text)
 
 
+def wait_view_ready(page) -> None:
+    """Until the page load's chain has run to its end (it reads the address, selects the tab
+    it asks for and redraws the tables: a control used before then can be redrawn under the
+    test, a file set on an input that is then replaced is never uploaded)."""
+    page.wait_for_function("() => window.rexrankViewReady === true", timeout=STATE_TIMEOUT_MS)
+
+
+def open_page(page, url: str) -> None:
+    """Go to `url` and wait for the view it asks for (`wait_view_ready`)."""
+    page.goto(url)
+    wait_view_ready(page)
+
+
 def wait_for_address(page, part: str) -> str:
     """Until the page's address holds `part` (the view is written there as it changes)."""
     page.wait_for_function("(part) => window.location.search.includes(part)", arg=part, timeout=STATE_TIMEOUT_MS)
@@ -131,13 +145,16 @@ def settle(page, timeout_ms: int = STATE_TIMEOUT_MS) -> None:
 
 
 def wait_until(page, elem_id: str, done, timeout: float = STATE_TIMEOUT_MS / 1000):
-    """Poll a table's rendered rows until `done(rows)`; returns the rows shown last (the
-    caller's assertion then reports what was on screen)."""
+    """Poll a table's rendered rows until `done(rows)` and return them. The limit is a failure
+    limit: a state that never comes fails the test with what was on screen (a wait that
+    returned at its limit instead let a test sit out 120 s and then go on)."""
     deadline = time.monotonic() + timeout
     while True:
         rows = page.evaluate(READ_ROWS, f"#{elem_id}")
-        if done(rows) or time.monotonic() > deadline:
+        if done(rows):
             return rows
+        if time.monotonic() > deadline:
+            pytest.fail(f"#{elem_id} did not reach the awaited state in {timeout:.0f} s; its rows: {rows}")
         time.sleep(0.25)
 
 
@@ -154,12 +171,15 @@ def wait_rows(page, elem_id: str, expected: list[str], *, full: bool, timeout: f
 
 
 def wait_text(page, selector: str, done, timeout: float = STATE_TIMEOUT_MS / 1000) -> str:
+    """Poll an element's text until `done(text)` and return it; fails at the limit, as `wait_until`."""
     deadline = time.monotonic() + timeout
     while True:
         loc = page.locator(selector)
         text = loc.first.inner_text() if loc.count() else ""
-        if done(text) or time.monotonic() > deadline:
+        if done(text):
             return text
+        if time.monotonic() > deadline:
+            pytest.fail(f"{selector} did not reach the awaited text in {timeout:.0f} s; it reads: {text!r}")
         time.sleep(0.25)
 
 
@@ -201,7 +221,7 @@ def browser():
 
 def test_browse_switch_rerank_search(page_url, browser):
     page = browser.new_page(viewport=DESKTOP)
-    page.goto(page_url)
+    open_page(page, page_url)
     open_tab(page, "Overview")  # a later tab: the page opens on the first test set's table
 
     # overview: top model per test set by 1/RadCliQ-v1, findings track
@@ -260,8 +280,9 @@ def test_browse_switch_rerank_search(page_url, browser):
     expected = expected_models("result_iu_xray.csv", "1/FineRadScore", institution="Stanford")
     rows = wait_rows(page, "table-iu_xray", expected, full=True)
     assert models_shown(rows) == expected
-    note = wait_text(page, "#note-iu_xray", lambda t: "Stanford" in t)
-    assert note.startswith(f"{len(expected)} of 7 results match the search.")
+    # the note counts the matches (it does not repeat the search, which a link's q= could fill)
+    matches = f"{len(expected)} of 7 results match the search."
+    assert wait_text(page, "#note-iu_xray", lambda t: t.startswith(matches)).startswith(matches)
     settle(page)
     page.screenshot(path=str(ARTIFACTS / "leaderboard_4_search.png"))
 
@@ -273,11 +294,11 @@ def test_browse_switch_rerank_search(page_url, browser):
 
     # one match: singular; no match: an empty table that says why
     search_for(page, "RadFM")
-    note = wait_text(page, "#note-mimic_cxr", lambda t: "RadFM" in t)
-    assert note.startswith("1 of 7 results matches the search.")
+    one = "1 of 7 results matches the search."
+    assert wait_text(page, "#note-mimic_cxr", lambda t: t.startswith(one)).startswith(one)
     search_for(page, "no such model")
-    note = wait_text(page, "#note-mimic_cxr", lambda t: "no such model" in t)
-    assert note == "No model or institution matches the search: the table is empty. Clear the search to see all 7 results."
+    none = "No model or institution matches the search: the table is empty. Clear the search to see all 7 results."
+    assert wait_text(page, "#note-mimic_cxr", lambda t: t.startswith("No model")) == none
     assert wait_until(page, "table-mimic_cxr", lambda rows: rows == []) == []
     settle(page)
     page.screenshot(path=str(ARTIFACTS / "leaderboard_5_no_match.png"))
@@ -286,7 +307,7 @@ def test_browse_switch_rerank_search(page_url, browser):
 
 def test_header_click_ranks_and_csv_download_is_the_table(page_url, browser):
     page = browser.new_page(viewport=DESKTOP)
-    page.goto(page_url)
+    open_page(page, page_url)
     page.get_by_role("tab", name="IU-Xray").click()
     wait_rows(page, "table-iu_xray", expected_models("findings_result_iu_xray.csv", "1/RadCliQ-v1"), full=False)
 
@@ -324,7 +345,7 @@ def test_header_click_ranks_and_csv_download_is_the_table(page_url, browser):
 
 def test_model_tab_is_filled_on_load_and_has_a_link(page_url, browser):
     page = browser.new_page(viewport=DESKTOP)
-    page.goto(page_url)
+    open_page(page, page_url)
     page.get_by_role("tab", name="Model").click()
     rows = wait_until(page, "model-results", lambda rows: len(rows) > 0)
     assert rows, "the Model tab shows an empty grid before a model is picked"
@@ -333,7 +354,7 @@ def test_model_tab_is_filled_on_load_and_has_a_link(page_url, browser):
     assert page.evaluate(READ_HEADERS, "#model-significance")[:3] == ["Test set", "Track", "Neighbour"]
 
     # the link on a model's page opens the leaderboard on that model's page
-    page.goto(page_url + "?model=MedVersa")
+    open_page(page, page_url + "?model=MedVersa")
     assert wait_text(page, "#model-header", lambda t: t.startswith("MedVersa")).startswith("MedVersa")
     assert page.get_by_role("tab", name="Model").get_attribute("aria-selected") == "true"
     rows = wait_until(page, "model-results", lambda rows: len(rows) == 8)
@@ -349,7 +370,7 @@ def test_model_tab_is_filled_on_load_and_has_a_link(page_url, browser):
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
 def test_layout_fits_and_headers_break_between_words(page_url, browser, viewport):
     page = browser.new_page(viewport=viewport)
-    page.goto(page_url)
+    open_page(page, page_url)
     # the page opens on the first test set's table (the Overview is a later tab, drawn when opened)
     wait_until(page, "table-rexgradient", lambda rows: len(rows) > 0 and all(rows[0]))
     width = viewport["width"]
@@ -406,7 +427,7 @@ def rows_by_model(rows) -> dict[str, list[str]]:
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
 def test_tiers_and_n_on_the_board(store_url, browser, viewport):
     page = browser.new_page(viewport=viewport)
-    page.goto(store_url + "?tab=iu_xray&source=submitted")
+    open_page(page, store_url + "?tab=iu_xray&source=submitted")
     rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) == 4 and all(r[-1] == "submitted" for r in rows))
     col = {name: column(page, "#table-iu_xray", name) for name in ("Tier", "n", "Date", "Source")}
     shown = rows_by_model(rows)
@@ -429,10 +450,9 @@ def test_tiers_and_n_on_the_board(store_url, browser, viewport):
 
 def test_controls_live_in_the_address_and_a_link_reproduces_the_view(store_url, browser):
     page = browser.new_page(viewport=DESKTOP)
-    page.goto(store_url)
+    open_page(page, store_url)
     # each step waits on the state it changes (the address, then what the table shows), never on a
     # clock: under load, a click on a control the previous step's answer re-renders can be lost
-    page.wait_for_function("() => window.rexrankViewReady === true", timeout=STATE_TIMEOUT_MS)  # the load has read the address
     page.get_by_role("tab", name="MIMIC-CXR").click()
     wait_for_address(page, "tab=mimic_cxr")
     page.locator("#track label", has_text="Findings + Impression").click()
@@ -470,7 +490,7 @@ def test_controls_live_in_the_address_and_a_link_reproduces_the_view(store_url, 
 
     # the link, opened afresh (a phone), shows the same view
     again = browser.new_page(viewport=PHONE)
-    again.goto(link)
+    open_page(again, link)
     rows = wait_rows(again, "table-mimic_cxr", expected, full=True, timeout=STATE_TIMEOUT_MS / 1000)
     assert models_shown(rows) == expected
     assert again.get_by_role("tab", name="MIMIC-CXR").or_(again.get_by_role("button", name="MIMIC-CXR")).first.get_attribute("aria-selected") in ("true", None)
@@ -481,11 +501,11 @@ def test_controls_live_in_the_address_and_a_link_reproduces_the_view(store_url, 
     settle(again)
     again.screenshot(path=str(ARTIFACTS / "leaderboard_21_view_390.png"), full_page=True)
     # an unknown value in the address is named above the tables, its text never shown
-    again.goto(store_url + "?rank=bogus%E2%80%AEhttps://evil.example")
+    open_page(again, store_url + "?rank=bogus%E2%80%AEhttps://evil.example")
     status = wait_text(again, "#address-note", lambda t: "Unknown values ignored" in t, timeout=STATE_TIMEOUT_MS / 1000)
     assert "rank" in status and "evil" not in status and "\u202e" not in status
     # a model's page in the address
-    again.goto(store_url + "?model=MedVersa")
+    open_page(again, store_url + "?model=MedVersa")
     assert wait_text(again, "#model-header", lambda t: t.startswith("MedVersa")).startswith("MedVersa")
     again.close()
 
@@ -493,14 +513,14 @@ def test_controls_live_in_the_address_and_a_link_reproduces_the_view(store_url, 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
 def test_progress_plot_per_test_set_and_track(store_url, browser, viewport):
     page = browser.new_page(viewport=viewport)
-    page.goto(store_url + "?tab=plots")
+    open_page(page, store_url + "?tab=plots")
     note = wait_text(page, "#progress-note", lambda t: "by date" in t)
     assert note.startswith("29 results on IU-Xray / Findings by date")  # 25 published + 4 submitted
-    page.wait_for_selector("#progress-plot img", timeout=30_000)
+    page.wait_for_selector("#progress-plot img", timeout=STATE_TIMEOUT_MS)
     page.locator("#track label", has_text="Findings + Impression").click()
     note = wait_text(page, "#progress-note", lambda t: "Findings + Impression" in t)
     assert note.startswith("7 results on IU-Xray / Findings + Impression by date")
-    page.wait_for_selector("#progress-plot img", timeout=30_000)
+    page.wait_for_selector("#progress-plot img", timeout=STATE_TIMEOUT_MS)
     settle(page)
     page.screenshot(path=str(ARTIFACTS / f"leaderboard_21_progress_{viewport['width']}.png"), full_page=True)
     page.close()
@@ -532,7 +552,11 @@ def test_layout_of_sorted_headers_last_row_queue_and_model_page(store_url, brows
     page = browser.new_page(viewport=viewport)
     width = viewport["width"]
     for rank in ("radcliq_v1_inv", "fineradscore_inv", "bleu2"):
-        page.goto(store_url + f"?tab=iu_xray&rank={rank}")
+        open_page(page, store_url + f"?tab=iu_xray&rank={rank}")
+        # the page opens on the build-time tables (default ranking); the address's ranking is
+        # drawn once the load has read it: wait for its marked header, then for the rows
+        ranked = f"{COLUMNS_BY_KEY[rank].display} ↑ ▼"
+        page.wait_for_function(f"() => ({READ_HEADERS})('#table-iu_xray').includes({ranked!r})", timeout=STATE_TIMEOUT_MS)
         wait_until(page, "table-iu_xray", lambda rows: len(rows) >= 5 and rows[0][0] == "1")
         settle(page)
         lines = page.evaluate(HEADER_LINES, "#table-iu_xray")
@@ -547,11 +571,11 @@ def test_layout_of_sorted_headers_last_row_queue_and_model_page(store_url, brows
     page.screenshot(path=str(ARTIFACTS / f"leaderboard_21_last_row_{width}.png"))
     # the Queue's headers are words
     open_tab(page, "Submit")
-    page.wait_for_selector("#queue th[role=columnheader]", timeout=30_000)
+    page.wait_for_selector("#queue th[role=columnheader]", timeout=STATE_TIMEOUT_MS)
     headers = page.evaluate(READ_HEADERS, "#queue")
     assert headers[:3] == ["Request", "Model", "Submitter"] and not any("_" in h for h in headers)
     # a published model's significance table says why it has no tests
-    page.goto(store_url + "?model=MedVersa")
+    open_page(page, store_url + "?model=MedVersa")
     rows = wait_until(page, "model-significance", lambda rows: len(rows) > 0)
     assert rows and all("no per-study scores" in r[-1] for r in rows)
     header = wait_text(page, "#model-header", lambda t: "own figures" in t)
@@ -605,7 +629,7 @@ FIRST_SCREEN = """(sel) => {
 def test_the_first_screen_holds_the_ranking_metrics_numbers(default_store, browser, viewport):
     _, url = default_store
     page = browser.new_page(viewport=viewport)
-    page.goto(url)
+    open_page(page, url)
     width = viewport["width"]
     rows = wait_until(page, "table-rexgradient", lambda rows: len(rows) >= 3, timeout=STATE_TIMEOUT_MS / 1000)
     assert len(rows) >= 3, "the page does not open on a test set's table"
@@ -632,7 +656,7 @@ def test_a_submitted_row_is_reached_from_the_submit_link(default_store, browser,
 
     store, url = default_store
     page = browser.new_page(viewport=PHONE)
-    page.goto(url + "?tab=submit")
+    open_page(page, url + "?tab=submit")
     page.get_by_label("Your name or organisation (submitter)").fill("tester")
     page.get_by_label("Model name").fill("Issue31-Model")
     page.locator("#submit-result").wait_for(state="attached", timeout=STATE_TIMEOUT_MS)
@@ -650,7 +674,7 @@ def test_a_submitted_row_is_reached_from_the_submit_link(default_store, browser,
     # the backend scores it (BLEU only, offline: no 1/RadCliQ-v1 value, so the row is unranked)
     assert main(["backend", "--store", str(store), "--once",
                  "--metrics", "bleu2", "--no-progress"]) == 0
-    page.goto(urljoin(page.url, href))  # the link (gradio opens a markdown link in a new tab)
+    open_page(page, urljoin(page.url, href))  # the link (gradio opens a markdown link in a new tab)
     header = wait_text(page, "#model-header", lambda t: t.startswith("Issue31-Model"), timeout=STATE_TIMEOUT_MS / 1000)
     assert header.startswith("Issue31-Model")
     rows = wait_until(page, "model-results", lambda rows: len(rows) == 1)

@@ -44,3 +44,27 @@ def test_analyze_shows_each_number_once_with_distributions_and_the_comparison_fi
     assert "rank uncertainty on ROUGE-L" in html and "bootstrap rank intervals on ROUGE-L" in html
     assert html.index("<h2>Comparison</h2>") < html.index("<h2>Figures</h2>") < html.index("<h2>Tables</h2>")
     assert "<div class='figures'>" in html  # laid out side by side, to the page's width
+
+
+def test_each_metric_has_one_label_beside_its_key_in_score_analyze_report_and_figures(runs, capsys):
+    """The key (`--metrics`, per-study columns, file names) with its one label beside it:
+    `score` and `analyze`'s tables print the label the captions and figures use."""
+    import pandas as pd
+
+    from rexrank.analysis import figures as F
+
+    labels = {"bleu2": "BLEU", "rouge": "ROUGE-L", "rouge1": "ROUGE-1", "rouge2": "ROUGE-2"}
+    assert main(["score", "--dataset", "example", "--predictions", PREDICTIONS, "--metrics", "bleu2,rouge",
+                 "--no-progress"]) == 0
+    printed = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()
+               if line.split() and line.split()[0] in labels}
+    assert printed == labels
+    out = runs / "labels"
+    assert main(["analyze", f"a={runs / 'a.parquet'}", f"b={runs / 'b.parquet'}", "--out", str(out),
+                 "--bootstrap", "20", "--no-progress"]) == 0
+    summary = pd.read_csv(out / "tables" / "summary.csv")
+    assert list(summary.columns[:3]) == ["stratum", "metric", "label"]
+    assert dict(zip(summary["metric"], summary["label"])) == labels
+    assert {m: F.label(m) for m in labels} == labels  # the figures' axes and captions
+    html = (out / "report.html").read_text()
+    assert all(f"rank uncertainty on {label}" in html for label in labels.values())

@@ -88,6 +88,23 @@ def _radcliq_v1_bounds() -> tuple[float, float]:
 SAME_AS = {"rougeL": "rouge"}
 
 
+# per-study scores that are no leaderboard column: the ROUGE module's other F1s, and the
+# per-study RadCliQ-v1 and FineRadScore whose means the board shows inverted
+SCORE_LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2",
+                **{c.per_study_column: c.display.removeprefix("1/") for c in LEADERBOARD_COLUMNS if c.inverted}}
+
+
+def metric_label(key: str) -> str:
+    """The one name a metric's key (a leaderboard column or a per-study score column) is shown
+    under: the leaderboard's header, in `score`'s table, `analyze`'s tables, report and figures;
+    an unknown key is its own label. The key stays the identifier (`--metrics`, per-study
+    columns, file names)."""
+    key = SAME_AS.get(key, key)
+    if key in COLUMNS_BY_KEY:
+        return COLUMNS_BY_KEY[key].display
+    return SCORE_LABELS.get(key, key)
+
+
 def repeated_columns(columns) -> set[str]:
     """The columns among `columns` that repeat another of them (SAME_AS): left out of tables and figures."""
     columns = set(columns)

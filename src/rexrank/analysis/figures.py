@@ -16,13 +16,12 @@ from matplotlib.figure import Figure
 from rexrank.analysis.correlation import metric_correlation
 from rexrank.analysis.io import AnalysisError, RunSet, as_system_table, higher_is_better
 from rexrank.analysis.sites import rank_matrix
-from rexrank.results_schema import COLUMNS_BY_KEY
+from rexrank.results_schema import metric_label
 
 def label(metric: str) -> str:
-    """Display name: the leaderboard header for leaderboard keys, else the column name."""
-    if metric in COLUMNS_BY_KEY:
-        return COLUMNS_BY_KEY[metric].display
-    return metric if higher_is_better(metric) else f"{metric} (lower is better)"
+    """The metric's one label (`metric_label`, as in the tables), marked where lower is better."""
+    name = metric_label(metric)
+    return name if higher_is_better(metric) else f"{name} (lower is better)"
 
 
 def _figure(width: float, height: float) -> Figure:

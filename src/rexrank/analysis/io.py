@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rexrank.errors import RexrankError
-from rexrank.results_schema import COLUMNS_BY_KEY, LEADERBOARD_COLUMNS, SAME_AS, repeated_columns
+from rexrank.results_schema import COLUMNS_BY_KEY, LEADERBOARD_COLUMNS, SAME_AS, metric_label, repeated_columns
 
 
 class AnalysisError(RexrankError):
@@ -31,9 +31,6 @@ LOWER_IS_BETTER = frozenset({"radcliq", "radcliq_v0", "radcliq_v1", "fineradscor
                               "fineradscore_n_corrections"})
 
 
-def label_of(metric: str) -> str:
-    """A metric's one display name: the leaderboard's header for its columns (rouge: ROUGE-L), else its name."""
-    return COLUMNS_BY_KEY[metric].display if metric in COLUMNS_BY_KEY else metric
 
 
 def higher_is_better(metric: str, lower_is_better: Sequence[str] = ()) -> bool:
@@ -199,7 +196,7 @@ def load_runs(specs: Sequence[str] | Mapping[str, str | Path], *, lower_is_bette
         same = SAME_AS[column]
         if runs.scores[column].equals(runs.scores[same]):
             del runs.scores[column]
-            notes.append(f"{column} is {same}'s number ({label_of(same)}): shown once, as {same}")
+            notes.append(f"{column} is {same}'s number ({metric_label(same)}): shown once, as {same}")
     runs.test_set = test_set
     runs.notes[:0] = notes
     return runs

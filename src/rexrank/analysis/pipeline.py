@@ -15,6 +15,7 @@ from rexrank.analysis.report import Analysis
 from rexrank.analysis.sites import DEFAULT_TOP_N, site_ranking
 from rexrank.analysis.strata import ABNORMAL_ATTRIBUTE, NoFindingLabeller, normal_abnormal, stratum_labels, summary_table
 from rexrank.analysis.uncertainty import STATISTICAL_NOTES, complete_cases, pairwise_tests, rank_intervals
+from rexrank.results_schema import metric_label
 
 RANK_METRIC_PREFERENCE = ("radcliq_v1", "radcliq", "green", "ratescore", "bertscore", "bleu2")
 
@@ -57,7 +58,8 @@ def analyze(
 
     # overall summary and one table per stratifying attribute
     analysis.tables["summary"] = summary_table(runs, resamples=resamples, seed=seed)
-    analysis.table_captions["summary"] = "mean, normal 95 % CI (papers), bootstrap CI, rank and bootstrap rank interval"
+    analysis.table_captions["summary"] = ("mean, normal 95 % CI (papers), bootstrap CI, rank and bootstrap rank interval; "
+                                          "metric: the per-study column's key (as in file names), label: its name, as in the figures")
     labels: dict[str, pd.Series] = {}
     if normal_vs_abnormal:
         series, how = normal_abnormal(attrs, references.loc[runs.ids] if references is not None else None, labeller=labeller)
@@ -151,7 +153,19 @@ def analyze(
             "Kendall τ-b between metric badness and radiologists' total errors on ReXVal, bootstrap CI over pairs")
         analysis.figures["human_alignment"] = F.fig_human_alignment(table)
         analysis.figure_captions["human_alignment"] = "alignment with radiologists (ReXVal)"
+    for name, table in analysis.tables.items():
+        analysis.tables[name] = with_labels(table)
     return analysis
+
+
+def with_labels(table: pd.DataFrame) -> pd.DataFrame:
+    """A table with a `metric` column (the per-study column's key, as in the file names and
+    `--site-metric`) gets the metric's label beside it, the name the figures and captions use."""
+    if "metric" not in table.columns or "label" in table.columns:
+        return table
+    table = table.copy()
+    table.insert(table.columns.get_loc("metric") + 1, "label", table["metric"].map(metric_label))
+    return table
 
 
 def _pairwise_by_stratum(frame: pd.DataFrame, labels: pd.Series, resamples: int, seed: int) -> pd.DataFrame:

@@ -47,10 +47,11 @@ def register(subparsers) -> None:
 
 
 def format_table(results: dict) -> str:
-    from rexrank.results_schema import repeated_columns
+    from rexrank.results_schema import metric_label, repeated_columns
 
     bootstrap = bool((results.get("statistics") or {}).get("bootstrap"))
-    header = ("metric", "mean", "± 95% CI", *(("bootstrap 95% CI",) if bootstrap else ()), "n scored / failed")
+    # the key (what --metrics and --per-study name) and the label analyze and the leaderboard show
+    header = ("metric", "label", "mean", "± 95% CI", *(("bootstrap 95% CI",) if bootstrap else ()), "n scored / failed")
     rows = [header]
     for summary in results["metrics"].values():
         repeated = repeated_columns(summary["scores"])  # rougeL is rouge's number: one row
@@ -63,12 +64,12 @@ def format_table(results: dict) -> str:
             if bootstrap:
                 low, high = s.get("bootstrap_low"), s.get("bootstrap_high")
                 boot = ("n/a" if low is None else f"[{low:.4f}, {high:.4f}]",)
-            rows.append((column, f"{s['mean']:.4f}", "n/a" if math.isnan(ci) else f"{ci:.4f}", *boot, n))
+            rows.append((column, metric_label(column), f"{s['mean']:.4f}", "n/a" if math.isnan(ci) else f"{ci:.4f}", *boot, n))
         for key, value in summary["corpus"].items():
             if key not in summary["scores"] and key not in repeated_columns({key, *summary["scores"]}):
-                rows.append((key, f"{value:.4f}", "(corpus)", *(("",) if bootstrap else ()), ""))
+                rows.append((key, metric_label(key), f"{value:.4f}", "(corpus)", *(("",) if bootstrap else ()), ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
+    lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -643,6 +643,10 @@ def test_the_first_screen_holds_the_ranking_metrics_numbers(default_store, brows
     for i, (rank, model, value) in enumerate(screen["rows"]):
         assert rank["seen"] and model["seen"] and value["seen"], f"at {width} px row {i} is off the first screen: {screen}"
         assert value["text"] == f"{expected['1/RadCliQ-v1'].iloc[i]:.3f}", screen
+    # every tab in sight (gradio's default hid all but the first under a "⋯" menu on a phone)
+    tabs = [t.inner_text().strip() for t in page.locator("[role=tab]").all() if t.is_visible()]
+    assert tabs == ["ReXGradient (private)", "MIMIC-CXR", "IU-Xray", "CheXpert Plus", "Overview", "Model", "Plots",
+                    "About", "Submit"], f"at {width} px the tabs in sight: {tabs}"
     layout = page.evaluate(LAYOUT, "#table-rexgradient")
     assert layout["page_overflow"] <= 0, f"at {width} px the page scrolls sideways"
     assert layout["clipped"] == [], f"at {width} px cells cut off: {layout['clipped']}"

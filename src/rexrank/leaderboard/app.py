@@ -312,7 +312,9 @@ def build_app(source: LeaderboardSource):
             rank_by = gr.Dropdown(tables.rank_choices(), value=DEFAULT_RANK_KEY, label="Rank by", elem_id="rank-by",
                                   min_width=280)
         address_note = gr.Markdown(elem_id="address-note")
-        with gr.Tabs() as tabs:
+        # "wrap": on a phone every tab stays in sight on a second line (gradio's default hides
+        # all but the first test set's under a "⋯" menu)
+        with gr.Tabs(overflow_behavior="wrap") as tabs:
             tab_selects, view_outputs = [], [None, None]  # the overview's grid and CSV, made below
             # the test sets first: the page opens on a ranked table
             for i, t in enumerate(tab_test_sets):

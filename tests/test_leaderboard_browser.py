@@ -45,15 +45,14 @@ READ_ROWS = """(sel) => {
   return Object.keys(rows).map(Number).sort((a, b) => a - b).map(r => rows[r]);
 }"""
 READ_HEADERS = """(sel) => Array.from(document.querySelectorAll(sel + ' th[role=columnheader]')).map(th => th.innerText.trim())"""
-# what a reader sees of a grid: header words split over two lines (a Range over a word
-# has client rects on more than one line), cells whose text is cut off, sideways scrolling
-LAYOUT = """(sel) => {
-  const root = document.querySelector(sel);
+# the words of `cells` split over two lines (a Range over a word has client rects on more
+# than one line); `words`: what counts as one word (default: between spaces)
+BROKEN_WORDS = """const brokenWords = (cells, words = /\\S+/g) => {
   const broken = [];
-  root.querySelectorAll('th[role=columnheader]').forEach(th => {
-    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+  cells.forEach(cell => {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-      for (const m of node.textContent.matchAll(/\\S+/g)) {
+      for (const m of node.textContent.matchAll(words)) {
         const range = document.createRange();
         range.setStart(node, m.index);
         range.setEnd(node, m.index + m[0].length);
@@ -62,6 +61,14 @@ LAYOUT = """(sel) => {
       }
     }
   });
+  return broken;
+};"""
+# what a reader sees of a grid: header words split over two lines, cells whose text is cut
+# off, sideways scrolling
+LAYOUT = """(sel) => {
+  """ + BROKEN_WORDS + """
+  const root = document.querySelector(sel);
+  const broken = brokenWords(root.querySelectorAll('th[role=columnheader]'));
   const clipped = [];
   root.querySelectorAll('[role=gridcell] .cell-wrap').forEach(c => {
     if (c.scrollWidth > c.clientWidth + 1) clipped.push(c.innerText.trim());
@@ -386,6 +393,23 @@ def test_layout_fits_and_headers_break_between_words(page_url, browser, viewport
         if width >= 1400:
             assert layout["overflow"] <= 0, f"{tab} at {width} px: the grid scrolls sideways by {layout['overflow']} px"
             assert layout["clipped"] == [], f"{tab} at {width} px: cells cut off"
+    page.close()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
+def test_about_table_keeps_words_whole(page_url, browser, viewport):
+    page = browser.new_page(viewport=viewport)
+    open_page(page, page_url + "?tab=about")
+    table = page.locator("#about-text table").first
+    table.wait_for(state="visible", timeout=STATE_TIMEOUT_MS)
+    cells = "#about-text table th, #about-text table td"
+    # prose may wrap after a hyphen or dash ("distilroberta-|base"), never inside a word
+    broken = page.evaluate("(sel) => { " + BROKEN_WORDS + " return brokenWords(document.querySelectorAll(sel), /[^\\s\\-–]+/g); }",
+                           cells)
+    assert broken == [], f"at {viewport['width']} px the About table splits words over two lines: {broken[:10]}"
+    assert page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+    table.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"leaderboard_31_about_{viewport['width']}.png"))
     page.close()
 
 

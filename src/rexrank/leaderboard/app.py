@@ -358,7 +358,7 @@ def build_app(source: LeaderboardSource):
                 corr_plot = gr.Plot(label="Metric correlation")
                 box_plot = gr.Plot(label="Metric distributions")
             with gr.Tab("About", id="about") as about_tab:
-                gr.Markdown(about_markdown())
+                gr.Markdown(about_markdown(), elem_id="about-text")
             with gr.Tab("Submit", id="submit") as submit_tab:
                 if store is None:
                     gr.Markdown("This leaderboard runs without a store: submissions are off.")

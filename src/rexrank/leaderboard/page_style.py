@@ -76,6 +76,10 @@ PAGE_CSS = "\n".join([
     f'.{TABLE_CLASS} th[title*="↑"] span.header, .{TABLE_CLASS} th[title*="↓"] span.header {{ white-space: nowrap; }}',
     # gradio's scroll-to-top button sits on the grid's last row; the page scrolls anyway
     f".{TABLE_CLASS} button.scroll-top-button {{ display: none !important; }}",
+    # the About tab's metric table: gradio's prose breaks words anywhere ("BL|EU" on a phone);
+    # words stay whole and a table wider than the screen scrolls sideways in its own box
+    "#about-text table { display: block; overflow-x: auto; border: none; padding: 0; }",
+    "#about-text th, #about-text td { word-break: normal; overflow-wrap: normal; }",
 ])
 
 # gradio's grid stops header clicks from bubbling: listen in the capture phase. `trigger`

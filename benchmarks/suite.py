@@ -136,6 +136,7 @@ def run_bare(models, texts: list[str], sentences: list[str], entities: list[str]
     from rexrank.models.chexbert import CheXbert
     from rexrank.models.token_embeddings import TokenEmbedder
     from rexrank.radgraph.annotator import RadGraphAnnotator
+    from rexrank.radgraph.decode import read
     from rexrank.ratescore.models import EntityEncoder, EntityTagger
 
     shared.clear()
@@ -160,10 +161,11 @@ def run_bare(models, texts: list[str], sentences: list[str], entities: list[str]
     def radgraph():
         annotator = RadGraphAnnotator(model_path=models["radgraph"], batch_size=BATCH["radgraph"], device=device)
         words = sorted((w for w in map(annotator.words, texts) if w), key=len)
-        for start in range(0, len(words), BATCH["radgraph"]):
-            batch = words[start : start + BATCH["radgraph"]]
-            for vectors in annotator._word_vectors(batch):
-                annotator.model.decode(vectors, annotator.ner_namespace, annotator.relation_namespace)
+
+        def span_table(n):
+            return annotator.model.span_table(n, device)[1]
+        for start in range(0, len(words), BATCH["radgraph"]):  # encoder, heads, labels read (no JSON)
+            read(annotator._labels(annotator._encode(words[start : start + BATCH["radgraph"]])), span_table)
 
     def ratescore():
         tagger = EntityTagger(Path(models["ner"]), device, BATCH["ratescore"])

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from rexrank.models.prefetch import ahead, on_device
+from rexrank.models.prefetch import ahead, behind, on_device
 from tiny_report_models import CORPUS, make_tiny_radcliq_models
 
 TEXTS = CORPUS + [" ".join(CORPUS[i:i + 3]) for i in range(len(CORPUS) - 2)] + ["Mild edema.", "No effusion."]
@@ -31,6 +31,29 @@ def test_ahead_keeps_order_and_prepares_in_a_background_thread():
     assert list(ahead(range(3), _threads_of(seen)(lambda k: -k), enabled=False)) == [(0, 0), (1, -1), (2, -2)]
     assert set(seen) == {threading.current_thread().name}
     assert on_device("cuda:0") and not on_device("cpu")
+
+
+def test_behind_runs_in_order_in_a_background_thread_and_raises_errors():
+    seen, done = [], []
+    with behind(enabled=True) as submit:
+        for k in range(5):
+            submit(_threads_of(seen)(done.append), k)
+    assert done == list(range(5)) and set(seen) == {"rexrank-finish_0"}
+
+    def fail(k):
+        if k == 1:
+            raise ValueError("batch 1")
+        done.append(k)
+
+    done.clear()
+    with pytest.raises(ValueError, match="batch 1"), behind(enabled=True) as submit:
+        for k in range(4):
+            submit(fail, k)
+    assert done[:1] == [0] and 1 not in done
+    seen.clear()
+    with behind(enabled=False) as submit:
+        submit(_threads_of(seen)(lambda: None))
+    assert seen == [threading.current_thread().name]
 
 
 def test_radgraph_annotations_are_identical_with_batches_prepared_ahead(tmp_path):

@@ -109,3 +109,34 @@ def test_ratescore_models_give_identical_outputs_with_batches_prepared_ahead(par
     else:
         np.testing.assert_array_equal(again, plain)
     assert "rexrank-prefetch_0" in seen
+
+
+def test_ratescore_splits_while_its_models_load_with_identical_scores(tmp_path, monkeypatch):
+    """On a GPU (forced here) the sentence splitting runs in a thread while the models load;
+    the scores are the plain run's, and a loading error is still raised only when a sentence
+    needs the models."""
+    import rexrank.metrics.ratescore as module
+    from rexrank.errors import MetricError
+    from rexrank.metrics.registry import get_metric
+    from test_ratescore_metric import _build_encoder, _build_tagger
+
+    paths = dict(ner_path=str(_build_tagger(tmp_path / "ner")), embedding_path=str(_build_encoder(tmp_path / "encoder")))
+    predictions, references = TEXTS[:6] + ["", "ab"], TEXTS[6:12] + ["Mild edema.", ""]
+    plain = get_metric("ratescore", device="cpu", cache=False, **paths).score(predictions, references)
+    monkeypatch.setattr(module, "on_device", lambda device: True)
+    seen: list = []
+    split_on = module.RaTEScore._splitter
+
+    def recorded(self):
+        return _threads_of(seen)(split_on(self))
+
+    monkeypatch.setattr(module.RaTEScore, "_splitter", recorded)
+    metric = get_metric("ratescore", device="cpu", cache=False, **paths)
+    overlapped = metric.score(predictions, references)
+    np.testing.assert_array_equal(overlapped.primary, plain.primary)
+    assert set(seen) == {"rexrank-split_0"} and metric._tagger is not None
+
+    missing = dict(paths, ner_path=str(tmp_path / "nope"))
+    assert list(get_metric("ratescore", device="cpu", cache=False, **missing).score(["", "ab"], ["  ", ""]).primary) == [0.5, 0.5]
+    with pytest.raises(MetricError, match="does not exist"):
+        get_metric("ratescore", device="cpu", cache=False, **missing).score(["No effusion."], ["Mild edema."])

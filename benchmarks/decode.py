@@ -33,31 +33,22 @@ import argparse
 import os
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
+import suite  # noqa: I001  (sets PyTorch's huge pages as the suite benchmark does)
 import torch
 
 from radgraph import build_archive
 from synthetic_reports import synthetic_reports
 
 
-def synchronize(device: str) -> None:
-    if str(device).startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-clock = CLOCKS["wall"]
-
-
 def timed(device: str, fn) -> tuple[float, object]:
-    synchronize(device)
-    start = clock()
+    suite.synchronize(device)
+    start = suite.clock()  # wall unless --clock cpu
     with torch.inference_mode():
         out = fn()
-    synchronize(device)
-    return clock() - start, out
+    suite.synchronize(device)
+    return suite.clock() - start, out
 
 
 class OpCount:
@@ -195,21 +186,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=600, help="texts = 2 x pairs (default 600: 1,200 texts)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--no-pass", action="store_true", help="skip the whole-pass timings")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                        help="wall (default) or cpu: this process's CPU time, steadier on a shared machine with --threads 1")
+    suite.add_machine_options(parser)
     args = parser.parse_args()
-    global clock
-    if args.clock == "cpu" and args.device != "cpu":
-        parser.error("--clock cpu measures CPU work only; use the wall clock with a GPU")
-    clock = CLOCKS[args.clock]
-    from rexrank.models.checkpoints import pick_device
-
-    pick_device(args.device)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    suite.apply_machine_options(parser, args)
     texts = list(dict.fromkeys(synthetic_reports(args.pairs, seed=1) + synthetic_reports(args.pairs, seed=2)))
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["REXRANK_CACHE"] = str(Path(tmp) / "cache")

@@ -39,9 +39,7 @@ def _labels(rng: np.random.Generator, n_words: int, width: int, n_ner: int, n_re
 
 def _span_table(width: int):
     def table(n: int) -> np.ndarray:
-        starts = np.repeat(np.arange(n), width)
-        ends = starts + np.tile(np.arange(width), n)
-        return np.stack([starts, ends], axis=1)[ends < n]
+        return np.array([(s, e) for s in range(n) for e in range(s, min(s + width, n))], dtype=np.int64).reshape(-1, 2)
     return table
 
 
@@ -49,10 +47,10 @@ def test_span_table_is_every_span_by_start_then_end(archives):
     annotator = RadGraphAnnotator(model_path=str(archives["whole"]), device="cpu")
     model = annotator.model
     for width in (1, 2, 3, 8):
-        model.settings.max_span_width, model._span_tables = width, {}
+        model.settings.max_span_width, model._span_tables, model._device_spans = width, {}, {}
         for n in range(0, 30):
             expected = [(s, e) for s in range(n) for e in range(s, min(s + width, n))]
-            on_device, host = model.span_table(n, "cpu")
+            host, on_device = model.span_table(n), model._spans_on(n, torch.device("cpu"))
             assert [tuple(x) for x in host.tolist()] == expected == [tuple(x) for x in on_device.tolist()]
             assert on_device.dtype == torch.long and host.shape == (len(expected), 2)
 

@@ -221,8 +221,7 @@ class RadGraphAnnotator:
         """The JSON annotations of a batch whose labels `_labels` fetched."""
         from rexrank.radgraph.decode import read, to_json
 
-        device = self.device
-        decoded = read(fetched, lambda n: self.model.span_table(n, device)[1])
+        decoded = read(fetched, self.model.span_table)
         return [to_json(w, e, r, self.ner_labels, self.relation_labels) for w, (e, r) in zip(batch_words, decoded)]
 
     # -- annotation --------------------------------------------------------------------

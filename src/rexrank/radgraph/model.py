@@ -225,6 +225,7 @@ class DyGIE(nn.Module):
         self._relation = RelationExtractor(settings.relation_namespaces, make_ff, span_dim, settings.spans_per_word)
         self._events = EventExtractor(settings.feature_size)
         self._span_tables: dict = {}
+        self._device_spans: dict = {}
 
     def load_weights(self, state: dict[str, torch.Tensor], source: str) -> None:
         # Checkpoints saved with transformers < 4.31 carry the persistent buffer
@@ -235,19 +236,24 @@ class DyGIE(nn.Module):
         except RuntimeError as exc:
             raise MetricError(f"{source}: weights.th does not match the DyGIE model built from config.json: {exc}") from None
 
-    def span_table(self, n_words: int, device) -> tuple[torch.Tensor, "np.ndarray"]:
-        """Every (start, end) with end - start < max_span_width, ordered by start then end: on
-        `device` for the heads and as numpy for reading the labels. Built once per length."""
-        key = (n_words, str(device))
-        table = self._span_tables.get(key)
+    def span_table(self, n_words: int) -> "np.ndarray":
+        """Every (start, end) with end - start < max_span_width, ordered by start then end,
+        as numpy (n_spans, 2): the spans the NER labels refer to. Built once per length."""
+        table = self._span_tables.get(n_words)
         if table is None:
             import numpy as np
 
             starts = np.repeat(np.arange(n_words), self.settings.max_span_width)
             ends = starts + np.tile(np.arange(self.settings.max_span_width), n_words)
-            host = np.stack([starts, ends], axis=1)[ends < n_words]
-            table = self._span_tables[key] = (torch.from_numpy(host).to(device), host)
+            table = self._span_tables[n_words] = np.stack([starts, ends], axis=1)[ends < n_words]
         return table
+
+    def _spans_on(self, n_words: int, device: torch.device) -> torch.Tensor:
+        key = (n_words, device)
+        spans = self._device_spans.get(key)
+        if spans is None:
+            spans = self._device_spans[key] = torch.from_numpy(self.span_table(n_words)).to(device)
+        return spans
 
     @torch.no_grad()
     def score(self, words: torch.Tensor, ner_namespace: str, relation_namespace: str) -> DocumentLabels:
@@ -255,7 +261,7 @@ class DyGIE(nn.Module):
         (nothing here waits for the device: rexrank.radgraph.decode reads a batch's labels
         with one transfer)."""
         n_words = words.size(0)
-        spans, _ = self.span_table(n_words, words.device)
+        spans = self._spans_on(n_words, words.device)
         span_emb = self._endpoint_span_extractor(words, spans)
 
         ner_scores = self._ner._ner_scorers[ner_namespace](span_emb)

@@ -85,12 +85,13 @@ def to_json(words: list[str], entities: list[Entity], relations: list[Relation],
             outgoing.setdefault((s1, e1), []).append([relation_labels[rel], str(target)])
     result: dict[str, Any] = {}
     for n, (s, e, label) in enumerate(entities, start=1):
+        rels = outgoing.get((s, e))
         result[str(n)] = {
             "tokens": " ".join(words[s : e + 1]),
             "label": ner_labels[label],
             "start_ix": s,
             "end_ix": e,
             # a copy per entity: two entities on one span (never from the model) get their own lists
-            "relations": [list(r) for r in outgoing.get((s, e), ())],
+            "relations": [list(r) for r in rels] if rels else [],
         }
     return {"text": " ".join(words), "entities": result}

@@ -30,6 +30,7 @@ Usage: python benchmarks/decode.py [--pairs 600] [--rounds 3] [--device cpu|cuda
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import tempfile
@@ -43,6 +44,7 @@ from synthetic_reports import synthetic_reports
 
 
 def timed(device: str, fn) -> tuple[float, object]:
+    gc.collect()  # each part starts from a collected heap: a collection inside is its own garbage's
     suite.synchronize(device)
     start = suite.clock()  # wall unless --clock cpu
     with torch.inference_mode():

@@ -16,7 +16,7 @@
    GREEN run, and its ratio.
 
 Nothing is downloaded (HF_HUB_OFFLINE is set; every model and tokenizer is built from a
-config here), so it runs where the packages were carried in as wheels. About 4-5 minutes on
+config here), so it runs where the packages were carried in as wheels. About 5 minutes on
 an H100 with the defaults. `--smoke` runs the same code with tiny sizes (CPU is fine) to
 check that it runs; its figures mean nothing.
 

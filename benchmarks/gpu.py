@@ -2,7 +2,9 @@
 
 1. suite/bare on the device: `suite.py`'s scoring run of bleu2, bertscore, sembscore,
    radgraph, radcliq and ratescore against bare forward passes of the same models
-   (random weights, real architectures; goal <= 1.15).
+   (random weights, real architectures; goal <= 1.15), then `decode.py`'s split of
+   RadGraph's pass on the same texts: decoding old (per-span reference) against new, and
+   RadGraph pass / forward passes (goal <= 2).
 2. GREEN in official batches: a random-weight Llama-2 7B (GREEN-RadLlama2-7b's
    architecture) in float16 built on the device, prompts of 420-700 random token ids,
    350-token answers (random weights never stop early), batches of 8 through
@@ -14,7 +16,7 @@
    GREEN run, and its ratio.
 
 Nothing is downloaded (HF_HUB_OFFLINE is set; every model and tokenizer is built from a
-config here), so it runs where the packages were carried in as wheels. About 4-5 minutes on
+config here), so it runs where the packages were carried in as wheels. About 5 minutes on
 an H100 with the defaults. `--smoke` runs the same code with tiny sizes (CPU is fine) to
 check that it runs; its figures mean nothing.
 
@@ -33,6 +35,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import suite  # noqa: E402  (sets PyTorch's huge pages as the suite benchmark does)
+import decode  # noqa: E402
 import torch  # noqa: E402
 
 LLAMA_7B = dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
@@ -193,6 +196,8 @@ def run_suite(args, device: str) -> None:
                   f"({', '.join(f'{k} {v:.1f}' for k, v in bare.items())}); in the run: "
                   f"{', '.join(f'{k} {v:.1f}' for k, v in own.items())}")
         print(f"  suite/bare = {sorted(ratios)[len(ratios) // 2]:.3f} (goal <= 1.15)")
+        print("RadGraph's pass against its forward passes (decode.py; old = the per-span reference reading):")
+        decode.measure(models["radgraph"], texts, device, rounds=args.rounds)
 
 
 def main() -> None:

@@ -136,6 +136,7 @@ def run_bare(models, texts: list[str], sentences: list[str], entities: list[str]
     from rexrank.models.chexbert import CheXbert
     from rexrank.models.token_embeddings import TokenEmbedder
     from rexrank.radgraph.annotator import RadGraphAnnotator
+    from rexrank.radgraph.decode import read
     from rexrank.ratescore.models import EntityEncoder, EntityTagger
 
     shared.clear()
@@ -160,10 +161,8 @@ def run_bare(models, texts: list[str], sentences: list[str], entities: list[str]
     def radgraph():
         annotator = RadGraphAnnotator(model_path=models["radgraph"], batch_size=BATCH["radgraph"], device=device)
         words = sorted((w for w in map(annotator.words, texts) if w), key=len)
-        for start in range(0, len(words), BATCH["radgraph"]):
-            batch = words[start : start + BATCH["radgraph"]]
-            for vectors in annotator._word_vectors(batch):
-                annotator.model.decode(vectors, annotator.ner_namespace, annotator.relation_namespace)
+        for start in range(0, len(words), BATCH["radgraph"]):  # encoder, heads, labels read (no JSON)
+            read(annotator._labels(annotator._encode(words[start : start + BATCH["radgraph"]])), annotator.model.span_table)
 
     def ratescore():
         tagger = EntityTagger(Path(models["ner"]), device, BATCH["ratescore"])
@@ -181,24 +180,34 @@ def run_bare(models, texts: list[str], sentences: list[str], entities: list[str]
     return seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairs", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
+def add_machine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall (default) or cpu: this process's CPU time, steadier on a shared machine with --threads 1")
-    args = parser.parse_args()
+
+
+def apply_machine_options(parser: argparse.ArgumentParser, args) -> None:
+    """The clock, the device (an unavailable one fails here, before minutes of model
+    building) and torch's threads, as `add_machine_options` read them."""
     global clock
     if args.clock == "cpu" and args.device != "cpu":
         parser.error("--clock cpu measures CPU work only; use the wall clock with a GPU")
     clock = CLOCKS[args.clock]
     from rexrank.models.checkpoints import pick_device
 
-    pick_device(args.device)  # an unavailable device fails here, before minutes of model building
+    pick_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    add_machine_options(parser)
+    args = parser.parse_args()
+    apply_machine_options(parser, args)
     torch.manual_seed(0)
     references = synthetic_reports(args.pairs, seed=1)
     predictions = synthetic_reports(args.pairs, seed=2)

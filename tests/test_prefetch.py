@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from rexrank.models.prefetch import ahead, on_device
+from rexrank.models.prefetch import ahead, behind, on_device
 from tiny_report_models import CORPUS, make_tiny_radcliq_models
 
 TEXTS = CORPUS + [" ".join(CORPUS[i:i + 3]) for i in range(len(CORPUS) - 2)] + ["Mild edema.", "No effusion."]
@@ -31,6 +31,29 @@ def test_ahead_keeps_order_and_prepares_in_a_background_thread():
     assert list(ahead(range(3), _threads_of(seen)(lambda k: -k), enabled=False)) == [(0, 0), (1, -1), (2, -2)]
     assert set(seen) == {threading.current_thread().name}
     assert on_device("cuda:0") and not on_device("cpu")
+
+
+def test_behind_runs_in_order_in_a_background_thread_and_raises_errors():
+    seen, done = [], []
+    with behind(enabled=True) as submit:
+        for k in range(5):
+            submit(_threads_of(seen)(done.append), k)
+    assert done == list(range(5)) and set(seen) == {"rexrank-finish_0"}
+
+    def fail(k):
+        if k == 1:
+            raise ValueError("batch 1")
+        done.append(k)
+
+    done.clear()
+    with pytest.raises(ValueError, match="batch 1"), behind(enabled=True) as submit:
+        for k in range(4):
+            submit(fail, k)
+    assert done[:1] == [0] and 1 not in done
+    seen.clear()
+    with behind(enabled=False) as submit:
+        submit(_threads_of(seen)(lambda: None))
+    assert seen == [threading.current_thread().name]
 
 
 def test_radgraph_annotations_are_identical_with_batches_prepared_ahead(tmp_path):
@@ -86,3 +109,34 @@ def test_ratescore_models_give_identical_outputs_with_batches_prepared_ahead(par
     else:
         np.testing.assert_array_equal(again, plain)
     assert "rexrank-prefetch_0" in seen
+
+
+def test_ratescore_splits_while_its_models_load_with_identical_scores(tmp_path, monkeypatch):
+    """On a GPU (forced here) the sentence splitting runs in a thread while the models load;
+    the scores are the plain run's, and a loading error is still raised only when a sentence
+    needs the models."""
+    import rexrank.metrics.ratescore as module
+    from rexrank.errors import MetricError
+    from rexrank.metrics.registry import get_metric
+    from test_ratescore_metric import _build_encoder, _build_tagger
+
+    paths = dict(ner_path=str(_build_tagger(tmp_path / "ner")), embedding_path=str(_build_encoder(tmp_path / "encoder")))
+    predictions, references = TEXTS[:6] + ["", "ab"], TEXTS[6:12] + ["Mild edema.", ""]
+    plain = get_metric("ratescore", device="cpu", cache=False, **paths).score(predictions, references)
+    monkeypatch.setattr(module, "on_device", lambda device: True)
+    seen: list = []
+    split_on = module.RaTEScore._splitter
+
+    def recorded(self):
+        return _threads_of(seen)(split_on(self))
+
+    monkeypatch.setattr(module.RaTEScore, "_splitter", recorded)
+    metric = get_metric("ratescore", device="cpu", cache=False, **paths)
+    overlapped = metric.score(predictions, references)
+    np.testing.assert_array_equal(overlapped.primary, plain.primary)
+    assert set(seen) == {"rexrank-split_0"} and metric._tagger is not None
+
+    missing = dict(paths, ner_path=str(tmp_path / "nope"))
+    assert list(get_metric("ratescore", device="cpu", cache=False, **missing).score(["", "ab"], ["  ", ""]).primary) == [0.5, 0.5]
+    with pytest.raises(MetricError, match="does not exist"):
+        get_metric("ratescore", device="cpu", cache=False, **missing).score(["No effusion."], ["Mild edema."])

@@ -21,6 +21,7 @@ Differences from the official code, on purpose:
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from rexrank.catalogue import BIOLORD, RATE_NER
 from rexrank.errors import MetricError
 from rexrank.metrics.base import Metric, MetricResult
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
+from rexrank.models.prefetch import on_device
 from rexrank.ratescore.affinity import load_affinity
 from rexrank.ratescore.match import NO_ENTITY_SCORE, rate_score
 from rexrank.ratescore.sentences import DEFAULT_SPLITTER, SPLITTERS, get_splitter
@@ -136,6 +138,27 @@ class RaTEScore(Metric):
             self._tagger = tagger
         return self._tagger, self._encoder
 
+    def _split_all(self, texts: list[str]) -> tuple[list[list[str]], Exception | None]:
+        """The sentences of each text. On a GPU, the first time, the models load meanwhile
+        (splitting is Python work that would otherwise hold up the device); an error in
+        loading is returned, to be raised only if a sentence needs the models, as it is
+        without the overlap."""
+        split = self._splitter()
+        try:
+            overlap = self._tagger is None and on_device(pick_device(self.device))
+        except MetricError:
+            overlap = False  # an unavailable device is reported when the models are needed
+        if not overlap:
+            return [split(text) for text in texts], None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rexrank-split") as pool:
+            pending = pool.submit(lambda: [split(text) for text in texts])
+            failed = None
+            try:
+                self._models()
+            except Exception as exc:  # noqa: BLE001 - re-raised by the caller when the models are needed
+                failed = exc
+            return pending.result(), failed
+
     def _cache(self):
         from rexrank.refcache import ReferenceCache
 
@@ -150,10 +173,11 @@ class RaTEScore(Metric):
         string embedded once. `known_sentences` (sentence -> entities) and
         `known_embeddings` (entity string -> vector) are reused and extended, so the
         prediction side does not redo what the reference side did."""
-        split = self._splitter()
-        sentences_of = [split(text) for text in texts]
+        sentences_of, failed = self._split_all(texts)
         if not any(sentences_of):
             return [_analysis([], [], np.zeros((0, 0), dtype=np.float32)) for _ in texts]
+        if failed is not None:
+            raise failed
         tagger, encoder = self._models()
         new = list(dict.fromkeys(s for sentences in sentences_of for s in sentences if s not in known_sentences))
         if new:

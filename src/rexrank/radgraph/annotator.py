@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from rexrank.errors import MetricError
 from rexrank.models.checkpoints import Checkpoint, pick_device
-from rexrank.models.prefetch import ahead, on_device
+from rexrank.models.prefetch import ahead, behind, on_device
 from rexrank.radgraph.preprocess import MODEL_TYPES, reader_word, words_for
 from rexrank.catalogue import radgraph_encoder_revision
 from rexrank.radgraph.tarball import DEFAULT_REVISION, RadGraphArchive, checkpoint_for, load_archive
@@ -173,8 +173,9 @@ class RadGraphAnnotator:
         """Mean last-layer wordpiece vector per word, for a batch of word lists."""
         return self._vectors(self._encode(docs))
 
-    def _encode(self, docs: list[list[str]]) -> tuple:
-        """The CPU side of a batch: word pieces, segments, padded ids and mask."""
+    def _encode(self, docs: list[list[str]]) -> "Encoded":
+        """The CPU side of a batch: word pieces, segments, padded ids and mask, and where
+        each word's pieces sit in the encoder's output."""
         import torch
 
         per_doc = []  # (wordpiece ids, word offsets)
@@ -199,30 +200,29 @@ class RadGraphAnnotator:
         for i, seg in enumerate(segments):
             ids[i, : len(seg)] = torch.tensor(seg, dtype=torch.long)
             mask[i, : len(seg)] = 1
-        return per_doc, owner, ids, mask
+        return Encoded(per_doc, owner, ids, mask, _stitching(per_doc, owner, width, len(self._start_ids)))
 
-    def _vectors(self, encoded: tuple):
-        """The model side of a batch `_encode` prepared."""
-        import torch
-
-        per_doc, owner, ids, mask = encoded
+    def _vectors(self, encoded: "Encoded"):
+        """The model side of a batch `_encode` prepared: word vectors per document (views
+        into one batch tensor)."""
         transformer = self.model._embedder.transformer
-        hidden = transformer(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).last_hidden_state
+        ids, mask = (t.to(self.device, non_blocking=True) for t in (encoded.ids, encoded.mask))
+        hidden = transformer(input_ids=ids, attention_mask=mask).last_hidden_state
+        return encoded.plan.stitch(hidden, encoded.owner, len(self._start_ids))
 
-        # stitch each document's content wordpieces back together (segment specials dropped)
-        content: list[list] = [[] for _ in per_doc]
-        n_start = len(self._start_ids)
-        for i, (d, n) in enumerate(owner):
-            content[d].append(hidden[i, n_start : n_start + n])
-        vectors = []
-        for d, (pieces, offsets) in enumerate(per_doc):
-            doc_hidden = torch.cat(content[d], dim=0) if pieces else hidden.new_zeros(0, hidden.size(-1))
-            words = hidden.new_zeros(len(offsets), hidden.size(-1))
-            for w, span in enumerate(offsets):
-                if span is not None:  # a word the tokenizer maps to nothing keeps a zero vector
-                    words[w] = doc_hidden[span[0] : span[1]].mean(dim=0)
-            vectors.append(words)
-        return vectors
+    def _labels(self, encoded: "Encoded"):
+        """Encoder and heads over a batch, the labels' copy to the host started (nothing
+        waits for the device here)."""
+        from rexrank.radgraph.decode import fetch
+
+        return fetch([self.model.score(vec, self.ner_namespace, self.relation_namespace) for vec in self._vectors(encoded)])
+
+    def _read(self, fetched, batch_words: list[list[str]]) -> list[dict]:
+        """The JSON annotations of a batch whose labels `_labels` fetched."""
+        from rexrank.radgraph.decode import read, to_json
+
+        decoded = read(fetched, self.model.span_table)
+        return [to_json(w, e, r, self.ner_labels, self.relation_labels) for w, (e, r) in zip(batch_words, decoded)]
 
     # -- annotation --------------------------------------------------------------------
     def words(self, text: str) -> list[str]:
@@ -241,31 +241,83 @@ class RadGraphAnnotator:
         batches = [todo[start : start + self.batch_size] for start in range(0, len(todo), self.batch_size)]
         # on a GPU the next batch's word pieces are cut while this one runs (rexrank.models.prefetch)
         prepared = ahead(batches, lambda batch: self._encode([words[t] for t in batch]), enabled=self.prefetch)
-        with torch.inference_mode():
+
+        def finish(batch: list[str], fetched) -> None:
+            out.update(zip(batch, self._read(fetched, [words[t] for t in batch])))
+            bar.update(len(batch))
+
+        # on a GPU a batch's labels are read into JSON while the next batch runs
+        with torch.inference_mode(), behind(enabled=self.prefetch) as submit:
             for batch, encoded in prepared:
-                vectors = self._vectors(encoded)
-                for text, vec in zip(batch, vectors):
-                    entities, relations = self.model.decode(vec, self.ner_namespace, self.relation_namespace)
-                    out[text] = self._to_json(words[text], entities, relations)
-                bar.update(len(batch))
+                submit(finish, batch, self._labels(encoded))
         bar.close()
         return [out[t] for t in texts]
 
-    def _to_json(self, words: list[str], entities, relations) -> dict:
-        index = {}
-        for n, (s, e, _) in enumerate(entities, start=1):
-            index.setdefault((s, e), n)  # first entity with that span, as list.index
-        result: dict[str, Any] = {}
-        for n, (s, e, label) in enumerate(entities, start=1):
-            rels = []
-            for s1, e1, s2, e2, rel in relations:
-                if (s1, e1) == (s, e) and (s2, e2) in index:
-                    rels.append([self.relation_labels[rel], str(index[(s2, e2)])])
-            result[str(n)] = {
-                "tokens": " ".join(words[s : e + 1]),
-                "label": self.ner_labels[label],
-                "start_ix": s,
-                "end_ix": e,
-                "relations": rels,
-            }
-        return {"text": " ".join(words), "entities": result}
+
+class Stitching:
+    """Where each word's vector comes from in the encoder's output (built on the CPU with the
+    batch). A one-piece word's vector is its piece's row; a longer word's is the mean of its
+    pieces taken, as before, over the document's stitched pieces (the same op on the same
+    shape, so the same float on any device); a word with no piece is 0."""
+
+    def __init__(self, sizes: list[int], single_dst, single_src, multi: dict):
+        self.sizes = sizes  # words per document
+        self.single_dst, self.single_src = single_dst, single_src  # batch word row <- flat hidden row (tensors)
+        self.multi = multi  # document -> ([(first piece, end piece)], tensor of batch word rows)
+
+    def stitch(self, hidden, owner, n_start: int):
+        import torch
+
+        def to_device(index):  # from pageable memory: no wait for the device's queued work
+            return index.to(hidden.device, non_blocking=True)
+
+        size = hidden.size(-1)
+        words = hidden.new_zeros(sum(self.sizes), size)
+        if self.single_dst.numel():
+            rows = hidden.reshape(-1, size).index_select(0, to_device(self.single_src))
+            # + 0.0 as a mean over one row gives it: -0.0 becomes 0.0, all else is unchanged
+            words.index_copy_(0, to_device(self.single_dst), rows + 0.0)
+        for d, (spans, dst) in self.multi.items():
+            doc_hidden = torch.cat([hidden[i, n_start : n_start + n] for i, (of, n) in enumerate(owner) if of == d], dim=0)
+            means = torch.stack([doc_hidden[a:b].mean(dim=0) for a, b in spans])
+            words.index_copy_(0, to_device(dst), means)
+        return list(words.split(self.sizes))
+
+
+def _stitching(per_doc, owner, width: int, n_start: int) -> Stitching:
+    """The Stitching of a batch: `owner` lists each segment's (document, content length),
+    in order; a segment is one row of the encoder's output, `width` positions long."""
+    import torch
+
+    segment_rows: list[list[tuple[int, int]]] = [[] for _ in per_doc]  # per document: (row, content length)
+    for row, (d, n) in enumerate(owner):
+        segment_rows[d].append((row, n))
+    sizes, single_dst, single_src, multi = [], [], [], {}
+    base = 0
+    for d, (_, offsets) in enumerate(per_doc):
+        position = []  # flat hidden row of each of the document's pieces
+        for row, n in segment_rows[d]:
+            position.extend(range(row * width + n_start, row * width + n_start + n))
+        for w, span in enumerate(offsets):
+            if span is None:
+                continue
+            if span[1] - span[0] == 1:
+                single_dst.append(base + w)
+                single_src.append(position[span[0]])
+            else:
+                multi.setdefault(d, []).append((base + w, span))
+        sizes.append(len(offsets))
+        base += len(offsets)
+
+    def index(values):
+        return torch.tensor(values, dtype=torch.long)
+
+    multi = {d: ([span for _, span in rows], index([w for w, _ in rows])) for d, rows in multi.items()}
+    return Stitching(sizes, index(single_dst), index(single_src), multi)
+
+
+class Encoded:
+    """A batch as `_encode` prepares it on the CPU."""
+
+    def __init__(self, per_doc, owner, ids, mask, plan: Stitching):
+        self.per_doc, self.owner, self.ids, self.mask, self.plan = per_doc, owner, ids, mask, plan

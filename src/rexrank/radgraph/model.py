@@ -15,6 +15,8 @@ Pipeline for one document (one "sentence" = the whole report, as RadGraph feeds 
 5. relations: a mention scorer keeps the top ceil(n_words * spans_per_word) spans (kept in
    document order), pair vector [e_i, e_j, e_i * e_j] -> FeedForward -> Linear, plus both
    mention scores; null label 0 gets a fixed score 0, argmax.
+Steps 3-5 run per document, as officially (the same shapes give the same floats); the labels
+stay on the device until rexrank.radgraph.decode reads a whole batch's at once.
 Coreference and event modules are built only so that the state dict matches; RadGraph's
 configs give them loss weight 0 and they never run.
 """
@@ -22,12 +24,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from rexrank.errors import MetricError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class FeedForward(nn.Module):
@@ -189,6 +194,19 @@ class DygieSettings:
         return settings
 
 
+@dataclass
+class DocumentLabels:
+    """One document's predictions as the heads leave them (tensors on the model's device):
+    a NER label per span of `span_table(n_words)` (0 = none), the kept spans' indices into
+    that table (document order), and a relation label per ordered pair of kept spans
+    (-1 = none)."""
+
+    n_words: int
+    ner: torch.Tensor
+    top: torch.Tensor
+    relations: torch.Tensor
+
+
 class DyGIE(nn.Module):
     """Same attribute names as dygie.models.dygie.DyGIE, so state dicts match one to one."""
 
@@ -206,6 +224,8 @@ class DyGIE(nn.Module):
         self._coref = CorefResolver(make_ff, span_dim, settings.feature_size)
         self._relation = RelationExtractor(settings.relation_namespaces, make_ff, span_dim, settings.spans_per_word)
         self._events = EventExtractor(settings.feature_size)
+        self._span_tables: dict = {}
+        self._device_spans: dict = {}
 
     def load_weights(self, state: dict[str, torch.Tensor], source: str) -> None:
         # Checkpoints saved with transformers < 4.31 carry the persistent buffer
@@ -216,24 +236,37 @@ class DyGIE(nn.Module):
         except RuntimeError as exc:
             raise MetricError(f"{source}: weights.th does not match the DyGIE model built from config.json: {exc}") from None
 
-    def spans(self, n_words: int, device) -> torch.Tensor:
-        width = self.settings.max_span_width
-        pairs = [(s, e) for s in range(n_words) for e in range(s, min(s + width, n_words))]
-        return torch.tensor(pairs, dtype=torch.long, device=device).reshape(-1, 2)
+    def span_table(self, n_words: int) -> "np.ndarray":
+        """Every (start, end) with end - start < max_span_width, ordered by start then end,
+        as numpy (n_spans, 2): the spans the NER labels refer to. Built once per length."""
+        table = self._span_tables.get(n_words)
+        if table is None:
+            import numpy as np
+
+            starts = np.repeat(np.arange(n_words), self.settings.max_span_width)
+            ends = starts + np.tile(np.arange(self.settings.max_span_width), n_words)
+            table = self._span_tables[n_words] = np.stack([starts, ends], axis=1)[ends < n_words]
+        return table
+
+    def _spans_on(self, n_words: int, device: torch.device) -> torch.Tensor:
+        key = (n_words, device)
+        spans = self._device_spans.get(key)
+        if spans is None:
+            spans = self._device_spans[key] = torch.from_numpy(self.span_table(n_words)).to(device)
+        return spans
 
     @torch.no_grad()
-    def decode(self, words: torch.Tensor, ner_namespace: str, relation_namespace: str):
-        """Word vectors (n_words, hidden) of one document -> (entities, relations) with
-        entities [(start, end, label_index)] in span order and relations
-        [(start1, end1, start2, end2, label_index)] in (i, j) order over kept spans."""
+    def score(self, words: torch.Tensor, ner_namespace: str, relation_namespace: str) -> DocumentLabels:
+        """Word vectors (n_words, hidden) of one document -> its labels, left on the device
+        (nothing here waits for the device: rexrank.radgraph.decode reads a batch's labels
+        with one transfer)."""
         n_words = words.size(0)
-        spans = self.spans(n_words, words.device)
+        spans = self._spans_on(n_words, words.device)
         span_emb = self._endpoint_span_extractor(words, spans)
 
         ner_scores = self._ner._ner_scorers[ner_namespace](span_emb)
         ner_scores = torch.cat([ner_scores.new_zeros(ner_scores.size(0), 1), ner_scores], dim=-1)
         ner_labels = ner_scores.argmax(dim=-1)  # first maximum on ties, as torch.max
-        entities = [(int(s), int(e), int(l)) for (s, e), l in zip(spans.tolist(), ner_labels.tolist()) if l != 0]
 
         relation = self._relation
         keep = max(math.ceil(n_words * relation.spans_per_word), 1)
@@ -261,10 +294,5 @@ class DyGIE(nn.Module):
         scores = torch.cat(chunks, dim=0)
         scores = scores + top_scores.view(k, 1, 1) + top_scores.view(1, k, 1)
         scores = torch.cat([scores.new_zeros(k, k, 1), scores], dim=-1)
-        labels = scores.argmax(dim=-1) - 1  # null -> -1
-        top_spans = spans[top].tolist()
-        relations = []
-        for i, j in (labels >= 0).nonzero().tolist():
-            (s1, e1), (s2, e2) = top_spans[i], top_spans[j]
-            relations.append((s1, e1, s2, e2, int(labels[i, j])))
-        return entities, relations
+        relation_labels = scores.argmax(dim=-1) - 1  # null -> -1
+        return DocumentLabels(n_words, ner_labels, top, relation_labels)

@@ -1445,3 +1445,21 @@ def test_the_policy_applies_every_rule_with_its_message():
     check_policy(earlier, [], _filed(), now=parse_iso("2026-11-20T00:00:00Z"), quota=Quota(2, 7))
     with pytest.raises(SubmissionError, match="is the published ReXrank entry"):
         check_policy([], [{"source": "published", "model_name": "Mine"}], _filed(), now=now, quota=quota)
+
+
+def test_a_name_is_owned_only_by_an_entry_that_has_it():
+    """A result without a model name owns no name (not "None", not any other), and a refused
+    request listed before the first real use is passed over, not the end of the search."""
+    from rexrank.store.policy import check_dataset_owner, name_owner
+
+    for name in ("None", "XXXX"):
+        assert name_owner([], [{"source": "published"}, {"source": "rexrank", "submitter": "carol"}], name) is None
+    requests = [
+        {"id": "r1", "model_name": "Mine", "submitter": "eve", "submitted_time": "2026-11-01T00:00:00Z",
+         "failure_kind": "refused"},
+        {"id": "r2", "model_name": "Other", "submitter": "zed", "submitted_time": "2026-11-01T00:00:00Z"},
+        {"id": "r3", "model_name": "Mine", "submitter": "bob", "submitted_time": "2026-11-02T00:00:00Z"},
+    ]
+    assert name_owner(requests, [], "Mine") == ("submitter", "bob")
+    # the namespace is the repo id's first segment
+    check_dataset_owner("alice/preds/extra", submitter="alice", owners=["alice"])

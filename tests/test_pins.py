@@ -1463,3 +1463,102 @@ def test_a_name_is_owned_only_by_an_entry_that_has_it():
     assert name_owner(requests, [], "Mine") == ("submitter", "bob")
     # the namespace is the repo id's first segment
     check_dataset_owner("alice/preds/extra", submitter="alice", owners=["alice"])
+
+
+# ---- input limits: sizes, counts and messages by hand (mutmut's first run over input_limits.py) ----
+def test_what_a_file_that_is_no_regular_file_is_called():
+    import stat
+
+    from rexrank.input_limits import kind_of
+
+    assert kind_of(stat.S_IFIFO) == "a FIFO (named pipe)"
+    assert kind_of(stat.S_IFLNK) == "not a regular file"
+
+
+def test_a_file_of_exactly_the_cap_passes_and_one_byte_more_is_refused(tmp_path):
+    from rexrank.input_limits import check_size, read_capped
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"x" * 10)
+    check_size(path, 10)
+    assert read_capped(path, 10) == b"x" * 10
+    path.write_bytes(b"x" * 11)
+    with pytest.raises(SubmissionError) as err:
+        check_size(path, 10)
+    assert err.value.source == str(path)
+    assert str(err.value) == f"{path}: file is 0.0 MiB (11 bytes); the limit is 0.0 MiB"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_a_file_longer_than_it_said_is_refused_at_the_cap():
+    """/proc files say they are 0 bytes long and hold more: the read stops at cap + 1."""
+    from rexrank.input_limits import read_capped
+
+    with pytest.raises(SubmissionError) as err:
+        read_capped("/proc/self/status", 10)
+    assert err.value.source == "/proc/self/status"
+    assert str(err.value) == "/proc/self/status: file is more than 0.0 MiB; the limit is 0.0 MiB"
+
+
+def test_json_values_are_counted_by_hand():
+    """Commas, "{" and "[" count the values, and each newline in JSONL: b'{"a": [1, 2]}\\n{"b": [3]}\\n'
+    holds 1 + 2 + 2 + 2 = 7; strings' commas are taken out only when that bound is over the limit."""
+    from rexrank.input_limits import check_json_values
+
+    jsonl = b'{"a": [1, 2]}\n{"b": [3]}\n'
+    check_json_values(jsonl, source="s", lines=True, limit=7)
+    with pytest.raises(SubmissionError):
+        check_json_values(jsonl, source="s", lines=True, limit=6)
+    check_json_values(b"[1,\n2]\n", source="s", limit=2)  # JSON: newlines are layout (1 + 1)
+    check_json_values(b'["a,b", 1]', source="s", limit=2)  # 3 by the bound, 2 without the string's comma
+    with pytest.raises(SubmissionError):
+        check_json_values(b'["a,b", 1]', source="s", limit=1)
+    with pytest.raises(SubmissionError) as err:
+        check_json_values(b"[" + b"1," * 400_001 + b"1]", source="s")
+    assert err.value.source == "s"
+    assert str(err.value) == ("s: holds more than 400,000 JSON values (objects, arrays, numbers, strings); the limit is "
+                              "20,000 predictions of 20 values each")
+
+
+def test_jsonl_lines_by_hand():
+    import itertools
+
+    from rexrank.input_limits import MAX_LINE_BYTES, jsonl_lines
+
+    def lines(data):  # at most 5: a reader that never ends fails here instead of hanging
+        return list(itertools.islice(jsonl_lines(data, source="s"), 5))
+
+    assert lines(b"{}\n[]") == [b"{}\n", b"[]"]
+    assert lines(b"\n{}\n") == [b"\n", b"{}\n"]
+    longest = b"x" * (MAX_LINE_BYTES - 1) + b"\n"
+    assert lines(longest) == [longest]
+    with pytest.raises(SubmissionError) as err:
+        lines(b"{}\nx" + longest)
+    assert err.value.source == "s"
+    assert str(err.value) == ("s: line 2 is 262,145 bytes, more than a line may hold (262,144): predictions longer "
+                              "than 20000 characters are refused (a report is ~1000)")
+
+
+def test_row_and_character_messages_by_hand():
+    from rexrank.input_limits import check_rows, check_texts
+
+    check_rows(20_000, source="s")
+    with pytest.raises(SubmissionError) as err:
+        check_rows(20_001, source="s", counted=False)
+    assert str(err.value) == "s: has more than 20,000 rows; the largest test set has 10,000 studies"
+    ids = [f"s{i}" for i in range(12)]
+    check_texts(["x" * 20_000] * 12, ids, source="f")  # exactly the limit passes
+    with pytest.raises(SubmissionError) as err:
+        check_texts(["x" * 20_001] * 12, ids, source="f")
+    assert err.value.source == "f"
+    listed = ", ".join(f"'s{i}' (20001 characters)" for i in range(10))
+    assert str(err.value) == ("f: 12 predictions are longer than 20000 characters (a report is ~1000): "
+                              f"{listed}, … (2 more)")
+    with pytest.raises(SubmissionError) as err:
+        check_texts(["x" * 20_001] * 2, ids[:2], source="f", shown=2)
+    assert str(err.value).endswith("'s0' (20001 characters), 's1' (20001 characters)")
+    check_texts(["x" * 20_000] * 800, list(range(800)), source="f")  # 16,000,000 characters: the limit
+    with pytest.raises(SubmissionError) as err:
+        check_texts(["x" * 20_000] * 800 + ["x"], list(range(801)), source="f")
+    assert err.value.source == "f"
+    assert str(err.value) == "f: the predictions hold 16,000,001 characters together; the limit is 16,000,000"

@@ -1143,3 +1143,422 @@ def test_a_test_set_titled_otherwise_folds_at_100_and_keeps_its_letters():
     assert "  (track ''findings_impression'') of each study; each task is one ReXrank metric on one track, scored\n" in text
     accented = benchmark_yaml(dataclasses.replace(TEST_SETS["iu_xray"], title="Hôpital (test)")).decode()
     assert accented.startswith("name: ReXrank Hôpital (test)\n")
+
+
+# ---- privacy: what a private set publishes, by hand (mutmut's first run over privacy.py) ------
+class FixedRng:
+    """Stands in for the numpy Generator: every Laplace draw is `noise` (recorded with its scale)."""
+
+    def __init__(self, noise=0.0):
+        self.noise, self.scales = noise, []
+
+    def laplace(self, loc, scale):
+        self.scales.append(scale)
+        return self.noise
+
+
+def test_the_radcliq_range_is_the_formulas_corners_by_hand():
+    """RadCliQ-v1 is linear in its components: its extremes over the boxes [0, 1] (RadGraph,
+    BLEU-2) and [-1, 1] (BERTScore, SembScore) take each term at the end its coefficient's
+    sign picks. The official coefficients of RadGraph, BERTScore and SembScore are negative,
+    BLEU-2's is positive."""
+    from rexrank.backend import privacy
+    from rexrank.metrics.radcliq_formula import V1_COEFS, V1_MEAN, V1_SCALE
+
+    boxes = [(0.0, 1.0), (-1.0, 1.0), (-1.0, 1.0), (0.0, 1.0)]
+    low = high = V1_COEFS[4]
+    for (a, b), mean, scale, coef in zip(boxes, V1_MEAN, V1_SCALE, V1_COEFS[:4]):
+        ends = (coef * (a - mean) / scale, coef * (b - mean) / scale)
+        low, high = low + min(ends), high + max(ends)
+    assert privacy._radcliq_v1_range() == pytest.approx((low, high), abs=1e-12)
+    assert privacy.PER_STUDY_RANGE["radcliq"] == pytest.approx((low, high), abs=1e-12)
+
+
+def test_what_a_private_request_costs_by_hand():
+    from rexrank.backend.privacy import numbers_published, submission_cost
+
+    assert numbers_published(["bleu2", "fineradscore", "unknown"]) == 2 * (1 + 4)
+    assert submission_cost(["bleu2"]) == 2 * 0.5 + 0.5
+    assert submission_cost([]) == 0.5  # the coverage decision alone
+
+
+def test_sensitivity_and_noise_scale_by_hand():
+    from rexrank.backend.privacy import noise_scale, sensitivity
+
+    assert sensitivity("unknown", 10) is None and noise_scale("unknown", 10) is None
+    assert sensitivity("bleu2", 1) is None
+    assert sensitivity("bleu2", 2) == pytest.approx({"mean": 1 / 2, "ci95": 1.96 / math.sqrt(2)})
+    # FineRadScore's severity lies in 0-4: w = 4
+    assert sensitivity("fineradscore", 3) == pytest.approx({"mean": 4 / 3, "ci95": 1.96 * 4 / math.sqrt(6)})
+    assert noise_scale("fineradscore", 3, epsilon=2.0, coupling=8) == pytest.approx(
+        {"mean": 8 * 4 / 3 / 2, "ci95": 8 * 1.96 * 4 / math.sqrt(6) / 2})
+
+
+def test_rounding_and_floor_by_hand():
+    """Decimals d: the largest with 10^-d ≥ 5 × Δ (Δ = w / n, and 1.96 w / n for the CI)."""
+    from rexrank.backend.privacy import decimals_for, floor_studies, rounding_for
+
+    assert rounding_for("bleu2", 10_000) == {"mean": 3, "ci95": 3}  # 5e-4 -> 0.001; 9.8e-4 -> 0.001
+    assert rounding_for("bertscore", 10_000) == {"mean": 3, "ci95": 2}  # 1e-3 exactly -> 0.001; 1.96e-3 -> 0.01
+    assert rounding_for("fineradscore", 10_000) == {"mean": 2, "ci95": 2}  # 2e-3 -> 0.01; 3.92e-3 -> 0.01
+    assert rounding_for("green", 10_000, coupling=8) == {"mean": 2, "ci95": 2}  # 4e-3, 7.84e-3 -> 0.01
+    assert rounding_for("unknown", 10_000) is None and rounding_for("bleu2", 1) is None
+    assert rounding_for("bleu2", 2) == {"mean": -1, "ci95": -1}  # 2.5 -> 10; 4.9 -> 10
+    assert decimals_for(1.0, 5) == 0 and decimals_for(1.0, 50) == 1  # exactly 1 and 0.1
+    assert decimals_for(1.0, 50, factor=1.0) == 1 and decimals_for(1.0, 5000, factor=1.0) == 3
+    assert (floor_studies(0), floor_studies(1), floor_studies(2), floor_studies(3)) == (2, 2, 2, 3)
+    assert floor_studies(1000) == 990 and floor_studies(1000, 0.5) == 500
+
+
+def test_study_coupling_by_hand():
+    from rexrank.backend.privacy import study_coupling
+
+    def green(cap):
+        return {"config": {"length_cap": cap}}
+
+    assert study_coupling("green", green("official: a batch of 8 in input order"), 100) == 8
+    assert study_coupling("green", green("a batch of 0 in input order"), 100) == 1
+    assert study_coupling("green", green("batches of similar length"), 100) == 100
+    assert study_coupling("green", green("batches of similar length"), 0) == 1
+    assert study_coupling("green", green("none"), 100) == 1
+    assert study_coupling("green", None, 100) == study_coupling("green", {}, 100) == 1
+    assert study_coupling("green", {"config": None}, 100) == 1
+    assert study_coupling("bleu2", green("a batch of 8 in input order"), 100) == 1
+
+
+def test_published_values_are_noisy_clamped_rounded_and_never_minus_zero():
+    from rexrank.backend.privacy import _published
+
+    for value in (None, True, "0.5", math.nan, math.inf):
+        assert _published(value, scale=1.0, decimals=2, rng=FixedRng()) is None
+    assert _published(0.3, scale=0.1, decimals=3, rng=FixedRng(0.0123)) == 0.312  # 0.3123 rounded
+    assert _published(0.3, scale=0.1, decimals=3, rng=FixedRng(5.0), low=0.0, high=1.0) == 1.0
+    assert _published(0.3, scale=0.1, decimals=3, rng=FixedRng(-5.0), low=0.0, high=1.0) == 0.0
+    zero = _published(-0.0001, scale=0.1, decimals=2, rng=FixedRng())
+    assert zero == 0.0 and math.copysign(1.0, zero) == 1.0
+
+
+def test_a_mean_over_fewer_than_the_floor_is_scaled_down_by_hand():
+    """mean' = low + (mean − low) · scored / L: the missing studies at the range's low end."""
+    from rexrank.backend.privacy import _floored
+
+    assert _floored({"mean": 0.5, "ci95": 0.04, "n": 495}, -1.0, 990) == pytest.approx((-1 + 1.5 * 0.5, 0.04))
+    assert _floored({"mean": 0.5, "ci95": math.nan, "n": 495}, 0.0, 990) == (0.25, 0.0)
+    assert _floored({"mean": 0.5, "ci95": None, "n": 495}, 0.0, 990) == (0.25, 0.0)
+    assert _floored({"mean": 0.3, "ci95": 0.1, "n": 0}, -1.0, 990) == (-1.0, 0.0)
+    assert _floored({"mean": None, "ci95": 0.1, "n": 5}, 0.0, 990) == (0.0, 0.0)
+    assert _floored({"mean": math.nan, "ci95": 0.1, "n": 5}, 0.0, 990) == (0.0, 0.0)
+    at_floor = _floored({"mean": 0.3, "ci95": math.nan, "n": 990}, 0.0, 990)
+    assert at_floor[0] == 0.3 and math.isnan(at_floor[1])  # at the floor: as scored, unchanged
+    assert _floored({"mean": 0.3, "ci95": 0.1}, 0.0, 990) == (0.3, 0.1)  # no count: as scored
+
+
+def _private(results, **kwargs):
+    from rexrank.backend.privacy import private_results
+
+    return private_results(results, **kwargs)["metrics"]
+
+
+def test_private_results_by_hand():
+    """What each metric of a private result keeps: its published columns only, the noise of
+    its coupling and ε, the clamps, and a privacy note; n comes from the predictions when the
+    test set does not say it."""
+    one = {"mean": 0.3, "ci95": 0.02, "n": 1000}
+    results = {"predictions": {"n": 1000}, "metrics": {
+        "bleu2": {"scores": {"radgraph": one, "bleu2": one}, "higher_is_better": True, "n_failed": 3},
+        "unknown": {"scores": {"bleu2": one}},
+        "nothing": {},
+    }}
+    rng = FixedRng()
+    out = _private(results, rng=rng, epsilon=1.0, min_coverage=0.5)
+    # L = 500 (min_coverage 0.5), ε = 1: b = 1 / 500 and 1.96 / √(500 · 499)
+    assert rng.scales == pytest.approx([1 / 500, 1.96 / math.sqrt(500 * 499)])
+    assert out["bleu2"] == {"scores": {"bleu2": {"mean": 0.3, "ci95": 0.02}},
+                            "rounding_decimals": {"bleu2": {"mean": 2, "ci95": 2}},
+                            "privacy": {"mechanism": "laplace", "epsilon_per_number": 1.0, "studies_at_least": "50%"},
+                            "higher_is_better": True}
+    assert out["unknown"]["scores"] == {} and out["nothing"]["scores"] == {}
+    assert _private({"metrics": {"bleu2": {"scores": {"bleu2": one}}}}, rng=FixedRng())["bleu2"]["scores"] == {}
+    assert _private({"test_set": {"n_studies": 1}, "metrics": {"bleu2": {"scores": {"bleu2": one}}}},
+                    rng=FixedRng())["bleu2"]["scores"] == {}
+    assert _private({"test_set": {"n_studies": 1000}}, rng=FixedRng()) == {}
+    # noise far out of range: the mean is clamped to [0, 1], the CI to ≥ 0
+    for noise, mean, ci in ((5.0, 1.0, 5.02), (-5.0, 0.0, 0.0)):
+        published = _private(results, rng=FixedRng(noise))["bleu2"]["scores"]["bleu2"]
+        assert published == {"mean": mean, "ci95": ci}
+
+
+@pytest.mark.parametrize("batch, n_studies, decimals", [(8, 10_000, 2), (2, 10_000, 3)])
+def test_a_coupled_metrics_noise_and_note_by_hand(batch, n_studies, decimals):
+    """GREEN's official batches of k: Δ = k · w / L, so the scale is k times larger, the
+    decimals fit k · w, and the note says k."""
+    one = {"mean": 0.3, "ci95": 0.02, "n": n_studies}
+    provenance = {"config": {"length_cap": f"official: a batch of {batch} in input order"}}
+    rng = FixedRng()
+    out = _private({"test_set": {"n_studies": n_studies},
+                    "metrics": {"green": {"scores": {"green": one}, "provenance": provenance}}}, rng=rng)
+    floor = math.ceil(0.99 * n_studies)
+    assert rng.scales == pytest.approx([batch / floor / 0.5, batch * 1.96 / math.sqrt(floor * (floor - 1)) / 0.5])
+    assert out["green"]["rounding_decimals"]["green"]["mean"] == decimals
+    assert out["green"]["privacy"]["study_coupling"] == batch
+    similar = {"config": {"length_cap": "batches of similar length"}}
+    rng = FixedRng()
+    _private({"test_set": {"n_studies": 100}, "metrics": {"green": {"scores": {"green": one}, "provenance": similar}}},
+             rng=rng)
+    assert rng.scales[0] == pytest.approx(100 / 99 / 0.5)  # the whole set: k = n = 100, L = 99
+
+
+def test_the_private_view_keeps_four_fields():
+    from rexrank.backend.privacy import private_view
+
+    summary = {"scores": 1, "rounding_decimals": 2, "privacy": 3, "higher_is_better": 4, "n": 5, "n_failed": 6}
+    assert private_view(summary) == {"scores": 1, "rounding_decimals": 2, "privacy": 3, "higher_is_better": 4}
+
+
+def test_a_private_validation_message_by_hand():
+    from rexrank.backend.privacy import validation_message
+
+    tail = " (a private test set's study ids are never listed)"
+    details = {"missing": ["a", "b", "c"], "unknown": ["x"], "duplicates": ["d", "e"], "non_string": ["f"]}
+    assert validation_message(SubmissionError("no", details=details), 10) == (
+        "the predictions do not match the private test set: 3 of 10 studies have no prediction; "
+        "1 submitted study ids are not in the test set; 2 study ids appear more than once; "
+        "1 predictions are not strings" + tail)
+    assert validation_message(SubmissionError("no", details={"missing": ["a"]}), None) == (
+        "the predictions do not match the private test set: 1 studies have no prediction" + tail)
+    assert validation_message(SubmissionError("no"), 10) == (
+        "the predictions do not match the private test set: they could not be read as id/prediction pairs" + tail)
+
+
+def test_public_messages_by_hand():
+    from rexrank.backend.privacy import public_message
+
+    # the longest known path first: a shorter one inside it must not cut it in two
+    known = ["store x", "/srv/store x/y z"]
+    assert public_message("at /srv/store x/y z.", known_paths=known) == "at <server path>."
+    assert public_message("at /srv/store x/y z.", known_paths=list(reversed(known))) == "at <server path>."
+    assert public_message("see d1 now", known_paths=["d1"]) == "see <server path> now"
+    assert public_message("a/b or c", known_paths=["/", "", None, "c"]) == "a/b or c"  # one character is no path
+    assert public_message("open /srv/rexrank/x.json failed") == "open <server path> failed"
+    assert public_message("x" * 3000) == "x" * 2000
+    assert public_message("x" * 30, limit=10) == "x" * 10
+
+
+def test_leaks_are_found_in_keys_values_lists_json_and_broken_utf8():
+    from rexrank.backend.privacy import find_leaks, normalise
+
+    assert normalise("  The\tHEART\n is  ") == "the heart is"
+    ref = 'The heart "size" is normal.\nNo effusion.'
+    refs = [ref, "short one", "", "a" * 25, "b" * 26]
+    assert find_leaks([{ref.upper(): 1}], refs) == [0]  # a key
+    assert find_leaks([{"k": {"j": [ref]}}], refs) == [0]  # a nested value
+    assert find_leaks([json.dumps({"k": ref}).encode()], refs) == [0]  # escaped quotes and newline
+    assert find_leaks([b"\xff not json " + ref.encode(), "nothing"], refs) == [0]  # broken UTF-8
+    assert find_leaks([b"not json", "x " + ref], refs) == [0]  # a later payload is read too
+    assert find_leaks(["short one " + "a" * 25 + " " + "b" * 25], refs) == [3]  # 25 characters are enough
+
+
+# ---- policy: copied predictions, the dataset's owner, names, the whole rule set (mutmut over policy.py) ----
+def test_accounts_are_the_hubs_spelling_case_aside():
+    from rexrank.store.policy import account_key, same_submitter
+
+    assert account_key("  MBZUAI ") == "mbzuai"
+    assert same_submitter("MBZUAI", "mbzuai") and not same_submitter("stanford-aiml", "stanford-aimi")
+
+
+def test_predictions_another_submitter_filed_are_refused_without_naming_them():
+    from rexrank.store.policy import check_copied
+
+    theirs = _request("2026-11-10T00:00:00Z", submitter="bob", predictions={"sha256": "abc"})
+    args = {"submitter": "alice", "sha256": "abc", "test_set": "iu_xray", "track": "findings"}
+    with pytest.raises(SubmissionError) as err:
+        check_copied([theirs], **args)
+    assert str(err.value) == ("these predictions are identical to predictions another submitter filed on "
+                              "iu_xray/findings: submit your own model's predictions")
+    check_copied([theirs], **{**args, "submitter": "BOB"})  # their own, case aside
+    check_copied([{**theirs, "status": "FAILED"}], **args)
+    check_copied([theirs], **{**args, "sha256": "abd"})
+    check_copied([theirs], **{**args, "test_set": "mimic_cxr"})
+    check_copied([theirs], **{**args, "track": "findings_impression"})
+
+
+def test_a_predictions_dataset_belongs_to_the_submitter_or_their_organisations():
+    from rexrank.store.policy import check_dataset_owner
+
+    check_dataset_owner("alice/preds", submitter="alice", owners=["alice"])
+    check_dataset_owner("ALICE/preds", submitter="alice", owners=["alice"])
+    check_dataset_owner("lab/preds", submitter="alice", owners=["alice", "Lab"])
+    with pytest.raises(SubmissionError) as err:
+        check_dataset_owner("mallory/preds", submitter="alice", owners=["alice", "lab"])
+    assert str(err.value) == ("the dataset mallory/preds belongs to 'mallory', not to 'alice' or one of their "
+                              "organisations: submit predictions from a dataset of your own (e.g. alice/REPO)")
+    with pytest.raises(SubmissionError):
+        check_dataset_owner("alice/preds", submitter="alice", owners=[])
+
+
+def test_check_names_checks_each_field_it_is_given():
+    from rexrank.store.policy import check_names
+
+    check_names(model_name="M", submitter="alice")  # no institution, no URL: nothing more to check
+    check_names(model_name="M", submitter="alice", institution="Lab", model_url="https://example.org/m")
+    for bad, where in ((dict(submitter="al ice!"), "submitter 'al ice!'"), (dict(model_name="=M"), "model name '=M'"),
+                       (dict(institution="=Lab"), "institution '=Lab'"),
+                       (dict(model_url="ftp://example.org"), "model URL 'ftp://example.org'")):
+        with pytest.raises(SubmissionError, match=re.escape(where)):
+            check_names(**{"model_name": "M", "submitter": "alice", **bad})
+
+
+def _filed(**extra) -> dict:
+    return {"id": "r9", "submitter": "alice", "test_set": "iu_xray", "track": "findings", "status": "PENDING",
+            "model_name": "Mine", "submitted_time": "2026-11-20T00:00:00Z", "predictions": {"sha256": "new"}, **extra}
+
+
+def test_the_policy_applies_every_rule_with_its_message():
+    """check_policy: the names, the name's owner, identical and copied predictions, the quota
+    (dated by the request), and one script per name, each refusing with its own message."""
+    from rexrank.store.policy import Quota, check_policy
+
+    quota = Quota(1, 7)
+    now = 1_800_000_000.0  # far from the requests below: only the quota case dates near them
+    check_policy([], [], _filed(), now=now, quota=quota)
+    cases = [
+        (_filed(submitter="al ice!"), [], "submitter 'al ice!'"),
+        (_filed(institution="=Lab"), [], "institution '=Lab'"),
+        (_filed(model_url="ftp://x.org"), [], "model URL 'ftp://x.org'"),
+        (_filed(), [_request("2026-01-01T00:00:00Z", submitter="bob", model_name="MINE", id="r1")],
+         "model name 'Mine' belongs to another submitter"),
+        (_filed(predictions={"sha256": "x"}, model_name="M"), [_request("2026-01-01T00:00:00Z")],
+         "identical resubmission: request r1"),
+        (_filed(predictions={"sha256": "x"}, model_name="Other"), [_request("2026-01-01T00:00:00Z", submitter="bob")],
+         "identical to predictions another submitter filed on iu_xray/findings"),
+        (_filed(model_name="Mαne"), [], "model name 'Mαne' mixes"),
+        (_filed(institution="Lαb"), [], "institution 'Lαb' mixes"),
+    ]
+    for request, earlier, message in cases:
+        with pytest.raises(SubmissionError, match=re.escape(message)):
+            check_policy(earlier, [], request, now=now, quota=quota)
+    from rexrank.store.records import parse_iso
+
+    earlier = [_request("2026-11-18T00:00:00Z", model_name="Mine", id="r1", predictions={"sha256": "old"})]
+    with pytest.raises(SubmissionError, match=r"already has 1 submission\(s\) on iu_xray/findings"):
+        check_policy(earlier, [], _filed(), now=parse_iso("2026-11-20T00:00:00Z"), quota=quota)
+    check_policy(earlier, [], _filed(), now=parse_iso("2026-11-20T00:00:00Z"), quota=Quota(2, 7))
+    with pytest.raises(SubmissionError, match="is the published ReXrank entry"):
+        check_policy([], [{"source": "published", "model_name": "Mine"}], _filed(), now=now, quota=quota)
+
+
+def test_a_name_is_owned_only_by_an_entry_that_has_it():
+    """A result without a model name owns no name (not "None", not any other), and a refused
+    request listed before the first real use is passed over, not the end of the search."""
+    from rexrank.store.policy import check_dataset_owner, name_owner
+
+    for name in ("None", "XXXX"):
+        assert name_owner([], [{"source": "published"}, {"source": "rexrank", "submitter": "carol"}], name) is None
+    requests = [
+        {"id": "r1", "model_name": "Mine", "submitter": "eve", "submitted_time": "2026-11-01T00:00:00Z",
+         "failure_kind": "refused"},
+        {"id": "r2", "model_name": "Other", "submitter": "zed", "submitted_time": "2026-11-01T00:00:00Z"},
+        {"id": "r3", "model_name": "Mine", "submitter": "bob", "submitted_time": "2026-11-02T00:00:00Z"},
+    ]
+    assert name_owner(requests, [], "Mine") == ("submitter", "bob")
+    # the namespace is the repo id's first segment
+    check_dataset_owner("alice/preds/extra", submitter="alice", owners=["alice"])
+
+
+# ---- input limits: sizes, counts and messages by hand (mutmut's first run over input_limits.py) ----
+def test_what_a_file_that_is_no_regular_file_is_called():
+    import stat
+
+    from rexrank.input_limits import kind_of
+
+    assert kind_of(stat.S_IFIFO) == "a FIFO (named pipe)"
+    assert kind_of(stat.S_IFLNK) == "not a regular file"
+
+
+def test_a_file_of_exactly_the_cap_passes_and_one_byte_more_is_refused(tmp_path):
+    from rexrank.input_limits import check_size, read_capped
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"x" * 10)
+    check_size(path, 10)
+    assert read_capped(path, 10) == b"x" * 10
+    path.write_bytes(b"x" * 11)
+    with pytest.raises(SubmissionError) as err:
+        check_size(path, 10)
+    assert err.value.source == str(path)
+    assert str(err.value) == f"{path}: file is 0.0 MiB (11 bytes); the limit is 0.0 MiB"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_a_file_longer_than_it_said_is_refused_at_the_cap():
+    """/proc files say they are 0 bytes long and hold more: the read stops at cap + 1."""
+    from rexrank.input_limits import read_capped
+
+    with pytest.raises(SubmissionError) as err:
+        read_capped("/proc/self/status", 10)
+    assert err.value.source == "/proc/self/status"
+    assert str(err.value) == "/proc/self/status: file is more than 0.0 MiB; the limit is 0.0 MiB"
+
+
+def test_json_values_are_counted_by_hand():
+    """Commas, "{" and "[" count the values, and each newline in JSONL: b'{"a": [1, 2]}\\n{"b": [3]}\\n'
+    holds 1 + 2 + 2 + 2 = 7; strings' commas are taken out only when that bound is over the limit."""
+    from rexrank.input_limits import check_json_values
+
+    jsonl = b'{"a": [1, 2]}\n{"b": [3]}\n'
+    check_json_values(jsonl, source="s", lines=True, limit=7)
+    with pytest.raises(SubmissionError):
+        check_json_values(jsonl, source="s", lines=True, limit=6)
+    check_json_values(b"[1,\n2]\n", source="s", limit=2)  # JSON: newlines are layout (1 + 1)
+    check_json_values(b'["a,b", 1]', source="s", limit=2)  # 3 by the bound, 2 without the string's comma
+    with pytest.raises(SubmissionError):
+        check_json_values(b'["a,b", 1]', source="s", limit=1)
+    with pytest.raises(SubmissionError) as err:
+        check_json_values(b"[" + b"1," * 400_001 + b"1]", source="s")
+    assert err.value.source == "s"
+    assert str(err.value) == ("s: holds more than 400,000 JSON values (objects, arrays, numbers, strings); the limit is "
+                              "20,000 predictions of 20 values each")
+
+
+def test_jsonl_lines_by_hand():
+    import itertools
+
+    from rexrank.input_limits import MAX_LINE_BYTES, jsonl_lines
+
+    def lines(data):  # at most 5: a reader that never ends fails here instead of hanging
+        return list(itertools.islice(jsonl_lines(data, source="s"), 5))
+
+    assert lines(b"{}\n[]") == [b"{}\n", b"[]"]
+    assert lines(b"\n{}\n") == [b"\n", b"{}\n"]
+    longest = b"x" * (MAX_LINE_BYTES - 1) + b"\n"
+    assert lines(longest) == [longest]
+    with pytest.raises(SubmissionError) as err:
+        lines(b"{}\nx" + longest)
+    assert err.value.source == "s"
+    assert str(err.value) == ("s: line 2 is 262,145 bytes, more than a line may hold (262,144): predictions longer "
+                              "than 20000 characters are refused (a report is ~1000)")
+
+
+def test_row_and_character_messages_by_hand():
+    from rexrank.input_limits import check_rows, check_texts
+
+    check_rows(20_000, source="s")
+    with pytest.raises(SubmissionError) as err:
+        check_rows(20_001, source="s", counted=False)
+    assert str(err.value) == "s: has more than 20,000 rows; the largest test set has 10,000 studies"
+    ids = [f"s{i}" for i in range(12)]
+    check_texts(["x" * 20_000] * 12, ids, source="f")  # exactly the limit passes
+    with pytest.raises(SubmissionError) as err:
+        check_texts(["x" * 20_001] * 12, ids, source="f")
+    assert err.value.source == "f"
+    listed = ", ".join(f"'s{i}' (20001 characters)" for i in range(10))
+    assert str(err.value) == ("f: 12 predictions are longer than 20000 characters (a report is ~1000): "
+                              f"{listed}, … (2 more)")
+    with pytest.raises(SubmissionError) as err:
+        check_texts(["x" * 20_001] * 2, ids[:2], source="f", shown=2)
+    assert str(err.value).endswith("'s0' (20001 characters), 's1' (20001 characters)")
+    check_texts(["x" * 20_000] * 800, list(range(800)), source="f")  # 16,000,000 characters: the limit
+    with pytest.raises(SubmissionError) as err:
+        check_texts(["x" * 20_000] * 800 + ["x"], list(range(801)), source="f")
+    assert err.value.source == "f"
+    assert str(err.value) == "f: the predictions hold 16,000,001 characters together; the limit is 16,000,000"

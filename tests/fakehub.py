@@ -559,6 +559,7 @@ class FakeJob:
     finished: float | None = None
     logs: list[tuple[float, str]] = field(default_factory=list)
     proc: object = None
+    reader: object = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
@@ -571,7 +572,8 @@ class FakeJob:
         self.proc = subprocess.Popen(list(self.spec["command"]) + list(self.spec.get("arguments") or []), env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         self.stage, self.started = "RUNNING", time.time()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         threading.Thread(target=self._wait, daemon=True).start()
 
     def _read(self) -> None:
@@ -587,6 +589,8 @@ class FakeJob:
         except subprocess.TimeoutExpired:
             self.kill("ERROR", "Job timeout")
             return
+        # a finished Job's logs are complete, as on the Hub: the exit can come before the last lines are read
+        self.reader.join(timeout=30)
         with self.lock:
             if self.finished is None:
                 self.stage = "COMPLETED" if rc == 0 else "ERROR"

@@ -1562,3 +1562,376 @@ def test_row_and_character_messages_by_hand():
         check_texts(["x" * 20_000] * 800 + ["x"], list(range(801)), source="f")
     assert err.value.source == "f"
     assert str(err.value) == "f: the predictions hold 16,000,001 characters together; the limit is 16,000,000"
+
+
+# ---- input limits, round two: the reading, the folder, the schema and parquet's metadata by hand ----
+def test_the_id_and_prediction_columns_must_be_text_and_a_long_type_is_cut_at_80():
+    """A string_view column is text (pyarrow's is_string_view). A refused type is shown whole
+    up to 80 characters and cut to 77 + "..." beyond: str(struct<a...a: int8>) is
+    "struct<" (7) + k + ": int8>" (7) = k + 14 characters."""
+    import pyarrow as pa
+
+    from rexrank.input_limits import check_string_columns
+
+    assert hasattr(pa, "string_view"), "pyarrow >= 16 has string_view"
+    check_string_columns(pa.schema([("id", pa.string_view()), ("text", pa.dictionary(pa.int32(), pa.large_string()))]),
+                         ("id", "text"), source="p.parquet")
+    at_80 = "struct<" + "a" * 66 + ": int8>"
+    at_81 = "struct<" + "a" * 67 + ": int8>"
+    assert (len(at_80), len(at_81)) == (80, 81)
+    for k, shown in ((66, at_80), (67, at_81[:77] + "...")):
+        schema = pa.schema([("id", pa.string()), ("text", pa.struct([("a" * k, pa.int8())]))])
+        with pytest.raises(SubmissionError) as err:
+            check_string_columns(schema, ("id", "text"), source="p.parquet")
+        assert err.value.source == "p.parquet"
+        assert str(err.value) == (f"p.parquet: column 'text' holds {shown}, not strings: write the study ids and the "
+                                  "predictions as text (a string column each)")
+
+
+def test_a_file_of_the_cap_is_read_whole_and_a_refusal_names_what_it_read(tmp_path):
+    from rexrank.errors import RexrankError
+    from rexrank.input_limits import read_capped
+
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"0123456789")
+    assert read_capped(path, 10) == b"0123456789"  # cap bytes: read whole (cap + 1 asked for)
+    path.write_bytes(b"0123456789!")
+    with pytest.raises(SubmissionError) as err:
+        read_capped(path, 10, what="predictions file")
+    assert str(err.value) == f"{path}: predictions file is 0.0 MiB (11 bytes); the limit is 0.0 MiB"
+    with pytest.raises(RexrankError) as err:
+        read_capped(path, 10, error=RexrankError, what="test set")
+    assert type(err.value) is RexrankError
+    assert str(err.value) == f"{path}: test set is 0.0 MiB (11 bytes); the limit is 0.0 MiB"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_a_file_that_grew_past_the_cap_after_its_size_was_checked_is_refused_with_its_name():
+    """/proc/self/status says 0 bytes (stat) and holds ~1 kB: the read of cap + 1 bytes finds
+    more than the cap; the message says "more than" the cap (the size is not known)."""
+    from rexrank.errors import RexrankError
+    from rexrank.input_limits import read_capped
+
+    with pytest.raises(SubmissionError) as err:
+        read_capped("/proc/self/status", 100, what="predictions file")
+    assert err.value.source == "/proc/self/status"
+    assert str(err.value) == "/proc/self/status: predictions file is more than 0.0 MiB; the limit is 0.0 MiB"
+    with pytest.raises(RexrankError) as err:
+        read_capped("/proc/self/status", 100, error=RexrankError, what="test set")
+    assert type(err.value) is RexrankError
+    assert str(err.value) == "/proc/self/status: test set is more than 0.0 MiB; the limit is 0.0 MiB"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/mem"), reason="needs Linux's /proc")
+def test_a_file_that_cannot_be_opened_or_read_is_one_line():
+    """/proc/self/mem is a regular file of 0 bytes whose first page (address 0) is never
+    mapped: reading it is an I/O error. /proc/sys/vm/compact_memory is write-only (mode 0200),
+    for root too: opening it to read is refused."""
+    import os
+
+    from rexrank.errors import RexrankError
+    from rexrank.input_limits import read_capped
+
+    with pytest.raises(SubmissionError) as err:
+        read_capped("/proc/self/mem", 100)
+    assert err.value.source == "/proc/self/mem"
+    assert str(err.value) == "/proc/self/mem: cannot read it: Input/output error"
+    with pytest.raises(RexrankError) as err:
+        read_capped("/proc/self/mem", 100, error=RexrankError)
+    assert type(err.value) is RexrankError and str(err.value) == "/proc/self/mem: cannot read it: Input/output error"
+    write_only = "/proc/sys/vm/compact_memory"
+    if os.path.exists(write_only):
+        with pytest.raises(SubmissionError) as err:
+            read_capped(write_only, 100)
+        assert err.value.source == write_only
+        assert str(err.value) == f"{write_only}: cannot read it: Permission denied"
+        with pytest.raises(RexrankError) as err:
+            read_capped(write_only, 100, error=RexrankError)
+        assert type(err.value) is RexrankError and str(err.value) == f"{write_only}: cannot read it: Permission denied"
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
+def test_a_file_swapped_for_a_fifo_after_the_check_is_refused_without_blocking(tmp_path, monkeypatch):
+    """A FIFO that replaced the file between the size check and the open: opened
+    non-blocking, it is refused at once from fstat; a blocking open would wait for a writer
+    forever. The check is skipped here to stand for the swap."""
+    import os
+
+    from rexrank import input_limits
+    from rexrank.errors import RexrankError
+
+    fifo = tmp_path / "p.jsonl"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(input_limits, "check_size", lambda *args, **kwargs: None)
+    for error in (SubmissionError, RexrankError):
+        outcome = []
+
+        def read():
+            try:
+                outcome.append(input_limits.read_capped(fifo, 100, error=error))
+            except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+                outcome.append(exc)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(10)
+        if reader.is_alive():  # blocked in open(): give it a writer so the thread ends
+            with open(fifo, "wb"):
+                pass
+            reader.join(10)
+            pytest.fail("read_capped blocked opening a FIFO")
+        [exc] = outcome
+        assert type(exc) is error
+        assert str(exc) == f"{fifo}: is a FIFO (named pipe), not a regular file"
+        if error is SubmissionError:
+            assert exc.source == str(fifo)
+
+
+def test_what_check_regular_says_of_a_missing_file_a_broken_symlink_a_folder_and_a_fifo(tmp_path):
+    import os
+
+    from rexrank.errors import RexrankError
+    from rexrank.input_limits import check_regular
+
+    missing, broken = tmp_path / "missing.csv", tmp_path / "broken.csv"
+    broken.symlink_to(missing)
+    for error in (SubmissionError, RexrankError):
+        with pytest.raises(error) as err:
+            check_regular(missing, error=error)
+        assert type(err.value) is error and str(err.value) == f"{missing}: file not found"
+        with pytest.raises(error) as err:
+            check_regular(broken, error=error)
+        assert str(err.value) == f"{broken}: file not found (a broken symlink)"
+    (tmp_path / "a.csv").write_text("id,text\n")
+    under_a_file = tmp_path / "a.csv" / "b.csv"  # stat: ENOTDIR, an OSError that is not FileNotFoundError
+    with pytest.raises(SubmissionError) as err:
+        check_regular(under_a_file)
+    assert err.value.source == str(under_a_file)
+    assert str(err.value) == f"{under_a_file}: cannot read it: Not a directory"
+    with pytest.raises(SubmissionError) as err:
+        check_regular(tmp_path)  # a folder only with allow_dir
+    assert str(err.value) == f"{tmp_path}: is a folder, not a regular file"
+    assert check_regular(tmp_path, allow_dir=True).st_ino == os.stat(tmp_path).st_ino
+    if hasattr(os, "mkfifo"):
+        fifo, link = tmp_path / "p.fifo", tmp_path / "p.jsonl"
+        os.mkfifo(fifo)
+        link.symlink_to(fifo)
+        with pytest.raises(SubmissionError) as err:
+            check_regular(fifo)
+        assert str(err.value) == f"{fifo}: is a FIFO (named pipe), not a regular file"
+        with pytest.raises(SubmissionError) as err:
+            check_regular(link)
+        assert str(err.value) == f"{link}: is a FIFO (named pipe) (a symlink to {os.path.realpath(fifo)}), not a regular file"
+
+
+def test_a_datasets_folder_of_1000_files_and_20_mib_passes_and_one_more_is_refused(tmp_path):
+    """rglob counts files and sub-folders: 1,000 entries pass, 1,001 do not. Sizes are the
+    files' st_size (sparse files here): 20 MiB − 1 + 1 byte = 20 MiB passes, + 2 bytes does not."""
+    from rexrank.input_limits import check_folder
+
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(1000):
+        (many / f"{i}.arrow").touch()
+    check_folder(many, source="d")
+    (many / "1000.arrow").touch()
+    with pytest.raises(SubmissionError) as err:
+        check_folder(many, source="d")
+    assert err.value.source == "d"
+    assert str(err.value) == "d: holds more than 1,000 files: not a datasets folder"
+    big = tmp_path / "big"
+    (big / "train").mkdir(parents=True)
+    with open(big / "train" / "a.arrow", "wb") as fh:
+        fh.truncate(20 * 2**20 - 1)
+    with open(big / "b.arrow", "wb") as fh:
+        fh.truncate(1)
+    check_folder(big, source="d")
+    with open(big / "b.arrow", "wb") as fh:
+        fh.truncate(2)
+    with pytest.raises(SubmissionError) as err:
+        check_folder(big, source="d")
+    assert err.value.source == "d"
+    assert str(err.value) == "d: the folder's files are 20.0 MiB together; the limit is 20.0 MiB"
+
+
+def test_a_folder_that_cannot_be_listed_is_one_line(tmp_path, monkeypatch):
+    """pathlib passes over a sub-folder it may not open (PermissionError) and raises any other
+    OSError, an I/O error on a network share, say; it stands in for one here."""
+    import errno
+    import pathlib
+
+    from rexrank.input_limits import check_folder
+
+    (tmp_path / "a.arrow").touch()
+
+    def rglob(self, pattern):
+        yield tmp_path / "a.arrow"
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(pathlib.Path, "rglob", rglob)
+    with pytest.raises(SubmissionError) as err:
+        check_folder(tmp_path, source="d")
+    assert err.value.source == "d"
+    assert str(err.value) == "d: cannot read the folder: Input/output error"
+
+
+def test_expanded_lengths_by_hand_for_each_text_and_binary_type(monkeypatch):
+    """check_expanded counts bytes: a value of 4 × 20,000 = 80,000 bytes passes (4 bytes the
+    most a character takes), 80,001 does not, in a string, large_string, binary or large_binary
+    column, plain or dictionary-encoded; the total is summed over chunks (an all-null chunk
+    adds 0) and compared with the limit, here set to the hand count."""
+    import pyarrow as pa
+
+    from rexrank import input_limits
+    from rexrank.input_limits import check_expanded
+
+    for kind in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()):
+        edge = "x" * 80_000 if kind in (pa.string(), pa.large_string()) else b"x" * 80_000
+        check_expanded(pa.table({"n": pa.array([1]), "p": pa.array([edge], type=kind)}), source="p")
+        too_long = pa.chunked_array([pa.array(["a"], type=kind), pa.array([edge + edge[:1]], type=kind)])
+        for column in (too_long, pa.chunked_array([c.dictionary_encode() for c in too_long.chunks])):
+            with pytest.raises(SubmissionError) as err:
+                check_expanded(pa.table({"n": pa.array([1, 2]), "p": column}), source="p")
+            assert err.value.source == "p"
+            assert str(err.value) == "p: column 'p' holds a value of 80,001 bytes; the limit is 20,000 characters"
+    # "abc" + "de", 3 × "fg" and an all-null chunk: 5 + 6 + 0 = 11 bytes in three chunks
+    column = pa.chunked_array([pa.array(["abc", "de"]), pa.array(["fg"] * 3), pa.array([None, None], type=pa.string())])
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", 11)
+    check_expanded(pa.table({"p": column}), source="p")
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", 10)
+    with pytest.raises(SubmissionError) as err:
+        check_expanded(pa.table({"p": column}), source="p")
+    assert err.value.source == "p"
+    assert str(err.value) == "p: column 'p' expands to 0.0 MiB; the limit is 0.0 MiB"
+
+
+def test_expand_decodes_dictionaries_and_keeps_each_columns_type():
+    """Plain and dictionary columns, and columns of no chunk at all, whose type only the
+    table's schema gives (a dictionary's value type once decoded)."""
+    import pyarrow as pa
+
+    from rexrank.input_limits import expand
+
+    table = pa.table({"id": pa.chunked_array([pa.array(["s1", "s2"])]),
+                      "text": pa.chunked_array([pa.array(["a", "b", "a"]).dictionary_encode().slice(0, 2)])})
+    out = expand(table)
+    assert out.schema == pa.schema([("id", pa.string()), ("text", pa.string())])
+    assert out.column("id").to_pylist() == ["s1", "s2"] and out.column("text").to_pylist() == ["a", "b"]
+    empty = pa.table({"id": pa.chunked_array([], type=pa.large_string()),
+                      "text": pa.chunked_array([], type=pa.dictionary(pa.int8(), pa.string()))})
+    out = expand(empty)
+    assert out.schema == pa.schema([("id", pa.large_string()), ("text", pa.string())])
+    assert out.num_rows == 0
+
+
+def test_parquet_footer_length_is_the_last_eight_bytes_by_the_format(tmp_path):
+    """A parquet file ends in the metadata's length (4 bytes, little-endian) and b"PAR1"; the
+    length equals the metadata's serialized size (pyarrow). Shorter than 8 bytes or another
+    ending: 0."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rexrank.input_limits import _parquet_footer_length
+
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": ["s1"], "text": ["a"]}), path)
+    assert _parquet_footer_length(path) == pq.ParquetFile(path).metadata.serialized_size > 0
+    for data, length in ((b"\x05\x00\x00\x00PAR1", 5), (b"\x05\x00\x00PAR1", 0), (b"", 0),
+                         (b"\x05\x01\x00\x00PAR2", 0), (b"x\x05\x01\x00\x00PAR1", 261)):
+        path.write_bytes(data)
+        assert _parquet_footer_length(path) == length, data
+
+
+def test_parquet_metadata_limits_at_and_one_past_each(tmp_path, monkeypatch):
+    """Footer length, rows, row groups and columns, each at its limit and one past, with the
+    message; the two columns' size is their column chunks' uncompressed (or compressed, if
+    larger) sizes summed over every row group, as the format's metadata gives them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rexrank import input_limits
+    from rexrank.input_limits import parquet_columns
+
+    path = tmp_path / "p.parquet"
+
+    def refused(source="p"):
+        with pytest.raises(SubmissionError) as err:
+            parquet_columns(path, ("id",), ("text",), source=source)
+        assert err.value.source == source
+        return str(err.value)[len(source) + 2:]
+
+    # a footer that declares 1 MiB passes to pyarrow (which finds no such metadata); one byte more is refused
+    for declared, expected in ((2**20, None), (2**20 + 1, "its metadata is 1.0 MiB; the limit is 1.0 MiB")):
+        path.write_bytes(b"PAR1" + b"\0" * 16 + declared.to_bytes(4, "little") + b"PAR1")
+        try:
+            pq.ParquetFile(path)
+        except Exception as exc:  # noqa: BLE001 - pyarrow's own words are the oracle
+            theirs = f"not a readable parquet file ({type(exc).__name__}: {str(exc).strip().splitlines()[0]})"
+        assert refused() == (expected or theirs)
+
+    pq.write_table(pa.table({"id": [f"s{i}" for i in range(20_001)], "text": ["a"] * 20_001}), path)
+    assert refused() == "has more than 20,000 rows (20,001); the largest test set has 10,000 studies"
+    for groups in (1000, 1001):
+        pq.write_table(pa.table({"id": [f"s{i}" for i in range(groups)], "text": ["a"] * groups}), path, row_group_size=1)
+        assert pq.ParquetFile(path).metadata.num_row_groups == groups
+        if groups == 1000:
+            assert parquet_columns(path, ("id",), ("text",), source="p") == ("id", "text")
+        else:
+            assert refused() == "has 1,001 row groups; the limit is 1,000"
+    for width in (1000, 1001):
+        pq.write_table(pa.table({"id": ["s1"], "text": ["a"], **{f"c{i}": [i] for i in range(width - 2)}}), path)
+        if width == 1000:
+            assert parquet_columns(path, ("study_id", "id"), ("report", "text"), source="p") == ("id", "text")
+        else:
+            assert refused() == "has 1,001 columns; the limit is 1,000"
+
+    pq.write_table(pa.table({"study": ["s1"], "text": ["a"]}), path)
+    assert refused() == ("no id column: expected one of id, found study, text; name yours with --id-column NAME "
+                         "(Python: id_column=NAME), or rename the column")
+    pq.write_table(pa.table({"id": ["s1"], "report": ["a"]}), path)
+    assert refused() == ("no prediction text column: expected one of text, found id, report; name yours with "
+                         "--prediction-column NAME (Python: prediction_column=NAME), or rename the column")
+    pq.write_table(pa.table({"id": [1], "text": ["a"]}), path)
+    assert refused() == ("column 'id' holds int64, not strings: write the study ids and the predictions as text "
+                         "(a string column each)")
+
+    # two row groups of three columns: only "id" and "text" count, in every row group
+    pq.write_table(pa.table({"id": ["s1", "s2"], "text": ["abc", "de"], "other": ["x" * 500] * 2}), path, row_group_size=1)
+    meta = pq.ParquetFile(path).metadata
+    chunks = [meta.row_group(g).column(c) for g in range(2) for c in range(3)]
+    size = sum(max(c.total_uncompressed_size, c.total_compressed_size) for c in chunks if c.path_in_schema != "other")
+    assert len([c for c in chunks if c.path_in_schema != "other"]) == 4
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", size)
+    assert parquet_columns(path, ("id",), ("text",), source="p") == ("id", "text")
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", size - 1)
+    assert refused() == "its 'id' and 'text' columns decompress to 0.0 MiB; the limit is 0.0 MiB"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_read_capped_asks_for_cap_plus_one_bytes_and_no_more(monkeypatch):
+    """The bound itself: a file that grows without end (or a /proc file that says 0 bytes)
+    costs at most cap + 1 bytes of reading. A spy on the opened file records what is asked."""
+    import os
+
+    from rexrank.input_limits import read_capped
+
+    asked, fdopen = [], os.fdopen
+
+    class Spy:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.fh.__exit__(*exc)
+
+        def read(self, size=-1):
+            asked.append(size)
+            return self.fh.read(size)
+
+    monkeypatch.setattr(os, "fdopen", lambda *args, **kwargs: Spy(fdopen(*args, **kwargs)))
+    with pytest.raises(SubmissionError):
+        read_capped("/proc/self/status", 100)
+    assert asked == [101]

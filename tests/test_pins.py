@@ -1935,3 +1935,236 @@ def test_read_capped_asks_for_cap_plus_one_bytes_and_no_more(monkeypatch):
     with pytest.raises(SubmissionError):
         read_capped("/proc/self/status", 100)
     assert asked == [101]
+
+
+# ---- store.queue: the request state machine's rules, written out -------------------------
+class _Clock:
+    """time.monotonic for the queue module, moved by hand."""
+
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_a_lease_expires_after_its_own_duration_on_this_processes_clock(monkeypatch):
+    """The rule (LeaseClock): a lease has expired once its token (lease_token, worker,
+    attempts, lease_expires) has stayed the same for its `lease_seconds`, measured from when
+    this process first saw it; a duration that is not a number in (0, 86400] (a bool, a
+    string, 0, negative, more than a day) is replaced by the caller's default."""
+    from rexrank.store import queue as Q
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    leases = Q.LeaseClock()
+    req = {"id": "r1", "lease_token": "a", "worker": "w", "attempts": 1, "lease_expires": 5.0, "lease_seconds": 10}
+    assert leases.observe(req) == 0.0
+    clock.t += 9.5
+    assert leases.observe(req) == 9.5 and not leases.expired(req, 1000)
+    clock.t += 0.5
+    assert leases.expired(req, 1000)  # 10 s unchanged: expired exactly at its duration
+    for field, value in (("lease_token", "b"), ("worker", "w2"), ("attempts", 2), ("lease_expires", 6.0)):
+        req = {**req, field: value}  # any part of the token changed: a renewal, counted from now
+        assert leases.observe(req) == 0.0
+        clock.t += 10
+        assert leases.observe(req) == 10.0
+    # durations outside (0, 86400] or not numbers fall back to the default (here 100 s)
+    for i, duration in enumerate((True, "10", 0, -5, 86400.5, None)):
+        other = {"id": f"d{i}", "lease_token": "t", "lease_seconds": duration}
+        leases.observe(other)
+        clock.t += 99
+        assert not leases.expired(other, 100), duration
+        clock.t += 1
+        assert leases.expired(other, 100), duration
+    day = {"id": "day", "lease_token": "t", "lease_seconds": 86400}  # a day is still its own duration
+    leases.observe(day)
+    clock.t += 86399
+    assert not leases.expired(day, 1)
+    clock.t += 1
+    assert leases.expired(day, 1)
+    small = {"id": "small", "lease_token": "t", "lease_seconds": 0.5}
+    leases.observe(small)
+    clock.t += 0.5
+    assert leases.expired(small, 1000)
+    leases.forget({"day", "small"})  # the others are no longer RUNNING: what was seen of them goes
+    assert set(leases._seen) == {"day", "small"}
+    clock.t += 1
+    assert leases.observe({"id": "r1", **{k: req[k] for k in ("lease_token", "worker", "attempts", "lease_expires")}}) == 0.0
+
+
+def test_a_new_lease_is_a_fresh_16_hex_digit_token_and_the_duration_asked():
+    from rexrank.store.queue import new_lease
+
+    first, second = new_lease(30), new_lease(30)
+    assert set(first) == {"lease_token", "lease_seconds"}
+    assert re.fullmatch(r"[0-9a-f]{16}", first["lease_token"]) and first["lease_token"] != second["lease_token"]
+    assert first["lease_seconds"] == 30.0 and type(first["lease_seconds"]) is float
+
+
+def test_a_transition_sets_the_status_dates_a_settled_request_and_appends_its_history():
+    """The rule: the new status and fields replace the old; FINISHED and FAILED get
+    finished_time; the history gains {time, status} and the worker when one is given."""
+    from rexrank.store.queue import transition
+
+    ts = 1_767_225_600.0  # 2026-01-01T00:00:00Z, by hand:
+    assert ts == (2026 - 1970) * 365 * 86400 + 14 * 86400  # 14 leap days between 1970 and 2026
+    old = {"id": "r", "status": "PENDING", "history": [{"time": "x", "status": "PENDING"}], "keep": 1}
+    running = transition(old, "RUNNING", ts, worker="w1", attempts=1)
+    assert running == {"id": "r", "status": "RUNNING", "keep": 1, "worker": "w1", "attempts": 1,
+                       "history": [{"time": "x", "status": "PENDING"},
+                                   {"time": "2026-01-01T00:00:00Z", "status": "RUNNING", "worker": "w1"}]}
+    assert old["history"] == [{"time": "x", "status": "PENDING"}]  # the old record is left as it was
+    for status in ("FINISHED", "FAILED"):
+        done = transition(running, status, ts + 61, worker=None)
+        assert done["finished_time"] == "2026-01-01T00:01:01Z" and done["status"] == status
+        assert done["history"][-1] == {"time": "2026-01-01T00:01:01Z", "status": status}  # no worker given: none named
+    back = transition({"id": "r", "status": "RUNNING"}, "PENDING", ts)
+    assert "finished_time" not in back and back["history"] == [{"time": "2026-01-01T00:00:00Z", "status": "PENDING"}]
+
+
+def test_arrivals_are_open_queue_requests_not_yet_received_and_get_the_servers_time():
+    """The rule (stamp_arrivals): an open request in queue/ without received_time is
+    registered now and dated now; anything else (settled, in done/, already received)
+    is returned as it is. _seen: settled, or open and registered."""
+    from rexrank.store.queue import _seen, stamp_arrivals
+
+    class Edit:
+        def __init__(self):
+            self.received = []
+
+        def receive(self, rid, when):
+            self.received.append((rid, when))
+
+    edit = Edit()
+    when = "2026-01-01T00:00:00Z"
+    requests = [("queue/a.json", {"id": "a", "status": "PENDING", "submitted_time": "1999-01-01T00:00:00Z"}),
+                ("queue/b.json", {"id": "b", "status": "RUNNING", "submitted_time": "x"}),
+                ("queue/c.json", {"id": "c", "status": "PENDING", "submitted_time": "y", "received_time": "y"}),
+                ("queue/d.json", {"id": "d", "status": "FAILED", "submitted_time": "z"}),
+                ("done/e.json", {"id": "e", "status": "PENDING", "submitted_time": "w"})]
+    out = stamp_arrivals(edit, requests, 1_767_225_600.0)
+    assert edit.received == [("a", when), ("b", when)]
+    assert [p for p, _ in out] == [p for p, _ in requests]
+    assert out[0][1] == {"id": "a", "status": "PENDING", "submitted_time": when, "received_time": when}
+    assert out[1][1]["submitted_time"] == out[1][1]["received_time"] == when
+    assert [r for _, r in out[2:]] == [r for _, r in requests[2:]]
+    assert [_seen(r) for _, r in requests] == [False, False, True, True, False]
+    assert [_seen(r) for _, r in out] == [True, True, True, True, False]
+
+
+def _store_with_request(tmp_path, **kw):
+    from rexrank.data import data_path
+    from rexrank.store import open_store
+
+    store = open_store(tmp_path / "s")
+    args = dict(test_set="example", track="findings", predictions=data_path("example_predictions.json"),
+                model_name="model-a", submitter="alice")
+    return store, store.submit(**{**args, **kw})
+
+
+def test_each_queue_operation_follows_the_state_machine_written_out(tmp_path):
+    """The rules, from the queue's docstrings: only the holder of a RUNNING request may
+    renew, publish, dispatch, finish, fail or release it; release puts it back PENDING with
+    the attempt not counted and the reason in its history; requeue takes FAILED or RUNNING
+    back to PENDING with attempts 0, no error, no dispatch; cancel takes PENDING or RUNNING
+    to FAILED, kind "cancelled", with "cancelled by the maintainers: <reason>"."""
+    from rexrank.store import StoreError
+
+    store, req = _store_with_request(tmp_path)
+    rid = req["id"]
+    claimed = store.claim("w1", lease_seconds=60)
+    assert (claimed["status"], claimed["worker"], claimed["attempts"], claimed["lease_seconds"]) == ("RUNNING", "w1", 1, 60.0)
+    assert claimed["history"][-1]["worker"] == "w1" and claimed["started_time"] == claimed["history"][-1]["time"]
+    assert claimed["lease_expires"] - time_of(claimed["started_time"]) == pytest.approx(60, abs=1.5)
+    for other in ("w2", None):  # not the holder: refused, nothing changes
+        assert not store.renew_lease(rid, other, lease_seconds=60)
+        assert not store.begin_publish(rid, other)
+        assert not store.record_dispatch(rid, other, {"jobs": []})
+        assert not store.release(rid, other, reason="r")
+        assert not store.fail(rid, other, error="e")
+        assert not store.finish(rid, other, result_id="x")
+    assert store.get_request(rid)["history"] == claimed["history"]
+    assert store.renew_lease(rid, "w1", lease_seconds=90)
+    renewed = store.get_request(rid)
+    assert renewed["lease_seconds"] == 90.0 and renewed["lease_token"] != claimed["lease_token"]
+    assert store.record_dispatch(rid, "w1", {"jobs": ["j1"]}) and store.get_request(rid)["dispatch"] == {"jobs": ["j1"]}
+    assert store.release(rid, "w1", reason="no test set here")
+    back = store.get_request(rid)
+    assert (back["status"], back["worker"], back["lease_expires"], back["attempts"], back["publishing"]) == ("PENDING", None, None, 0, False)
+    assert back["history"][-1]["note"] == "no test set here" and back["history"][-1]["status"] == "PENDING"
+    assert [h["status"] for h in back["history"]] == ["PENDING", "RUNNING", "PENDING"]
+    again = store.claim("w2", lease_seconds=60)
+    assert again["attempts"] == 1  # the released attempt was not counted
+    assert store.fail(rid, "w2", error="boom", kind="validation")
+    failed = store.get_request(rid)
+    assert (failed["status"], failed["error"], failed["failure_kind"], failed["lease_expires"]) == ("FAILED", "boom", "validation", None)
+    assert failed["finished_time"] == failed["history"][-1]["time"]
+    with pytest.raises(StoreError, match=re.escape(f"request {rid} is FAILED; only PENDING or RUNNING requests can be cancelled")):
+        store.cancel(rid)
+    requeued = store.requeue(rid)
+    assert {k: requeued[k] for k in ("status", "worker", "lease_expires", "error", "failure_kind", "attempts", "publishing", "dispatch")} \
+        == {"status": "PENDING", "worker": None, "lease_expires": None, "error": None, "failure_kind": None,
+            "attempts": 0, "publishing": False, "dispatch": None}
+    assert store.get_request(rid) == requeued
+    with pytest.raises(StoreError, match=re.escape(f"request {rid} is PENDING; only FAILED or RUNNING requests can be requeued")):
+        store.requeue(rid)
+    cancelled = store.cancel(rid, reason="withdrawn")
+    assert (cancelled["status"], cancelled["failure_kind"], cancelled["error"], cancelled["worker"]) == \
+        ("FAILED", "cancelled", "cancelled by the maintainers: withdrawn", None)
+    assert store.get_request(rid) == cancelled
+
+
+def time_of(text):
+    from datetime import datetime, timezone
+
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def test_finish_keeps_notes_and_a_cancel_without_reason_says_only_who(tmp_path):
+    from rexrank.store import StoreError
+
+    store, req = _store_with_request(tmp_path)
+    store.claim("w", lease_seconds=60)
+    assert store.begin_publish(req["id"], "w") and store.get_request(req["id"])["publishing"] is True
+    with pytest.raises(StoreError, match=re.escape(f"request {req['id']}: its result is being published; too late to cancel it")):
+        store.cancel(req["id"])
+    assert store.finish(req["id"], "w", result_id="res-1", notes=("metric x not run",))
+    done = store.get_request(req["id"])
+    assert (done["status"], done["result_id"], done["notes"], done["error"], done["lease_expires"]) == \
+        ("FINISHED", "res-1", ["metric x not run"], None, None)
+    with pytest.raises(StoreError, match=re.escape(f"request {req['id']} is FINISHED; only FAILED or RUNNING requests can be requeued")):
+        store.requeue(req["id"])
+    store2, other = _store_with_request(tmp_path / "b")
+    assert store2.cancel(other["id"])["error"] == "cancelled by the maintainers"
+    store3, third = _store_with_request(tmp_path / "c")
+    store3.claim("w", lease_seconds=60)
+    assert store3.finish(third["id"], "w", result_id="r")
+    assert "notes" not in store3.get_request(third["id"])  # no notes: no field
+    store4, fourth = _store_with_request(tmp_path / "d")
+    store4.claim("w", lease_seconds=60)
+    assert store4.requeue(fourth["id"])["status"] == "PENDING"  # a RUNNING request can be requeued too
+    with pytest.raises(StoreError, match="no request '20260101T120000.000000-0123456789' in "):
+        store4.renew_lease("20260101T120000.000000-0123456789", "w", lease_seconds=1)
+
+
+def test_a_request_interrupted_max_attempts_times_fails_with_the_count_in_its_message(tmp_path, monkeypatch):
+    """Rule: a RUNNING request whose lease expired and that was claimed max_attempts times
+    is FAILED, kind internal, with the count in its message; below that it is claimed again."""
+    from rexrank.store import queue as Q
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    store, req = _store_with_request(tmp_path)
+    assert store.claim("w1", lease_seconds=10, max_attempts=2)["attempts"] == 1
+    clock.t += 10
+    assert store.claim("w2", lease_seconds=10, max_attempts=2)["attempts"] == 2
+    clock.t += 9.9
+    assert store.claim("w3", lease_seconds=10, max_attempts=2) is None  # 9.9 s of a 10 s lease: live
+    clock.t += 0.1
+    assert store.claim("w3", lease_seconds=10, max_attempts=2) is None
+    failed = store.get_request(req["id"])
+    assert (failed["status"], failed["failure_kind"]) == ("FAILED", "internal")
+    assert failed["error"] == ("scoring was interrupted 2 times (worker stopped or timed out); this usually means it needs "
+                               "more memory or time than the worker has — contact the maintainers")
+    assert failed["history"][-1] == {"time": failed["finished_time"], "status": "FAILED"}

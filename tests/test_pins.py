@@ -2168,3 +2168,26 @@ def test_a_request_interrupted_max_attempts_times_fails_with_the_count_in_its_me
     assert failed["error"] == ("scoring was interrupted 2 times (worker stopped or timed out); this usually means it needs "
                                "more memory or time than the worker has — contact the maintainers")
     assert failed["history"][-1] == {"time": failed["finished_time"], "status": "FAILED"}
+
+
+def test_a_release_gives_back_only_the_released_attempt(tmp_path, monkeypatch):
+    """Rule (release): attempts becomes max(0, attempts − 1): a request claimed twice (its
+    first lease expired) and then released has 1 attempt, not 0; one whose record has no
+    attempts (an earlier store's) counts as 1 and goes back to 0."""
+    from rexrank.store import queue as Q
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    store, req = _store_with_request(tmp_path)
+    store.claim("w1", lease_seconds=10)
+    clock.t += 10
+    assert store.claim("w2", lease_seconds=10)["attempts"] == 2
+    assert store.release(req["id"], "w2", reason="r")
+    assert store.get_request(req["id"])["attempts"] == 1
+    store.claim("w3", lease_seconds=10)
+    path = tmp_path / "s" / "requests" / "queue" / f"{req['id']}.json"
+    record = json.loads(path.read_text())
+    del record["attempts"]
+    path.write_text(json.dumps(record))
+    assert store.release(req["id"], "w3", reason="r")
+    assert store.get_request(req["id"])["attempts"] == 0

@@ -334,3 +334,17 @@ def test_the_probes_the_ledger_allows_learn_no_more_than_their_epsilon(tmp_path,
     bound = math.exp(allowed * privacy.EPSILON) / (1 + math.exp(allowed * privacy.EPSILON))
     assert binom.sf(right - 1, 2 * trials, bound) > 1e-3, f"right {right} of {2 * trials}; the bound is {bound:.3f}"
     print(f"{allowed} probes, majority right {right / (2 * trials):.3f} (bound {bound:.3f})")
+
+
+@pytest.mark.parametrize("damage", [b"{not json", b"[1, 2]", b'{"charges": [1]}'])
+def test_a_damaged_ledger_stops_the_charge_and_says_how_to_restore_it(tmp_path, damage):
+    from rexrank.store import ledger, open_store
+    from rexrank.store.repo import StoreError
+
+    store = open_store(tmp_path / "s")
+    request = {"id": "20260101T000000.000000-0000000001", "submitter": "alice", "test_set": "rexgradient"}
+    assert ledger.charge(store, request, cost=1.5, numbers=2, decisions=1, limit=ledger.Budget(10, 365)) is None
+    [written] = [p for p in (tmp_path / "s").rglob("*.json") if p.as_posix().endswith(ledger.ledger_path("alice", "rexgradient"))]
+    written.write_bytes(damage)
+    with pytest.raises(StoreError, match=r"ledger file .* is damaged; the backend refuses to score on it until it is restored"):
+        ledger.charges(store, "alice", "rexgradient")

@@ -18,10 +18,10 @@ another total per test set: "privacy_budget": {"rexgradient": 138} (0: no limit)
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 
 from rexrank.store import records as R
+from rexrank.store.index import load_json_object
 from rexrank.store.repo import Snapshot, StoreError, transact
 
 LEDGER_DIR = R.LEDGER_DIR
@@ -81,16 +81,10 @@ class Refusal:
 
 
 def _load(store, snap: Snapshot, path: str) -> dict:
-    data = store.requests.read_optional(snap, path)
-    if data is None:
-        return {}
-    try:
-        content = json.loads(data)
-    except ValueError:
-        content = None
-    if not isinstance(content, dict) or not isinstance(content.get("charges", {}), dict):
-        raise StoreError(f"{store.name}: ledger file {path} is damaged; the backend refuses to score on it until it is "
-                         "restored from the repo's history")
+    damaged = f"ledger file {path} is damaged; the backend refuses to score on it until it is restored from the repo's history"
+    content = load_json_object(store.requests, snap, path, damaged=damaged)
+    if not isinstance(content.get("charges", {}), dict):
+        raise StoreError(f"{store.requests.name}: {damaged}")
     return content
 
 

@@ -35,6 +35,7 @@ EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.txt"
 
 _VIEWS = "tests/test_leaderboard_views.py"
 _PINS = "tests/test_pins.py"
+_PINS_BOARD = "tests/test_pins_leaderboard.py"
 # the store's tests without those that start a fake Hub server or a subprocess, or need a mount
 # namespace: mutmut's test-mapping run failed on the fake-Hub tests (see store.names)
 _STORE_TESTS = ("tests/test_store.py",
@@ -86,7 +87,7 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "metrics.rouge": ("metrics/rouge.py", "rexrank.metrics.rouge.*", ("tests/test_rouge.py", _PINS)),
     "metrics.bleu2": ("metrics/bleu2.py", "rexrank.metrics.bleu2.*", ("tests/test_bleu2.py", _PINS)),
     "leaderboard.records": ("leaderboard/records.py", "rexrank.leaderboard.records.*",
-                            ("tests/test_leaderboard_tables.py", "tests/test_public_names_and_page.py", _PINS)),
+                            ("tests/test_leaderboard_tables.py", "tests/test_public_names_and_page.py", _PINS, _PINS_BOARD)),
     "store.records": ("store/records.py", "rexrank.store.records.*", _STORE_TESTS),
     "store.policy": ("store/policy.py", "rexrank.store.policy.*", ("tests/test_backend_policy.py", "tests/test_store.py", _PINS)),
     "backend.privacy": ("backend/privacy.py", "rexrank.backend.privacy.*",

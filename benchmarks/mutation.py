@@ -113,7 +113,7 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                       _PINS)),
     "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/test_srr_bert.py", _PINS)),
     "leaderboard.tables": ("leaderboard/tables.py", "rexrank.leaderboard.tables.*",
-                           ("tests/test_leaderboard_tables.py", _VIEWS, _PINS)),
+                           ("tests/test_leaderboard_tables.py", _VIEWS, _PINS, _PINS_BOARD)),
 }
 # mutmut's exit codes (mutmut/stats.py): 1 and 3 are a failing test run, 0 a passing one
 KILLED = {1, 3}

@@ -12,7 +12,8 @@ changes that replace or add code rather than swap an operator or a constant, and
 modules outside the tool's list, or not yet reached by a recorded run of it
 (benchmarks/MUTATION.md). The entries the tool's operators make at the same place (issue 24's
 inverted CI, bootstrap level, coverage boundary and guard, range upper bound; the
-skeleton's dashes; the inverted tier step) were dropped.
+skeleton's dashes; the inverted tier step; the ranking direction, which mutmut inverts and
+sets to None in `tables.ranked`) were dropped.
 
 A mutant is one exact text replacement in one source file. The runner applies it in the
 working tree, runs the named tests (they must FAIL), and always restores the file. It prints
@@ -227,10 +228,6 @@ _register(
     Mutant("tier-without-holm", "tiers from the raw neighbour p-values, without the Holm correction",
            "src/rexrank/leaderboard/tiers.py", "    adjusted = holm(p_values)\n", "    adjusted = p_values\n",
            (f"{_VIEWS}::test_holm_correction_decides_a_tie_that_raw_p_values_would_split",)),
-    Mutant("rank-direction-ignored", "every metric ranked highest first, a lower-is-better one too",
-           "src/rexrank/leaderboard/tables.py", "    ascending = not COLUMNS_BY_KEY[rank_by].higher_is_better\n",
-           "    ascending = False\n",
-           (f"{_VIEWS}::test_a_lower_is_better_metric_ranks_lowest_first_and_marks_it",)),
 )
 
 

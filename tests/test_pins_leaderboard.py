@@ -645,7 +645,8 @@ def test_page_views_go_through_the_part_cache_and_pass_each_option():
         seen.append(rid)
         return pd.DataFrame({"id": ["s1", "s2", "s3", "s4"], "radcliq_v1": scores[rid]}) if rid in scores else None
 
-    views = T.page_views(frame, "findings", test_sets=("iu_xray",), cached=cached, per_study=per_study)
+    p_cache: dict = {}
+    views = T.page_views(frame, "findings", test_sets=("iu_xray",), cached=cached, per_study=per_study, p_cache=p_cache)
     assert [c[0][0] for c in calls] == ["ranked", "tiers", "view", "overview"]
     assert calls[1] == (("tiers", "radcliq_v1_inv", T.NO_FILTERS), ("iu_xray", "findings"))
     assert seen == ["a", "c"]  # the rows with per-study scores, best first
@@ -653,6 +654,43 @@ def test_page_views_go_through_the_part_cache_and_pass_each_option():
     from scipy import stats as sps
 
     assert sps.ttest_rel(scores["a"], scores["c"]).pvalue < 0.05
+    # the paired test is kept in the caller's p_cache, keyed by (above, below, per-study column)
+    assert list(p_cache) == [("a", "c", "radcliq_v1")]
+    assert p_cache[("a", "c", "radcliq_v1")] == pytest.approx(sps.ttest_rel(scores["a"], scores["c"]).pvalue)
     assert views.tables["iu_xray"].display["Tier"].tolist() == ["1", "", "2", ""]
     assert views.tables["iu_xray"].plain["Tier"].tolist() == [1, pd.NA, 2, pd.NA]
 
+
+
+def test_the_n_column_falls_back_to_the_results_n_where_the_ranking_metric_does_not_say():
+    """C gives GREEN without n; its result's n is its largest, 590 (1/RadCliQ-v1 and BLEU)."""
+    table = T.ranked(board(), "iu_xray", "findings", "green")
+    assert table["model_name"].tolist() == ["C", "A", "B", "D"]
+    shown = T.shown_n(table, "green")
+    assert shown[0] == 590 and shown[1] == 590 and math.isnan(shown[2]) and math.isnan(shown[3])  # A: max(590, 588)
+    assert T.csv_table(table, "iu_xray", "findings", rank_by="green")["n"].tolist() == [590, 590, pd.NA, pd.NA]
+    assert T.leaderboard_view(board(), "iu_xray", "findings", "green")["n"].tolist() == ["590", "590", "–", "–"]
+
+
+def test_a_searched_tables_csv_keeps_each_rows_own_values():
+    view = T.test_set_view(T.ranked(board(), "iu_xray", "findings"), "iu_xray", "findings", "radcliq_v1_inv", "c (inst")
+    plain = view.plain
+    assert plain.index.tolist() == [0]
+    assert plain[["Rank", "Model", "Institution", "Date", "n", "BLEU", "GREEN", "Source"]].to_dict("records") == [
+        {"Rank": 3, "Model": "C", "Institution": "C (inst)", "Date": "2025-01", "n": 590, "BLEU": 0.1, "GREEN": 0.5,
+         "Source": "submitted"}]
+    assert plain["Test set"].tolist() == ["IU-Xray"] and plain["Track"].tolist() == ["Findings"]
+
+
+def test_leaderboard_view_passes_its_filters_columns_and_tiers():
+    frame = board()
+    hidden = T.leaderboard_view(frame, "iu_xray", "findings", filters=T.Filters(hide_trained=True))
+    assert hidden["Model"].tolist() == ["B", "C", "[D](http://d.example)"] and hidden["Rank"].tolist() == ["1", "2", "–"]
+    chosen = T.leaderboard_view(frame, "iu_xray", "findings", columns=["green"])
+    assert list(chosen.columns) == ["Rank", "Model", "1/RadCliQ-v1 ↑ ▼", "n", "Institution", "Date", "GREEN ↑", "Source"]
+    scores = {"a": [1.0, 2.0, 3.0, 4.0], "c": [2.0, 3.0, 4.0, 5.5]}  # a tier apart (see the page_views test)
+    tiered = T.leaderboard_view(frame, "iu_xray", "findings", "radcliq_v1_inv", "lab",
+                                per_study=lambda rid: pd.DataFrame({"id": ["s1", "s2", "s3", "s4"], "radcliq_v1": scores[rid]})
+                                if rid in scores else None)
+    assert list(tiered.columns)[:5] == ["Rank", "Model", "1/RadCliQ-v1 ↑ ▼", "n", "Tier"] and tiered["Tier"].tolist() == ["1"]
+    assert "Tier" not in T.leaderboard_view(frame, "iu_xray", "findings").columns

@@ -112,8 +112,22 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                          "the_limits_let_a_10000_study_submission_through")),
                       _PINS)),
     "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/test_srr_bert.py", _PINS)),
+    # without the three views tests that build the Gradio app: each mutant's forked run imported
+    # gradio again (about 15 s a mutant); what they check of the tables is in test_pins_leaderboard
     "leaderboard.tables": ("leaderboard/tables.py", "rexrank.leaderboard.tables.*",
-                           ("tests/test_leaderboard_tables.py", _VIEWS, _PINS, _PINS_BOARD)),
+                           ("tests/test_leaderboard_tables.py",
+                            *(f"{_VIEWS}::test_{t}" for t in (
+                                "tiers_are_paired_t_tests_with_holm_against_the_next_model_above",
+                                "filters_leave_rows_out_of_ranking_and_say_so",
+                                "column_choice_hides_new_metrics_by_default_and_keeps_the_ranking_one",
+                                "a_lower_is_better_metric_ranks_lowest_first_and_marks_it",
+                                "results_without_the_ranking_metric_say_why", "dates_show_as_years_and_the_csv_keeps_them",
+                                "progress_is_the_best_score_by_date", "the_address_holds_the_view",
+                                "submit_message_points_to_the_server_option_and_keeps_links_whole",
+                                "holm_correction_decides_a_tie_that_raw_p_values_would_split",
+                                "about_explains_tiers_and_published_figures",
+                                "an_optional_column_ranked_by_gets_tiers_from_its_per_study_scores")),
+                            _PINS_BOARD)),
 }
 # mutmut's exit codes (mutmut/stats.py): 1 and 3 are a failing test run, 0 a passing one
 KILLED = {1, 3}

@@ -583,6 +583,10 @@ def test_the_overview_is_each_test_sets_ranked_top_with_its_note():
     assert T.overview_note(two, "green") == ("No result on IU-Xray (4 results), CheXpert Plus (1 result) has a GREEN value, "
                                              "so nothing is ranked there: rank by another metric to see them.")
     assert T.overview(frame, "findings", "green", test_sets=("iu_xray",), ranked_tables=two)["IU-Xray"].tolist() == []
+    # every test set ranks something: no note; a test set without a label is named as it is
+    assert T.page_views(frame, "findings", test_sets=("iu_xray", "mimic_cxr")).overview_note == ""
+    assert T.overview_note({"nih": two["chexpert_plus"]}, "radcliq_v1_inv") == (
+        "No result on nih (1 result) has a 1/RadCliQ-v1 value, so nothing is ranked there: rank by another metric to see them.")
 
 
 def test_overview_cells_keep_the_top_ranked_rows():

@@ -589,6 +589,14 @@ def test_the_overview_is_each_test_sets_ranked_top_with_its_note():
         "No result on nih (1 result) has a 1/RadCliQ-v1 value, so nothing is ranked there: rank by another metric to see them.")
 
 
+def test_the_overview_shows_the_top_ten_by_default():
+    frame = R.records_frame([board_record(f"m{i}", f"M{i:02d}", bleu2=i / 100, radcliq_v1_inv=1 + i / 100) for i in range(12)])
+    over = T.overview(frame, "findings", test_sets=("iu_xray",))
+    assert over["Rank"].tolist() == [str(i) for i in range(1, 11)]
+    assert over["IU-Xray"].tolist() == [f"M{i:02d} (Lab)" for i in range(11, 1, -1)]
+    assert T.overview_cells(T.ranked(frame, "iu_xray", "findings"))[1] == [f"M{i:02d} (Lab)" for i in range(11, 1, -1)]
+
+
 def test_overview_cells_keep_the_top_ranked_rows():
     table = T.ranked(board(), "iu_xray", "findings")
     assert T.overview_cells(table, top=2) == (["A \\* (Lab A)", "B (Uni\\_B)"], ["A * (Lab A)", "B (Uni_B)"])
@@ -640,6 +648,7 @@ def test_page_views_go_through_the_part_cache_and_pass_each_option():
         "No model or institution matches the search: the table is empty. Clear the search to see all 3 results. "
         "Filters: models trained on this test set (\\*) hidden.")
     assert views.overview["IU-Xray"].tolist() == ["B (Uni\\_B)", "D (D)", "C (C \\(inst\\))"]
+    assert views.overview_plain["IU-Xray"].tolist() == ["B (Uni_B)", "D (D)", "C (C (inst))"]  # A hidden here too
     # tiers: computed through the cache from each table's per-study scores
     calls.clear()
     seen = []
@@ -698,3 +707,22 @@ def test_leaderboard_view_passes_its_filters_columns_and_tiers():
                                 if rid in scores else None)
     assert list(tiered.columns)[:5] == ["Rank", "Model", "1/RadCliQ-v1 ↑ ▼", "n", "Tier"] and tiered["Tier"].tolist() == ["1"]
     assert "Tier" not in T.leaderboard_view(frame, "iu_xray", "findings").columns
+
+
+def test_a_views_columns_n_and_note_follow_its_ranking_metric_and_choice():
+    by_green = T.test_set_view(T.ranked(board(), "iu_xray", "findings", "green"), "iu_xray", "findings", "green", "")
+    assert by_green.note == "4 results in the Findings track. 3 results without a GREEN value: unranked (–), listed last."
+    assert by_green.slots == ("Rank", "Model", "green", "n", "Institution", "Date", "bleu2", "bertscore", "sembscore",
+                              "radgraph", "radcliq_v1_inv", "ratescore", "fineradscore_inv", "rouge", "Source")
+    by_bleu = T.test_set_view(T.ranked(board(), "iu_xray", "findings", "bleu2"), "iu_xray", "findings", "bleu2", "")
+    assert by_bleu.plain["Model"].tolist() == ["B", "D", "A", "C"] and by_bleu.plain["n"].tolist() == [pd.NA, pd.NA, 588, 590]
+    chosen = T.test_set_view(T.ranked(board(), "iu_xray", "findings"), "iu_xray", "findings", "radcliq_v1_inv", "",
+                             columns=("green",))
+    assert chosen.slots == ("Rank", "Model", "radcliq_v1_inv", "n", "Institution", "Date", "green", "Source")
+    # the n column: there when a row says its n, not when none does (published rows never do)
+    published = R.records_frame([board_record("p", "P", source="published", radcliq_v1_inv=1.0, bleu2=0.2)])
+    none_say = T.test_set_view(T.ranked(published, "iu_xray", "findings"), "iu_xray", "findings", "radcliq_v1_inv", "")
+    assert "n" not in none_say.slots and "n" not in none_say.display.columns
+    scored = R.records_frame([board_record("s", "S", radcliq_v1_inv={"mean": 1.0, "n": 590})])
+    all_say = T.test_set_view(T.ranked(scored, "iu_xray", "findings"), "iu_xray", "findings", "radcliq_v1_inv", "")
+    assert all_say.slots[3] == "n" and all_say.display["n"].tolist() == ["590"]

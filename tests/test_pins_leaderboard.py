@@ -354,6 +354,7 @@ def test_search_matches_every_word_in_name_or_institution_in_any_case():
     assert T.search(table, "d a")["model_name"].tolist() == []  # "D" has no "a"; "A" no "d"
     assert T.search(table, "c d")["model_name"].tolist() == []  # no row holds both
     assert T.search(table, "a\u00a0c")["model_name"].tolist() == []  # "a" and "c": str.split() splits at U+00A0
+    assert T.search(table, "xx")["model_name"].tolist() == []  # nothing but a space between name and institution
     for empty in ("", "   ", None):
         assert T.search(table, empty)["model_name"].tolist() == ["A", "B", "C", "D"]
 
@@ -531,6 +532,8 @@ def test_headers_columns_and_slots_by_hand():
     assert T.shown_columns([], "green") == ("green",)
     assert T.shown_columns(None, "bleu2", table) == (*KEYS[:8], "rouge")
     assert T.shown_columns(None, "bleu2", table.iloc[:3]) == KEYS[:8]  # D, the row with ROUGE-L, left out
+    assert T.display_slots(("bleu2",), "green") == ("Rank", "Model", "green", "n", "Tier", "Institution", "Date", "bleu2",
+                                                   "Source")  # n and Tier unless told otherwise
     assert T.display_slots(("bleu2", "green"), "green", with_n=False, with_tier=True) == (
         "Rank", "Model", "green", "Tier", "Institution", "Date", "bleu2", "Source")
     assert T.slot_header("Model", "bleu2") == "Model" and T.slot_header("green", "green") == "GREEN ↑ ▼"

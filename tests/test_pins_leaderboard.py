@@ -15,6 +15,7 @@ import pytest
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard import records as R
+from rexrank.leaderboard import tables as T
 
 
 def rec(**changes) -> dict:
@@ -250,8 +251,6 @@ def test_coverage_notes_name_each_value_computed_on_fewer_studies():
 
 
 # ---- tables: a small board written out by hand -------------------------------------------
-from rexrank.leaderboard import tables as T  # noqa: E402
-
 KEYS = ("bleu2", "bertscore", "sembscore", "radgraph", "radcliq_v1_inv", "ratescore", "green", "fineradscore_inv",
         "rouge", "temporal_f1", "srr_bert", "crimson")
 LABELS = ("BLEU", "BertScore", "SembScore", "RadGraph", "1/RadCliQ-v1", "RaTEScore", "GREEN", "1/FineRadScore",

@@ -35,6 +35,7 @@ EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.txt"
 
 _VIEWS = "tests/test_leaderboard_views.py"
 _PINS = "tests/test_pins.py"
+_PINS_METRICS = "tests/test_pins_metrics.py"  # the metric modules' and the coverage rule's pins
 # the store's tests without those that start a fake Hub server or a subprocess, or need a mount
 # namespace: mutmut's test-mapping run failed on the fake-Hub tests (see store.names)
 _STORE_TESTS = ("tests/test_store.py",
@@ -81,10 +82,10 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "metrics.radcliq_formula": ("metrics/radcliq_formula.py", "rexrank.metrics.radcliq_formula.*",
                                 ("tests/test_radcliq.py::test_formula_reproduces_official_columns",
                                  "tests/test_radcliq.py::test_rexrank_figure_is_one_over_mean_v1",
-                                 "tests/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", _PINS)),
-    "metrics.temporal_f1": ("metrics/temporal_f1.py", "rexrank.metrics.temporal_f1.*", ("tests/test_temporal_f1.py", _PINS)),
-    "metrics.rouge": ("metrics/rouge.py", "rexrank.metrics.rouge.*", ("tests/test_rouge.py", _PINS)),
-    "metrics.bleu2": ("metrics/bleu2.py", "rexrank.metrics.bleu2.*", ("tests/test_bleu2.py", _PINS)),
+                                 "tests/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", _PINS, _PINS_METRICS)),
+    "metrics.temporal_f1": ("metrics/temporal_f1.py", "rexrank.metrics.temporal_f1.*", ("tests/test_temporal_f1.py", _PINS, _PINS_METRICS)),
+    "metrics.rouge": ("metrics/rouge.py", "rexrank.metrics.rouge.*", ("tests/test_rouge.py", _PINS, _PINS_METRICS)),
+    "metrics.bleu2": ("metrics/bleu2.py", "rexrank.metrics.bleu2.*", ("tests/test_bleu2.py", _PINS, _PINS_METRICS)),
     "leaderboard.records": ("leaderboard/records.py", "rexrank.leaderboard.records.*",
                             ("tests/test_leaderboard_tables.py", "tests/test_public_names_and_page.py", _PINS)),
     "store.records": ("store/records.py", "rexrank.store.records.*", _STORE_TESTS),
@@ -95,7 +96,7 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                              ("tests/test_crimson_official.py::test_answer_reader_repairs_and_refuses_as_the_official_one",
                               "tests/test_crimson_official.py::test_score_equals_the_official_on_every_answer",
                               "tests/test_crimson_official.py::test_prompt_messages_of_the_endpoint_paths_are_the_official_ones",
-                              "tests/test_crimson_official.py::test_prompts_equal_the_reference_prompt_files", _PINS)),
+                              "tests/test_crimson_official.py::test_prompts_equal_the_reference_prompt_files", _PINS, _PINS_METRICS)),
     "store.queue": ("store/queue.py", "rexrank.store.queue.*", _STORE_TESTS),
     # without test_the_space_and_the_cli_set_gradios_upload_limit: it runs leaderboard_space/app.py,
     # which mutmut does not copy into mutants/ (and it reads a module constant, which mutmut never mutates)
@@ -110,7 +111,7 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                          "a_million_duplicates_give_a_short_message", "a_non_string_of_megabytes_is_named_briefly",
                          "the_limits_let_a_10000_study_submission_through")),
                       _PINS)),
-    "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/test_srr_bert.py", _PINS)),
+    "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/test_srr_bert.py", _PINS, _PINS_METRICS)),
     "leaderboard.tables": ("leaderboard/tables.py", "rexrank.leaderboard.tables.*",
                            ("tests/test_leaderboard_tables.py", _VIEWS, _PINS)),
 }

@@ -1,0 +1,175 @@
+"""Issue 32: behaviours of the metric modules (RadCliQ's formula, BLEU-2, ROUGE, Temporal F1,
+SRR-BERT, CRIMSON's scorer) and of the coverage rule that the mutation tool
+(`python benchmarks/mutation.py`) found unpinned. Every expected value comes from an
+independent oracle: a hand computation written out here, official outputs in ../shared, or
+the official libraries' behaviour (NLTK's BLEU, sklearn's classification report), never
+from rexrank's own earlier output. Equivalent mutants are in benchmarks/mutation_equivalents.txt."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from conftest import shared_path
+
+
+# ---- RadCliQ's formula -----------------------------------------------------------------------
+def test_radcliq_components_read_as_text_from_the_official_csv_give_its_columns():
+    """The csv module reads every cell as text: the components are converted to floats, and
+    the official RadCliQ-v0 and -v1 columns come out (as numbers read by pandas do)."""
+    from rexrank.metrics.radcliq_formula import radcliq_from_components
+
+    with shared_path("validation", "moerad_iu", "report_scores.csv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    parts = {"radgraph": [r["radgraph_combined"] for r in rows], "bertscore": [r["bertscore"] for r in rows],
+             "semb": [r["semb_score"] for r in rows], "bleu2": [r["bleu_score"] for r in rows]}
+    assert isinstance(parts["bleu2"][0], str)
+    for version, column in (("v1", "RadCliQ-v1"), ("v0", "RadCliQ-v0")):
+        got = radcliq_from_components(**parts, version=version)
+        np.testing.assert_allclose(got, [float(r[column]) for r in rows], rtol=0, atol=1e-6)
+    one = rows[1]
+    assert radcliq_from_components(radgraph=one["radgraph_combined"], bertscore=one["bertscore"], semb=one["semb_score"],
+                                   bleu2=one["bleu_score"]) == pytest.approx(float(one["RadCliQ-v1"]), abs=1e-6)
+
+
+def test_radcliq_components_of_different_lengths_are_refused_naming_each_shape():
+    from rexrank.metrics.radcliq_formula import radcliq_from_components
+
+    with pytest.raises(ValueError) as err:
+        radcliq_from_components(radgraph=[0.1, 0.2], bertscore=[0.3], semb=[0.4, 0.5], bleu2=0.6)
+    assert str(err.value) == ("radcliq_from_components: components must be floats or 1-d sequences of one length; "
+                              "got radgraph=(2,), bertscore=(1,), semb=(2,), bleu2=(1,)")
+
+
+# ---- Temporal F1 -----------------------------------------------------------------------------
+def test_temporal_f1_refuses_an_unknown_ner_naming_the_choices():
+    from rexrank.errors import MetricError
+    from rexrank.metrics.temporal_f1 import TemporalF1
+
+    with pytest.raises(MetricError) as err:
+        TemporalF1(ner="spacy")
+    assert str(err.value) == "temporal_f1: ner must be one of 'stanza', 'keywords', got 'spacy'"
+
+
+def test_temporal_f1_config_names_the_keywords_epsilon_and_the_ner_pipeline(tmp_path):
+    """RadEval's epsilon 1e-10 and Stanza's radiology package (its f1temporal builds
+    `stanza.Pipeline(lang="en", package="radiology", ...)`); the keywords-only option says so."""
+    from rexrank.metrics.temporal_f1 import TemporalF1
+
+    assert TemporalF1(ner="keywords").config() == {"keywords": "Bannur et al. 2023 (RadEval f1temporal.KEYWORDS)",
+                                                  "epsilon": 1e-10, "ner": "none (keywords only)"}
+    config = TemporalF1(stanza_dir=str(tmp_path)).config()
+    assert config["epsilon"] == 1e-10 and config["keywords"].startswith("Bannur et al. 2023")
+    assert {k: config["ner"][k] for k in ("lang", "package", "processors", "resources")} == {
+        "lang": "en", "package": "radiology", "processors": {"tokenize": "default", "ner": "radiology"},
+        "resources": str(tmp_path)}
+
+
+def _temporal_bar(capsys, n_texts: int, **options) -> str:
+    from rexrank.metrics.temporal_f1 import TemporalF1
+
+    capsys.readouterr()
+    half = n_texts // 2  # distinct predictions and references: n_texts distinct texts in all
+    TemporalF1(ner="keywords", **options).score([f"new {i}" for i in range(half)],
+                                                [f"stable {i}" for i in range(half, n_texts)])
+    return capsys.readouterr().err
+
+
+def test_temporal_f1_shows_its_progress_from_50_distinct_texts_unless_told_not_to(capsys):
+    bar = _temporal_bar(capsys, 50)  # progress on by default
+    assert "temporal_f1: 100%" in bar and "50/50" in bar and "text/s]" in bar
+    assert _temporal_bar(capsys, 48) == ""  # fewer than 50 distinct texts: no bar
+    assert _temporal_bar(capsys, 50, progress=False) == ""
+
+
+# ---- ROUGE -----------------------------------------------------------------------------------
+def test_rouge_n_of_a_single_ngram_side_by_hand():
+    """rouge_score: precision = matches / max(1, #prediction n-grams), recall = matches /
+    max(1, #reference n-grams); a side with one n-gram divides by 1."""
+    from rexrank.metrics.rouge import Rouge
+
+    # one prediction unigram of three reference unigrams: P = 1, R = 1/3, F = 2 (1/3) / (4/3) = 1/2
+    short_prediction = Rouge(use_stemmer=False).score(["effusion", "pleural effusion"], ["effusion is present", "small pleural effusion"])
+    assert short_prediction.per_study["rouge1"][0] == pytest.approx(0.5, abs=1e-15)
+    # one prediction bigram of two reference bigrams: P = 1, R = 1/2, F = 2 (1/2) / (3/2) = 2/3
+    assert short_prediction.per_study["rouge2"][1] == pytest.approx(2 / 3, abs=1e-15)
+    # the same, reference and prediction swapped: P and R swap, F is the same
+    short_reference = Rouge(use_stemmer=False).score(["effusion is present", "small pleural effusion"], ["effusion", "pleural effusion"])
+    assert short_reference.per_study["rouge1"][0] == pytest.approx(0.5, abs=1e-15)
+    assert short_reference.per_study["rouge2"][1] == pytest.approx(2 / 3, abs=1e-15)
+
+
+def test_rouge_config_names_the_types_the_stemmer_and_the_tokenizer():
+    from rexrank.metrics.rouge import Rouge
+
+    expected = {"rouge_types": ["rouge1", "rouge2", "rougeL"], "use_stemmer": True,
+                "tokenizer": "rouge_score 0.1.2 DefaultTokenizer", "score": "F1, mean over studies"}
+    assert Rouge().config() == expected
+    assert Rouge(use_stemmer=False).config() == {**expected, "use_stemmer": False}
+
+
+# ---- BLEU-2 ----------------------------------------------------------------------------------
+def _nltk_bleu2(reference: list[str], hypothesis: list[str]) -> float:
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+    return sentence_bleu([reference], hypothesis, weights=(0.5, 0.5), smoothing_function=SmoothingFunction().method1)
+
+
+def test_bleu2_of_an_ascii_report_holding_a_nul_character_by_hand():
+    """A NUL is a character like another to the official tokeniser (split on spaces only):
+    "small \\x00 effusion" is three tokens. Against "small effusion": p1 = 2/3, no bigram
+    match so p2 = 0.1 / 2, no brevity penalty: BLEU-2 = sqrt(2/3 x 0.05) = sqrt(1/30)."""
+    from rexrank.metrics.bleu2 import Bleu2
+
+    got = Bleu2().score(["small \x00 effusion"], ["small effusion"]).primary
+    assert got[0] == pytest.approx((1 / 30) ** 0.5, abs=1e-15)
+    assert got[0] == pytest.approx(_nltk_bleu2(["small", "effusion"], ["small", "\x00", "effusion"]), abs=1e-15)
+
+
+def test_bleu2_with_an_empty_report_last_by_hand():
+    """The last distinct text holds no token: every text keeps its row. "no effusion"
+    against "effusion": p1 = 1/2, p2 = 0.1 / 1, no brevity penalty: sqrt(0.05); a
+    prediction against an empty reference matches nothing: 0 (NLTK's 0 too)."""
+    from rexrank.metrics.bleu2 import Bleu2
+
+    got = Bleu2().score(["no effusion", "effusion"], ["effusion", ""]).primary
+    np.testing.assert_allclose(got, [0.05 ** 0.5, 0.0], rtol=0, atol=1e-15)
+    assert _nltk_bleu2(["effusion"], ["no", "effusion"]) == pytest.approx(0.05 ** 0.5, abs=1e-15)
+    assert _nltk_bleu2([], ["effusion"]) == 0
+
+
+def test_bleu2_of_a_one_token_prediction_by_hand():
+    """One token, matched: p1 = 1, no bigram so p2 = 0.1 / max(1, 0): BLEU-2 = sqrt(0.1), as NLTK."""
+    from rexrank.metrics.bleu2 import Bleu2
+
+    got = Bleu2().score(["Effusion"], ["effusion"]).primary[0]
+    assert got == pytest.approx(0.1 ** 0.5, abs=1e-15)
+    assert got == pytest.approx(_nltk_bleu2(["effusion"], ["effusion"]), abs=1e-15)
+
+
+def test_bleu2_of_a_prediction_sharing_no_word_is_zero_without_a_warning():
+    import warnings
+
+    from rexrank.metrics.bleu2 import Bleu2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "divide by zero encountered in log" on the way to 0
+        got = Bleu2().score(["no effusion", "small effusion"], ["heart normal", "small effusion"]).primary
+    assert got.tolist() == [0.0, 1.0]
+    assert _nltk_bleu2(["heart", "normal"], ["no", "effusion"]) == 0
+
+
+def test_bleu2_config_names_the_weights_smoothing_and_tokeniser():
+    from rexrank.metrics.bleu2 import Bleu2
+
+    assert Bleu2().config() == {"weights": [0.5, 0.5], "smoothing": "method1", "epsilon": 0.1,
+                                "tokenizer": "cxr-report-metric prep_reports"}
+
+
+def test_bleu2_of_no_study_is_an_empty_column_with_an_undefined_mean():
+    from rexrank.metrics.bleu2 import Bleu2
+
+    result = Bleu2().score([], [])
+    assert list(result.per_study) == ["bleu2"] and result.per_study["bleu2"].shape == (0,)
+    assert np.isnan(result.corpus["bleu2"])  # the mean of no value

@@ -173,3 +173,34 @@ def test_bleu2_of_no_study_is_an_empty_column_with_an_undefined_mean():
     result = Bleu2().score([], [])
     assert list(result.per_study) == ["bleu2"] and result.per_study["bleu2"].shape == (0,)
     assert np.isnan(result.corpus["bleu2"])  # the mean of no value
+
+
+# ---- the coverage rule (rexrank.backend.public_door.coverage_failure) --------------------------
+class _FixedNoise:
+    """A stand-in generator whose Laplace draw is `value`; it records what it was asked."""
+
+    def __init__(self, value: float):
+        self.value, self.asked = value, []
+
+    def laplace(self, loc, scale):
+        self.asked.append((loc, scale))
+        return self.value
+
+
+def _results(n: int, **scored: int) -> dict:
+    return {"metrics": {name: {"n_studies": n, "n_scored": k, "n_failed": n - k} for name, k in scored.items()},
+            "predictions": {"n": n}, "test_set": {"n_studies": n}}
+
+
+def test_the_private_coverage_decision_draws_its_noise_from_the_generator_it_is_given():
+    """On a private set the rule passes when (scored - 0.99 n) + noise >= -margin: with no
+    study of 10,000 scored, -9,900 + 10^6 passes; with every study scored, 100 - 10^6 fails,
+    with the fixed message. The noise is asked as Laplace(0, 1 / 0.5)."""
+    from rexrank.backend.public_door import PRIVATE_COVERAGE_FAILED, coverage_failure
+
+    lucky = _FixedNoise(1e6)
+    assert coverage_failure(_results(10_000, bleu2=0), ["bleu2"], min_coverage=0.99, private=True, rng=lucky) is None
+    assert lucky.asked == [(0.0, 2.0)]
+    unlucky = _FixedNoise(-1e6)
+    error = coverage_failure(_results(10_000, bleu2=10_000), ["bleu2"], min_coverage=0.99, private=True, rng=unlucky)
+    assert str(error) == error.without_causes == PRIVATE_COVERAGE_FAILED

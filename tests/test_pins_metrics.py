@@ -204,3 +204,72 @@ def test_the_private_coverage_decision_draws_its_noise_from_the_generator_it_is_
     unlucky = _FixedNoise(-1e6)
     error = coverage_failure(_results(10_000, bleu2=10_000), ["bleu2"], min_coverage=0.99, private=True, rng=unlucky)
     assert str(error) == error.without_causes == PRIVATE_COVERAGE_FAILED
+
+
+# ---- SRR-BERT --------------------------------------------------------------------------------
+def test_srr_bert_config_records_radevals_model_labels_and_batches():
+    """RadEval's SRRBert: StanfordAIMI/SRR-BERT-Leaves-with-Statuses with CXR-BERT-general's
+    tokenizer, 163 labels at threshold 0.5, 512 tokens, batches of 4 (its batch_size)."""
+    from rexrank.metrics.srr_bert import SRRBert
+
+    common = {"num_labels": 163, "threshold": 0.5, "max_tokens": 512,
+              "sentences": "RadEval srr_bert_parse_sentences + nltk.sent_tokenize (punkt_tab)",
+              "per_study": "multilabel_prf_per_sample (mean over the union of labels, eps 1e-8)",
+              "corpus": "classification_report weighted avg"}
+    official = SRRBert().config()
+    assert {k: official[k] for k in common} == common
+    assert official["batching"] == "RadEval's: every sentence, reference then prediction, batches of 4"
+    assert (official["model"]["repo_id"], official["model"]["path"]) == ("StanfordAIMI/SRR-BERT-Leaves-with-Statuses", None)
+    assert (official["tokenizer"]["repo_id"], official["tokenizer"]["path"]) == ("microsoft/BiomedVLP-CXR-BERT-general", None)
+    local = SRRBert(batching="distinct", model_path="/models/srr", tokenizer_path="/models/tok").config()
+    assert {k: local[k] for k in common} == common
+    assert local["batching"] == "distinct sentences, batches of 32"
+    assert (local["model"]["path"], local["tokenizer"]["path"], local["tokenizer"]["revision"]) == (
+        "/models/srr", "/models/tok", "local")
+    assert SRRBert(batch_size=8).config()["batching"].endswith("batches of 8")
+
+
+@pytest.fixture(scope="module")
+def tiny_srr_bert(tmp_path_factory):
+    import srr_bert_tiny
+
+    return srr_bert_tiny.build(tmp_path_factory.mktemp("srr_bert"))
+
+
+@pytest.fixture
+def srr_stand_in_splitter(monkeypatch):
+    import nltk
+
+    import srr_bert_tiny
+    from rexrank.models import srr_bert as S
+
+    monkeypatch.setattr(nltk, "sent_tokenize", srr_bert_tiny.stand_in_sent_tokenize)
+    monkeypatch.setattr(S, "punkt_available", lambda: True)
+
+
+def test_srr_bert_keeps_reference_labels_in_the_cache_folder_under_its_namespace(tiny_srr_bert, srr_stand_in_splitter,
+                                                                                tmp_path):
+    """rexrank.refcache's file of a text is <folder>/<h[:2]>/<h>.pkl, h = sha256(namespace NUL
+    text), and SRR-BERT's namespace names the labeler and NLTK's version: the references'
+    files, and only theirs, are written (hashlib computes them here); with cache=False none."""
+    import hashlib
+
+    import nltk
+
+    from rexrank.metrics.srr_bert import SRRBert
+
+    model_dir, tokenizer_dir = tiny_srr_bert
+    refs, preds = ["No effusion. Heart normal.", "Mild edema."], ["Heart normal.", "No edema."]
+
+    def metric(cache: bool, folder):
+        return SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", progress=False,
+                       batching="distinct", cache=cache, cache_dir=str(folder))
+
+    on = metric(True, tmp_path / "on")
+    on.score(preds, refs)
+    namespace = f"srr_bert/v1/{on.labeler.identity}/nltk-{nltk.__version__}"
+    digests = [hashlib.sha256(f"{namespace}\x00{text}".encode()).hexdigest() for text in refs]
+    written = {p.relative_to(tmp_path / "on").as_posix() for p in (tmp_path / "on").rglob("*.pkl")}
+    assert written == {f"{d[:2]}/{d}.pkl" for d in digests}
+    metric(False, tmp_path / "off").score(preds, refs)
+    assert not (tmp_path / "off").exists() or not any((tmp_path / "off").rglob("*"))

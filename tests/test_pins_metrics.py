@@ -273,3 +273,77 @@ def test_srr_bert_keeps_reference_labels_in_the_cache_folder_under_its_namespace
     assert written == {f"{d[:2]}/{d}.pkl" for d in digests}
     metric(False, tmp_path / "off").score(preds, refs)
     assert not (tmp_path / "off").exists() or not any((tmp_path / "off").rglob("*"))
+
+
+# ---- CRIMSON's prompt, answer reader and score -------------------------------------------------
+def test_crimson_prompt_and_messages_default_to_the_full_official_prompt():
+    """Without `guidelines`, the prompt is the official one with its guideline sections (the
+    OpenAI path's, ../shared/reference/prompts/crimson_prompt_openai_no_context.txt)."""
+    from rexrank.metrics.crimson_text import build_prompt, messages
+
+    expected = shared_path("reference", "prompts", "crimson_prompt_openai_no_context.txt").read_text(encoding="utf-8")
+    assert build_prompt("{REFERENCE_FINDINGS}", "{PREDICTED_FINDINGS}") == expected
+    assert messages("{REFERENCE_FINDINGS}", "{PREDICTED_FINDINGS}")[1] == {"role": "user", "content": expected}
+
+
+# (text, index of a quote, whether it delimits a key or value) by the official reader's rule:
+# a quote is structural after : [ { or before : ] }; after a comma, when the character before
+# the comma is " ] } or a digit; before a comma, when the character after it is " [ { or a digit
+_QUOTES = [
+    ('{"a"', 1, True), ('["x"', 1, True), (':"x', 1, True),
+    ('a"]', 1, True), ('a"}', 1, True), ('a":', 1, True),
+    ('"a","b"', 4, True), ('[1],"b', 4, True), ('{},"b', 3, True), ('1,"x', 2, True),
+    ('a,"b', 2, False), (',"', 1, False), ('x,"y', 2, False),
+    ('b",1', 1, True), ('b","', 1, True), ('b",[', 1, True), ('b",{', 1, True),
+    ('b",x', 1, False), ('b",', 1, False), ('1b",y', 2, False),
+    ('"a', 0, False), ('"x:', 0, False), ('1x"y', 2, False), ('a"', 1, False), ('say "hi', 4, False),
+]
+
+
+@pytest.mark.parametrize("text, i, structural", _QUOTES)
+def test_crimson_reader_tells_structural_quotes_from_prose_by_the_official_rule(text, i, structural):
+    from rexrank.metrics.crimson_text import _quote_is_structural
+
+    assert text[i] == '"'
+    assert _quote_is_structural(text, i) is structural
+
+
+def test_crimson_reader_escapes_a_stray_quote_up_to_five_characters_before_the_error():
+    """json stops at the first character after a string that is no delimiter: with the stray
+    quote of `"say "` followed by 4 spaces, it stops 5 characters after that quote, which is
+    escaped; with 5 spaces, 6 characters after, beyond the official window: unreadable."""
+    from rexrank.metrics.crimson_text import UnreadableAnswer, read_answer
+
+    assert read_answer('{"a": "say "    hi"}') == {"a": 'say "    hi'}
+    with pytest.raises(UnreadableAnswer):
+        read_answer('{"a": "say "     hi"}')
+
+
+def test_crimson_reader_never_escapes_a_quote_that_follows_a_backslash():
+    """{"a": "\\\\""}: the string holds an escaped backslash, then a second quote stops json at
+    index 10. Going back: 10 is structural (before }), 9 follows a backslash (the official
+    rule skips it), 6 is escaped, which breaks the text at 6 with no quote left to escape:
+    unreadable, and the message counts the answer's characters."""
+    from rexrank.metrics.crimson_text import UnreadableAnswer, read_answer
+
+    answer = '{"a": "\\\\""}'
+    assert len(answer) == 12 and answer[7:9] == "\\\\"
+    with pytest.raises(UnreadableAnswer) as err:
+        read_answer(answer)
+    assert str(err.value) == "not JSON even after the official repairs (12 characters)"
+
+
+def test_crimson_attribute_error_without_error_types_counts_in_no_type():
+    """One urgent finding (weight 1) matched with one significant attribute error (0.5) and no
+    `error_types`: correct = 1 x 1 / (1 + 0.5) = 2/3, N_G = 1, S = 2/3; no type counted."""
+    from rexrank.metrics.crimson_text import ATTRIBUTE_TYPES, score_evaluation
+
+    parts = score_evaluation({
+        "reference_findings": [{"id": "R1", "finding": "effusion", "clinical_significance": "urgent"}],
+        "predicted_findings": [{"id": "P1", "finding": "effusion", "clinical_significance": "urgent"}],
+        "matched_findings": [{"ref_id": "R1", "pred_id": "P1"}],
+        "errors": {"false_findings": [], "missing_findings": [],
+                   "attribute_errors": [{"ref_id": "R1", "pred_id": "P1", "severity": "significant"}]}})
+    assert parts.score == round(2 / 3, 4) == 0.6667 and parts.correct == pytest.approx(2 / 3, abs=1e-15)
+    assert parts.attribute_counts == {t: 0 for t in ATTRIBUTE_TYPES} and parts.n_attribute == 1
+    assert parts.weighted_attribute == 0.5

@@ -347,3 +347,22 @@ def test_crimson_attribute_error_without_error_types_counts_in_no_type():
     assert parts.score == round(2 / 3, 4) == 0.6667 and parts.correct == pytest.approx(2 / 3, abs=1e-15)
     assert parts.attribute_counts == {t: 0 for t in ATTRIBUTE_TYPES} and parts.n_attribute == 1
     assert parts.weighted_attribute == 0.5
+
+
+def test_crimson_reader_escapes_a_stray_quote_after_an_escaped_one():
+    """{"a": "x\\"" y"}: the string x\\" ends at the third quote (index 10), json stops at y (12);
+    10 follows a quote, not a backslash, and is prose (between " and a space): escaped, the
+    value is x"" y."""
+    from rexrank.metrics.crimson_text import read_answer
+
+    assert read_answer('{"a": "x\\"" y"}') == {"a": 'x"" y'}
+
+
+def test_crimson_reader_makes_at_most_49_quote_fixes():
+    """Each ` "x` closes the string early and costs one fix; the official loop parses 50 times,
+    so 49 stray quotes are repaired and 50 leave the answer unreadable."""
+    from rexrank.metrics.crimson_text import UnreadableAnswer, read_answer
+
+    assert read_answer('{"a": "' + ' "x' * 49 + '"}') == {"a": ' "x' * 49}
+    with pytest.raises(UnreadableAnswer):
+        read_answer('{"a": "' + ' "x' * 50 + '"}')

@@ -120,6 +120,11 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                          "the_limits_let_a_10000_study_submission_through")),
                       _PINS)),
     "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/test_srr_bert.py", _PINS, _PINS_METRICS)),
+    # the per-study and corpus formulas alone against the fast tests: with test_srr_bert.py's model
+    # tests, each mutant of srr_bert took a minute or more on the shared 2-core machine
+    "metrics.srr_bert (formulas)": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.x_*_prf__mutmut_*",
+                                    ("tests/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",
+                                     "tests/test_srr_bert.py::test_per_study_rule_for_reports_without_labels", _PINS_METRICS)),
     "leaderboard.tables": ("leaderboard/tables.py", "rexrank.leaderboard.tables.*",
                            ("tests/test_leaderboard_tables.py", _VIEWS, _PINS)),
 }

@@ -366,3 +366,26 @@ def test_crimson_reader_makes_at_most_49_quote_fixes():
     assert read_answer('{"a": "' + ' "x' * 49 + '"}') == {"a": ' "x' * 49}
     with pytest.raises(UnreadableAnswer):
         read_answer('{"a": "' + ' "x' * 50 + '"}')
+
+
+def test_srr_bert_per_study_scores_by_hand():
+    """RadEval's per-sample P, R, F1 with eps = 1e-8, means over the labels either report has:
+    a label both have scores P = R = 1 / (1 + eps), F1 = 2 / (2 + eps); one only the reference
+    or only the prediction has scores 0; a study where neither has a label scores 1."""
+    from rexrank.metrics.srr_bert import per_study_prf
+
+    import warnings
+
+    eps = 1e-8
+    refs = np.array([[1, 1, 0], [0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 1], [0, 0, 0]])
+    hyps = np.array([[1, 0, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0], [1, 1, 0], [0, 0, 1]])
+    both = 1 / (1 + eps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every denominator holds eps: no division by zero
+        precision, recall, f1 = per_study_prf(refs, hyps)
+    expected_pr = [both / 3, 1.0, both, 0.0, 2 * both / 3, 0.0]
+    np.testing.assert_allclose(precision, expected_pr, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(recall, expected_pr, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(f1, [2 / (2 + eps) / 3, 1.0, 2 / (2 + eps), 0.0, 2 * 2 / (2 + eps) / 3, 0.0],
+                               rtol=0, atol=1e-15)
+    assert both != 1.0 and 2 / (2 + eps) != 1.0  # the eps is seen at this tolerance

@@ -389,3 +389,23 @@ def test_srr_bert_per_study_scores_by_hand():
     np.testing.assert_allclose(f1, [2 / (2 + eps) / 3, 1.0, 2 / (2 + eps), 0.0, 2 * 2 / (2 + eps) / 3, 0.0],
                                rtol=0, atol=1e-15)
     assert both != 1.0 and 2 / (2 + eps) != 1.0  # the eps is seen at this tolerance
+
+
+def test_srr_bert_weighted_scores_of_labels_predicted_or_present_once_by_hand():
+    """Label 0: in 2 references, predicted once, right once: P = 1, R = 1/2, F1 = 2/3; label 1:
+    once each, right: 1, 1, 1; label 2 never seen (no warning for its 0/0). Weighted by
+    support (2, 1, 0): P = 1, R = 2/3, F1 = 7/9, as sklearn's classification_report."""
+    import warnings
+
+    from sklearn.metrics import classification_report
+
+    from rexrank.metrics.srr_bert import weighted_prf
+
+    refs = np.array([[1, 0, 0], [1, 1, 0]])
+    hyps = np.array([[1, 0, 0], [0, 1, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = weighted_prf(refs, hyps)
+    assert got == pytest.approx((1.0, 2 / 3, 7 / 9), abs=1e-15)
+    report = classification_report(refs, hyps, output_dict=True, zero_division=0)["weighted avg"]
+    assert got == pytest.approx((report["precision"], report["recall"], report["f1-score"]), abs=1e-15)

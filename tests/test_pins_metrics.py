@@ -90,12 +90,13 @@ def test_rouge_n_of_a_single_ngram_side_by_hand():
     from rexrank.metrics.rouge import Rouge
 
     # one prediction unigram of three reference unigrams: P = 1, R = 1/3, F = 2 (1/3) / (4/3) = 1/2
-    short_prediction = Rouge(use_stemmer=False).score(["effusion", "pleural effusion"], ["effusion is present", "small pleural effusion"])
+    short, long = ["effusion", "pleural effusion"], ["effusion is present", "small pleural effusion"]
+    short_prediction = Rouge(use_stemmer=False).score(short, long)
     assert short_prediction.per_study["rouge1"][0] == pytest.approx(0.5, abs=1e-15)
     # one prediction bigram of two reference bigrams: P = 1, R = 1/2, F = 2 (1/2) / (3/2) = 2/3
     assert short_prediction.per_study["rouge2"][1] == pytest.approx(2 / 3, abs=1e-15)
     # the same, reference and prediction swapped: P and R swap, F is the same
-    short_reference = Rouge(use_stemmer=False).score(["effusion is present", "small pleural effusion"], ["effusion", "pleural effusion"])
+    short_reference = Rouge(use_stemmer=False).score(long, short)
     assert short_reference.per_study["rouge1"][0] == pytest.approx(0.5, abs=1e-15)
     assert short_reference.per_study["rouge2"][1] == pytest.approx(2 / 3, abs=1e-15)
 
@@ -220,7 +221,8 @@ def test_srr_bert_config_records_radevals_model_labels_and_batches():
     assert {k: official[k] for k in common} == common
     assert official["batching"] == "RadEval's: every sentence, reference then prediction, batches of 4"
     assert (official["model"]["repo_id"], official["model"]["path"]) == ("StanfordAIMI/SRR-BERT-Leaves-with-Statuses", None)
-    assert (official["tokenizer"]["repo_id"], official["tokenizer"]["path"]) == ("microsoft/BiomedVLP-CXR-BERT-general", None)
+    assert (official["tokenizer"]["repo_id"], official["tokenizer"]["path"]) == (
+        "microsoft/BiomedVLP-CXR-BERT-general", None)
     local = SRRBert(batching="distinct", model_path="/models/srr", tokenizer_path="/models/tok").config()
     assert {k: local[k] for k in common} == common
     assert local["batching"] == "distinct sentences, batches of 32"

@@ -36,6 +36,7 @@ EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.txt"
 _VIEWS = "tests/test_leaderboard_views.py"
 _PINS = "tests/test_pins.py"
 _PINS_BOARD = "tests/test_pins_leaderboard.py"
+_PINS_METRICS = "tests/test_pins_metrics.py"  # the metric modules' and the coverage rule's pins
 # the store's tests without those that start a fake Hub server or a subprocess, or need a mount
 # namespace: mutmut's test-mapping run failed on the fake-Hub tests (see store.names)
 _STORE_TESTS = ("tests/test_store.py",
@@ -78,14 +79,22 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                                         ("tests/test_testsets.py", _PINS)),
     "backend.public_door (coverage rule)": ("backend/public_door.py",
                                             "rexrank.backend.public_door.x_coverage_failure__mutmut_*",
-                                            ("tests/test_coverage.py", "tests/test_private_door.py", _PINS)),
+                                            # without test_private_door's tests that start the Space in its own process:
+                                            # that process inherits MUTANT_UNDER_TEST=stats and runs in a temporary
+                                            # folder, where mutmut's trampoline finds no configuration and fails
+                                            # ("failed to collect stats")
+                                            ("tests/test_coverage.py",
+                                             *(f"tests/test_private_door.py::test_{t}" for t in (
+                                                 "the_length_probe_learns_no_more_than_epsilon_allows",
+                                                 "the_probes_the_ledger_allows_learn_no_more_than_their_epsilon")),
+                                             _PINS, _PINS_METRICS)),
     "metrics.radcliq_formula": ("metrics/radcliq_formula.py", "rexrank.metrics.radcliq_formula.*",
                                 ("tests/test_radcliq.py::test_formula_reproduces_official_columns",
                                  "tests/test_radcliq.py::test_rexrank_figure_is_one_over_mean_v1",
-                                 "tests/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", _PINS)),
-    "metrics.temporal_f1": ("metrics/temporal_f1.py", "rexrank.metrics.temporal_f1.*", ("tests/test_temporal_f1.py", _PINS)),
-    "metrics.rouge": ("metrics/rouge.py", "rexrank.metrics.rouge.*", ("tests/test_rouge.py", _PINS)),
-    "metrics.bleu2": ("metrics/bleu2.py", "rexrank.metrics.bleu2.*", ("tests/test_bleu2.py", _PINS)),
+                                 "tests/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", _PINS, _PINS_METRICS)),
+    "metrics.temporal_f1": ("metrics/temporal_f1.py", "rexrank.metrics.temporal_f1.*", ("tests/test_temporal_f1.py", _PINS, _PINS_METRICS)),
+    "metrics.rouge": ("metrics/rouge.py", "rexrank.metrics.rouge.*", ("tests/test_rouge.py", _PINS, _PINS_METRICS)),
+    "metrics.bleu2": ("metrics/bleu2.py", "rexrank.metrics.bleu2.*", ("tests/test_bleu2.py", _PINS, _PINS_METRICS)),
     "leaderboard.records": ("leaderboard/records.py", "rexrank.leaderboard.records.*",
                             ("tests/test_leaderboard_tables.py", "tests/test_public_names_and_page.py", _PINS, _PINS_BOARD)),
     "store.records": ("store/records.py", "rexrank.store.records.*", _STORE_TESTS),
@@ -96,7 +105,7 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                              ("tests/test_crimson_official.py::test_answer_reader_repairs_and_refuses_as_the_official_one",
                               "tests/test_crimson_official.py::test_score_equals_the_official_on_every_answer",
                               "tests/test_crimson_official.py::test_prompt_messages_of_the_endpoint_paths_are_the_official_ones",
-                              "tests/test_crimson_official.py::test_prompts_equal_the_reference_prompt_files", _PINS)),
+                              "tests/test_crimson_official.py::test_prompts_equal_the_reference_prompt_files", _PINS, _PINS_METRICS)),
     "store.queue": ("store/queue.py", "rexrank.store.queue.*", _STORE_TESTS),
     # without test_the_space_and_the_cli_set_gradios_upload_limit: it runs leaderboard_space/app.py,
     # which mutmut does not copy into mutants/ (and it reads a module constant, which mutmut never mutates)
@@ -111,7 +120,12 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                          "a_million_duplicates_give_a_short_message", "a_non_string_of_megabytes_is_named_briefly",
                          "the_limits_let_a_10000_study_submission_through")),
                       _PINS)),
-    "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/test_srr_bert.py", _PINS)),
+    "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/test_srr_bert.py", _PINS, _PINS_METRICS)),
+    # the per-study and corpus formulas alone against the fast tests: with test_srr_bert.py's model
+    # tests, each mutant of srr_bert took a minute or more on the shared 2-core machine
+    "metrics.srr_bert (formulas)": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.x_*_prf__mutmut_*",
+                                    ("tests/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",
+                                     "tests/test_srr_bert.py::test_per_study_rule_for_reports_without_labels", _PINS_METRICS)),
     # without the three views tests that build the Gradio app: each mutant's forked run imported
     # gradio again (about 15 s a mutant); what they check of the tables is in test_pins_leaderboard
     "leaderboard.tables": ("leaderboard/tables.py", "rexrank.leaderboard.tables.*",

@@ -147,3 +147,157 @@ def test_cancelling_a_running_request_settles_it_without_worker_or_lease(tmp_pat
          "worker": None, "lease_expires": None, "finished_time": "2026-01-01T00:00:00Z"}
     assert out["history"][-1] == {"time": "2026-01-01T00:00:00Z", "status": "FAILED"}
     assert not store.begin_publish(req["id"], "w1")
+
+
+def test_the_backends_policy_check_reads_settled_requests_by_name_and_by_content(tmp_path):
+    """Rule (policy_problem, _history): the backend checks a request against the settled
+    requests filed under its model name and under its predictions' content (the index of
+    done/), not only the open ones: a model name a failed request of alice's used first is
+    hers, and predictions alice's finished request holds are hers."""
+    store, first = _store_with_request(tmp_path)  # alice's model-a, the example predictions
+    store.claim("w", lease_seconds=60)
+    assert store.fail(first["id"], "w", error="boom")  # settled, moved to done/ and indexed
+    later = {"submitted_time": R.iso(R.parse_iso(first["submitted_time"]) + 60), "id": first["id"][:-1] + "f"}
+    bobs_name = {**first, **later, "submitter": "bob", "status": "PENDING", "predictions": {"sha256": "0" * 64}}
+    assert store.policy_problem(bobs_name) == (
+        "model name 'model-a' belongs to another submitter, who used it first; choose a name of your own "
+        "(names are compared ignoring case, width, invisible characters and lookalike letters)")
+    store2, second = _store_with_request(tmp_path / "b")
+    store2.claim("w", lease_seconds=60)
+    assert store2.finish(second["id"], "w", result_id="res-1")
+    bobs_copy = {**second, **later, "submitter": "bob", "model_name": "model-b", "status": "PENDING"}
+    assert store2.policy_problem(bobs_copy) == (
+        "these predictions are identical to predictions another submitter filed on example/findings: "
+        "submit your own model's predictions")
+
+
+def _quota_message(submitter: str, first_time: str) -> str:
+    """check_quota's refusal for a default quota (1 per 7 days), written out."""
+    return (f"submitter {submitter!r} already has 1 submission(s) on example/findings in the last 7 days (limit 1); "
+            f"next submission possible after {R.iso(R.parse_iso(first_time) + 7 * 86400)}")
+
+
+def test_the_backends_quota_counts_requests_filed_before_this_one_and_finished_ones(tmp_path):
+    """Rule (policy_problem): the requests that count against a request's quota are those
+    seen by the backend and filed before it ((time, id) order), and any FINISHED one
+    whatever its date; a request filed after it never counts."""
+    from rexrank.store import Quota, open_store
+
+    store, first = _store_with_request(tmp_path)  # quota: 1 per 7 days
+    second = submit(open_store(tmp_path / "s", quota=Quota(0)), variant(tmp_path, 1), model_name="model-b")
+    assert R.parse_iso(second["submitted_time"]) >= R.parse_iso(first["submitted_time"])
+    assert store.policy_problem(store.get_request(first["id"])) is None  # the later one does not count
+    assert store.policy_problem(store.get_request(second["id"])) == _quota_message("alice", first["submitted_time"])
+    store2, done = _store_with_request(tmp_path / "b")
+    store2.claim("w", lease_seconds=60)
+    assert store2.finish(done["id"], "w", result_id="res-1")
+    dated_before = {**second, "id": done["id"][:-1] + "f",
+                    "submitted_time": R.iso(R.parse_iso(done["submitted_time"]) - 60)}
+    assert store2.policy_problem(dated_before) == _quota_message("alice", done["submitted_time"])
+
+
+def test_the_backend_refuses_a_submitter_the_organisers_did_not_approve(tmp_path):
+    """Rule (policy_problem, config approved_submitters): a test set listed there accepts
+    only the submitters listed for it, with check_approved's message written out."""
+    store, req = _store_with_request(tmp_path)
+    (tmp_path / "s" / "requests" / R.CONFIG_FILE).write_text(json.dumps({"approved_submitters": {"example": ["carol"]}}))
+    assert store.policy_problem(req) == (
+        "test set example accepts submissions only from submitters approved by its organisers, and 'alice' is not one "
+        "of them; ask the organisers to be added")
+    assert store.policy_problem({**req, "submitter": "carol"}) is None
+
+
+def test_the_backend_refuses_the_name_of_a_published_entry(tmp_path):
+    """Rule (policy_problem, name_owner): a model name a published ReXrank entry has is
+    refused, the results being read by the request's model name."""
+    store, req = _store_with_request(tmp_path)
+    store.add_result({"id": "pub-1", "model_name": "MedVersa", "test_set": "example", "track": "findings", "values": {},
+                      "source": "published"})
+    store.ensure_results_indexed()
+    assert store.policy_problem({**req, "model_name": "MedVersa"}) == (
+        "model name 'MedVersa' is the published ReXrank entry 'MedVersa'; choose a name of your own (names are compared "
+        "ignoring case, width, invisible characters and lookalike letters)")
+
+
+def _settled_left_in_the_queue(tmp_path, n: int) -> tuple:
+    """A store with one PENDING request (bob's) and `n` FAILED requests left in queue/, as a
+    worker of an earlier version left them (their ids made by hand, one second apart)."""
+    store, failed = _store_with_request(tmp_path)
+    store.claim("w1", lease_seconds=60)
+    assert store.fail(failed["id"], "w1", error="boom")
+    pending = submit(store, variant(tmp_path, 1), model_name="model-b", submitter="bob")
+    record = json.loads((tmp_path / "s" / "requests" / R.request_path(failed["id"], "FAILED")).read_text())
+    (tmp_path / "s" / "requests" / R.request_path(failed["id"], "FAILED")).unlink()
+    ids = [R.new_request_id(T0 + i, "by hand") for i in range(n)]
+    for rid in ids:
+        (tmp_path / "s" / "requests" / R.request_path(rid)).write_text(json.dumps({**record, "id": rid}))
+    return store, pending, ids
+
+
+@pytest.mark.parametrize("n", [1, 25])
+def test_a_claim_moves_up_to_25_settled_requests_left_in_the_queue_to_done(tmp_path, monkeypatch, caplog, n):
+    """Rule (claim): settled requests in queue/ (an older worker's) move to done/ and into
+    the settled index in the claim's own commit, whose message says how many; the log
+    says so too."""
+    store, pending, ids = _settled_left_in_the_queue(tmp_path, n)
+    messages = _commits(monkeypatch, store)
+    caplog.set_level("INFO", logger="rexrank.store")
+    assert store.claim("w2", lease_seconds=60)["id"] == pending["id"]
+    assert messages == [f"claim {pending['id']} by w2; move {n} settled request(s) to done/"]
+    requests = tmp_path / "s" / "requests"
+    assert all((requests / "done" / f"{rid}.json").exists() and not (requests / "queue" / f"{rid}.json").exists()
+               for rid in ids)
+    by_name = json.loads((requests / R.key_file(R.REQUEST_NAMES_DIR, "model-a")).read_text())["requests"]
+    assert set(ids) <= set(by_name)
+    assert f"moved {n} settled request(s) from queue/ to done/ and indexed them (the store layout of this version: " \
+        "workers list only open requests)" in caplog.text
+
+
+def test_more_than_25_settled_requests_in_the_queue_are_a_store_of_the_earlier_layout(tmp_path, caplog):
+    """Rule (claim, MOVE_IN_A_CLAIM = 25): 26 settled requests in queue/ mean a store of the
+    earlier layout: they are moved and indexed first (rexrank.store.layout), the log says
+    how many, and the claim then proceeds."""
+    store, pending, ids = _settled_left_in_the_queue(tmp_path, 26)
+    caplog.set_level("INFO", logger="rexrank.store")
+    assert store.claim("w2", lease_seconds=60)["id"] == pending["id"]
+    requests = tmp_path / "s" / "requests"
+    assert all((requests / "done" / f"{rid}.json").exists() for rid in ids)
+    assert "moved 26 settled request(s) from queue/ to done/ and indexed them: the store had the layout of an earlier " \
+        "rexrank, in which workers read every request ever filed" in caplog.text
+
+
+def test_a_finished_request_shows_no_error_even_one_its_writer_put_in_its_file(tmp_path):
+    """Rule (finish): FINISHED sets error to None and the lease to none; `rexrank status`
+    must not show an error text a request's writer put in its file."""
+    store, req = _store_with_request(tmp_path)
+    path = tmp_path / "s" / "requests" / R.request_path(req["id"])
+    path.write_text(json.dumps({**json.loads(path.read_text()), "error": "your model was disqualified"}))
+    store.claim("w", lease_seconds=60)
+    assert store.finish(req["id"], "w", result_id="res-1")
+    done = store.get_request(req["id"])
+    assert (done["status"], done["error"], done["lease_expires"]) == ("FINISHED", None, None)
+    assert R.status_view(done)["error"] is None
+
+
+def test_the_backends_policy_check_reads_again_when_a_listed_request_settles_meanwhile(tmp_path, monkeypatch):
+    """Rule (policy_problem: consistent_reads): a request another worker settles between the
+    listing of queue/ and its read (moved to done/ after the index was read) still counts:
+    the history is read again at one version. Here alice's earlier request finishes while
+    her second one is checked, and still takes her quota (1 per 7 days)."""
+    from rexrank.store import Quota, open_store
+
+    store, first = _store_with_request(tmp_path)
+    store.claim("w1", lease_seconds=60)
+    second = submit(open_store(tmp_path / "s", quota=Quota(0)), variant(tmp_path, 1), model_name="model-b")
+    queued = store._queued
+    settled: list[str] = []
+
+    def list_while_the_worker_finishes(snap):
+        if not settled:  # once: the first listing's files change before they are read
+            assert store.finish(first["id"], "w1", result_id="res-1")
+            settled.append(first["id"])
+        return queued(snap)
+
+    monkeypatch.setattr(store, "_queued", list_while_the_worker_finishes)
+    assert store.policy_problem(store.get_request(second["id"])) == _quota_message("alice", first["submitted_time"])
+    assert settled == [first["id"]]

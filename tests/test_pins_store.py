@@ -301,3 +301,77 @@ def test_the_backends_policy_check_reads_again_when_a_listed_request_settles_mea
     monkeypatch.setattr(store, "_queued", list_while_the_worker_finishes)
     assert store.policy_problem(store.get_request(second["id"])) == _quota_message("alice", first["submitted_time"])
     assert settled == [first["id"]]
+
+
+def test_every_read_a_queue_operation_makes_is_at_its_transactions_snapshot(tmp_path, monkeypatch):
+    """Rule (transact: "decide must only depend on the snapshot and files read at its
+    version"): a Hub store reads each file at a snapshot's commit (its `files`), so every
+    read of the index and the register inside a claim or an update is given the snapshot
+    the transaction listed, never None (which a local store would not notice)."""
+    from rexrank.store.repo import Snapshot
+
+    store, req = _store_with_request(tmp_path)
+    seen: list = []
+    read_optional = store.requests.read_optional
+
+    def spy(snapshot, path):
+        seen.append((type(snapshot), path))
+        return read_optional(snapshot, path)
+
+    monkeypatch.setattr(store.requests, "read_optional", spy)
+    store.claim("w", lease_seconds=60)
+    assert store.renew_lease(req["id"], "w", lease_seconds=60) and store.begin_publish(req["id"], "w")
+    assert store.finish(req["id"], "w", result_id="r")
+    assert {p for _, p in seen} >= {R.RECEIVED_INDEX, R.RECENT_INDEX}
+    assert all(kind is Snapshot for kind, _ in seen), [p for kind, p in seen if kind is not Snapshot]
+
+
+def test_a_requeued_request_leaves_the_settled_indexes(tmp_path):
+    """Rule (_update via IndexEdit.move_request): a FAILED request in done/ that is requeued
+    moves back to queue/ and out of the settled indexes (the queue tables' recent list and
+    the index by model name), which list settled requests only."""
+    store, req = _store_with_request(tmp_path)
+    store.claim("w", lease_seconds=60)
+    assert store.fail(req["id"], "w", error="boom")
+    requests = tmp_path / "s" / "requests"
+    by_name = requests / R.key_file(R.REQUEST_NAMES_DIR, "model-a")
+    assert req["id"] in json.loads(by_name.read_text())["requests"]
+    store.requeue(req["id"])
+    assert (requests / R.request_path(req["id"])).exists() and not (requests / R.request_path(req["id"], "FAILED")).exists()
+    assert not by_name.exists() or req["id"] not in json.loads(by_name.read_text()).get("requests", {})
+    recent = requests / R.RECENT_INDEX
+    assert not recent.exists() or all(e["id"] != req["id"] for e in json.loads(recent.read_text()).get("requests", []))
+
+
+def test_by_default_a_request_interrupted_three_times_fails(tmp_path, monkeypatch):
+    """Rule (claim's max_attempts = 3): leases that expire three times leave a FAILED request
+    ("interrupted 3 times"); the third claim still happens."""
+    from rexrank.store import queue as Q
+    from test_pins import _Clock
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    store, req = _store_with_request(tmp_path)
+    for attempt in (1, 2, 3):
+        assert store.claim(f"w{attempt}", lease_seconds=10)["attempts"] == attempt
+        clock.t += 10
+    assert store.claim("w4", lease_seconds=10) is None
+    failed = store.get_request(req["id"])
+    assert failed["status"] == "FAILED" and failed["error"].startswith("scoring was interrupted 3 times")
+
+
+def test_a_request_file_with_an_old_id_does_not_jump_the_queue(tmp_path, monkeypatch):
+    """Rule (claim): the queue's order is the server's received time, then the id; a request
+    file written straight into queue/ under an id dated years back is received when the
+    backend first sees it, after a request filed earlier, and is claimed after it."""
+    store, first = _store_with_request(tmp_path)
+    other = submit(store, variant(tmp_path, 1), model_name="model-b", submitter="bob")
+    requests = tmp_path / "s" / "requests"
+    record = json.loads((requests / R.request_path(other["id"])).read_text())
+    (requests / R.request_path(other["id"])).unlink()
+    _unregister(tmp_path, other["id"])
+    old_id = R.new_request_id(T0 - 4 * 365 * 86400, "written by hand")  # a 2022 id
+    (requests / R.request_path(old_id)).write_text(json.dumps({**record, "id": old_id}))
+    _at(monkeypatch, R.parse_iso(first["submitted_time"]) + 3600)  # seen an hour after the first was filed
+    assert store.claim("w", lease_seconds=60)["id"] == first["id"]
+    assert store.get_request(old_id)["submitted_time"] == R.iso(R.parse_iso(first["submitted_time"]) + 3600)

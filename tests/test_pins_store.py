@@ -157,7 +157,7 @@ def test_the_backends_policy_check_reads_settled_requests_by_name_and_by_content
     store, first = _store_with_request(tmp_path)  # alice's model-a, the example predictions
     store.claim("w", lease_seconds=60)
     assert store.fail(first["id"], "w", error="boom")  # settled, moved to done/ and indexed
-    later = {"submitted_time": R.iso(R.parse_iso(first["submitted_time"]) + 60), "id": first["id"][:-1] + "f"}
+    later = {"submitted_time": R.iso(R.parse_iso(first["submitted_time"]) + 60), "id": R.new_request_id(T0, "bob")}
     bobs_name = {**first, **later, "submitter": "bob", "status": "PENDING", "predictions": {"sha256": "0" * 64}}
     assert store.policy_problem(bobs_name) == (
         "model name 'model-a' belongs to another submitter, who used it first; choose a name of your own "
@@ -191,7 +191,7 @@ def test_the_backends_quota_counts_requests_filed_before_this_one_and_finished_o
     store2, done = _store_with_request(tmp_path / "b")
     store2.claim("w", lease_seconds=60)
     assert store2.finish(done["id"], "w", result_id="res-1")
-    dated_before = {**second, "id": done["id"][:-1] + "f",
+    dated_before = {**second, "id": R.new_request_id(T0, "dated before"),
                     "submitted_time": R.iso(R.parse_iso(done["submitted_time"]) - 60)}
     assert store2.policy_problem(dated_before) == _quota_message("alice", done["submitted_time"])
 
@@ -249,8 +249,8 @@ def test_a_claim_moves_up_to_25_settled_requests_left_in_the_queue_to_done(tmp_p
                for rid in ids)
     by_name = json.loads((requests / R.key_file(R.REQUEST_NAMES_DIR, "model-a")).read_text())["requests"]
     assert set(ids) <= set(by_name)
-    assert f"moved {n} settled request(s) from queue/ to done/ and indexed them (the store layout of this version: " \
-        "workers list only open requests)" in caplog.text
+    assert f"{store.name}: moved {n} settled request(s) from queue/ to done/ and indexed them (the store layout of " \
+        "this version: workers list only open requests)" in caplog.text
 
 
 def test_more_than_25_settled_requests_in_the_queue_are_a_store_of_the_earlier_layout(tmp_path, caplog):
@@ -262,8 +262,8 @@ def test_more_than_25_settled_requests_in_the_queue_are_a_store_of_the_earlier_l
     assert store.claim("w2", lease_seconds=60)["id"] == pending["id"]
     requests = tmp_path / "s" / "requests"
     assert all((requests / "done" / f"{rid}.json").exists() for rid in ids)
-    assert "moved 26 settled request(s) from queue/ to done/ and indexed them: the store had the layout of an earlier " \
-        "rexrank, in which workers read every request ever filed" in caplog.text
+    assert f"{store.name}: moved 26 settled request(s) from queue/ to done/ and indexed them: the store had the " \
+        "layout of an earlier rexrank, in which workers read every request ever filed" in caplog.text
 
 
 def test_a_finished_request_shows_no_error_even_one_its_writer_put_in_its_file(tmp_path):
@@ -355,7 +355,9 @@ def test_by_default_a_request_interrupted_three_times_fails(tmp_path, monkeypatc
     for attempt in (1, 2, 3):
         assert store.claim(f"w{attempt}", lease_seconds=10)["attempts"] == attempt
         clock.t += 10
+    messages = _commits(monkeypatch, store)
     assert store.claim("w4", lease_seconds=10) is None
+    assert messages == ["fail interrupted requests"]
     failed = store.get_request(req["id"])
     assert failed["status"] == "FAILED" and failed["error"].startswith("scoring was interrupted 3 times")
 
@@ -375,3 +377,23 @@ def test_a_request_file_with_an_old_id_does_not_jump_the_queue(tmp_path, monkeyp
     _at(monkeypatch, R.parse_iso(first["submitted_time"]) + 3600)  # seen an hour after the first was filed
     assert store.claim("w", lease_seconds=60)["id"] == first["id"]
     assert store.get_request(old_id)["submitted_time"] == R.iso(R.parse_iso(first["submitted_time"]) + 3600)
+
+
+def test_a_claim_with_nothing_to_claim_still_registers_arrivals_and_forgets_removed_requests(tmp_path, monkeypatch,
+                                                                                               caplog):
+    """Rule (claim): with nothing to claim, a claim commits only the register of received
+    requests ("register received requests"): entries of requests no longer in queue/ (removed
+    by hand) are dropped, open ones kept; with nothing to register it commits nothing.
+    A claim that moves nothing logs no move."""
+    store, req = _store_with_request(tmp_path)
+    caplog.set_level("INFO", logger="rexrank.store")
+    store.claim("w", lease_seconds=60)
+    assert "moved" not in caplog.text
+    gone = submit(store, variant(tmp_path, 1), model_name="model-b", submitter="bob")
+    (tmp_path / "s" / "requests" / R.request_path(gone["id"])).unlink()  # removed by hand: never claimed
+    assert gone["id"] in _received(tmp_path)
+    messages = _commits(monkeypatch, store)
+    assert store.claim("w2", lease_seconds=60) is None  # the first request's lease is live
+    assert messages == ["register received requests"]
+    assert gone["id"] not in _received(tmp_path) and req["id"] in _received(tmp_path)  # open: it keeps its time
+    assert store.claim("w2", lease_seconds=60) is None and messages == ["register received requests"]

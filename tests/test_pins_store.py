@@ -397,3 +397,126 @@ def test_a_claim_with_nothing_to_claim_still_registers_arrivals_and_forgets_remo
     assert messages == ["register received requests"]
     assert gone["id"] not in _received(tmp_path) and req["id"] in _received(tmp_path)  # open: it keeps its time
     assert store.claim("w2", lease_seconds=60) is None and messages == ["register received requests"]
+
+
+# ---- store.records: paths, public names and views, written out ---------------------------
+RID = "20260101T120000.000000-0123456789"  # the form new_request_id gives (records.REQUEST_ID_EXAMPLE)
+
+
+def test_result_and_scratch_paths_by_hand():
+    """Where records live (records' module docstring): index/records/<first two hex digits of
+    the path's sha256>.json (FIPS 180-2's test vector sha256("abc") = ba7816bf...), records/
+    and per_study/ under test set and track with every character but letters, digits and
+    "-_." replaced by "_" (an empty part is "_"), scratch/<id>/shard-<kkk>-attempt-<a>."""
+    assert R.result_shard("abc") == "index/records/ba.json"
+    assert R.result_shard("") == "index/records/e3.json"  # sha256 of nothing: e3b0c442...
+    record = {"test_set": "iu_xray", "track": "find ings", "id": "../a:b"}
+    assert R.result_path(record) == "records/iu_xray/find_ings/.._a_b.json"
+    assert R.result_path({"test_set": "", "track": "t-1", "id": "x.y"}) == "records/_/t-1/x.y.json"
+    assert R.per_study_path("iu/xray", "", "r 1") == "per_study/iu_xray/_/r_1.parquet"
+    assert R.shard_paths(RID, 3, 2) == (f"scratch/{RID}/shard-003-attempt-2.json", f"scratch/{RID}/shard-003-attempt-2.parquet")
+    assert R.shard_paths(RID, "12", 1.0)[0] == f"scratch/{RID}/shard-012-attempt-1.json"
+    with pytest.raises(R.BadRequestId):
+        R.shard_paths("../x", 0, 0)
+
+
+def test_public_names_of_stores_sources_and_paths_by_hand():
+    """Nothing public holds a server's or a submitter's path: a local store is named
+    "local store <its folder's name>", a local source or a local path in a provenance by its
+    base name (after / or \\, trailing ones dropped); hf:// ids, URLs and plain words stay."""
+    assert R.public_store_name("hf://org/store") == "hf://org/store"
+    assert R.public_store_name("/srv/data/my-store/") == "local store my-store"
+    assert R.public_store_name("HF://org/store") == "local store store"
+    assert R.public_source("C:\\Users\\me\\preds.jsonl") == "preds.jsonl"
+    assert R.public_source("/home/me/runs/a/b/preds.parquet") == "preds.parquet"
+    assert R.public_source("hf://me/preds@abc") == "hf://me/preds@abc"
+    assert R.public_source(None) == R.public_source("") == ""
+    assert R.public_paths({"ckpt": ["/opt/models/a.pt", "~/b.bin", "./c.pt", "C:\\d.pt", "..\\e.pt"],
+                           "hub": "hf://x/y", "url": "https://e.org/a/b", "name": "BERT/base", 3: 4.5}) == \
+        {"ckpt": ["a.pt", "b.bin", "c.pt", "d.pt", "e.pt"], "hub": "hf://x/y", "url": "https://e.org/a/b",
+         "name": "BERT/base", 3: 4.5}
+
+
+def test_public_predictions_sources_by_hand():
+    """A Hub dataset is named by its id only if the Hub said it was public when filed (True,
+    not a truthy string); else "a private dataset at commit <revision, or the id's @sha>"; a
+    local file by its base name."""
+    hub = "hf://alice/preds@0123abc"
+    assert R.public_predictions_source({"source": hub, "public": True}) == hub
+    assert R.public_predictions_source({"source": hub, "public": "yes"}) == "a private dataset at commit 0123abc"
+    assert R.public_predictions_source({"source": hub, "revision": "fedcba9"}) == "a private dataset at commit fedcba9"
+    assert R.public_predictions_source({"source": "hf://a/b@c@d"}) == "a private dataset at commit d"
+    assert R.public_predictions_source({"source": "/home/alice/preds.jsonl", "public": True}) == "preds.jsonl"
+    assert R.public_predictions_source({}) == ""
+
+
+def test_status_view_by_hand():
+    """What `rexrank status --json` prints: id, status, error, the result's values (None
+    without a result), and notes only when there are some."""
+    request = {"id": RID, "status": "FINISHED", "error": None, "notes": ("metric x not run",), "model_name": "m"}
+    assert R.status_view(request, {"values": {"bleu2": 0.5}, "id": "r"}) == \
+        {"id": RID, "status": "FINISHED", "error": None, "results": {"bleu2": 0.5}, "notes": ["metric x not run"]}
+    assert R.status_view({"id": RID, "status": "FAILED", "error": "boom", "notes": []}) == \
+        {"id": RID, "status": "FAILED", "error": "boom", "results": None}
+    assert R.status_view({"id": RID, "status": "PENDING"}, {}) == {"id": RID, "status": "PENDING", "error": None,
+                                                                    "results": None}
+
+
+def test_records_are_written_as_indented_utf8_json_and_jsonable_makes_plain_values():
+    """dumps: JSON indented by 2, non-ASCII kept as UTF-8, a final newline, NaN refused;
+    jsonable: numpy scalars and arrays to Python, NaN and infinities to None, tuples to
+    lists, keys to strings."""
+    import numpy as np
+
+    assert R.dumps({"a": "é", "b": [1]}) == '{\n  "a": "é",\n  "b": [\n    1\n  ]\n}\n'.encode("utf-8")
+    with pytest.raises(ValueError):
+        R.dumps({"x": float("nan")})
+    out = R.jsonable({1: np.float32(0.5), "a": (np.int64(3), float("inf")), "n": np.array([1.0, np.nan]),
+                      "m": -float("inf"), "s": "x", "f": 2.5})
+    assert out == {"1": 0.5, "a": [3, None], "n": [1.0, None], "m": None, "s": "x", "f": 2.5}
+    assert type(out["a"][0]) is int and type(out["1"]) is float
+
+
+def test_request_ids_are_the_time_to_the_microsecond_and_a_10_digit_hash():
+    """new_request_id: UTC %Y%m%dT%H%M%S.%f, "-", and the first 10 hex digits of the sha256 of
+    repr(ts) and the parts joined by NUL (the digest written out with hashlib)."""
+    import hashlib
+
+    rid = R.new_request_id(T0 + 0.25, "alice", "model-a")
+    digest = hashlib.sha256(b"1767225600.25\x00alice\x00model-a").hexdigest()[:10]
+    assert rid == f"20260101T000000.250000-{digest}"
+    assert R.check_request_id(rid) == rid
+    assert R.new_request_id(T0, "a") != R.new_request_id(T0, "b")
+
+
+def test_a_lease_of_an_earlier_versions_record_uses_the_claims_duration_and_counts_no_attempt(tmp_path, monkeypatch):
+    """Rule (claim on a record an earlier version wrote: no lease_token, lease_seconds or
+    attempts): its lease lasts the claiming worker's lease_seconds from when this process
+    first saw it, and a missing attempt count is 0 (claimed again with max_attempts 1; failed
+    with "interrupted 0 times" with max_attempts 0)."""
+    from rexrank.store import queue as Q
+    from test_pins import _Clock
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    store, req = _store_with_request(tmp_path)
+    path = tmp_path / "s" / "requests" / R.request_path(req["id"])
+
+    def as_an_earlier_version_wrote_it():
+        record = json.loads(path.read_text())
+        path.write_text(json.dumps({k: v for k, v in record.items() if k not in ("lease_token", "lease_seconds", "attempts")}))
+
+    store.claim("w1", lease_seconds=10)
+    as_an_earlier_version_wrote_it()
+    assert store.claim("w2", lease_seconds=10, max_attempts=1) is None  # first seen now
+    clock.t += 9.9
+    assert store.claim("w2", lease_seconds=10, max_attempts=1) is None
+    clock.t += 0.1
+    again = store.claim("w2", lease_seconds=10, max_attempts=1)
+    assert (again["worker"], again["attempts"]) == ("w2", 1)
+    as_an_earlier_version_wrote_it()
+    store.claim("w3", lease_seconds=10, max_attempts=0)
+    clock.t += 10
+    assert store.claim("w3", lease_seconds=10, max_attempts=0) is None
+    failed = store.get_request(req["id"])
+    assert failed["status"] == "FAILED" and failed["error"].startswith("scoring was interrupted 0 times (")

@@ -520,3 +520,165 @@ def test_a_lease_of_an_earlier_versions_record_uses_the_claims_duration_and_coun
     assert store.claim("w3", lease_seconds=10, max_attempts=0) is None
     failed = store.get_request(req["id"])
     assert failed["status"] == "FAILED" and failed["error"].startswith("scoring was interrupted 0 times (")
+
+
+def test_a_claim_that_fails_an_interrupted_request_goes_on_to_claim_the_next(tmp_path, monkeypatch):
+    """Rule (claim): failing a request interrupted max_attempts times does not end the claim:
+    the next PENDING request is claimed in the same commit."""
+    from rexrank.store import queue as Q
+    from test_pins import _Clock
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    store, first = _store_with_request(tmp_path)
+    store.claim("w1", lease_seconds=10, max_attempts=1)
+    second = submit(store, variant(tmp_path, 1), model_name="model-b", submitter="bob")
+    clock.t += 10
+    messages = _commits(monkeypatch, store)
+    assert store.claim("w2", lease_seconds=10, max_attempts=1)["id"] == second["id"]
+    assert messages == [f"claim {second['id']} by w2"]
+    assert store.get_request(first["id"])["status"] == "FAILED"
+
+
+def _request_file(**change) -> dict:
+    """A well-formed open request record (REQUEST_FIELDS), changed by `change`."""
+    record = {"id": RID, "status": "PENDING", "test_set": "example", "track": "findings", "model_name": "m",
+              "submitter": "alice", "submitted_time": "2026-01-01T12:00:00Z",
+              "predictions": {"path": f"predictions/{RID}/test.parquet", "sha256": "ab"}}
+    return {k: v for k, v in {**record, **change}.items() if v is not ...}
+
+
+@pytest.mark.parametrize("record, path, message", [
+    ([1], None, "a JSON list, not an object"),
+    (_request_file(status=..., track=...), None, "lacks status, track"),
+    (_request_file(status=1, predictions=[]), None, "status is int, not str; predictions is list, not dict"),
+    (_request_file(id="../x"), None,
+     "'../x' is not a request id (expected the form 20260101T120000.000000-0123456789)"),
+    (_request_file(), f"queue/{RID[:-1]}8.json",
+     f"holds request id '{RID}', which belongs in queue/{RID}.json"),
+    (_request_file(status="FINISHED"), f"queue/{RID[:-1]}8.json",
+     f"holds request id '{RID}', which belongs in done/{RID}.json"),
+    (_request_file(status="DONE"), None, "unknown status 'DONE'"),
+    (_request_file(status="RUNNING"), f"done/{RID}.json",
+     f"is RUNNING but lies among the settled requests; it belongs in queue/{RID}.json"),
+    (_request_file(submitted_time="2026-01-01 12:00:00"), None,
+     "submitted_time '2026-01-01 12:00:00' is not YYYY-MM-DDTHH:MM:SSZ"),
+    (_request_file(predictions={"path": "p"}), None, "predictions lacks its path or sha256"),
+    (_request_file(predictions={"sha256": "ab"}), None, "predictions lacks its path or sha256"),
+    (_request_file(attempts=True), None, "attempts is bool"),
+    (_request_file(attempts=1.0), None, "attempts is float"),
+    (_request_file(lease_expires="soon"), None, "lease_expires is str"),
+    (_request_file(lease_expires=False), None, "lease_expires is bool"),
+])
+def test_a_queue_file_that_cannot_be_used_is_refused_with_its_reason(record, path, message):
+    """parse_request's checks, in order, each message written out: an object, the fields
+    and their types, the id's form, the file it must be in (queue/ open, done/ settled),
+    a known status, an open request not in done/, the date's form, the predictions' path
+    and sha256, attempts an int and lease_expires a number or null (never a bool)."""
+    with pytest.raises(R.BadRecord) as caught:
+        R.parse_request(json.dumps(record).encode("utf-8"), path or f"queue/{RID}.json")
+    assert str(caught.value) == message
+
+
+def test_a_usable_queue_file_is_read_as_it_is():
+    record = _request_file(attempts=2, lease_expires=1.5, status="FAILED")
+    assert R.parse_request(json.dumps(record).encode(), f"done/{RID}.json") == record
+    assert R.parse_request(json.dumps(_request_file(lease_expires=None, attempts=0)).encode(), f"queue/{RID}.json") \
+        == _request_file(lease_expires=None, attempts=0)
+    assert R.parse_request(json.dumps(_request_file(lease_expires=3)).encode(), f"queue/{RID}.json")["lease_expires"] == 3
+
+
+@pytest.mark.parametrize("data, message", [
+    (b'{"a": 1, "a": 2}', "repeated keys ['a']"),
+    (b"\xff{}", "not UTF-8 (byte 0)"),
+    (b'{"a": 1,}', "not valid JSON (line 1, column 9): Expecting property name enclosed in double quotes"),
+])
+def test_a_file_that_is_not_a_json_object_says_why_in_one_line(data, message):
+    """_load: the JSON module's own message with its line and column, the first byte that is
+    not UTF-8, the keys given twice."""
+    with pytest.raises(R.BadRecord) as caught:
+        R.parse_result(data, "records/x.json")
+    assert str(caught.value) == message
+
+
+def test_result_records_need_their_five_fields():
+    good = {"id": "r", "model_name": "m", "test_set": "t", "track": "k", "values": {}}
+    assert R.parse_result(json.dumps(good).encode(), "records/x.json") == good
+    with pytest.raises(R.BadRecord, match="^lacks values$"):
+        R.parse_result(json.dumps({k: v for k, v in good.items() if k != "values"}).encode(), "records/x.json")
+    with pytest.raises(R.BadRecord, match="^values is list, not dict$"):
+        R.parse_result(json.dumps({**good, "values": []}).encode(), "records/x.json")
+
+
+def test_a_request_id_that_is_no_id_is_shown_short():
+    """check_request_id: only the form new_request_id gives (ASCII digits), any other value
+    refused with its repr, cut to 40 characters and its length when longer than 60."""
+    with pytest.raises(R.BadRequestId) as caught:
+        R.check_request_id("a" * 100)
+    assert str(caught.value) == f"'{'a' * 39}... (100 characters) is not a request id (expected the form {R.REQUEST_ID_EXAMPLE})"
+    sixty = "b" * 58  # repr adds two quotes: 60 characters, shown whole
+    with pytest.raises(R.BadRequestId, match=re.escape(f"'{sixty}' is not a request id")):
+        R.check_request_id(sixty)
+    for bad in (None, 20260101, RID + "\n", "\u0662" * 8 + RID[8:], RID.upper().replace("0123456789", "ABCDEF0123")):
+        with pytest.raises(R.BadRequestId):
+            R.check_request_id(bad)
+    assert R.request_path(RID) == f"queue/{RID}.json" and R.request_path(RID, "FAILED") == f"done/{RID}.json"
+    assert R.request_paths(RID) == (f"queue/{RID}.json", f"done/{RID}.json")
+    assert R.predictions_path(RID) == f"predictions/{RID}/test.parquet"
+    with pytest.raises(R.BadRequestId):
+        R.request_paths("x")
+
+
+def test_an_open_request_is_dated_by_the_servers_register_and_a_settled_one_as_written():
+    """with_server_time: an open request in queue/ takes submitted_time and received_time
+    from the register (an ISO date), loses a received_time its writer put there when the
+    register has none; a settled request, or one outside queue/, is returned as it is."""
+    req = _request_file(received_time="1999-01-01T00:00:00Z")
+    when = "2026-02-03T04:05:06Z"
+    assert R.with_server_time(f"queue/{RID}.json", req, {RID: when}) == \
+        {**req, "submitted_time": when, "received_time": when}
+    unseen = R.with_server_time(f"queue/{RID}.json", req, {RID: "not a date"})
+    assert unseen == {k: v for k, v in req.items() if k != "received_time"}
+    assert R.with_server_time(f"queue/{RID}.json", req, {}) == unseen
+    assert req["received_time"] == "1999-01-01T00:00:00Z"  # the record read is left as it was
+    settled = {**req, "status": "FINISHED"}
+    assert R.with_server_time(f"queue/{RID}.json", settled, {RID: when}) is settled
+    assert R.with_server_time(f"done/{RID}.json", req, {RID: when}) is req
+
+
+def test_summaries_and_recent_entries_hold_what_the_rules_and_tables_read():
+    """summary: the fields the submission rules read and the predictions' sha256 only;
+    recent_entry: those and the queue tables' (institution, error, finished_time, worker,
+    result_id); a missing field is None."""
+    req = {**_request_file(status="FINISHED"), "failure_kind": None, "private": False, "institution": "Lab",
+           "worker": "w", "result_id": "r1", "finished_time": "2026-01-02T00:00:00Z", "lease_token": "t"}
+    expected = {"id": RID, "status": "FINISHED", "failure_kind": None, "private": False,
+                "submitted_time": "2026-01-01T12:00:00Z", "submitter": "alice", "model_name": "m",
+                "test_set": "example", "track": "findings", "predictions": {"sha256": "ab"}}
+    assert R.summary(req) == expected
+    assert R.recent_entry(req) == {**expected, "institution": "Lab", "error": None,
+                                   "finished_time": "2026-01-02T00:00:00Z", "worker": "w", "result_id": "r1"}
+
+
+def test_index_files_are_named_by_the_names_key_and_the_contents_sha256():
+    """request_index_files: index/names/ and index/submitters/ files named by the first 32
+    hex digits of the sha256 of the name's key (names that compare equal share one), and
+    index/predictions/ by those of the sha256 of the predictions' sha256 text."""
+    import hashlib
+
+    from rexrank.store.names import name_key
+
+    names, submitters, contents = R.request_index_files("Model A", "alice", "ab")
+    assert names == f"index/names/{hashlib.sha256(name_key('Model A').encode()).hexdigest()[:32]}.json"
+    assert submitters == f"index/submitters/{hashlib.sha256(name_key('alice').encode()).hexdigest()[:32]}.json"
+    assert contents == f"index/predictions/{hashlib.sha256(b'ab').hexdigest()[:32]}.json"
+    assert R.request_index_files("model a", "ALICE", "ab")[:2] == (names, submitters)
+    assert R.request_index_files("Model B", "bob", "cd")[0] != names
+
+
+def test_dates_are_utc_seconds_written_with_a_z():
+    assert R.iso(T0 + 3661.9) == "2026-01-01T01:01:01Z"
+    assert R.parse_iso("2026-01-01T01:01:01Z") == T0 + 3661
+    for bad in ("2026-01-01T01:01:01", "2026-01-01 01:01:01Z", None):
+        assert not R._is_iso(bad)
+    assert R._is_iso("2026-01-01T01:01:01Z")

@@ -682,3 +682,19 @@ def test_dates_are_utc_seconds_written_with_a_z():
     for bad in ("2026-01-01T01:01:01", "2026-01-01 01:01:01Z", None):
         assert not R._is_iso(bad)
     assert R._is_iso("2026-01-01T01:01:01Z")
+
+
+def test_a_claim_on_a_store_indexed_by_an_earlier_name_key_reindexes_it_first(tmp_path):
+    """Rule (claim, requests_index_stale): request indexes of another name key version are
+    rebuilt before the claim, which then proceeds; the layout file says the current version."""
+    from rexrank.store import open_store
+
+    store, first = _store_with_request(tmp_path)
+    store.claim("w", lease_seconds=60)
+    assert store.fail(first["id"], "w", error="boom")  # the indexes exist from now on
+    second = submit(store, variant(tmp_path, 1), model_name="model-b", submitter="bob")
+    layout = tmp_path / "s" / "requests" / R.REQUESTS_LAYOUT
+    layout.write_text(json.dumps({**R.REQUESTS_LAYOUT_CONTENT, "names": "an earlier key"}))
+    again = open_store(tmp_path / "s")  # a backend that has not looked at the layout yet
+    assert again.claim("w", lease_seconds=60)["id"] == second["id"]
+    assert json.loads(layout.read_text()) == R.REQUESTS_LAYOUT_CONTENT

@@ -676,7 +676,22 @@ def test_index_files_are_named_by_the_names_key_and_the_contents_sha256():
     assert R.request_index_files("Model B", "bob", "cd")[0] != names
 
 
-def test_dates_are_utc_seconds_written_with_a_z():
+def test_dates_are_utc_seconds_written_with_a_z_whatever_the_machines_time_zone(monkeypatch):
+    """iso and parse_iso read and write UTC, also on a machine whose local time is 5 hours
+    behind it (POSIX TZ "XYZ+5", no daylight saving)."""
+    import time
+
+    monkeypatch.setenv("TZ", "XYZ+5")
+    time.tzset()
+    try:
+        assert time.localtime(T0).tm_hour == 19  # the zone is in effect: 2025-12-31 19:00 there
+        _check_dates()
+    finally:
+        monkeypatch.undo()  # the machine's own zone back for the tests that follow
+        time.tzset()
+
+
+def _check_dates():
     assert R.iso(T0 + 3661.9) == "2026-01-01T01:01:01Z"
     assert R.parse_iso("2026-01-01T01:01:01Z") == T0 + 3661
     for bad in ("2026-01-01T01:01:01", "2026-01-01 01:01:01Z", None):

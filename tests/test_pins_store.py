@@ -713,3 +713,24 @@ def test_a_claim_on_a_store_indexed_by_an_earlier_name_key_reindexes_it_first(tm
     again = open_store(tmp_path / "s")  # a backend that has not looked at the layout yet
     assert again.claim("w", lease_seconds=60)["id"] == second["id"]
     assert json.loads(layout.read_text()) == R.REQUESTS_LAYOUT_CONTENT
+
+
+def test_the_backends_policy_check_reads_the_settled_index_at_a_snapshot(tmp_path, monkeypatch):
+    """As above for policy_problem's history: the index files by model name, submitter and
+    content are read at the snapshot that listed queue/, never at None."""
+    from rexrank.store.repo import Snapshot
+
+    store, req = _store_with_request(tmp_path)
+    store.claim("w", lease_seconds=60)
+    assert store.finish(req["id"], "w", result_id="r")
+    seen: list = []
+    read_optional = store.requests.read_optional
+
+    def spy(snapshot, path):
+        seen.append((type(snapshot), path))
+        return read_optional(snapshot, path)
+
+    monkeypatch.setattr(store.requests, "read_optional", spy)
+    assert store.policy_problem({**req, "id": R.new_request_id(T0, "later")}) is not None  # alice's quota is spent
+    assert {p for _, p in seen} >= set(R.request_index_files("model-a", "alice", req["predictions"]["sha256"]))
+    assert all(kind is Snapshot for kind, _ in seen), [p for kind, p in seen if kind is not Snapshot]

@@ -640,6 +640,7 @@ def test_an_open_request_is_dated_by_the_servers_register_and_a_settled_one_as_w
     unseen = R.with_server_time(f"queue/{RID}.json", req, {RID: "not a date"})
     assert unseen == {k: v for k, v in req.items() if k != "received_time"}
     assert R.with_server_time(f"queue/{RID}.json", req, {}) == unseen
+    assert R.with_server_time(f"queue/{RID}.json", unseen, {}) == unseen  # none in the file, none in the register
     assert req["received_time"] == "1999-01-01T00:00:00Z"  # the record read is left as it was
     settled = {**req, "status": "FINISHED"}
     assert R.with_server_time(f"queue/{RID}.json", settled, {RID: when}) is settled

@@ -692,6 +692,19 @@ def test_dates_are_utc_seconds_written_with_a_z_whatever_the_machines_time_zone(
         time.tzset()
 
 
+def test_request_ids_are_dated_in_utc_whatever_the_machines_time_zone(monkeypatch):
+    """new_request_id's time is UTC, also where local time is 5 hours behind it."""
+    import time
+
+    monkeypatch.setenv("TZ", "XYZ+5")
+    time.tzset()
+    try:
+        assert R.new_request_id(T0 + 0.25, "alice").startswith("20260101T000000.250000-")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
 def _check_dates():
     assert R.iso(T0 + 3661.9) == "2026-01-01T01:01:01Z"
     assert R.parse_iso("2026-01-01T01:01:01Z") == T0 + 3661

@@ -748,3 +748,12 @@ def test_the_backends_policy_check_reads_the_settled_index_at_a_snapshot(tmp_pat
     assert store.policy_problem({**req, "id": R.new_request_id(T0, "later")}) is not None  # alice's quota is spent
     assert {p for _, p in seen} >= set(R.request_index_files("model-a", "alice", req["predictions"]["sha256"]))
     assert all(kind is Snapshot for kind, _ in seen), [p for kind, p in seen if kind is not Snapshot]
+
+
+def test_a_61_character_id_is_cut_and_a_base_name_keeps_its_last_letters():
+    """check_request_id shows a repr of at most 60 characters whole (59 letters and two
+    quotes: 61, cut to 40 and the length); public_source drops only trailing slashes."""
+    with pytest.raises(R.BadRequestId) as caught:
+        R.check_request_id("c" * 59)
+    assert str(caught.value).startswith(f"'{'c' * 39}... (59 characters) is not a request id")
+    assert R.public_source("/data/runs/MAX/") == "MAX"

@@ -411,3 +411,82 @@ def test_srr_bert_weighted_scores_of_labels_predicted_or_present_once_by_hand():
     assert got == pytest.approx((1.0, 2 / 3, 7 / 9), abs=1e-15)
     report = classification_report(refs, hyps, output_dict=True, zero_division=0)["weighted avg"]
     assert got == pytest.approx((report["precision"], report["recall"], report["f1-score"]), abs=1e-15)
+
+
+@pytest.mark.parametrize("batching", ["radeval", "distinct"])
+def test_srr_bert_distinct_and_radeval_batches_give_radevals_labels_on_iu_xray(tiny_srr_bert, srr_stand_in_splitter,
+                                                                            batching):
+    """RadEval's per-study outputs (tests/data/srr_bert/official.json, radeval 2.2.1 on the same tiny
+    model) for the 590 IU-Xray studies: the distinct-sentence option must OR each report's sentence
+    labels as RadEval does (a label per report, not one over the whole set)."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from rexrank.metrics.srr_bert import SRRBert
+
+    golden = json.loads((Path(__file__).parent / "data" / "srr_bert" / "official.json").read_text())
+    preds = pd.read_csv(shared_path("validation", "moerad_iu", "preds.csv"))
+    gts = pd.read_csv(shared_path("validation", "moerad_iu", "gts.csv"))
+    model_dir, tokenizer_dir = tiny_srr_bert
+    metric = SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", progress=False,
+                     cache=False, batching=batching)
+    result = metric.score(preds.report.fillna("nan").tolist(), gts.report.fillna("nan").tolist())
+    np.testing.assert_array_equal(result.primary, golden["per_study"]["f1"])
+    np.testing.assert_array_equal(result.per_study["srr_bert_precision"], golden["per_study"]["precision"])
+
+
+@pytest.mark.parametrize("batching", ["radeval", "distinct"])
+def test_srr_bert_shows_its_progress_bar_unless_told_not_to(tiny_srr_bert, srr_stand_in_splitter, capsys, batching):
+    """`progress=True` (the default) shows tqdm's "srr_bert" bar on stderr for each model pass."""
+    from rexrank.metrics.srr_bert import SRRBert
+
+    model_dir, tokenizer_dir = tiny_srr_bert
+    texts = ["No effusion. Heart normal.", "Small left effusion."]
+    for progress in (True, False):
+        SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", cache=False,
+                batching=batching, progress=progress).score(texts, texts[::-1])
+        shown = capsys.readouterr().err
+        assert ("srr_bert" in shown and "batch" in shown) is progress, shown
+
+
+def test_srr_bert_of_no_study_is_empty_columns_without_loading_the_model():
+    """No prediction: empty per-study columns (F1, precision, recall), and no model is read (the
+    paths here do not exist)."""
+    from rexrank.metrics.srr_bert import SRRBert
+
+    result = SRRBert(model_path="/nowhere/model", tokenizer_path="/nowhere/tokenizer", cache=False,
+                     progress=False).score([], [])
+    assert len(result.primary) == 0
+    assert {k: len(v) for k, v in result.per_study.items()} == {"srr_bert": 0, "srr_bert_precision": 0,
+                                                                 "srr_bert_recall": 0}
+
+
+def test_srr_bert_reloads_a_local_checkpoint_whose_files_changed(tmp_path):
+    """Metrics share a loaded model within a process; a local checkpoint whose files changed on
+    disk is another model (new weights) and must be loaded again, an unchanged one is reused."""
+    import torch
+    from transformers import BertForSequenceClassification
+
+    import srr_bert_tiny
+    from rexrank.metrics.srr_bert import SRRBert
+
+    model_dir, tokenizer_dir = srr_bert_tiny.build(tmp_path)
+
+    def metric():
+        return SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", cache=False,
+                       progress=False)
+
+    first = metric().labeler
+    assert metric().labeler is first
+    model = BertForSequenceClassification.from_pretrained(str(model_dir))
+    with torch.no_grad():
+        model.classifier.bias += 5.0
+    model.save_pretrained(str(model_dir))
+    # the same size, and maybe the same second: the model's identity is names, sizes and whole-second mtimes
+    import os
+
+    for path in model_dir.iterdir():
+        os.utime(path, (path.stat().st_atime, path.stat().st_mtime + 10))
+    assert metric().labeler is not first

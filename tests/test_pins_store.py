@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-from rexrank.store import StoreError
 from rexrank.store import records as R
 from test_pins import _store_with_request
 from test_store import submit, variant
@@ -303,14 +302,8 @@ def test_the_backends_policy_check_reads_again_when_a_listed_request_settles_mea
     assert settled == [first["id"]]
 
 
-def test_every_read_a_queue_operation_makes_is_at_its_transactions_snapshot(tmp_path, monkeypatch):
-    """Rule (transact: "decide must only depend on the snapshot and files read at its
-    version"): a Hub store reads each file at a snapshot's commit (its `files`), so every
-    read of the index and the register inside a claim or an update is given the snapshot
-    the transaction listed, never None (which a local store would not notice)."""
-    from rexrank.store.repo import Snapshot
-
-    store, req = _store_with_request(tmp_path)
+def _record_reads(store, monkeypatch) -> list:
+    """(type of the snapshot given, path) of each file the store's requests read from now on."""
     seen: list = []
     read_optional = store.requests.read_optional
 
@@ -319,6 +312,18 @@ def test_every_read_a_queue_operation_makes_is_at_its_transactions_snapshot(tmp_
         return read_optional(snapshot, path)
 
     monkeypatch.setattr(store.requests, "read_optional", spy)
+    return seen
+
+
+def test_every_read_a_queue_operation_makes_is_at_its_transactions_snapshot(tmp_path, monkeypatch):
+    """Rule (transact: "decide must only depend on the snapshot and files read at its
+    version"): a Hub store reads each file at a snapshot's commit (its `files`), so every
+    read of the index and the register inside a claim or an update is given the snapshot
+    the transaction listed, never None (which a local store would not notice)."""
+    from rexrank.store.repo import Snapshot
+
+    store, req = _store_with_request(tmp_path)
+    seen = _record_reads(store, monkeypatch)
     store.claim("w", lease_seconds=60)
     assert store.renew_lease(req["id"], "w", lease_seconds=60) and store.begin_publish(req["id"], "w")
     assert store.finish(req["id"], "w", result_id="r")
@@ -737,14 +742,7 @@ def test_the_backends_policy_check_reads_the_settled_index_at_a_snapshot(tmp_pat
     store, req = _store_with_request(tmp_path)
     store.claim("w", lease_seconds=60)
     assert store.finish(req["id"], "w", result_id="r")
-    seen: list = []
-    read_optional = store.requests.read_optional
-
-    def spy(snapshot, path):
-        seen.append((type(snapshot), path))
-        return read_optional(snapshot, path)
-
-    monkeypatch.setattr(store.requests, "read_optional", spy)
+    seen = _record_reads(store, monkeypatch)
     assert store.policy_problem({**req, "id": R.new_request_id(T0, "later")}) is not None  # alice's quota is spent
     assert {p for _, p in seen} >= set(R.request_index_files("model-a", "alice", req["predictions"]["sha256"]))
     assert all(kind is Snapshot for kind, _ in seen), [p for kind, p in seen if kind is not Snapshot]

@@ -490,3 +490,32 @@ def test_srr_bert_reloads_a_local_checkpoint_whose_files_changed(tmp_path):
     for path in model_dir.iterdir():
         os.utime(path, (path.stat().st_atime, path.stat().st_mtime + 10))
     assert metric().labeler is not first
+
+
+def test_srr_bert_by_default_shows_progress_and_keeps_reference_labels(tiny_srr_bert, srr_stand_in_splitter, capsys,
+                                                                        tmp_path):
+    """The card's defaults: `progress=True` and `cache=True` (with the distinct-sentence option, the
+    references' labels kept for the next submission on the same test set)."""
+    from rexrank.metrics.srr_bert import SRRBert
+
+    model_dir, tokenizer_dir = tiny_srr_bert
+    SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", batching="distinct",
+            cache_dir=str(tmp_path)).score(["No effusion."], ["Small left effusion."])
+    assert "srr_bert" in capsys.readouterr().err
+    assert any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, True, 2.5, "4"])
+def test_srr_bert_batch_size_must_be_a_positive_integer(batch_size):
+    from rexrank.errors import MetricError
+    from rexrank.metrics.srr_bert import SRRBert
+
+    with pytest.raises(MetricError) as refused:
+        SRRBert(batch_size=batch_size)
+    assert str(refused.value) == f"srr_bert: batch_size must be a positive integer, got {batch_size!r}"
+
+
+def test_srr_bert_takes_a_batch_size_of_one():
+    from rexrank.metrics.srr_bert import SRRBert
+
+    assert SRRBert(batch_size=1).batch_size == 1

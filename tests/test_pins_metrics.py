@@ -229,6 +229,12 @@ def test_srr_bert_config_records_radevals_model_labels_and_batches():
     assert (local["model"]["path"], local["tokenizer"]["path"], local["tokenizer"]["revision"]) == (
         "/models/srr", "/models/tok", "local")
     assert SRRBert(batch_size=8).config()["batching"].endswith("batches of 8")
+    # a local tokenizer folder is still CXR-BERT-general's; without one, the pinned Hub commit
+    from rexrank.catalogue import CXR_BERT_GENERAL
+
+    assert local["tokenizer"]["repo_id"] == "microsoft/BiomedVLP-CXR-BERT-general"
+    assert official["tokenizer"]["revision"] == CXR_BERT_GENERAL.revision != "local"
+    assert SRRBert(revision="0123abcd").config()["model"]["revision"] == "0123abcd"
 
 
 @pytest.fixture(scope="module")
@@ -435,6 +441,7 @@ def test_srr_bert_distinct_and_radeval_batches_give_radevals_labels_on_iu_xray(t
     result = metric.score(preds.report.fillna("nan").tolist(), gts.report.fillna("nan").tolist())
     np.testing.assert_array_equal(result.primary, golden["per_study"]["f1"])
     np.testing.assert_array_equal(result.per_study["srr_bert_precision"], golden["per_study"]["precision"])
+    assert result.corpus["srr_bert_mean_f1"] == pytest.approx(sum(golden["per_study"]["f1"]) / 590, abs=1e-12)
 
 
 @pytest.mark.parametrize("batching", ["radeval", "distinct"])

@@ -385,6 +385,7 @@ class ThreadJobs:
         from rexrank.backend.jobs import JobState
 
         self.store_name, self.data_dir, self.jobs, self.State = store_name, data_dir, {}, JobState
+        self.errors: list[BaseException] = []
 
     def run(self, *, command, env, secrets, flavor, timeout, labels):
         from rexrank.backend.shard_job import run_shard
@@ -393,8 +394,14 @@ class ThreadJobs:
         self.jobs[job.job_id] = job
 
         def work():
-            rc = run_shard(open_store(self.store_name, quota=Quota(0)), labels["rexrank-request"],
-                           int(labels["rexrank-shard"]), int(labels["rexrank-attempt"]), data_dir=self.data_dir)
+            # a shard that raises ends as ERROR, as a Job whose process dies does: left RUNNING, the
+            # dispatcher would wait for it for ever (a CI run hung here once)
+            try:
+                rc = run_shard(open_store(self.store_name, quota=Quota(0)), labels["rexrank-request"],
+                               int(labels["rexrank-shard"]), int(labels["rexrank-attempt"]), data_dir=self.data_dir)
+            except BaseException as error:
+                self.errors.append(error)
+                rc = 1
             job.stage, job.finished = ("COMPLETED" if rc == 0 else "ERROR"), time.time()
 
         in_thread(work)

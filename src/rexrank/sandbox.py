@@ -72,6 +72,9 @@ class Limits:
     answer_bytes: int = 64 * 1024 * 1024  # rows of strings: a file within the input limits sends < 40 MB
 
 
+LIMITS = Limits()  # what `run` uses unless told otherwise
+
+
 @dataclass(frozen=True)
 class Answer:
     """A child's rows, and what reading cost it (for benchmarks/input_limits.py)."""
@@ -88,7 +91,7 @@ def run(function: Callable, args: Sequence, *, source: str, limits: Limits | Non
 
     The child starts in this process's working folder. Raises SubmissionError for a refusal,
     including a child stopped by a limit; RexrankError when the server cannot run at all."""
-    limits = limits or Limits()
+    limits = limits or LIMITS
     request = json.dumps({"target": f"{function.__module__}:{function.__qualname__}", "args": list(args),
                           "cwd": os.getcwd(), "limits": asdict(limits)}).encode()
     answer_r, answer_w = os.pipe()

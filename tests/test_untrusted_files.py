@@ -200,3 +200,81 @@ def test_a_dead_server_is_started_again_and_reads_run_side_by_side():
     for t in threads:
         t.join(timeout=300)
     assert {i: rows[0] for i, rows in answers.items()} == {i: (str(i),) for i in range(8)}
+
+
+# ---- the attack through the Space and the fake Hub ------------------------------------------
+
+BOB, BOT = "hf_bob", "hf_bot"
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory):
+    """The leaderboard Space in its own process, as on the Hub (HF_TOKEN the organisers' bot's),
+    on the fake Hub of tests/fakehub.py; yields (its address, its process id)."""
+    from fakehub import Account
+    from hubhelpers import online_fake_hub, space_process
+
+    with online_fake_hub({BOB: Account("bob"), BOT: Account("rexrank-bot", ("rexrank",))}) as (hub, _):
+        with space_process(hub.url, BOT, tmp_path_factory.mktemp("space")) as (url, _log):
+            yield url, serving_process(url)
+
+
+def serving_process(url: str) -> int:
+    """The id of the `rexrank leaderboard --port PORT` process serving `url`."""
+    from urllib.parse import urlparse
+
+    wanted = ["leaderboard", "--port", str(urlparse(url).port)]
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().decode().split("\0")
+        except (OSError, ValueError):
+            continue
+        if any(args[i:i + 3] == wanted for i in range(len(args))):
+            return int(entry.name)
+    raise AssertionError(f"no process serves {url}")
+
+
+def peak_growth_mib(pid: int, action) -> float:
+    """How far the process's peak resident memory rises above where it stands while `action` runs."""
+    def status(key: str) -> float:
+        text = Path(f"/proc/{pid}/status").read_text()
+        return next(int(line.split()[1]) for line in text.splitlines() if line.startswith(key + ":")) / 1024
+
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # its peak starts again from what it holds now
+    start = status("VmHWM")
+    action()
+    return status("VmHWM") - start
+
+
+def test_the_bomb_filed_through_the_space_is_refused_and_the_space_does_not_grow(space, tmp_path):
+    """Before: the Space read the bomb itself and grew by ~500 MiB for each filing, upload or
+    hf:// alike; a refusal costs the filer nothing (no quota)."""
+    import rexrank
+    from huggingface_hub import HfApi
+    from test_store import example_rows, write_jsonl
+
+    url, pid = space
+
+    def file(predictions: str, model_name: str) -> dict:
+        return rexrank.submit(leaderboard=url, predictions=predictions, dataset="example", track="findings",
+                              model_name=model_name, token=BOB)
+
+    ordinary = peak_growth_mib(pid, lambda: file(str(write_jsonl(tmp_path / "p.jsonl", example_rows())), "Ordinary"))
+    bomb = footer_bomb(tmp_path / "bomb.parquet")
+    api = HfApi(endpoint=os.environ["HF_ENDPOINT"], token=BOB)
+    api.create_repo("bob/bomb", repo_type="dataset", private=True)
+    api.upload_file(path_or_fileobj=str(bomb), path_in_repo="predictions.parquet", repo_id="bob/bomb",
+                    repo_type="dataset")
+    for predictions, named in ((str(bomb), "bomb.parquet"), ("hf://bob/bomb", "hf://bob/bomb@")):
+        refused: list[str] = []
+
+        def attack() -> None:
+            with pytest.raises(SubmissionError) as caught:
+                file(predictions, "Bomb")
+            refused.append(str(caught.value))
+
+        grown = peak_growth_mib(pid, attack)
+        assert grown <= ordinary + 16, (predictions, grown, ordinary)
+        assert named in refused[0] and ("its 'id' and 'prediction' columns hold more than 20.0 MiB once decompressed "
+                                        "(counted as they are read, after 1,344 rows); the limit is 20.0 MiB "
+                                        "(MAX_TABLE_BYTES)") in refused[0], refused

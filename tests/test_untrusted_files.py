@@ -158,7 +158,7 @@ def refusal(function, *args, **limits) -> str:
 
 
 def test_each_limit_of_the_child_is_a_refusal_that_names_it():
-    assert sandbox.run(T.echo, ["a", "é ✓", ""], source="p").rows == [("a", "é ✓", "")]
+    assert sandbox.run(T.echo, ["a", "é ✓", ""], source="p") == [("a", "é ✓", "")]
     assert refusal(T.allocate, 256 << 20, memory_bytes=64 << 20).startswith(
         "p.parquet: reading it needs more than 64 MiB, the memory limit of the reader (RLIMIT_AS)")
     assert refusal(T.spin, cpu_seconds=1).startswith(
@@ -176,7 +176,7 @@ def test_each_limit_of_the_child_is_a_refusal_that_names_it():
 
 def test_the_child_works_in_the_callers_folder_and_is_not_its_child(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    [(folder, parent)] = sandbox.run(T.where_am_i, [], source="p").rows
+    [(folder, parent)] = sandbox.run(T.where_am_i, [], source="p")
     assert folder == str(tmp_path) and int(parent) != os.getpid()  # forked by the server, not by this process
     (tmp_path / "p.csv").write_text("id,prediction\nS1,a\n")
     assert read_raw_predictions("p.csv").rows == [("S1", "a", "line 2")]  # a relative path, as given
@@ -187,12 +187,12 @@ def test_a_dead_server_is_started_again_and_reads_run_side_by_side():
     old = sandbox._current.process
     old.send_signal(signal.SIGKILL)
     old.wait(timeout=30)
-    assert sandbox.run(T.echo, ["b"], source="p").rows[0] == ("b",)
+    assert sandbox.run(T.echo, ["b"], source="p") == [("b",)]
     assert sandbox._current.process.pid != old.pid
     answers: dict[int, list] = {}
 
     def read(i: int) -> None:
-        answers[i] = sandbox.run(T.echo, [str(i)], source="p").rows
+        answers[i] = sandbox.run(T.echo, [str(i)], source="p")
 
     threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
     for t in threads:

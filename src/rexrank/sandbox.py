@@ -54,6 +54,9 @@ from rexrank.errors import RexrankError, SubmissionError, first_line
 
 # what the readers import: loaded once in the server, so that each forked child has them
 PRELOAD = ("rexrank.submissions", "pyarrow.parquet", "pyarrow.compute", "pyarrow.ipc", "pandas")
+# then run once in the server: a first read of each format loads what the libraries load lazily
+# (the first pandas.read_csv of a process costs ~100 times the next), once instead of per child
+WARM_UP = "rexrank.submissions:warm_up"
 # the server's environment: Arrow's system allocator and two malloc arenas keep the address
 # space a child starts with small and the same from run to run (jemalloc and mimalloc reserve
 # gigabytes of address space they never use, which RLIMIT_AS would count)
@@ -76,15 +79,23 @@ LIMITS = Limits()  # what `run` uses unless told otherwise
 
 
 @dataclass(frozen=True)
-class Answer:
-    """A child's rows, and what reading cost it (for benchmarks/input_limits.py)."""
+class Cost:
+    """What a child's run cost, as the server saw it end (benchmarks/input_limits.py)."""
 
-    rows: list[tuple[str, ...]]
-    child_peak_bytes: int  # the child's peak resident memory (the server's pages it shares included)
-    child_cpu_seconds: float
+    peak_bytes: int  # the child's peak resident memory, the server's pages it shares included
+    cpu_seconds: float
+    wall_seconds: float  # from the request to the child's end, as the caller waited
 
 
-def run(function: Callable, args: Sequence, *, source: str, limits: Limits | None = None) -> Answer:
+_costs = threading.local()
+
+
+def last_cost() -> Cost | None:
+    """The cost of this thread's last `run`, whether it answered or refused."""
+    return getattr(_costs, "last", None)
+
+
+def run(function: Callable, args: Sequence, *, source: str, limits: Limits | None = None) -> list[tuple[str, ...]]:
     """`function(*args)` in a limited child: it must be a module-level function that returns
     rows of strings (a list of tuples of str) or raises SubmissionError, and `args` plain JSON
     values. `source`: what a refusal names (the file as the user gave it).
@@ -94,6 +105,7 @@ def run(function: Callable, args: Sequence, *, source: str, limits: Limits | Non
     limits = limits or LIMITS
     request = json.dumps({"target": f"{function.__module__}:{function.__qualname__}", "args": list(args),
                           "cwd": os.getcwd(), "limits": asdict(limits)}).encode()
+    started = time.perf_counter()
     answer_r, answer_w = os.pipe()
     status_r, status_w = os.pipe()
     try:
@@ -111,6 +123,8 @@ def run(function: Callable, args: Sequence, *, source: str, limits: Limits | Non
         if too_long:  # (closing the pipe ends the child's writing: EPIPE)
             answer.close()
         ended = _read_status(status, deadline)
+    _costs.last = Cost(int(ended.get("maxrss_kb", 0)) * 1024, float(ended.get("cpu_seconds", 0.0)),
+                       time.perf_counter() - started)
     return _outcome(data, too_long, ended, limits, source)
 
 
@@ -149,8 +163,8 @@ def _wait_readable(fh, deadline: float) -> None:
                            "the server is stuck or overloaded; try again, and report it if it persists")
 
 
-def _outcome(data: bytes, too_long: bool, ended: dict, limits: Limits, source: str) -> Answer:
-    peak, cpu = int(ended.get("maxrss_kb", 0)) * 1024, float(ended.get("cpu_seconds", 0.0))
+def _outcome(data: bytes, too_long: bool, ended: dict, limits: Limits, source: str) -> list[tuple[str, ...]]:
+    cpu = float(ended.get("cpu_seconds", 0.0))
     signum = ended.get("signal")
     # a child stopped by a limit may have written part of an answer: how it ended comes first
     if ended.get("timed_out"):
@@ -174,7 +188,7 @@ def _outcome(data: bytes, too_long: bool, ended: dict, limits: Limits, source: s
                               "reader: a file within the input limits never gives so much; keep to them", source=source)
     kind, body = data[:1], data[1:]
     if kind == _ROWS:
-        return Answer(_decode_rows(body, source), peak, cpu)
+        return _decode_rows(body, source)
     if kind == _REFUSED:
         refusal = json.loads(body)
         error = SubmissionError(refusal["text"], details=refusal.get("details") or None)
@@ -307,9 +321,14 @@ def serve(control_fd: int) -> None:
     ended; end, killing the children, when the socket closes."""
     import selectors
 
+    import gc
+
     control = socket.socket(fileno=control_fd)
     for name in PRELOAD:
         importlib.import_module(name)
+    module, _, name = WARM_UP.partition(":")
+    getattr(importlib.import_module(module), name)()
+    gc.freeze()  # the children's collections leave the server's objects alone: no copy of their pages
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)

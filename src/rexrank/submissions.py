@@ -124,8 +124,7 @@ def read_raw_predictions(path: str | Path, *, id_column: str | None = None, pred
     from rexrank import sandbox
 
     source = str(path)
-    answer = sandbox.run(read_rows_here, [source, id_column, prediction_column], source=source)
-    return RawPredictions(answer.rows, source)
+    return RawPredictions(sandbox.run(read_rows_here, [source, id_column, prediction_column], source=source), source)
 
 
 def read_rows_here(path: str, id_column: str | None, prediction_column: str | None) -> list[tuple[str, str, str]]:
@@ -140,6 +139,31 @@ def read_rows_here(path: str, id_column: str | None, prediction_column: str | No
             source=path,
         ) from None
     return checked_rows(raw)
+
+
+def warm_up() -> None:
+    """Read a two-row file of each format here (the reader's server runs this once, so that its
+    children find what the libraries load on first use already loaded)."""
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"id": "S1", "prediction": "a"}, {"id": "S2", "prediction": "b"}]
+    with tempfile.TemporaryDirectory(prefix="rexrank-warm-up-") as tmp:
+        folder = Path(tmp)
+        (folder / "p.csv").write_text("id,prediction\nS1,a\nS2,b\n", encoding="utf-8")
+        (folder / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (folder / "p.json").write_text(json.dumps({r["id"]: r["prediction"] for r in rows}), encoding="utf-8")
+        table = pa.Table.from_pylist(rows)
+        pq.write_table(table, folder / "p.parquet")
+        saved = folder / "saved"  # as datasets.save_to_disk lays it out
+        saved.mkdir()
+        (saved / "state.json").write_text(json.dumps({"_data_files": [{"filename": "data.arrow"}]}))
+        with pa.ipc.new_stream(str(saved / "data.arrow"), table.schema) as writer:
+            writer.write_table(table)
+        for name in ("p.csv", "p.jsonl", "p.json", "p.parquet", "saved"):
+            read_rows_here(str(folder / name), None, None)
 
 
 def _read_raw_predictions(path: Path, id_column: str | None = None, prediction_column: str | None = None) -> RawPredictions:

@@ -344,15 +344,15 @@ def main() -> int:
             print(f"{label[:62]:<62} {size / 2**20:>5.1f}MB {f['peak_mb']:>4.0f}MB {ratios['parent']:>5.2f} "
                   f"{f['work_mb']:>4.0f}MB {ratios['work']:>5.2f} {f['child_mb']:>4.0f}MB {ratios['child']:>5.2f} "
                   f"{f['seconds']:>5.2f}s {ratios['time']:>5.2f}  {f['outcome']}")
-        nested = next((f for fmt, label, size, f in rows if label == NESTED_BOMB), None)
-        if nested is not None:
-            b = base["parquet"]
+        found = {label: f for fmt, label, size, f in rows}
+        b = base.get("parquet")
+        if NESTED_BOMB in found:
+            nested = found[NESTED_BOMB]
             print(f"\n{NESTED_BOMB}: {nested['outcome'][:60]} in {nested['seconds'] * 1000:.1f} ms (goal <= 200 ms), "
                   f"parent peak {nested['peak_mb']:.0f} MB against the ordinary parquet file's {b['peak_mb']:.0f} MB: "
                   f"{'MET' if nested['seconds'] <= 0.2 and nested['peak_mb'] <= b['peak_mb'] else 'NOT MET'}")
-        footer = next((f for fmt, label, size, f in rows if label == FORGED_FOOTER), None)
-        if footer is not None:
-            b = base["parquet"]
+        if FORGED_FOOTER in found:
+            footer = found[FORGED_FOOTER]
             print(f"\n{FORGED_FOOTER}: {footer['outcome'][:70]}; the parent grew {footer['work_mb']:.1f} MB (the "
                   f"ordinary parquet file: {b['work_mb']:.1f} MB), the child peaked at {footer['child_mb']:.0f} MB "
                   f"(ordinary: {b['child_mb']:.0f} MB) in {footer['seconds']:.2f} s")

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from rexrank.cli.main import main
+from test_input_limits import one_error_line
 from test_store import example_rows, write_jsonl
 
 SHAPES = ("the accepted shapes: CSV, JSONL or a JSON list of records with id and prediction fields; a JSON object "
@@ -108,11 +109,5 @@ def test_every_refusal_of_a_files_shape_names_the_accepted_shapes(tmp_path, caps
             (path / "data" / "x.json").write_text("{}")
         else:
             path.write_text(content)
-        if command == "score":
-            args = ["score", "--dataset", "example", "--predictions", str(path), "--no-progress"]
-        else:
-            args = ["submit", "--store", str(tmp_path / "store"), "--dataset", "example", "--predictions", str(path),
-                    "--model-name", "m", "--submitter", "alice"]
-        code, _, err = run(capsys, *args)
-        line = error_line(err, command)
-        assert code == 1 and f"{path}: {message}{SHAPES}" in line, (name, line)
+        line = one_error_line(capsys, command, path, tmp_path)
+        assert f"{path}: {message}{SHAPES}" in line, (name, line)

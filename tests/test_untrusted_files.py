@@ -142,6 +142,16 @@ def test_forged_page_headers_are_refused(tmp_path, monkeypatch):
         read_raw_predictions(large)
 
 
+@pytest.mark.parametrize("command", ["score", "submit"])
+def test_a_reader_stopped_by_a_limit_is_one_line_on_the_command_line(tmp_path, capsys, monkeypatch, command):
+    from test_input_limits import one_error_line
+
+    pages = F.forge_page_headers(footer_bomb(tmp_path / "pages.parquet", 2_000), 2**27 - 1)  # 128 MiB a page, claimed
+    monkeypatch.setattr(sandbox, "LIMITS", sandbox.Limits(memory_bytes=64 << 20))
+    assert "reading it needs more than 64 MiB, the memory limit of the reader (RLIMIT_AS)" in one_error_line(
+        capsys, command, pages, tmp_path)
+
+
 def test_a_datasets_folder_is_read_batch_by_batch(tmp_path):
     folder = datasets_folder_bomb(tmp_path / "bomb")
     with pytest.raises(SubmissionError, match=r"columns hold more than 20\.0 MiB once decompressed \(counted as they "
@@ -163,6 +173,7 @@ def test_each_limit_of_the_child_is_a_refusal_that_names_it():
         "p.parquet: reading it needs more than 64 MiB, the memory limit of the reader (RLIMIT_AS)")
     assert refusal(T.spin, cpu_seconds=1).startswith(
         "p.parquet: reading it used more than 1 s of CPU time, the CPU time limit of the reader (RLIMIT_CPU)")
+    assert sandbox.last_cost().cpu_seconds > 0.9  # (the kernel counts CPU time in ticks)
     assert refusal(T.wait_forever, wall_seconds=1).startswith(
         "p.parquet: reading it took longer than 1 s, the wall-clock limit of the reader")
     assert refusal(T.many_rows, 100, 10_000, answer_bytes=100_000).startswith(

@@ -103,8 +103,12 @@ def run(function: Callable, args: Sequence, *, source: str, limits: Limits | Non
     The child starts in this process's working folder. Raises SubmissionError for a refusal,
     including a child stopped by a limit; RexrankError when the server cannot run at all."""
     limits = limits or LIMITS
+    try:
+        cwd = os.getcwd()
+    except FileNotFoundError:  # (a folder removed meanwhile: only absolute paths can be read)
+        cwd = "/"
     request = json.dumps({"target": f"{function.__module__}:{function.__qualname__}", "args": list(args),
-                          "cwd": os.getcwd(), "limits": asdict(limits)}).encode()
+                          "cwd": cwd, "limits": asdict(limits)}).encode()
     started = time.perf_counter()
     answer_r, answer_w = os.pipe()
     status_r, status_w = os.pipe()
@@ -421,11 +425,11 @@ def _reap(children: dict) -> None:
 
 def _child(request: dict, answer_fd: int) -> None:
     """In the forked child: limits, the function, the frame. Never returns an exception."""
-    os.chdir(request["cwd"])
-    _set_limits(request["limits"])
     module, _, name = request["target"].partition(":")
     kind, payload = _FAILED, b""
     try:
+        os.chdir(request["cwd"])
+        _set_limits(request["limits"])
         function = getattr(importlib.import_module(module), name)
         parts = _encode_rows(function(*request["args"]))
         kind = _ROWS

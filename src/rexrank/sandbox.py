@@ -296,14 +296,26 @@ def _send(request: bytes, fds: tuple[int, int]) -> None:
     """Send a request to this process's server, starting it (again, once, if it died)."""
     global _current
     with _server_lock:
-        for attempt in (1, 2):
+        for _ in range(2):
             if _current is None or not _current.alive():
+                _discard()
                 _current = _Server()
             try:
                 return _current.send(request, fds)
             except OSError:
-                _current = None
+                _discard()
         raise RexrankError("the predictions reader's server does not take requests: report this")
+
+
+def _discard() -> None:
+    """Forget a server that died or stopped taking requests (or that a forked parent started)."""
+    global _current
+    if _current is not None:
+        _current.socket.close()  # (a fork's copy of the socket: the parent's stays open)
+        if _current.owner == os.getpid() and _current.process.poll() is None:
+            _current.process.kill()
+            _current.process.wait()
+        _current = None
 
 
 def stop() -> None:
@@ -323,9 +335,8 @@ atexit.register(stop)
 def serve(control_fd: int) -> None:
     """Fork a limited child for each request on the socket `control_fd`; report how each
     ended; end, killing the children, when the socket closes."""
-    import selectors
-
     import gc
+    import selectors
 
     control = socket.socket(fileno=control_fd)
     for name in PRELOAD:
@@ -345,7 +356,8 @@ def serve(control_fd: int) -> None:
     selector.register(wake_r, selectors.EVENT_READ)
     while True:
         now = time.monotonic()
-        timeout = max(0.0, min(c["deadline"] for c in children.values()) - now) if children else None
+        running = [c["deadline"] for c in children.values() if not c["timed_out"]]
+        timeout = max(0.0, min(running) - now) if running else None
         for key, _ in selector.select(timeout):
             if key.fileobj is control:
                 try:
@@ -397,7 +409,10 @@ def _start(message: bytes, fds: list[int], children: dict, *, close_in_child: tu
         finally:
             os._exit(0)
     os.close(answer_fd)
-    os.write(status_fd, f"{pid}\n".encode())
+    try:
+        os.write(status_fd, f"{pid}\n".encode())
+    except OSError:  # the caller stopped waiting already: its child ends by its limits all the same
+        pass
     children[pid] = {"status": status_fd, "deadline": time.monotonic() + request["limits"]["wall_seconds"],
                      "timed_out": False}
 
@@ -435,7 +450,7 @@ def _child(request: dict, answer_fd: int) -> None:
         kind = _ROWS
     except SubmissionError as exc:
         kind = _REFUSED
-        payload = json.dumps({"text": str(exc), "source": exc.source, "details": exc.details}).encode()
+        payload = json.dumps({"text": str(exc), "source": exc.source, "details": exc.details}, default=str).encode()
         if len(payload) > request["limits"]["answer_bytes"] // 2:  # details of megabytes: the text alone
             payload = json.dumps({"text": str(exc), "source": exc.source}).encode()
     except MemoryError:
@@ -444,13 +459,12 @@ def _child(request: dict, answer_fd: int) -> None:
         payload = f"{type(exc).__name__}: {first_line(exc)}".encode("utf-8", "replace")
     if kind != _ROWS:
         parts = [kind, payload]
-    with os.fdopen(answer_fd, "wb", buffering=1 << 20) as out:
-        try:
+    try:
+        with os.fdopen(answer_fd, "wb", buffering=1 << 20) as out:
             for part in parts:
                 out.write(part)
-            out.flush()
-        except BrokenPipeError:  # the caller stopped reading (an answer over its limit)
-            pass
+    except BrokenPipeError:  # the caller stopped reading (an answer over its limit)
+        pass
 
 
 def _set_limits(limits: dict) -> None:

@@ -41,3 +41,9 @@ def not_strings() -> list:
 
 def where_am_i() -> list[tuple[str, ...]]:
     return [(os.getcwd(), str(os.getppid()))]
+
+
+def loaded(module: str) -> list[tuple[str, ...]]:
+    import sys
+
+    return [(str(module in sys.modules),)]

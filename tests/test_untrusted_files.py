@@ -189,6 +189,10 @@ def test_the_child_works_in_the_callers_folder_and_is_not_its_child(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     [(folder, parent)] = sandbox.run(T.where_am_i, [], source="p")
     assert folder == str(tmp_path) and int(parent) != os.getpid()  # forked by the server, not by this process
+    import torch  # noqa: F401 (the caller may hold torch: the server, a small interpreter of its own, never does)
+
+    assert sandbox.run(T.loaded, ["torch"], source="p") == [("False",)]
+    assert sandbox.run(T.loaded, ["pyarrow.parquet"], source="p") == [("True",)]  # imported once, before the fork
     (tmp_path / "p.csv").write_text("id,prediction\nS1,a\n")
     assert read_raw_predictions("p.csv").rows == [("S1", "a", "line 2")]  # a relative path, as given
 

@@ -13,7 +13,8 @@ import pytest
 from rexrank import input_limits as L
 from rexrank.cli.main import main
 from rexrank.errors import SubmissionError, TestSetError
-from rexrank.submissions import RawPredictions, load_predictions, read_raw_predictions, validate_predictions
+from rexrank.submissions import (RawPredictions, load_predictions, read_raw_predictions, read_rows_here,
+                                 validate_predictions)
 from test_store import example_rows
 
 IDS = list(example_rows())
@@ -125,12 +126,12 @@ def test_a_parquet_bomb_is_refused_from_its_metadata(tmp_path, monkeypatch):
     def no_reading(*a, **k):
         raise AssertionError("the rows were read")
 
-    monkeypatch.setattr(pq, "read_table", no_reading)
-    import pandas as pd
-
-    monkeypatch.setattr(pd, "read_parquet", no_reading)
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", no_reading)
+    # the reader's own function, in this process (where the patch holds), refuses it from the metadata
     with pytest.raises(SubmissionError, match=r"has more than 20,000 rows \(3,000,000\)"):
-        read_raw_predictions(path)
+        read_rows_here(str(path), None, None)
+    with pytest.raises(SubmissionError, match=r"has more than 20,000 rows \(3,000,000\)"):
+        read_raw_predictions(path)  # and so does the child process
     wide = tmp_path / "wide.parquet"  # few rows, each a long string: refused by its decompressed size
     pq.write_table(pa.table({"id": ["EX001", "EX002", "EX003"], "prediction": [c * 15_000_000 for c in "abc"]}), wide,
                    compression="zstd")
@@ -165,7 +166,10 @@ def test_a_dictionary_bomb_is_refused_before_it_expands(tmp_path):
     zeros = pa.array([0] * 19_999, type=pa.int32())
     pq.write_table(pa.table({"id": pa.DictionaryArray.from_arrays(zeros, ["I" * 20_000]),
                              "prediction": pa.DictionaryArray.from_arrays(zeros, ["x"])}), ids)
-    with pytest.raises(SubmissionError, match="column 'id' expands to 381.5 MiB"):
+    # 381.5 MiB once expanded: counted as the rows are decoded, it stops past 20 MiB
+    with pytest.raises(SubmissionError, match=r"its 'id' and 'prediction' columns hold more than 20\.0 MiB once "
+                                              r"decompressed \(counted as they are read, after 1,088 rows\); the "
+                                              r"limit is 20\.0 MiB \(MAX_TABLE_BYTES\)"):
         read_raw_predictions(ids)
 
 
@@ -186,11 +190,13 @@ def test_only_string_id_and_prediction_columns_pass_the_schema_check(tmp_path, m
         raise AssertionError("the data was read")
 
     with monkeypatch.context() as m:
-        m.setattr(pq, "read_table", no_reading)
+        m.setattr(pq.ParquetFile, "iter_batches", no_reading)
         for kind, (column, values) in NOT_STRINGS.items():
             path = tmp_path / f"{kind}.parquet"
             pq.write_table(pa.table({"id": ["EX001", "EX002", "EX003"], "prediction": ["a", "b", "c"], column: values}),
                            path)
+            with pytest.raises(SubmissionError, match=rf"column '{column}' holds .+, not strings: write the study ids"):
+                read_rows_here(str(path), None, None)  # in this process, where the patch holds
             with pytest.raises(SubmissionError, match=rf"column '{column}' holds .+, not strings: write the study ids"):
                 read_raw_predictions(path)
     import datasets
@@ -226,7 +232,7 @@ def test_text_files_are_read_with_a_byte_cap(tmp_path, monkeypatch):
     real = os.open
     monkeypatch.setattr(os, "open", lambda p, *a, **k: calls.append(p) or real(p, *a, **k))
     with pytest.raises(SubmissionError, match=r"file is 20\.0 MiB \(20,971,521 bytes\); the limit is 20\.0 MiB"):
-        read_raw_predictions(big)
+        read_rows_here(str(big), None, None)  # the reader's own function, in this process (where the patch holds)
     assert str(big) not in map(str, calls)  # refused from its size, never opened
 
 

@@ -1775,53 +1775,43 @@ def test_a_folder_that_cannot_be_listed_is_one_line(tmp_path, monkeypatch):
     assert str(err.value) == "d: cannot read the folder: Input/output error"
 
 
-def test_expanded_lengths_by_hand_for_each_text_and_binary_type(monkeypatch):
-    """check_expanded counts bytes: a value of 4 × 20,000 = 80,000 bytes passes (4 bytes the
-    most a character takes), 80,001 does not, in a string, large_string, binary or large_binary
-    column, plain or dictionary-encoded; the total is summed over chunks (an all-null chunk
-    adds 0) and compared with the limit, here set to the hand count."""
+def test_decoded_lengths_by_hand_for_each_text_type(monkeypatch):
+    """rows_of_batches counts bytes as batches arrive: a value of 4 × 20,000 = 80,000 bytes
+    passes (4 bytes the most a character takes), 80,001 does not, in a string or large_string
+    column, plain or dictionary-encoded; the total is summed over both columns and every batch
+    (an all-null batch adds 0) and compared with the limit, here set to the hand count."""
     import pyarrow as pa
 
     from rexrank import input_limits
-    from rexrank.input_limits import check_expanded
+    from rexrank.input_limits import rows_of_batches
 
-    for kind in (pa.string(), pa.large_string(), pa.binary(), pa.large_binary()):
-        edge = "x" * 80_000 if kind in (pa.string(), pa.large_string()) else b"x" * 80_000
-        check_expanded(pa.table({"n": pa.array([1]), "p": pa.array([edge], type=kind)}), source="p")
-        too_long = pa.chunked_array([pa.array(["a"], type=kind), pa.array([edge + edge[:1]], type=kind)])
-        for column in (too_long, pa.chunked_array([c.dictionary_encode() for c in too_long.chunks])):
+    def batch(ids, texts):
+        return pa.record_batch({"n": ids, "p": texts})
+
+    for kind in (pa.string(), pa.large_string()):
+        edge = "x" * 80_000
+        assert rows_of_batches([batch(pa.array(["1"]), pa.array([edge], type=kind))], "n", "p", source="p") == [
+            ("1", edge, "row 1")]
+        too_long = pa.array([edge + "x"], type=kind)
+        for column in (too_long, too_long.dictionary_encode()):
             with pytest.raises(SubmissionError) as err:
-                check_expanded(pa.table({"n": pa.array([1, 2]), "p": column}), source="p")
+                rows_of_batches([batch(pa.array(["1"]), pa.array(["a"], type=kind)), batch(pa.array(["2"]), column)],
+                                "n", "p", source="p")
             assert err.value.source == "p"
             assert str(err.value) == "p: column 'p' holds a value of 80,001 bytes; the limit is 20,000 characters"
-    # "abc" + "de", 3 × "fg" and an all-null chunk: 5 + 6 + 0 = 11 bytes in three chunks
-    column = pa.chunked_array([pa.array(["abc", "de"]), pa.array(["fg"] * 3), pa.array([None, None], type=pa.string())])
-    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", 11)
-    check_expanded(pa.table({"p": column}), source="p")
-    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", 10)
+    # ids "1", "2" + "abc", "de"; "3" x 3 + "fg" x 3 (a dictionary); an all-null batch: 2 + 5 + 3 + 6 + 0 = 16 bytes
+    batches = [batch(pa.array(["1", "2"]), pa.array(["abc", "de"])),
+               batch(pa.array(["3"] * 3), pa.array(["fg"] * 3).dictionary_encode()),
+               batch(pa.array([None, None], type=pa.string()), pa.array([None, None], type=pa.string()))]
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", 16)
+    assert [r[2] for r in rows_of_batches(batches, "n", "p", source="p")] == [f"row {i}" for i in range(1, 8)]
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", 15)
     with pytest.raises(SubmissionError) as err:
-        check_expanded(pa.table({"p": column}), source="p")
+        rows_of_batches(batches, "n", "p", source="p")
     assert err.value.source == "p"
-    assert str(err.value) == "p: column 'p' expands to 0.0 MiB; the limit is 0.0 MiB"
-
-
-def test_expand_decodes_dictionaries_and_keeps_each_columns_type():
-    """Plain and dictionary columns, and columns of no chunk at all, whose type only the
-    table's schema gives (a dictionary's value type once decoded)."""
-    import pyarrow as pa
-
-    from rexrank.input_limits import expand
-
-    table = pa.table({"id": pa.chunked_array([pa.array(["s1", "s2"])]),
-                      "text": pa.chunked_array([pa.array(["a", "b", "a"]).dictionary_encode().slice(0, 2)])})
-    out = expand(table)
-    assert out.schema == pa.schema([("id", pa.string()), ("text", pa.string())])
-    assert out.column("id").to_pylist() == ["s1", "s2"] and out.column("text").to_pylist() == ["a", "b"]
-    empty = pa.table({"id": pa.chunked_array([], type=pa.large_string()),
-                      "text": pa.chunked_array([], type=pa.dictionary(pa.int8(), pa.string()))})
-    out = expand(empty)
-    assert out.schema == pa.schema([("id", pa.large_string()), ("text", pa.string())])
-    assert out.num_rows == 0
+    assert str(err.value) == ("p: its 'n' and 'p' columns hold more than 0.0 MiB once decompressed (counted as they "
+                              "are read, after 5 rows); the limit is 0.0 MiB (MAX_TABLE_BYTES): keep the id and "
+                              "prediction columns only, and predictions of report length")
 
 
 def test_parquet_footer_length_is_the_last_eight_bytes_by_the_format(tmp_path):
@@ -1887,10 +1877,15 @@ def test_parquet_metadata_limits_at_and_one_past_each(tmp_path, monkeypatch):
 
     pq.write_table(pa.table({"study": ["s1"], "text": ["a"]}), path)
     assert refused() == ("no id column: expected one of id, found study, text; name yours with --id-column NAME "
-                         "(Python: id_column=NAME), or rename the column")
+                         "(Python: id_column=NAME), or rename the column (the accepted shapes: CSV, JSONL or a JSON list of records with id and prediction fields; "
+                         "a JSON object {id: prediction}; the ReXrank submission JSON (the test JSON with "
+                         "model_prediction added to each study); a parquet file; a datasets.save_to_disk folder)")
     pq.write_table(pa.table({"id": ["s1"], "report": ["a"]}), path)
     assert refused() == ("no prediction text column: expected one of text, found id, report; name yours with "
-                         "--prediction-column NAME (Python: prediction_column=NAME), or rename the column")
+                         "--prediction-column NAME (Python: prediction_column=NAME), or rename the column ("
+                         "the accepted shapes: CSV, JSONL or a JSON list of records with id and prediction fields; "
+                         "a JSON object {id: prediction}; the ReXrank submission JSON (the test JSON with "
+                         "model_prediction added to each study); a parquet file; a datasets.save_to_disk folder)")
     pq.write_table(pa.table({"id": [1], "text": ["a"]}), path)
     assert refused() == ("column 'id' holds int64, not strings: write the study ids and the predictions as text "
                          "(a string column each)")

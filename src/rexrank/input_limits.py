@@ -8,9 +8,12 @@ leaderboard's Submit tab, the backend), is held to:
                            carries the test set's fields beside each prediction); the
                            leaderboard's upload limit
     MAX_TABLE_BYTES        bytes of a JSONL or CSV file (id and prediction only), of a
-                           parquet file's two columns once decompressed (from its
-                           metadata), of a datasets folder
-    MAX_ROWS               rows (predictions) in a file; parquet: from its metadata
+                           parquet file's or a datasets folder's two columns once
+                           decompressed (counted as they are read, `rows_of_batches`; the
+                           parquet metadata's sizes may refuse a file sooner, never let
+                           one through), of a datasets folder's files
+    MAX_ROWS               rows (predictions) in a file (parquet: its metadata's count may
+                           refuse it sooner)
     MAX_PREDICTION_CHARS   characters in one prediction (a report is ~1,000)
     MAX_TOTAL_CHARS        characters in all predictions together
     MAX_JSON_VALUES        JSON values (objects, arrays, numbers, strings, ...) in a JSON
@@ -25,6 +28,10 @@ characters), in the ReXrank format with test-set fields of ~1.5 kB a study, whil
 most a file within them can cost stays under twice the memory and time of an ordinary
 10,000-study submission (~0.9 kB predictions) in the same format
 (benchmarks/input_limits.py measures it).
+
+Every predictions file is read in a child process with limits of its own on memory, CPU
+time and wall-clock time (rexrank.sandbox): what a page or batch holds is known only once it is
+decompressed whole, and these limits bound that too.
 
 Only regular files are read (a FIFO would block the reader forever, /dev/zero never
 ends); a symlink counts as what it points to. Test-set files, which come from the
@@ -185,7 +192,8 @@ def check_texts(texts: list, ids: list, *, source: str, shown: int = 10) -> None
 def parquet_columns(path: Path, id_names, text_names, *, source: str):
     """(id column, text column) of a parquet file, after its metadata passed the limits:
     rows (num_rows) and the two columns' decompressed size (a small file can expand to
-    millions of rows: a decompression bomb is refused before a page is read)."""
+    millions of rows: an honest bomb is refused before a page is read). The metadata may lie
+    (issue 37.1): passing here lets a file be read, counted by `rows_of_batches`, no more."""
     import pyarrow.parquet as pq
 
     from rexrank.prediction_columns import first_present as _first_present
@@ -249,42 +257,51 @@ def _parquet_footer_length(path: Path) -> int:
     return int.from_bytes(tail[:4], "little") if tail[4:] == b"PAR1" else 0
 
 
-def check_expanded(table, *, source: str) -> None:
-    """Each column of a parquet table read with `read_dictionary`: at most
-    MAX_PREDICTION_CHARS characters a value and MAX_TOTAL_CHARS in all, computed from the
-    dictionary's value lengths and the indices, before any value is repeated."""
+# rows decoded at a time from a parquet file: a batch of values of the most a prediction may
+# hold (4 bytes x MAX_PREDICTION_CHARS) is 5 MiB, and a dictionary of one long value repeated on
+# every row expands 64 times at most before its length is seen
+BATCH_ROWS = 64
+
+
+def rows_of_batches(batches, id_col: str, text_col: str, *, source: str) -> list[tuple]:
+    """(id, text, "row N") from Arrow record batches, with the limits counted on what each batch
+    really holds once decoded, as it arrives: rows (MAX_ROWS), bytes of a value (at most 4 a
+    character of MAX_PREDICTION_CHARS) and of the two columns together (MAX_TABLE_BYTES).
+    Reading stops at the first batch past a limit. Nothing the file says about itself (a
+    parquet footer's sizes, a page header) counts: a footer that claims 1,000 bytes for 320 MiB
+    of zstd strings is stopped after 20 MiB of them. A dictionary column is measured from its
+    dictionary's value lengths and its indices, before any value is repeated."""
+    rows: list[tuple] = []
+    total = 0
+    for batch in batches:
+        check_rows(len(rows) + batch.num_rows, source=source, counted=False)
+        for name in (id_col, text_col):
+            longest, size = _value_bytes(batch.column(name))
+            if longest > 4 * MAX_PREDICTION_CHARS:  # 4 bytes the most a character takes in UTF-8
+                raise SubmissionError(f"column {name!r} holds a value of {longest:,} bytes; the limit is "
+                                      f"{MAX_PREDICTION_CHARS:,} characters", source=source)
+            total += size
+        if total > MAX_TABLE_BYTES:
+            raise SubmissionError(f"its {id_col!r} and {text_col!r} columns hold more than {mib(MAX_TABLE_BYTES)} "
+                                  f"once decompressed (counted as they are read, after {len(rows) + batch.num_rows:,} "
+                                  f"rows); the limit is {mib(MAX_TABLE_BYTES)} (MAX_TABLE_BYTES): keep the id and "
+                                  "prediction columns only, and predictions of report length", source=source)
+        first = len(rows) + 1
+        rows.extend((i, t, f"row {first + n}") for n, (i, t) in
+                    enumerate(zip(batch.column(id_col).to_pylist(), batch.column(text_col).to_pylist())))
+    return rows
+
+
+def _value_bytes(array) -> tuple[int, int]:
+    """(longest value, all values) of a string array in bytes, a dictionary's as expanded."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    for name in table.column_names:
-        longest, total = 0, 0
-        for chunk in table.column(name).chunks:
-            values, indices = (chunk.dictionary, chunk.indices) if isinstance(chunk, pa.DictionaryArray) else (chunk, None)
-            if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
-                    or pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
-                continue
-            lengths = pc.binary_length(values).cast(pa.int64())  # bytes >= characters: a safe bound
-            if indices is not None:
-                lengths = pc.take(lengths, indices)
-            longest = max(longest, pc.max(lengths).as_py() or 0)
-            total += pc.sum(lengths).as_py() or 0
-        if longest > 4 * MAX_PREDICTION_CHARS:  # 4 bytes the most a character takes in UTF-8
-            raise SubmissionError(f"column {name!r} holds a value of {longest:,} bytes; the limit is "
-                                  f"{MAX_PREDICTION_CHARS:,} characters", source=source)
-        if total > MAX_TABLE_BYTES:
-            raise SubmissionError(f"column {name!r} expands to {mib(total)}; the limit is {mib(MAX_TABLE_BYTES)}",
-                                  source=source)
-
-
-def expand(table):
-    """`table` with its dictionary columns decoded in Arrow (after `check_expanded`):
-    pandas would make categoricals of them first, at twice the memory."""
-    import pyarrow as pa
-
-    return pa.table({name: pa.chunked_array(
-        [c.dictionary_decode() if isinstance(c, pa.DictionaryArray) else c for c in table.column(name).chunks],
-        type=getattr(table.column(name).type, "value_type", table.column(name).type))
-        for name in table.column_names})
+    values, indices = (array.dictionary, array.indices) if isinstance(array, pa.DictionaryArray) else (array, None)
+    lengths = pc.binary_length(values).cast(pa.int64())
+    if indices is not None:
+        lengths = pc.take(lengths, indices)
+    return pc.max(lengths).as_py() or 0, pc.sum(lengths).as_py() or 0
 
 
 def check_folder(path: Path, *, source: str) -> None:

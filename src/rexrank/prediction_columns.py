@@ -7,6 +7,11 @@ from typing import Any, Iterable, Sequence
 
 from rexrank.errors import SubmissionError
 
+# named by every refusal of a file's shape (rexrank.submissions reads each of them)
+ACCEPTED_SHAPES = ("the accepted shapes: CSV, JSONL or a JSON list of records with id and prediction fields; "
+                   "a JSON object {id: prediction}; the ReXrank submission JSON (the test JSON with "
+                   "model_prediction added to each study); a parquet file; a datasets.save_to_disk folder")
+
 # the option that names a column of another name, per column kind: (CLI flag, Python argument)
 COLUMN_OPTIONS = {"id": ("--id-column", "id_column"), "prediction text": ("--prediction-column", "prediction_column")}
 
@@ -28,7 +33,7 @@ def first_present(columns: Iterable[str], wanted: Sequence[str], *, what: str, s
     flag, argument = COLUMN_OPTIONS[what]
     raise SubmissionError(
         f"no {what} column: expected one of {', '.join(wanted)}, found {column_names(columns) or 'none'}; "
-        f"name yours with {flag} NAME (Python: {argument}=NAME), or rename the column",
+        f"name yours with {flag} NAME (Python: {argument}=NAME), or rename the column ({ACCEPTED_SHAPES})",
         source=source,
     )
 

@@ -1,11 +1,17 @@
 """Reading and validating predictions: one validator for every entry point.
 
-Accepted formats:
-- ReXrank submission JSON: the test JSON with `model_prediction` added to each study
-  (an object keyed by study id);
-- CSV, JSONL or JSON list with an id column (`id` or `study_id`) and a text column
-  (`prediction` or `report`);
+Accepted shapes (`ACCEPTED_SHAPES`, named by every refusal of a file's shape):
+- CSV (comma-separated; a header separated by tabs or semicolons is read with that
+  delimiter), JSONL, or a JSON list of records, with an id column (`id` or `study_id`) and a
+  text column (`prediction` or `report`);
+- a JSON object {study id: prediction}, every value a string;
+- ReXrank submission JSON: the test JSON with `model_prediction` added to each study (an
+  object keyed by study id whose values are objects);
 - Parquet, or a folder written by `datasets.Dataset.save_to_disk`, with the same columns.
+
+Every file is read in a child process with hard limits (`read_raw_predictions` runs
+`read_rows_here` there, rexrank.sandbox): the caller receives (id, prediction, location)
+strings only, never what a file expands to.
 
 Nothing is dropped or coerced silently: missing, unknown and duplicate ids and
 non-string predictions are errors that name the file and the studies. Empty predictions
@@ -13,6 +19,7 @@ are allowed but counted.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import stat
@@ -21,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from rexrank.errors import SubmissionError, first_line
-from rexrank.prediction_columns import first_present, short_repr
+from rexrank.prediction_columns import ACCEPTED_SHAPES, first_present, short_repr
 
 ID_COLUMNS = ("id", "study_id")
 TEXT_COLUMNS = ("prediction", "report")
@@ -54,11 +61,12 @@ class RawPredictions:
     source: str
 
 
-def _rows_from_records(records: list[dict], *, source: str, location: str, ids=ID_COLUMNS, texts=TEXT_COLUMNS) -> RawPredictions:
+def _rows_from_records(records: list, *, source: str, location: str, ids=ID_COLUMNS, texts=TEXT_COLUMNS) -> RawPredictions:
     columns: dict[str, None] = {}
     for rec in records:
         if not isinstance(rec, dict):
-            raise SubmissionError(f"expected objects with id and prediction fields, found {type(rec).__name__}", source=source)
+            raise SubmissionError(f"expected objects with id and prediction fields, found {type(rec).__name__}; "
+                                  f"{ACCEPTED_SHAPES}", source=source)
         columns.update(dict.fromkeys(rec))
     id_col = first_present(columns, ids, what="id", source=source)
     text_col = first_present(columns, texts, what="prediction text", source=source)
@@ -70,13 +78,29 @@ def _rows_from_records(records: list[dict], *, source: str, location: str, ids=I
     return RawPredictions(rows, source)
 
 
-def _read_submission_json(doc: dict, *, source: str, field: str = SUBMISSION_JSON_FIELD) -> RawPredictions:
+def _read_json_object(doc: dict, *, source: str, ids, texts) -> RawPredictions:
+    """A JSON object keyed by study id: {id: prediction} when every value is a string, else the
+    ReXrank submission JSON (every value an object holding the prediction field)."""
+    if doc and all(isinstance(value, str) for value in doc.values()):
+        if ids != ID_COLUMNS or texts != TEXT_COLUMNS:
+            raise SubmissionError("a JSON object {id: prediction} has no columns or fields to name: leave out "
+                                  "--id-column and --prediction-column", source=source)
+        return RawPredictions([(sid, text, f"study {short_repr(sid)}") for sid, text in doc.items()], source)
+    if ids != ID_COLUMNS:
+        raise SubmissionError("a ReXrank submission JSON is keyed by study id: it has no id column to name", source=source)
+    field = texts[0] if texts != TEXT_COLUMNS else SUBMISSION_JSON_FIELD
     rows = []
     for study_id, study in doc.items():
-        if not isinstance(study, dict) or field not in study:
+        if not isinstance(study, dict):
+            raise SubmissionError(
+                f"study {short_repr(study_id)} holds {type(study).__name__} {short_repr(study)}, neither a prediction "
+                f"string nor an object with {field!r}: a JSON object is either {{id: prediction}} (every value a "
+                f"string) or the ReXrank submission JSON (every value an object with {field!r}); {ACCEPTED_SHAPES}",
+                source=source)
+        if field not in study:
             raise SubmissionError(
                 f"study {short_repr(study_id)} has no {field!r} field (ReXrank submission JSON: the test "
-                f"JSON with {field!r} added to every study)",
+                f"JSON with {field!r} added to every study); {ACCEPTED_SHAPES}",
                 source=source,
             )
         rows.append((study_id, study[field], f"study {short_repr(study_id)}"))
@@ -93,14 +117,53 @@ def _read_table(frame, *, source: str, location: str, ids=ID_COLUMNS, texts=TEXT
 
 def read_raw_predictions(path: str | Path, *, id_column: str | None = None, prediction_column: str | None = None) -> RawPredictions:
     """Rows of a predictions file; `id_column` / `prediction_column` name its columns when
-    they are not the usual ones (for a ReXrank submission JSON: the prediction field)."""
+    they are not the usual ones (for a ReXrank submission JSON: the prediction field).
+
+    The file is read in a child process with hard limits (rexrank.sandbox): what comes back
+    are (id, prediction, location) strings, already checked by `checked_rows`."""
+    from rexrank import sandbox
+
+    source = str(path)
+    return RawPredictions(sandbox.run(read_rows_here, [source, id_column, prediction_column], source=source), source)
+
+
+def read_rows_here(path: str, id_column: str | None, prediction_column: str | None) -> list[tuple[str, str, str]]:
+    """The child's part of `read_raw_predictions`, run in this process: the file's rows, each
+    id and prediction a string (or a SubmissionError). Call it directly only on a file that
+    cannot hurt (a test's)."""
     try:
-        return _read_raw_predictions(Path(path), id_column, prediction_column)
+        raw = _read_raw_predictions(Path(path), id_column, prediction_column)
     except UnicodeDecodeError as exc:
         raise SubmissionError(
             f"not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r}); save the file as UTF-8",
-            source=str(path),
+            source=path,
         ) from None
+    return checked_rows(raw)
+
+
+def warm_up() -> None:
+    """Read a two-row file of each format here (the reader's server runs this once, so that its
+    children find what the libraries load on first use already loaded)."""
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"id": "S1", "prediction": "a"}, {"id": "S2", "prediction": "b"}]
+    with tempfile.TemporaryDirectory(prefix="rexrank-warm-up-") as tmp:
+        folder = Path(tmp)
+        (folder / "p.csv").write_text("id,prediction\nS1,a\nS2,b\n", encoding="utf-8")
+        (folder / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (folder / "p.json").write_text(json.dumps({r["id"]: r["prediction"] for r in rows}), encoding="utf-8")
+        table = pa.Table.from_pylist(rows)
+        pq.write_table(table, folder / "p.parquet")
+        saved = folder / "saved"  # as datasets.save_to_disk lays it out
+        saved.mkdir()
+        (saved / "state.json").write_text(json.dumps({"_data_files": [{"filename": "data.arrow"}]}))
+        with pa.ipc.new_stream(str(saved / "data.arrow"), table.schema) as writer:
+            writer.write_table(table)
+        for name in ("p.csv", "p.jsonl", "p.json", "p.parquet", "saved"):
+            read_rows_here(str(folder / name), None, None)
 
 
 def _read_raw_predictions(path: Path, id_column: str | None = None, prediction_column: str | None = None) -> RawPredictions:
@@ -120,25 +183,84 @@ def _read_raw_predictions(path: Path, id_column: str | None = None, prediction_c
 
 
 def _read_dataset_folder(path: Path, *, source: str, ids, texts) -> RawPredictions:
-    import datasets
+    """A `datasets.save_to_disk` folder, read as what it is (its state.json's list of Arrow
+    stream files) batch by batch, so that compressed record batches are counted as they are
+    decoded (`datasets.load_from_disk` would decode every batch first)."""
+    import pyarrow as pa
 
     from rexrank import input_limits as L
 
-    L.check_folder(path, source=source)  # regular files, MAX_TABLE_BYTES in all, before datasets opens them
+    L.check_folder(path, source=source)  # regular files, MAX_TABLE_BYTES in all, before any is opened
+    splits_file = path / "dataset_dict.json"
+    if splits_file.is_file():
+        splits = _small_json(splits_file, source=source).get("splits")
+        if not isinstance(splits, list) or not all(isinstance(s, str) and _plain_name(s) for s in splits):
+            raise SubmissionError(_not_saved("its dataset_dict.json lists no splits"), source=source)
+        if len(splits) != 1:
+            raise SubmissionError(f"saved DatasetDict has splits {splits}; save a single split", source=source)
+        path = path / splits[0]
+    state_file = path / "state.json"
+    if not state_file.is_file():
+        raise SubmissionError(_not_saved("it has no state.json nor dataset_dict.json"), source=source)
+    files = _small_json(state_file, source=source).get("_data_files")
+    names = [f.get("filename") for f in files] if isinstance(files, list) and all(isinstance(f, dict) for f in files) else None
+    if not names or not all(isinstance(n, str) and _plain_name(n) and (path / n).is_file() for n in names):
+        raise SubmissionError(_not_saved("its state.json names no data files of the folder"), source=source)
     try:
-        table = datasets.load_from_disk(str(path))
-    except Exception as exc:  # datasets raises several types for a folder it cannot read
-        raise SubmissionError(f"not a folder saved with datasets.save_to_disk: {first_line(exc)}", source=source) from None
-    if isinstance(table, datasets.DatasetDict):
-        if len(table) != 1:
-            raise SubmissionError(f"saved DatasetDict has splits {list(table)}; save a single split", source=source)
-        table = next(iter(table.values()))
-    L.check_rows(table.num_rows, source=source)
-    id_col = first_present(table.column_names, ids, what="id", source=source)
-    text_col = first_present(table.column_names, texts, what="prediction text", source=source)
-    L.check_string_columns(table.data.schema, (id_col, text_col), source=source)
-    return _read_table(table.select_columns([id_col, text_col]).to_pandas(), source=source, location="row",
-                       ids=(id_col,), texts=(text_col,))
+        readers = [pa.ipc.open_stream(pa.OSFile(str(path / name))) for name in names]
+        schema = readers[0].schema
+        id_col = first_present(schema.names, ids, what="id", source=source)
+        text_col = first_present(schema.names, texts, what="prediction text", source=source)
+        L.check_string_columns(schema, (id_col, text_col), source=source)
+        for name, reader in zip(names, readers):
+            if not reader.schema.equals(schema):
+                raise SubmissionError(_not_saved(f"{name} has other columns than {names[0]}"), source=source)
+        batches = (batch.select([id_col, text_col]) for reader in readers for batch in reader)
+        return RawPredictions(L.rows_of_batches(batches, id_col, text_col, source=source), source)
+    except (SubmissionError, MemoryError):
+        raise
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
+        raise SubmissionError(_not_saved(first_line(exc)), source=source) from None
+
+
+def _not_saved(reason: str) -> str:
+    return f"not a folder saved with datasets.save_to_disk: {reason}; {ACCEPTED_SHAPES}"
+
+
+def _plain_name(name: str) -> bool:
+    """A file or folder name of this folder, never a path out of it."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and "\0" not in name
+
+
+def _small_json(path: Path, *, source: str) -> dict:
+    from rexrank import input_limits as L
+
+    try:
+        doc = json.loads(L.read_capped(path, 1024 * 1024))
+    except (ValueError, SubmissionError) as exc:  # (UnicodeDecodeError is a ValueError)
+        raise SubmissionError(_not_saved(f"its {path.name} is not readable JSON ({first_line(exc)})"),
+                              source=source) from None
+    if not isinstance(doc, dict):
+        raise SubmissionError(_not_saved(f"its {path.name} is not a JSON object"), source=source)
+    return doc
+
+
+def _read_parquet(path: Path, *, source: str, ids, texts) -> RawPredictions:
+    import pyarrow.parquet as pq
+
+    from rexrank import input_limits as L
+
+    L.check_size(path, L.MAX_FILE_BYTES)
+    # what the metadata claims may refuse the file sooner; the limits hold on what is decoded
+    id_col, text_col = L.parquet_columns(path, ids, texts, source=source)
+    try:
+        batches = pq.ParquetFile(path).iter_batches(batch_size=L.BATCH_ROWS, columns=[id_col, text_col],
+                                                    use_threads=False)
+        return RawPredictions(L.rows_of_batches(batches, id_col, text_col, source=source), source)
+    except (SubmissionError, MemoryError):
+        raise
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
+        raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {first_line(exc)})", source=source) from None
 
 
 def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
@@ -147,29 +269,9 @@ def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
     suffix = path.suffix.lower()
     columns = dict(ids=ids, texts=texts)
     if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        L.check_size(path, L.MAX_FILE_BYTES)  # the decompressed columns: MAX_TABLE_BYTES, from the metadata
-        id_col, text_col = L.parquet_columns(path, ids, texts, source=source)  # rows and sizes from the metadata
-        try:
-            # dictionary columns stay dictionaries until their expanded size is known: one
-            # long value repeated on every row is small on disk and enormous once expanded
-            table = pq.read_table(path, columns=[id_col, text_col], read_dictionary=[id_col, text_col])
-            L.check_expanded(table, source=source)
-            table = L.expand(table)  # (the dictionary-encoded table is freed here, before pandas)
-            frame = table.to_pandas()
-            del table
-        except SubmissionError:
-            raise
-        except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a damaged file
-            raise SubmissionError(f"not a readable parquet file ({type(exc).__name__}: {first_line(exc)})", source=source) from None
-        return _read_table(frame, source=source, location="row", ids=(id_col,), texts=(text_col,))
+        return _read_parquet(path, source=source, **columns)
     if suffix not in (".csv", ".jsonl", ".json"):
-        raise SubmissionError(
-            f"unsupported file type {suffix or '(none)'}; use .json (ReXrank submission), .csv, .jsonl, .parquet "
-            "or a datasets folder",
-            source=source,
-        )
+        raise SubmissionError(f"unsupported file type {suffix or '(none)'}; {ACCEPTED_SHAPES}", source=source)
     data = L.read_capped(path, L.MAX_FILE_BYTES if suffix == ".json" else L.MAX_TABLE_BYTES)
     if suffix == ".csv":
         return _read_csv(data, source=source, **columns)
@@ -185,13 +287,15 @@ def _read_file(path: Path, *, source: str, ids, texts) -> RawPredictions:
     doc = _strict_json(data.decode("utf-8"), source=source, where="")
     del data
     if isinstance(doc, dict):
-        if ids != ID_COLUMNS:
-            raise SubmissionError("a ReXrank submission JSON is keyed by study id: it has no id column to name", source=source)
-        field = texts[0] if texts != TEXT_COLUMNS else SUBMISSION_JSON_FIELD
-        return _read_submission_json(doc, source=source, field=field)
+        return _read_json_object(doc, source=source, **columns)
     if isinstance(doc, list):
         return _rows_from_records(doc, source=source, location="item", **columns)
-    raise SubmissionError(f"expected a JSON object or list, got {type(doc).__name__}", source=source)
+    raise SubmissionError(f"expected a JSON object or list, got {type(doc).__name__}; {ACCEPTED_SHAPES}", source=source)
+
+
+# a header line separated by one of these and holding no comma is read with it: a spreadsheet's
+# "CSV" export is often tab- or semicolon-separated
+OTHER_DELIMITERS = {"\t": "tabs", ";": "semicolons"}
 
 
 def _read_csv(data: bytes, *, source: str, ids, texts) -> RawPredictions:
@@ -202,23 +306,28 @@ def _read_csv(data: bytes, *, source: str, ids, texts) -> RawPredictions:
     from rexrank import input_limits as L
 
     header = data.split(b"\n", 1)[0]
-    if header.count(b",") + 1 > L.MAX_CSV_COLUMNS:
+    delimiter = next((d for d in OTHER_DELIMITERS if b"," not in header and d.encode() in header), ",")
+    if header.count(delimiter.encode()) + 1 > L.MAX_CSV_COLUMNS:
         raise SubmissionError(f"the header line has more than {L.MAX_CSV_COLUMNS:,} columns", source=source)
     # keep_default_na=False: an empty cell is an empty prediction, not NaN; ids stay text;
     # nrows: parsing stops one row past the limit
     try:
-        frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, nrows=L.MAX_ROWS + 1,
+        frame = pd.read_csv(io.BytesIO(data), sep=delimiter, dtype=str, keep_default_na=False, nrows=L.MAX_ROWS + 1,
                             encoding="utf-8")
     except pd.errors.EmptyDataError:
-        raise SubmissionError("empty CSV file: expected a header line (id,prediction) and one line per study", source=source) from None
+        raise SubmissionError("empty CSV file: expected a header line (id,prediction) and one line per study; "
+                              f"{ACCEPTED_SHAPES}", source=source) from None
     except pd.errors.ParserError as exc:
-        raise SubmissionError(f"not a readable CSV: {first_line(exc)}", source=source) from None
+        named = OTHER_DELIMITERS.get(delimiter, "commas")
+        raise SubmissionError(f"not a readable CSV: {first_line(exc)}; its header line is separated by {named}: a "
+                              "line with more fields than the header holds the delimiter in a prediction that is "
+                              "not quoted; write the file with a CSV writer (csv.writer, pandas' to_csv), which "
+                              "quotes such fields", source=source) from None
     L.check_rows(len(frame), source=source, counted=False)
     # CSV row numbers count the header as line 1
     raw = _read_table(frame, source=source, location="line", ids=ids, texts=texts)
     raw.rows = [(i, t, f"line {n + 2}") for n, (i, t, _) in enumerate(raw.rows)]
     return raw
-
 
 
 def _strict_json(text: str, *, source: str, where: str):
@@ -270,6 +379,38 @@ def _places(sid: str, locations: list[str], shown: int = 3) -> str:
     return f"{short_repr(sid)} at {', '.join(locations[:shown])}{more}"
 
 
+def checked_rows(raw: RawPredictions) -> list[tuple[str, str, str]]:
+    """(study id, prediction, location) of each row, the id as text: a SubmissionError for a
+    missing or empty id, and for predictions that are not strings or not valid Unicode text
+    (all of them named). Run where the file is read (the reader's child process) and again by
+    the validator on rows put together elsewhere."""
+    source = raw.source
+    rows: list[tuple[str, str, str]] = []
+    bad_types: list[str] = []
+    bad_text: list[str] = []
+    for value, text, location in raw.rows:
+        sid = _normalise_id(value, location, source)
+        if not isinstance(text, str):
+            bad_types.append(f"{location} (id {short_repr(sid)}): {type(text).__name__} {short_repr(text)}")
+        elif (pos := _surrogate_at(text)) is not None:
+            bad_text.append(f"{location} (id {short_repr(sid)}): lone surrogate U+{ord(text[pos]):04X} at character {pos + 1}")
+        rows.append((sid, text, location))
+    if bad_types:
+        raise SubmissionError(
+            f"{len(bad_types)} predictions are not strings: " + "; ".join(bad_types[:SHOWN])
+            + (" …" if len(bad_types) > SHOWN else ""),
+            source=source,
+            details={"non_string": bad_types},
+        )
+    if bad_text:
+        raise SubmissionError(
+            f"{len(bad_text)} predictions are not valid Unicode text: " + "; ".join(bad_text[:SHOWN])
+            + (" …" if len(bad_text) > SHOWN else "") + "; write real characters (UTF-8), not lone \\udXXX escapes",
+            source=source,
+        )
+    return rows
+
+
 def validate_predictions(
     raw: RawPredictions,
     test_ids: Sequence[str],
@@ -290,31 +431,11 @@ def validate_predictions(
     L.check_texts([r[1] for r in raw.rows], [r[0] for r in raw.rows], source=source)
     by_id: dict[str, tuple[str, str]] = {}
     duplicates: dict[str, list[str]] = {}
-    bad_types: list[str] = []
-    bad_text: list[str] = []
-    for value, text, location in raw.rows:
-        sid = _normalise_id(value, location, source)
-        if not isinstance(text, str):
-            bad_types.append(f"{location} (id {short_repr(sid)}): {type(text).__name__} {short_repr(text)}")
-        elif (pos := _surrogate_at(text)) is not None:
-            bad_text.append(f"{location} (id {short_repr(sid)}): lone surrogate U+{ord(text[pos]):04X} at character {pos + 1}")
+    for sid, text, location in checked_rows(raw):
         if sid in by_id:
             duplicates.setdefault(sid, [by_id[sid][1]]).append(location)
         else:
             by_id[sid] = (text, location)
-    if bad_types:
-        raise SubmissionError(
-            f"{len(bad_types)} predictions are not strings: " + "; ".join(bad_types[:SHOWN])
-            + (" …" if len(bad_types) > SHOWN else ""),
-            source=source,
-            details={"non_string": bad_types},
-        )
-    if bad_text:
-        raise SubmissionError(
-            f"{len(bad_text)} predictions are not valid Unicode text: " + "; ".join(bad_text[:SHOWN])
-            + (" …" if len(bad_text) > SHOWN else "") + "; write real characters (UTF-8), not lone \\udXXX escapes",
-            source=source,
-        )
     if duplicates:
         listed = "; ".join(_places(sid, locs) for sid, locs in list(duplicates.items())[:SHOWN])
         more = f"; … ({len(duplicates) - SHOWN} more)" if len(duplicates) > SHOWN else ""

@@ -111,8 +111,9 @@ def _formats_help() -> str:
     ids = "/".join(f"`{c}`" for c in ID_COLUMNS)
     texts = "/".join(f"`{c}`" for c in TEXT_COLUMNS)
     return (
-        f"Formats: ReXrank submission JSON (the test JSON plus `{SUBMISSION_JSON_FIELD}`), CSV/JSONL (or a JSON "
-        f"list) with {ids} and {texts} columns, or parquet with the same columns. A `datasets` dataset: push it "
+        f"Formats: CSV (comma-, tab- or semicolon-separated)/JSONL (or a JSON list) with {ids} and "
+        f"{texts} columns; a JSON object `{{\"study id\": \"prediction\", ...}}`; ReXrank submission JSON (the test "
+        f"JSON plus `{SUBMISSION_JSON_FIELD}`); or parquet with the same columns. A `datasets` dataset: push it "
         "to the Hub (`Dataset.push_to_hub`) and name its repo here. Columns with other names: rename them (the "
         "`--id-column`/`--prediction-column` options are `rexrank score`'s and the organisers' `rexrank submit "
         "--store`'s). From the command line: `rexrank submit --leaderboard ORG/SPACE --predictions hf://USER/REPO` "

@@ -70,9 +70,11 @@ class RunContext:
         """metric.score(predictions, references, part=part) as a metric of this run (whose
         pairs are the part's, when one is given)."""
         with self._running(metric.name):
-            result = metric.score(predictions, references, part=part)
-        if part is not None:
-            predictions, references = predictions[part[0]:part[1]], references[part[0]:part[1]]
+            if part is None:
+                result = metric.score(predictions, references)
+            else:
+                result = metric.score(predictions, references, part=part)
+                predictions, references = predictions[part[0]:part[1]], references[part[0]:part[1]]
         self._results.append((metric.name, metric.run_key(), predictions, references, result, metric))
         return result
 

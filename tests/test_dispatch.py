@@ -451,8 +451,8 @@ def test_green_by_length_on_a_local_model_is_one_shard_and_equals_the_single_run
                for i, r in zip(studies.ids, studies.references)]
 
     def options(cache: str) -> dict:
-        return {"green": dict(model_path=str(model), batching="by_length", max_length=max(lengths) + 4, batch_size=4,
-                              cache_dir=str(tmp_path / cache), keep_completions=True, progress=False)}
+        return {"green": dict(model_path=str(model), batching="by_length", max_length=max(lengths) + 4, max_new_tokens=16,
+                              batch_size=4, cache_dir=str(tmp_path / cache), keep_completions=True, progress=False)}
 
     final, store, single_store = dispatched_and_single(tmp_path, "green", options, jobs="thread", flavor="h100")
     assert final["status"] == FINISHED, final.get("error")

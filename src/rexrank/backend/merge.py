@@ -159,8 +159,8 @@ def _study_rows(name: str, part: dict, table):
     """One shard's StudyRows of metric `name` from its header entry and table."""
     from rexrank.metrics.base import StudyRows
 
-    def cells(key: str) -> list:
-        return [json.loads(cell) for cell in table[f"{name}{SIDE}{key}"]]
+    def cells(key: str) -> list:  # one JSON value per study, parsed as one array (a parse per cell is 10x slower)
+        return json.loads("[" + ",".join(table[f"{name}{SIDE}{key}"].tolist()) + "]")
 
     failures = {i: why for i, why in enumerate(cells(FAILURE)) if why is not None}
     columns = {c: table[c].to_numpy(dtype=np.float64) for c in part["columns"]}

@@ -631,6 +631,9 @@ def test_the_merge_refuses_missing_shards_and_shards_of_other_code_or_options():
     other_code = [({**meta, "code": "0.0.1+abc"}, t) for meta, t in shards]
     with pytest.raises(MergeError, match="scored by rexrank 0.0.1"):
         merge_shards(other_code, plan_ranges=ranges, header=header)
+    old_format = [shards[0], ({**shards[1][0], "format": 1}, shards[1][1])]
+    with pytest.raises(MergeError, match="shard 1 is in shard format 1"):
+        merge_shards(old_format, plan_ranges=ranges, header=header)
 
 
 def test_the_backend_command_dispatches_with_the_store_config(hub, tmp_path):

@@ -428,6 +428,8 @@ def test_sembscore_details_and_radcliq_reach_a_dispatched_record(tmp_path):
     assert merged == alone
     for column, tolerance in (("sembscore", 1e-6), ("radcliq", 2e-6), ("radcliq_v0", 2e-6)):
         assert abs(per_study[column] - single_per_study[column]).max() <= tolerance
+    for column in ("radcliq_radgraph", "radcliq_bleu2"):  # each study's own reports: exactly
+        pd.testing.assert_series_equal(per_study[column], single_per_study[column])
     assert record["values"].keys() == single["values"].keys()
     for column, value in record["values"].items():
         assert abs(value["mean"] - single["values"][column]["mean"]) <= 2e-6

@@ -10,8 +10,9 @@ costs next to the scoring.
 2. The dispatcher's own work per shard, measured here: a local store, one request, K
    shards, Jobs that "finish" at once having written synthetic shard outputs (the
    dispatcher's plan, starts, polls, record updates, merge and publish; no scoring).
-3. The merge at 10,000 studies, measured here: synthetic per-study tables of the full
-   metric set's columns in K shards, merged into one run's results.
+3. The merge at 10,000 studies, measured here: synthetic study rows of the full metric
+   set (columns, labels, accounting) in K shards, merged into one run's results by each
+   metric's own aggregate().
 
 Usage: python benchmarks/dispatch.py [--studies 10000] [--jobs 1,2,4,8,16,32] [--job-start 300]
 """
@@ -29,7 +30,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from rexrank.backend.merge import merge_shards, shard_header  # noqa: E402
+from rexrank.backend.merge import merge_shards, shard_header, shard_table  # noqa: E402
 from rexrank.backend.shards import plan_shards  # noqa: E402
 from rexrank.store.config import REXRANK_LLM_METRICS, REXRANK_METRICS  # noqa: E402
 
@@ -58,28 +59,59 @@ def makespans(n: int, ks: list[int], job_start: float) -> list[tuple[int, float,
     return rows
 
 
+def synthetic_rows(name: str, n: int, rng):
+    """Random StudyRows of the shape metric `name` keeps (its columns, side values, settings,
+    tallies), for its own aggregate() to read."""
+    from rexrank.metrics.base import StudyRows
+
+    columns = {c: rng.random(n) for c in COLUMNS[name]}
+    side, settings, tallies = {}, {}, {}
+    if name == "bertscore":
+        side = {"empty_pair": [False] * n}
+    if name == "sembscore":
+        side = {f"chexbert_{s}": rng.integers(0, 4, (n, 14)).astype(np.int8) for s in ("predictions", "references")}
+    if name in ("radgraph", "ratescore"):
+        side = {f"entities_{s}": rng.integers(0, 9, n).tolist() for s in ("prediction", "reference")}
+    if name == "ratescore":
+        tallies = {"reference_cache": {"hits": 0, "misses": n}}
+    if name == "radcliq":
+        settings = {"components_from_the_run": ["bleu2", "bertscore", "sembscore", "radgraph"]}
+    if name in ("green", "fineradscore"):
+        usage = {"requests": n, "cache_hits": 0, "retries": 0, "failed": 0, "prompt_tokens": 700 * n,
+                 "completion_tokens": 300 * n, "cached_prompt_tokens": 0, "cached_completion_tokens": 0}
+        tallies = {"llm_usage": usage}
+        settings = {"llm_prices": {"price_input_per_mtok": None, "price_output_per_mtok": None}}
+    if name == "green":
+        side = {"unparseable": (rng.random(n) < 0.01).tolist()}
+    if name == "fineradscore":
+        columns["fineradscore"] = rng.integers(0, 5, n).astype(float)
+        settings["thresholds"] = {"no_actionable_max": 1, "no_significant_max": 2}
+        tallies["reasks"] = 0
+    return StudyRows(columns, side, {}, settings, tallies)
+
+
 def synthetic_shards(n: int, ranges, rng) -> tuple[list, dict]:
-    """K (shard JSON, per-study table) pairs and the whole run's header, as the shards and the dispatcher make them."""
+    """K (shard JSON, shard table) pairs and the whole run's header, as the shards and the dispatcher make them."""
+    from types import SimpleNamespace
+
+    from rexrank.metrics.base import MetricResult
+
     ids = [f"s{i:05d}" for i in range(n)]
     shards = []
     for index, (start, stop) in enumerate(ranges):
         table = pd.DataFrame({"id": ids[start:stop]})
-        summaries = {}
+        summaries, results = {}, {}
         for name in FULL_SET:
-            for column in COLUMNS[name]:
-                table[column] = rng.random(stop - start)
-            details = {"n_failed": 0, "failed_positions": [], "failure_reasons": {}}
-            if name == "green":
-                details.update({"n_unparseable": 1, "unparseable_positions": [0], "llm_usage": {"requests": stop - start}})
-            if name == "fineradscore":
-                details["thresholds"] = {"no_actionable_max": 1, "no_significant_max": 2, "note": "ours"}
-            summaries[name] = {"provenance": {"version": "x"}, "higher_is_better": True,
-                               "scores": {c: {} for c in COLUMNS[name]}, "details": details,
-                               "n_studies": stop - start, "failures": {}, "seconds": 1.0}
-        meta = shard_header({"metrics": summaries, "seconds": 1.0}, request_id="r", shard=index, attempt=1,
-                            start=start, stop=stop, metrics=FULL_SET, metric_options={})
+            rows = synthetic_rows(name, stop - start, rng)
+            for column, values in rows.columns.items():
+                table[column] = values
+            results[name] = MetricResult(name, rows.columns, {}, rows=rows)
+            summaries[name] = {"provenance": {"version": "x"}, "higher_is_better": True, "seconds": 1.0}
+        run = SimpleNamespace(results={"metrics": summaries, "seconds": 1.0}, metric_results=results, per_study=table)
+        meta = shard_header(run, request_id="r", shard=index, attempt=1, start=start, stop=stop, metrics=FULL_SET,
+                            metric_options={})
         buf = io.BytesIO()
-        table.to_parquet(buf, index=False)  # the merge reads parquet back, as from the store
+        shard_table(run).to_parquet(buf, index=False)  # the merge reads parquet back, as from the store
         shards.append((meta, pd.read_parquet(io.BytesIO(buf.getvalue()))))
     header = {"predictions": {"n": n}, "predictions_ids": ids, "metrics": {}}
     return shards, header
@@ -147,8 +179,8 @@ def dispatcher_seconds_per_shard(k: int) -> float:
         runs = []
         for index, (start, stop) in enumerate(plan.ranges):
             run = score_submission("example", "findings", EXAMPLE_PREDS, metrics="bleu2", progress=False, select=(start, stop))
-            runs.append((shard_header(run.results, request_id="", shard=index, attempt=1, start=start, stop=stop,
-                                      metrics=["bleu2"], metric_options={}), run.per_study))
+            runs.append((shard_header(run, request_id="", shard=index, attempt=1, start=start, stop=stop,
+                                      metrics=["bleu2"], metric_options={}), shard_table(run)))
         settings = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=k, target_shard_hours=1e-9, poll=0.0)
         dispatcher = Dispatcher(Worker(store, metrics="bleu2", worker_id="bench"), InstantJobs(store, runs), settings)
         t0 = time.perf_counter()

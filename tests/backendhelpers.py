@@ -15,6 +15,7 @@ TEST_METRICS = {
     "counting": ("backendhelpers:Counting", "core"),
     "leaky": ("backendhelpers:Leaky", "core"),
     "crashing": ("backendhelpers:Crashing", "core"),
+    "patchy": ("backendhelpers:Patchy", "core"),
 }
 
 
@@ -37,7 +38,7 @@ class Counting(Metric):
         if os.environ.get("REXRANK_TEST_STARTED"):
             Path(os.environ["REXRANK_TEST_STARTED"]).write_text("started")
         time.sleep(float(os.environ.get("REXRANK_TEST_SLOW", "0")))
-        return self._result_from_columns({self.name: [len(p) / 100 for p in predictions]})
+        return self._rows({self.name: [len(p) / 100 for p in predictions]})
 
 
 class Leaky(Metric):
@@ -48,11 +49,30 @@ class Leaky(Metric):
     def _score(self, predictions, references):
         scores = [float(len(set(p.split()) & set(r.split()))) for p, r in zip(predictions, references)]
         scores[0] = float("nan")
-        return self._result_from_columns(
-            {self.name: scores},
-            details={"examples": list(references[:3]), "worst": {"reference": references[1]}},
-            failures={0: f"could not parse the reference {references[0]!r}"},
-        )
+        return self._rows({self.name: scores}, side={"reference": list(references)},
+                          failures={0: f"could not parse the reference {references[0]!r}"})
+
+    @classmethod
+    def aggregate(cls, rows):
+        result = super().aggregate(rows)
+        references = rows.side["reference"]
+        result.details = {"examples": list(references[:3]), "worst": {"reference": references[1]}}
+        return result
+
+
+class Patchy(Metric):
+    """A judge that gives no answer for the studies whose reference is in `fail_references`
+    (NaN and a failure), and 1 for the others."""
+
+    name = "patchy"
+
+    def __init__(self, fail_references=()):
+        self.fail_references = set(fail_references)
+
+    def _score(self, predictions, references):
+        failures = {i: "the judge gave no answer" for i, r in enumerate(references) if r in self.fail_references}
+        return self._rows({self.name: [float("nan") if i in failures else 1.0 for i in range(len(references))]},
+                          failures=failures)
 
 
 class Crashing(Metric):

@@ -251,7 +251,7 @@ _register(
 _D = "tests/test_dispatch.py::"
 _register(
     Mutant("shard-boundaries", "shard boundaries anywhere, not between the LLM judges' official batches",
-           "src/rexrank/backend/shards.py", "align = math.lcm(align, official_batch(name, metric_options.get(name, {})))",
+           "src/rexrank/backend/shards.py", "align = math.lcm(*(rule.align for rule in rules.values()))",
            "align = 1", (_D + "test_shard_boundaries_fall_between_the_official_llm_batches",)),
     Mutant("adopt-nothing", "a restarted dispatcher ignores the Jobs it finds by their labels",
            "src/rexrank/backend/dispatch.py", "found = self.jobs.list({LABEL_REQUEST: rid})\n        recorded",

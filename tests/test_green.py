@@ -92,6 +92,69 @@ def test_parser_matched_findings_quirks():
     assert not score_completion("[Clinically Significant Errors]:\n(a) X: 1. y").complete
 
 
+# the six sub-categories as the official answers spell them (shared metrics_llm.md §1.6)
+OFFICIAL_SUB_CATEGORIES = (
+    "(a) False report of a finding in the candidate",
+    "(b) Missing a finding present in the reference",
+    "(c) Misidentification of a finding's anatomic location/position",
+    "(d) Misassessment of the severity of a finding",
+    "(e) Mentioning a comparison that isn't in the reference",
+    "(f) Omitting a comparison detailing a change from a prior study",
+)
+
+
+def official_answer(significant: list[int], insignificant: list[int], matched: int, *, numbered: bool = False) -> str:
+    """A judge answer in the trained format (the golden completions' layout); `numbered`:
+    the GPT-4-style "(1)".."(6)" sub-categories the official parser falls back to."""
+    def section(title: str, counts: list[int]) -> str:
+        lines = []
+        for k, (name, count) in enumerate(zip(OFFICIAL_SUB_CATEGORIES, counts)):
+            if numbered:
+                name = f"({k + 1}){name[3:]}"
+            lines.append(f"{name}: {count}." + "".join(f" Error {j};" for j in range(count)).rstrip(";"))
+        return f"[{title}]:\n" + "\n".join(lines)
+
+    return ("\nThe candidate differs from the reference.\n\n" + section("Clinically Significant Errors", significant)
+            + "\n\n" + section("Clinically Insignificant Errors", insignificant)
+            + f"\n\n[Matched Findings]:\n{matched}. Finding A; Finding B; Finding C.")
+
+
+@pytest.mark.parametrize("numbered", [False, True])
+@pytest.mark.parametrize("sub", range(6))
+def test_each_sub_category_a_to_f_counts_in_the_score(sub, numbered):
+    # official rule: every (a)-(f) line's count adds to the significant errors, and
+    # GREEN = matched / (matched + significant errors); insignificant errors are not in the score
+    significant, insignificant = [0] * 6, [0] * 6
+    significant[sub], insignificant[sub] = 2, 1
+    parsed = score_completion(clean_completion(official_answer(significant, insignificant, 3, numbered=numbered)))
+    assert parsed.significant == significant and parsed.insignificant == insignificant
+    assert parsed.matched == 3 and parsed.score == pytest.approx(3 / 5)
+
+
+def test_an_omitted_comparison_f_in_a_golden_answer_lowers_the_score():
+    case = golden_cases()[3]
+    line = "(f) Omitting a comparison detailing a change from a prior study: 0."
+    assert line in case["completion"] and case["significant_error_counts_a_to_f"][5] == 0  # the golden answers have no (f)
+    completion = case["completion"].replace(line, line[:-2] + "2. Interval change of the effusion not mentioned.", 1)
+    parsed = score_completion(clean_completion(completion))
+    expected = case["significant_error_counts_a_to_f"][:5] + [2]
+    assert parsed.significant == expected
+    assert parsed.score == pytest.approx(case["matched_findings"] / (case["matched_findings"] + sum(expected)))
+    assert parsed.score < case["green_score"]
+
+
+def test_the_f_count_reaches_the_metrics_columns_and_corpus(tmp_path):
+    answers = {"candidate f": official_answer([0, 0, 0, 0, 0, 2], [0] * 6, 2),
+               "candidate clean": official_answer([0] * 6, [0] * 6, 2)}
+    with FakeOpenAIServer(_endpoint_script(answers, [])) as server:
+        result = get_metric("green", base_url=server.base_url, cache_dir=str(tmp_path), progress=False).score(
+            list(answers), ["reference f", "reference clean"])
+    np.testing.assert_array_equal(result.per_study["green_sig_f"], [2, 0])
+    np.testing.assert_array_equal(result.per_study["green_significant_errors"], [2, 0])
+    np.testing.assert_allclose(result.primary, [2 / 4, 1.0])
+    assert result.corpus["green_zero_error_rate_f"] == 0.5 and result.corpus["green_zero_error_rate_e"] == 1.0
+
+
 def test_clean_completion_keeps_text_after_last_explanation():
     raw = "<|user|>\nprompt [Explanation]:\n<Explanation>\n<|assistant|>\n[Explanation]:\nbody</s><unk>"
     assert clean_completion(raw) == "\nbody"

@@ -209,3 +209,19 @@ def test_missing_weights_offline_fail_fast_naming_the_fix(monkeypatch, stand_in_
     assert time.monotonic() - start < 5
     assert "StanfordAIMI/SRR-BERT-Leaves-with-Statuses" in str(err.value)
     assert "rexrank.models.weights.download(['srr_bert'])" in str(err.value)
+
+
+def test_a_part_classifies_the_whole_runs_batches_so_shards_merge_exactly(near_threshold_model, stand_in_splitter):
+    from rexrank.metrics.base import StudyRows
+
+    predictions, references = _near_threshold_studies()
+    metric = _metric(near_threshold_model)
+    whole = metric.score(predictions, references)
+    cuts = [(0, 13), (13, 27), (27, 40)]  # boundaries inside RadEval's batches of 4 sentences
+    merged = SRRBert.aggregate(StudyRows.concat([metric.score(predictions, references, part=cut).rows for cut in cuts]))
+    for column, values in whole.per_study.items():
+        np.testing.assert_array_equal(merged.per_study[column], values)
+    assert merged.corpus == whole.corpus
+    # the parts scored alone (batches of their own sentences) differ: the model is near the threshold
+    alone = np.concatenate([metric.score(predictions[a:b], references[a:b]).primary for a, b in cuts])
+    assert (alone != whole.primary).any()

@@ -64,6 +64,18 @@ def texts_fingerprint(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class RequestPart:
+    """Studies [start, stop) of a request (one shard of a dispatched request) and every pair
+    of the request: a metric whose batches span studies scores the part as the whole run does
+    (Metric.score's `part`)."""
+
+    predictions: list[str]
+    references: list[str]
+    start: int
+    stop: int
+
+
 def _n_scored(result: MetricResult, n: int) -> int:
     """Studies with a primary score (the published one); NaN marks a failure."""
     import numpy as np
@@ -98,37 +110,52 @@ def _run_options(name: str, options: dict, *, progress: bool, run_context) -> di
 
 
 def _score_metric(name: str, predictions: Predictions, references: list[str], *, options: dict, bootstrap: int,
-                  seed: int, progress: bool, run_context,
-                  nothing_scored_is_error: bool = True) -> tuple[dict[str, Any], MetricResult]:
+                  seed: int, progress: bool, run_context, nothing_scored_is_error: bool = True,
+                  part: RequestPart | None = None) -> tuple[dict[str, Any], MetricResult]:
     """One metric: its summary (the unit of `results["metrics"]`) and its result."""
     metric = get_metric(name, **_run_options(name, options, progress=progress, run_context=run_context))
     t0 = time.time()
-    result = run_context.score(metric, predictions.texts, references)
+    if part is None:
+        result = run_context.score(metric, predictions.texts, references)
+    else:
+        result = run_context.score(metric, part.predictions, part.references, part=(part.start, part.stop))
     seconds = time.time() - t0
-    n_scored = _n_scored(result, len(predictions))
-    if nothing_scored_is_error and result.failures and len(result.failures) >= len(predictions):
+    summary = metric_summary(result, predictions.ids, provenance=metric.provenance(),
+                             higher_is_better=metric.higher_is_better, seconds=seconds, bootstrap=bootstrap,
+                             seed=seed, nothing_scored_is_error=nothing_scored_is_error)
+    return summary, result
+
+
+def metric_summary(result: MetricResult, ids: Sequence[str], *, provenance: dict, higher_is_better: bool,
+                   seconds: float, bootstrap: int, seed: int, nothing_scored_is_error: bool = True) -> dict[str, Any]:
+    """A metric's summary (the unit of `results["metrics"]`) from its result over the studies
+    `ids`: a single run's, or the merge of a dispatched request's shards (Metric.aggregate of
+    their rows), so both publish the same numbers. Means and CIs of every per-study column,
+    coverage, failures by study id.
+    nothing_scored_is_error: a result with no scored study raises MetricError."""
+    if nothing_scored_is_error and result.failures and len(result.failures) >= len(ids):
         # nothing scored is a failed metric, not a row of NaN that reads like a result
         reasons = sorted(Counter(result.failures.values()).items(), key=lambda kv: -kv[1])
         listed = "; ".join(f"{why} ({k}x)" for why, k in reasons[:3])
-        raise MetricError(f"none of the {len(predictions)} studies could be scored: {listed}")
+        raise MetricError(f"none of the {len(ids)} studies could be scored: {listed}")
+    n_scored = _n_scored(result, len(ids))
     scores = {
         column: aggregate(values, bootstrap=bootstrap, seed=seed, allow_missing=bool(result.failures), name=column).to_dict()
         for column, values in result.per_study.items()
     }
-    summary = {
-        "provenance": metric.provenance(),
-        "higher_is_better": metric.higher_is_better,
+    return {
+        "provenance": provenance,
+        "higher_is_better": higher_is_better,
         "corpus": result.corpus,
         "scores": scores,
-        "details": _with_study_ids(result.details, predictions.ids),
+        "details": _with_study_ids(result.details, ids),
         # coverage (the backend publishes a metric only above a share of scored studies)
-        "n_studies": len(predictions),
+        "n_studies": len(ids),
         "n_scored": n_scored,
-        "n_failed": len(predictions) - n_scored,
-        "failures": {predictions.ids[i]: why for i, why in result.failures.items()},
+        "n_failed": len(ids) - n_scored,
+        "failures": {ids[i]: why for i, why in result.failures.items()},
         "seconds": round(seconds, 3),
     }
-    return summary, result
 
 
 def failure_record(exc: BaseException, seconds: float) -> dict[str, Any]:
@@ -158,12 +185,14 @@ def score_predictions(
     keep_going: bool = False,
     on_update: Callable[[ScoreRun, str], None] | None = None,
     nothing_scored_is_error: bool = True,
+    part: RequestPart | None = None,
 ) -> ScoreRun:
     """Run the metrics one after the other.
 
     nothing_scored_is_error: a metric that scored no study raises MetricError (naming the
         reasons); False keeps it as a summary with no score (the backend on a private test
         set, where that is a case of its coverage rule's noisy threshold).
+    part: the request these predictions and references are a part of (a shard).
 
     keep_going: a metric that raises is recorded in `results["failed"]` (reason, advice)
         and the others still run; otherwise its exception propagates.
@@ -189,7 +218,8 @@ def score_predictions(
         try:
             summary, result = _score_metric(name, predictions, references, options=metric_options.get(name, {}),
                                             bootstrap=bootstrap, seed=seed, progress=progress,
-                                            run_context=run_context, nothing_scored_is_error=nothing_scored_is_error)
+                                            run_context=run_context, nothing_scored_is_error=nothing_scored_is_error,
+                                            part=part)
         except Exception as exc:
             if not keep_going:
                 raise
@@ -264,7 +294,8 @@ def _with_test_set_context(metric_options: dict | None, names: list[str], datase
 
 def _select(predictions: Predictions, references: list[str], metric_options: dict | None, start: int, stop: int):
     """Studies [start, stop) of validated predictions, their references, and per-study
-    options (a list with one value per study, e.g. CRIMSON's contexts) cut alike."""
+    options (a list with one value per study, e.g. CRIMSON's contexts) cut alike; and the
+    RequestPart they make."""
     if not 0 <= start < stop <= len(predictions):
         raise ValueError(f"shard [{start}, {stop}) is outside the {len(predictions)} studies")
     ids, texts = predictions.ids[start:stop], predictions.texts[start:stop]
@@ -273,7 +304,7 @@ def _select(predictions: Predictions, references: list[str], metric_options: dic
     part = Predictions(ids, texts, predictions.source, n_empty=len(empty), empty_ids=empty, not_in_track_ids=[])
     options = {name: {k: (v[start:stop] if isinstance(v, list) and len(v) == len(predictions) else v)
                       for k, v in opts.items()} for name, opts in (metric_options or {}).items()}
-    return part, references[start:stop], options
+    return part, references[start:stop], options, RequestPart(list(predictions.texts), references, start, stop)
 
 
 def score_submission(
@@ -302,7 +333,9 @@ def score_submission(
     `studies`, `spec`: the track's studies and the test set's spec already resolved (the backend's
     rexrank.backend.resolved.ResolvedRequest);
     `select` = (start, stop): score only those studies, in test-set order (one shard of
-    a dispatched request; the whole file is still validated)."""
+    a dispatched request; the whole file is still validated). A shard never fails for
+    scoring none of its studies: that rule is the whole request's, applied where the shards
+    merge (rexrank.backend.merge)."""
     from rexrank.testsets.loading import track_studies
     from rexrank.testsets.registry import check_track, get_spec
 
@@ -320,8 +353,10 @@ def score_submission(
     )
     metric_options = _with_test_set_context(metric_options, names, dataset, track, data_dir, test.ids)
     references = list(test.references)
+    part = None
     if select is not None:
-        predictions, references, metric_options = _select(predictions, references, metric_options, *select)
+        predictions, references, metric_options, part = _select(predictions, references, metric_options, *select)
+        nothing_scored_is_error = False
     info = {
         "name": dataset,
         "title": spec.title,
@@ -343,4 +378,5 @@ def score_submission(
         keep_going=keep_going,
         on_update=on_update,
         nothing_scored_is_error=nothing_scored_is_error,
+        part=part,
     )

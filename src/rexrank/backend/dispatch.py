@@ -413,9 +413,11 @@ class Dispatcher:
         rid, w = request["id"], self.worker
         parts = [read_shard(self.store, rid, s.index, s.attempt) for s in shards]
         t0 = time.perf_counter()
-        results, table = merge_shards(parts, plan_ranges=plan_json["ranges"], header=self._header(resolved))
-        gpu_seconds = {name: summary["seconds"] for name, summary in results["metrics"].items()}
-        try:
+        gpu_seconds: dict = {}
+        try:  # "nothing scored" and the coverage rule are the whole request's, as a single worker's
+            results, table = merge_shards(parts, plan_ranges=plan_json["ranges"], header=self._header(resolved),
+                                          nothing_scored_is_error=not resolved.private)
+            gpu_seconds = {name: summary["seconds"] for name, summary in results["metrics"].items()}
             record, per_study = w.published_parts(resolved, results, table)
         except Exception as exc:
             message, kind = w.failure_message(request, exc, resolved=resolved)

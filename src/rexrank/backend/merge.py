@@ -1,21 +1,24 @@
-"""Merge a dispatched request's K shard outputs into one run's results, as a single
-worker's `score_submission` makes them: per-study table in test-set order, every
-aggregate (mean, CI, corpus values) computed once over all studies.
+"""Merge a dispatched request's K shard outputs into one run's results: the per-study table
+in test-set order, and every published value computed once over all studies by the same
+functions a single worker's `score_submission` calls (each metric's `Metric.aggregate` of
+its study rows, then rexrank.scoring.metric_summary).
 
-Per-study values are each shard's own: exactly a single worker's for metrics that score
-each study alone (BLEU-2, ROUGE, RadGraph, RaTEScore's matching) and for the LLM judges
-(shard boundaries fall between their official batches, rexrank.backend.shards); the
-encoder metrics (BERTScore, SembScore) batch studies together, so their padding mates
-change with the shard and values agree within 1e-6.
-
-Details: `*_positions` are offset to the whole request, counts and usage summed, means
-weighted by shard size, equal values kept; anything else is listed under `not_merged`.
+A shard writes its studies' rows (rexrank.metrics.base.StudyRows): the published per-study
+columns, and beside them in the same table the per-study values its corpus values and
+details come from (labels, judgements, failures), one JSON cell per study; its header holds
+what is the same for every study (settings) and the run's accounting (tallies, added up).
+The merge concatenates the rows, so a sharded run is a single run by construction as far
+as the per-study values are the single run's: exactly for the metrics that score each study
+alone and for the LLM judges (whose batches each metric keeps whole, Metric.shard_rule), and
+for SRR-BERT (each shard classifies the whole run's sentence batches, Metric.score's
+`part`); within 1e-6 for the encoder metrics (BERTScore, SembScore), whose batch mates and
+padding change with the shard (RadCliQ, combining them, within 2e-6).
+The coverage rule and "nothing scored" apply to the whole request, here and after.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,7 +27,9 @@ import numpy as np
 import rexrank
 from rexrank.errors import RexrankError
 
-SHARD_FORMAT = 1
+SHARD_FORMAT = 2
+SIDE = "::"  # a side column of a shard's table: "<metric>::<key>" (never a published column's name)
+FAILURE = "failure"  # the side key of each study's failure reason (null: scored)
 
 
 class MergeError(RexrankError):
@@ -47,9 +52,15 @@ def options_fingerprint(metrics, metric_options: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def shard_header(run_results: dict, *, request_id: str, shard: int, attempt: int, start: int, stop: int,
+def shard_header(run, *, request_id: str, shard: int, attempt: int, start: int, stop: int,
                  metrics, metric_options: dict) -> dict:
-    """The JSON a shard writes beside its per-study parquet."""
+    """The JSON a shard writes beside its table (shard_table), from its ScoreRun."""
+    parts = {}
+    for name, summary in run.results["metrics"].items():
+        rows = run.metric_results[name].rows
+        parts[name] = {"provenance": summary["provenance"], "higher_is_better": summary["higher_is_better"],
+                       "seconds": summary["seconds"], "columns": list(rows.columns), "side": list(rows.side),
+                       "settings": rows.settings, "tallies": rows.tallies}
     return {
         "format": SHARD_FORMAT,
         "request_id": request_id,
@@ -59,16 +70,43 @@ def shard_header(run_results: dict, *, request_id: str, shard: int, attempt: int
         "code": code_fingerprint(),
         "metrics": list(metrics),
         "options": options_fingerprint(metrics, metric_options),
-        "summaries": run_results["metrics"],
-        "seconds": run_results.get("seconds", 0.0),
+        "parts": parts,
+        "seconds": run.results.get("seconds", 0.0),
     }
 
 
-def merge_shards(shards: list[tuple[dict, "object"]], *, plan_ranges: list[list[int]], header: dict):
+def shard_table(run):
+    """A shard's per-study table: the published columns, then each metric's side values and
+    failure reasons as JSON cells (columns "<metric>::<key>")."""
+    table = run.per_study.copy()
+    for name, result in run.metric_results.items():
+        rows = result.rows
+        for key, values in rows.side.items():
+            table[f"{name}{SIDE}{key}"] = [json.dumps(_plain(v)) for v in values]
+        table[f"{name}{SIDE}{FAILURE}"] = [json.dumps(rows.failures.get(i)) for i in range(len(table))]
+    return table
+
+
+def _plain(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def merge_shards(shards: list[tuple[dict, "object"]], *, plan_ranges: list[list[int]], header: dict,
+                 nothing_scored_is_error: bool = True):
     """(results, per-study DataFrame) of the whole request from `shards` [(shard JSON,
-    per-study DataFrame)] in shard order; `header`: the whole run's results header
-    (rexrank.scoring's, from all predictions and references). Raises MergeError."""
+    shard table)] in shard order; `header`: the whole run's results header (rexrank.scoring's,
+    from all predictions and references, with "predictions_ids"); `nothing_scored_is_error`:
+    as rexrank.scoring.score_predictions, for the whole request. Raises MergeError, or
+    MetricError (a metric scored none of the request's studies, or its values are undefined)."""
     import pandas as pd
+
+    from rexrank.metrics.base import StudyRows
+    from rexrank.metrics.registry import metric_class
+    from rexrank.scoring import metric_summary
 
     if len(shards) != len(plan_ranges):
         raise MergeError(f"{len(shards)} of {len(plan_ranges)} shards present")
@@ -82,147 +120,48 @@ def merge_shards(shards: list[tuple[dict, "object"]], *, plan_ranges: list[list[
             if meta[key] != first[key]:
                 raise MergeError(f"shard {meta['shard']} was made with another {key} ({meta[key]!r}, shard 0: "
                                  f"{first[key]!r}); requeue the request so that every shard is scored again")
+        if meta.get("format") != SHARD_FORMAT:
+            raise MergeError(f"shard {meta['shard']} is in shard format {meta.get('format')}, this merge reads "
+                             f"{SHARD_FORMAT}; requeue the request so that every shard is scored again")
         if meta["range"] != [start, stop] or len(table) != stop - start:
             raise MergeError(f"shard {meta['shard']} holds studies {meta['range']} ({len(table)} rows), "
                              f"the plan says [{start}, {stop})")
     table = pd.concat([t for _, t in shards], ignore_index=True)
-    if list(table["id"]) != header["predictions_ids"]:
+    ids = list(table["id"])
+    if ids != header["predictions_ids"]:
         raise MergeError("the shards' studies are not the request's studies in test-set order")
     results = {k: v for k, v in header.items() if k != "predictions_ids"}
+    bootstrap = (results.get("statistics") or {}).get("bootstrap") or {}
     results["metrics"] = {}
     for name in first["metrics"]:
-        parts = [(meta["summaries"][name], start) for (meta, _), (start, _stop) in zip(shards, plan_ranges)]
-        for meta, _ in shards:
-            if meta["summaries"][name]["provenance"] != parts[0][0]["provenance"]:
-                raise MergeError(f"shard {meta['shard']} ran {name} with another checkpoint or settings")
-        results["metrics"][name] = _merge_summary(name, parts, table, results["predictions"]["n"])
+        parts = [meta["parts"][name] for meta, _ in shards]
+        if any(part["provenance"] != parts[0]["provenance"] for part in parts):
+            shard = next(meta["shard"] for meta, _ in shards if meta["parts"][name]["provenance"] != parts[0]["provenance"])
+            raise MergeError(f"shard {shard} ran {name} with another checkpoint or settings")
+        try:
+            rows = StudyRows.concat([_study_rows(name, part, t) for part, (_, t) in zip(parts, shards)])
+        except ValueError as exc:
+            raise MergeError(f"the shards' {name} rows cannot make one run: {exc}") from None
+        result = metric_class(name).aggregate(rows)
+        results["metrics"][name] = metric_summary(
+            result, ids, provenance=parts[0]["provenance"], higher_is_better=parts[0]["higher_is_better"],
+            seconds=sum(part["seconds"] for part in parts), bootstrap=bootstrap.get("resamples", 0),
+            seed=bootstrap.get("seed", 0), nothing_scored_is_error=nothing_scored_is_error)
     results["pending"] = []
     results["failed"] = {}
     results["complete"] = True
     results["seconds"] = round(sum(meta.get("seconds", 0.0) for meta, _ in shards), 3)
-    return results, table
+    published = table[[c for c in table.columns if SIDE not in c]]
+    return results, published
 
 
-def _merge_summary(name: str, parts: list[tuple[dict, int]], table, n: int) -> dict:
-    from rexrank.metrics.base import nanmean_or_nan
-    from rexrank.scoring import _with_study_ids
-    from rexrank.stats import aggregate
+def _study_rows(name: str, part: dict, table):
+    """One shard's StudyRows of metric `name` from its header entry and table."""
+    from rexrank.metrics.base import StudyRows
 
-    columns = list(parts[0][0]["scores"])
-    failures = {sid: why for summary, _ in parts for sid, why in summary["failures"].items()}
-    values = {c: np.asarray(table[c].to_numpy(), dtype=np.float64) for c in columns}
-    scores = {c: aggregate(v, bootstrap=0, seed=0, allow_missing=bool(failures), name=c).to_dict()
-              for c, v in values.items()}
-    corpus = {c: nanmean_or_nan(v) for c, v in values.items()}
-    corpus.update(_corpus_extras(name, values, parts))
-    primary = values.get(name)
-    n_scored = int(np.count_nonzero(~np.isnan(primary))) if primary is not None else n - len(failures)
-    sizes = [summary["n_studies"] for summary, _ in parts]
-    details = _merge_details([(summary["details"], offset) for summary, offset in parts], sizes)
-    if name == "fineradscore" and "thresholds" in details:
-        from rexrank.metrics.fineradscore import error_rates
+    def cells(key: str) -> list:  # one JSON value per study, parsed as one array (a parse per cell is 10x slower)
+        return json.loads("[" + ",".join(table[f"{name}{SIDE}{key}"].tolist()) + "]")
 
-        t = {k: v for k, v in details["thresholds"].items() if k != "note"}
-        details["rates"] = error_rates(values["fineradscore"], **t)
-    return {
-        "provenance": parts[0][0]["provenance"],
-        "higher_is_better": parts[0][0]["higher_is_better"],
-        "corpus": corpus,
-        "scores": scores,
-        "details": _with_study_ids(details, list(table["id"])),
-        "n_studies": n,
-        "n_scored": n_scored,
-        "n_failed": n - n_scored,
-        "failures": failures,
-        "seconds": round(sum(summary.get("seconds", 0.0) for summary, _ in parts), 3),
-    }
-
-
-def _corpus_extras(name: str, values: dict, parts) -> dict:
-    """Corpus values that are not a column's mean, computed over all studies as each metric does."""
-    out = {}
-    if name in ("green", "crimson") and name in values:
-        scored = ~np.isnan(values[name])
-        out[f"{name}_std"] = float(np.std(values[name][scored])) if scored.any() else math.nan
-        if name == "green":
-            from rexrank.metrics.green import SUB_KEYS
-
-            for key in SUB_KEYS:
-                v = values[f"green_sig_{key}"][scored]
-                out[f"green_zero_error_rate_{key}"] = float(np.mean(v == 0)) if v.size else math.nan
-    if name == "radcliq":
-        from rexrank.metrics.base import nanmean_or_nan
-
-        mean_v1 = nanmean_or_nan(values["radcliq"])
-        out["radcliq_v1_inv"] = 1.0 / mean_v1 if mean_v1 else math.nan
-    if name == "fineradscore":
-        from rexrank.metrics.fineradscore import error_rates
-
-        thresholds = {k: v for k, v in (parts[0][0]["details"].get("thresholds") or {}).items() if k != "note"}
-        out["fineradscore_inv"] = error_rates(values["fineradscore"], **thresholds)["fineradscore_inv"]
-    return out
-
-
-# metrics whose corpus values are not derived from their per-study columns: never sharded
-UNSHARDABLE = frozenset({"srr_bert", "spec_cxr"})
-
-
-def _merge_details(parts: list[tuple[dict, int]], sizes: list[int]) -> dict:
-    keys = list(dict.fromkeys(k for d, _ in parts for k in d))
-    # `*_ids` mirror `*_positions` (made again from the merged positions)
-    keys = [k for k in keys if not (k.endswith("_ids") and k[: -len("_ids")] + "_positions" in keys)]
-    merged, not_merged = {}, []
-    for key in keys:
-        vals = [(d.get(key), offset) for d, offset in parts]
-        try:
-            merged[key] = _merge_value(key, vals, sizes)
-        except _NotMergeable:
-            not_merged.append(key)
-    if not_merged:  # said, never dropped silently
-        merged["not_merged"] = sorted(not_merged)
-    return merged
-
-
-class _NotMergeable(Exception):
-    pass
-
-
-def _merge_value(key: str, vals: list[tuple[object, int]], sizes: list[int]):
-    present = [v for v, _ in vals if v is not None]
-    if not present:
-        return None
-    if key.endswith("_positions") and all(isinstance(v, list) for v in present):
-        return sorted(offset + i for v, offset in vals for i in (v or []))
-    if all(isinstance(v, bool) for v in present) or all(isinstance(v, str) for v in present):
-        if all(v == present[0] for v in present):
-            return present[0]
-        raise _NotMergeable
-    if all(isinstance(v, int) for v in present):
-        return sum(present)
-    if all(isinstance(v, (int, float)) for v in present):
-        if key.startswith(("mean_", "entities_per_")) and len(present) == len(sizes):
-            return float(sum(v * s for v, s in zip(present, sizes)) / max(1, sum(sizes)))
-        if all(v == present[0] for v in present):
-            return present[0]
-        if "usage" in key or key.endswith(("_usd", "_seconds", "_tokens")):
-            return sum(present)
-        raise _NotMergeable
-    if all(isinstance(v, dict) for v in present):
-        if all(v == present[0] for v in present):
-            return present[0]
-        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for v in present for x in v.values()) or \
-                key in ("llm_usage", "reference_cache", "failure_reasons"):
-            out: dict = {}
-            for v in present:
-                for k, x in v.items():
-                    if isinstance(x, (int, float)) and not isinstance(x, bool):
-                        out[k] = out.get(k, 0) + x
-                    elif out.setdefault(k, x) != x:
-                        raise _NotMergeable
-            return out
-        raise _NotMergeable
-    if all(isinstance(v, list) for v in present) and key == "completions":
-        return [x for v in present for x in v]
-    if all(v == present[0] for v in present):
-        return present[0]
-    raise _NotMergeable
+    failures = {i: why for i, why in enumerate(cells(FAILURE)) if why is not None}
+    columns = {c: table[c].to_numpy(dtype=np.float64) for c in part["columns"]}
+    return StudyRows(columns, {key: cells(key) for key in part["side"]}, failures, part["settings"], part["tallies"])

@@ -45,7 +45,7 @@ def job_data_dir(data_dir):
 
 def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None, progress: bool = False) -> int:
     """Score one shard; the process's exit status (0: written)."""
-    from rexrank.backend.merge import shard_header
+    from rexrank.backend.merge import shard_header, shard_table
     from rexrank.backend.resolved import resolve_request
     from rexrank.backend.worker import Worker
 
@@ -74,10 +74,10 @@ def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None
     if store.get_request(request_id)["status"] != R.RUNNING:  # cancelled while this shard was scored
         log.warning("%s is no longer running: shard %d not written", request_id, shard)
         return 3
-    meta = shard_header(run.results, request_id=request_id, shard=shard, attempt=attempt, start=start, stop=stop,
+    meta = shard_header(run, request_id=request_id, shard=shard, attempt=attempt, start=start, stop=stop,
                         metrics=worker.metrics, metric_options=options)
     buf = io.BytesIO()
-    run.per_study.to_parquet(buf, index=False)
+    shard_table(run).to_parquet(buf, index=False)
     _write(store, {json_path: R.dumps(R.jsonable(meta)), parquet_path: buf.getvalue()})
     log.info("shard %d of %s (studies [%d, %d), attempt %d) written", shard, request_id, start, stop, attempt)
     return 0

@@ -2,9 +2,11 @@
 
 A request of n studies becomes K contiguous shards in test-set order. K follows the
 request's size and the flavour's throughput (about `target_shard_hours` of work per
-shard), capped by --max-jobs. Every boundary is a multiple of each LLM metric's official
-batch size (GREEN's official batches of 8 in input order, rexrank.metrics.green), so each
-shard generates exactly the batches the official single run builds.
+shard), capped by --max-jobs. Each metric says how its studies may be cut
+(`Metric.shard_rule`): every boundary is a multiple of each one's batch (GREEN's official
+batches of 8 in input order, rexrank.metrics.green), so each shard generates exactly the
+batches the single run builds; a metric whose batches span the whole request under its
+options (GREEN's `batching="by_length"` on a local model) keeps the request in one shard.
 
 Throughput figures are per study, measured on one NVIDIA H100 with random-weight models
 of the real architectures (issue 29): the non-LLM suite (BLEU-2, BERTScore, SembScore,
@@ -15,7 +17,6 @@ estimate; the store's config can set both `flavor_speed` and `flavor_prices`.
 """
 from __future__ import annotations
 
-import inspect
 import math
 from dataclasses import dataclass, field
 
@@ -83,20 +84,11 @@ class ShardPlan:
         return "\n".join(lines)
 
 
-def official_batch(name: str, options: dict) -> int:
-    """The batch size a metric's official run generates in (1: studies are independent)."""
-    from rexrank.llm.settings import LLMSettings
-    from rexrank.metrics.llm_common import LLM_METRICS
+def shard_rules(metrics, metric_options: dict) -> dict:
+    """metric -> its ShardRule under these options (rexrank.metrics.base.Metric.shard_rule)."""
     from rexrank.metrics.registry import metric_class
 
-    if name not in LLM_METRICS:
-        return 1
-    if "batch_size" in options:
-        return int(options["batch_size"])
-    default = inspect.signature(metric_class(name)).parameters.get("batch_size")
-    if default is not None and isinstance(default.default, int):
-        return default.default
-    return LLMSettings.batch_size
+    return {name: metric_class(name).shard_rule(metric_options.get(name, {})) for name in metrics}
 
 
 def seconds_per_study(metrics, flavor: str, *, speed: dict | None = None) -> float:
@@ -119,15 +111,12 @@ def plan_shards(n_studies: int, metrics, metric_options: dict | None = None, *, 
                 target_shard_hours: float = 0.5, speed: dict | None = None, prices: dict | None = None,
                 max_shards: int | None = None) -> ShardPlan:
     """Cut `n_studies` into shards for `metrics` on `flavor` (see the module's note)."""
-    from rexrank.backend.merge import UNSHARDABLE
-
     if max_jobs < 1:
         raise PlanError(f"--max-jobs must be at least 1, got {max_jobs}")
     metric_options = metric_options or {}
     metrics = tuple(metrics)
-    align = 1
-    for name in metrics:
-        align = math.lcm(align, official_batch(name, metric_options.get(name, {})))
+    rules = shard_rules(metrics, metric_options)
+    align = math.lcm(*(rule.align for rule in rules.values()))
     per_study = seconds_per_study(metrics, flavor, speed=speed)
     prices = {**FLAVOR_PRICES, **(prices or {})}
     if flavor not in prices:
@@ -136,9 +125,9 @@ def plan_shards(n_studies: int, metrics, metric_options: dict | None = None, *, 
     wanted = max(1, math.ceil(n_studies * per_study / 3600 / target_shard_hours))
     k = min(wanted, max_jobs, units, max_shards or units)
     why = ""
-    blocked = sorted(set(metrics) & UNSHARDABLE)
-    if blocked:
-        k, why = 1, f"{', '.join(blocked)} compute their corpus values from every study at once"
+    refused = [f"{name}: {rule.refusal}" for name, rule in rules.items() if rule.refusal]
+    if refused:
+        k, why = 1, "; ".join(refused)
     # the first shards take one more batch each where the batches do not divide evenly
     base, extra = divmod(units, k)
     ranges, start = [], 0

@@ -42,7 +42,7 @@ import numpy as np
 
 from rexrank.catalogue import DISTILROBERTA
 from rexrank.errors import MetricError
-from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.base import Metric, MetricResult, StudyRows
 
 # Apache-2.0; pins and their sources: rexrank.catalogue
 DEFAULT_MODEL, DEFAULT_REVISION = DISTILROBERTA.repo_id, DISTILROBERTA.revision
@@ -188,7 +188,7 @@ class BertScore(Metric):
 
         return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         from rexrank.metrics.run_context import shared_pairs
 
         # uncached references and predictions embedded together, as bert_score does
@@ -199,11 +199,11 @@ class BertScore(Metric):
         n = len(predictions)
         precision = np.zeros(n)
         recall = np.zeros(n)
-        n_empty = 0
+        empty = [False] * n
         with one_blas_thread():
             for i, ((hyp_ids, hyp_emb), (ref_ids, ref_emb)) in enumerate(zip(hyps, refs)):
                 if len(hyp_ids) <= 2 or len(ref_ids) <= 2:
-                    n_empty += 1  # official: raw P = R = 0 for an empty side
+                    empty[i] = True  # official: raw P = R = 0 for an empty side
                     continue
                 sim = hyp_emb @ ref_emb.T
                 hyp_w = weight_of(hyp_ids)
@@ -216,10 +216,16 @@ class BertScore(Metric):
         if self.baseline is not None:
             bp, br, bf = self.baseline
             precision, recall, f1 = rescale(precision, bp), rescale(recall, br), rescale(f1, bf)
-        details = {"n_empty_pairs": n_empty} if n_empty else {}
-        return self._result_from_columns(
-            {self.name: f1, f"{self.name}_precision": precision, f"{self.name}_recall": recall}, details=details
-        )
+        return self._rows({self.name: f1, f"{self.name}_precision": precision, f"{self.name}_recall": recall},
+                          side={"empty_pair": empty})
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        result = super().aggregate(rows)
+        n_empty = sum(rows.side["empty_pair"])
+        if n_empty:
+            result.details = {"n_empty_pairs": n_empty}
+        return result
 
     def _weights(self, refs, specials: set[int]):
         """Token id -> weight function: 1 (no idf) or idf over the references; specials 0."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.base import Metric, StudyRows
 
 EPSILON = 0.1  # smoothing method1
 _BOUNDARY = "\x00"  # joins texts for one-pass tokenisation; a token of its own
@@ -111,7 +111,7 @@ class Bleu2(Metric):
     def config(self) -> dict:
         return {"weights": [0.5, 0.5], "smoothing": "method1", "epsilon": EPSILON, "tokenizer": "cxr-report-metric prep_reports"}
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         if not predictions:
-            return self._result_from_columns({self.name: []})
-        return self._result_from_columns({self.name: bleu2_scores(predictions, references)})
+            return self._rows({self.name: []})
+        return self._rows({self.name: bleu2_scores(predictions, references)})

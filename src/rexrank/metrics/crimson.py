@@ -33,9 +33,9 @@ import numpy as np
 from rexrank.errors import MetricError
 from rexrank.llm import LLMRequest
 from rexrank.catalogue import CRIMSON
-from rexrank.metrics.base import MetricResult
+from rexrank.metrics.base import MetricResult, StudyRows
 from rexrank.metrics.crimson_text import ATTRIBUTE_TYPES, UnreadableAnswer, messages, read_answer, score_evaluation
-from rexrank.metrics.llm_common import LLMMetric, failure_report
+from rexrank.metrics.llm_common import LLMMetric, failure_report, usage_report, usage_rows
 
 DEFAULT_MODEL = CRIMSON.repo_id
 DEFAULT_REVISION = CRIMSON.revision
@@ -126,7 +126,7 @@ class Crimson(LLMMetric):
         return [LLMRequest.chat(messages(r, p, c, guidelines=guidelines), **params)
                 for p, r, c in zip(predictions, references, contexts)]
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         runner = self.new_run()
         responses = runner.run(self.requests(predictions, references), desc="CRIMSON")
         n = len(predictions)
@@ -161,16 +161,27 @@ class Crimson(LLMMetric):
                 columns[f"crimson_weighted_{key}"][i] = weighted
             for kind, count in parts.attribute_counts.items():
                 columns[f"crimson_{kind}_errors"][i] = count
-        result = self._result_from_columns(columns, failures=failures)
-        scored = ~np.isnan(columns["crimson"])
-        result.corpus["crimson_std"] = float(np.std(columns["crimson"][scored])) if scored.any() else math.nan
+        flagged = set(unreadable)
+        side: dict = {"unparseable": [i in flagged for i in range(n)]}
+        if self.keep_completions:
+            side["completion"] = completions
+        tallies, settings = usage_rows(runner)
+        return self._rows(columns, side=side, failures=failures, tallies=tallies, settings=settings)
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        result = super().aggregate(rows)
+        crimson = rows.columns["crimson"]
+        scored = ~np.isnan(crimson)
+        result.corpus["crimson_std"] = float(np.std(crimson[scored])) if scored.any() else math.nan
+        unreadable = [i for i, flag in enumerate(rows.side["unparseable"]) if flag]
         result.details = {
             "n_scored": int(scored.sum()),
-            **failure_report(failures),
+            **failure_report(rows.failures),
             "n_unparseable": len(unreadable),
             "unparseable_positions": unreadable,
-            "llm_usage": runner.usage.to_dict(),
+            "llm_usage": usage_report(rows),
         }
-        if self.keep_completions:
-            result.details["completions"] = completions
+        if "completion" in rows.side:
+            result.details["completions"] = list(rows.side["completion"])
         return result

@@ -19,9 +19,9 @@ from typing import Sequence
 import numpy as np
 
 from rexrank.errors import MetricError
-from rexrank.metrics.base import MetricResult
+from rexrank.metrics.base import MetricResult, StudyRows
 from rexrank.metrics.fineradscore_text import REASK_TEMPLATE, build_messages, parse_answer, severities
-from rexrank.metrics.llm_common import LLMMetric, ask_with_reasks, failure_report
+from rexrank.metrics.llm_common import LLMMetric, ask_with_reasks, failure_report, usage_report, usage_rows
 
 PROMPT_VERSION = "rexrank-fineradscore-v1"
 
@@ -109,7 +109,7 @@ class FineRadScore(LLMMetric):
             params["response_format"] = {"type": "json_object"}
         return params
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         if self.strata is not None and len(self.strata) != len(predictions):
             raise MetricError(f"fineradscore: {len(self.strata)} strata labels for {len(predictions)} studies")
         runner = self.new_run()
@@ -152,16 +152,25 @@ class FineRadScore(LLMMetric):
                 "fineradscore_no_significant_error": indicator(maxes <= t["no_significant_max"]),
             }
         failures = {i: problems[i] for i in range(n) if i not in answers}
-        result = self._result_from_columns(columns, failures=failures)
+        tallies, settings = usage_rows(runner)
+        return self._rows(columns, side={"stratum": list(self.strata)} if self.strata is not None else {},
+                          failures=failures, tallies={"reasks": reasks, **tallies},
+                          settings={"thresholds": dict(self.thresholds), **settings})
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        result = super().aggregate(rows)
+        t = rows.settings["thresholds"]
+        maxes = rows.columns["fineradscore"]
         rates = error_rates(maxes, **t)
         result.corpus["fineradscore_inv"] = rates["fineradscore_inv"]
         result.details = {
-            **failure_report(failures),
+            **failure_report(rows.failures),
             "rates": rates,
             "thresholds": dict(t, note="no actionable error: max severity <= no_actionable_max; no significant error: <= no_significant_max (our reading; the Challenge paper does not define them)"),
-            "reasks": reasks,
-            "llm_usage": runner.usage.to_dict(),
+            "reasks": rows.tallies["reasks"],
+            "llm_usage": usage_report(rows),
         }
-        if self.strata is not None:
-            result.details["strata"] = rates_by_stratum(maxes, self.strata, **t)
+        if "stratum" in rows.side:
+            result.details["strata"] = rates_by_stratum(maxes, rows.side["stratum"], **t)
         return result

@@ -39,7 +39,7 @@ import numpy as np
 from rexrank.catalogue import GREEN
 from rexrank.errors import MetricError
 from rexrank.llm import LLMRequest
-from rexrank.metrics.base import MetricResult
+from rexrank.metrics.base import MetricResult, ShardRule, StudyRows
 from rexrank.metrics.green_text import (
     MAX_WORDS,
     SUB_CATEGORIES,
@@ -50,7 +50,7 @@ from rexrank.metrics.green_text import (
     render_model_input,
     score_completion,
 )
-from rexrank.metrics.llm_common import LLMMetric, failure_report
+from rexrank.metrics.llm_common import LLMMetric, failure_report, usage_report, usage_rows
 
 DEFAULT_MODEL = GREEN.repo_id
 TOTAL_LENGTH = 2048
@@ -238,7 +238,7 @@ class Green(LLMMetric):
         return snapshot_download(GREEN.repo_id, revision=GREEN.revision, allow_patterns=list(TOKENIZER_FILES), etag_timeout=10)
 
     # -- scoring ----------------------------------------------------------------------
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         runner = self.new_run()
         requests, failures = self._requests(predictions, references)
         sent = [i for i, request in enumerate(requests) if request is not None]
@@ -278,26 +278,49 @@ class Green(LLMMetric):
             cols["green_insignificant_errors"][i] = sum(parsed.insignificant)
             for key, count in zip(SUB_KEYS, parsed.significant):
                 subs[f"green_sig_{key}"][i] = count
-        columns = {**cols, **subs}
-        result = self._result_from_columns(columns)
-        scored = ~np.isnan(cols["green"])
+        flagged = set(unparseable)
+        side: dict = {"unparseable": [i in flagged for i in range(n)]}
+        if self.keep_completions:
+            side["completion"] = completions
+        tallies, settings = usage_rows(runner)
+        return self._rows({**cols, **subs}, side=side, failures=failures, tallies=tallies, settings=settings)
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        result = super().aggregate(rows)
+        green = rows.columns["green"]
+        scored = ~np.isnan(green)
         # official summary: population std, and per sub-category the share of reports with no such error
-        result.corpus["green_std"] = float(np.std(cols["green"][scored])) if scored.any() else math.nan
+        result.corpus["green_std"] = float(np.std(green[scored])) if scored.any() else math.nan
         for key in SUB_KEYS:
-            values = subs[f"green_sig_{key}"][scored]
+            values = rows.columns[f"green_sig_{key}"][scored]
             result.corpus[f"green_zero_error_rate_{key}"] = float(np.mean(values == 0)) if values.size else math.nan
-        result.failures = failures
+        unparseable = [i for i, flag in enumerate(rows.side["unparseable"]) if flag]
         result.details = {
             "n_scored": int(scored.sum()),
-            **failure_report(failures),
+            **failure_report(rows.failures),
             "n_unparseable": len(unparseable),
             "unparseable_positions": unparseable,
             "sub_categories": dict(zip(SUB_KEYS, SUB_CATEGORIES)),
-            "llm_usage": runner.usage.to_dict(),
+            "llm_usage": usage_report(rows),
         }
-        if self.keep_completions:
-            result.details["completions"] = completions
+        if "completion" in rows.side:
+            result.details["completions"] = list(rows.side["completion"])
         return result
+
+    @classmethod
+    def shard_rule(cls, options: dict) -> ShardRule:
+        """The official batches of `batch_size` in input order (their padded width caps each
+        completion) stay whole on boundaries at their multiples. Sorted by length
+        (`batching="by_length"`), a local model's batches mix the whole request's studies;
+        an endpoint caps each prompt by its own length."""
+        settings = cls.planned_settings(options)
+        if options.get("batching", "official") == "official":
+            return ShardRule(align=settings.batch_size)
+        if settings.backend == "transformers":
+            return ShardRule(refusal="batching='by_length' batches the whole request's prompts sorted by length "
+                                     "(batching='official', the default, shards)")
+        return ShardRule()
 
 
 def load_tokenizer(folder: str):

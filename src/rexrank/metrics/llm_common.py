@@ -2,10 +2,11 @@
 metric instance, and the cost/failure report that goes into MetricResult.details."""
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from typing import Any, ClassVar
 
 from rexrank.llm import LLMRunner, LLMSettings, build_backend
-from rexrank.metrics.base import Metric
+from rexrank.metrics.base import Metric, ShardRule, StudyRows
 
 
 class LLMMetric(Metric):
@@ -39,6 +40,46 @@ class LLMMetric(Metric):
 
     def llm_config(self) -> dict:
         return self.settings.provenance()
+
+    @classmethod
+    def planned_settings(cls, options: dict) -> LLMSettings:
+        """The LLM settings a run with these metric options takes (backend from the options or
+        the environment), without the checks of a run (model, API key)."""
+        import inspect
+
+        names = {f.name for f in fields(LLMSettings)}
+        defaults = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
+                    if name in names and p.default is not inspect.Parameter.empty}
+        settings = LLMSettings(**{**defaults, **{k: v for k, v in options.items() if k in names}})
+        return replace(settings, backend=settings.chosen_backend(cls.default_backend))
+
+    @classmethod
+    def shard_rule(cls, options: dict) -> ShardRule:
+        """An endpoint answers each study alone. A local model's batches are formed from the
+        whole request (sorted by length, repeated and cached studies left out), so they
+        couple studies across any cut unless each batch holds one study."""
+        settings = cls.planned_settings(options)
+        if settings.backend == "transformers" and settings.batch_size > 1:
+            return ShardRule(refusal=f"a local model batches {settings.batch_size} studies formed from the whole "
+                                     "request (batch_size=1, or an endpoint, shards)")
+        return ShardRule()
+
+
+def usage_rows(runner: LLMRunner) -> tuple[dict, dict]:
+    """(tallies, settings) of a run's LLM usage for StudyRows: the counts, added up over
+    shards, and the prices, the same in every shard."""
+    usage = runner.usage
+    counts = {f.name: getattr(usage, f.name) for f in fields(usage)
+              if f.name not in ("price_input_per_mtok", "price_output_per_mtok", "extra")}
+    prices = {"price_input_per_mtok": usage.price_input_per_mtok, "price_output_per_mtok": usage.price_output_per_mtok}
+    return {"llm_usage": counts}, {"llm_prices": prices}
+
+
+def usage_report(rows: StudyRows) -> dict:
+    """The `llm_usage` detail of a run (or of merged shards) from its rows."""
+    from rexrank.llm.types import Usage
+
+    return Usage(**rows.tallies["llm_usage"], **rows.settings["llm_prices"]).to_dict()
 
 
 def failure_report(failures: dict[int, str]) -> dict:

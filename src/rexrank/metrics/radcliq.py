@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from rexrank.errors import MetricError
-from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.base import Metric, MetricResult, StudyRows
 from rexrank.metrics.radcliq_formula import radcliq_from_components
 
 COMPONENTS = ("radgraph", "bertscore", "sembscore", "bleu2")
@@ -69,7 +69,7 @@ class RadCliQ(Metric):
             "components": {name: self._producers.get(name, metric).provenance() for name, metric in self.components.items()},
         }
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         values: dict[str, np.ndarray] = {}
         failures: dict[int, str] = {}
         reused = []
@@ -92,10 +92,17 @@ class RadCliQ(Metric):
             f"{self.name}_v0": v0,
             **{f"{self.name}_{name}": values[name] for name in COMPONENTS},
         }
-        details = {"components_from_the_run": reused} if reused else {}
-        result = self._result_from_columns(columns, details=details, failures=failures)
-        mean_v1 = result.corpus[self.name]
+        # which components came from the run: the same in every shard of a request (same metrics, same order)
+        return self._rows(columns, failures=failures, settings={"components_from_the_run": reused})
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        result = super().aggregate(rows)
+        reused = rows.settings.get("components_from_the_run")
+        if reused:
+            result.details = {"components_from_the_run": list(reused)}
+        mean_v1 = result.corpus[cls.name]
         if mean_v1 == 0:
             raise MetricError("radcliq: mean RadCliQ-v1 is exactly 0, its inverse is undefined")
-        result.corpus[f"{self.name}_v1_inv"] = 1.0 / mean_v1  # what ReXrank shows
+        result.corpus[f"{cls.name}_v1_inv"] = 1.0 / mean_v1  # what ReXrank shows
         return result

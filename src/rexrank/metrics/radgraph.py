@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from rexrank.errors import MetricError
-from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.base import Metric, MetricResult, StudyRows
 from rexrank.radgraph.preprocess import MODEL_TYPES
 from rexrank.radgraph.tarball import DEFAULT_REVISION, checkpoint_for
 
@@ -125,7 +125,7 @@ class RadGraph(Metric):
 
         return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         from rexrank.metrics.run_context import shared_pairs
         from rexrank.radgraph.f1 import combined, rewards
 
@@ -136,10 +136,18 @@ class RadGraph(Metric):
             simple, partial, complete = rewards(hyp, ref)
             for column, value in zip((self.name, *COLUMNS), (comb, ent, rel, simple, partial, complete)):
                 columns[column].append(value)
-        details = {"entities_per_prediction": _mean_count(hyps), "entities_per_reference": _mean_count(refs)}
-        return self._result_from_columns(columns, details=details)
+        side = {"entities_prediction": [len(a["entities"]) for a in hyps],
+                "entities_reference": [len(a["entities"]) for a in refs]}
+        return self._rows(columns, side=side)
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        result = super().aggregate(rows)
+        result.details = {"entities_per_prediction": _mean_count(rows.side["entities_prediction"]),
+                          "entities_per_reference": _mean_count(rows.side["entities_reference"])}
+        return result
 
 
-def _mean_count(annotations) -> float:
-    counts = [len(a["entities"]) for a in annotations]
+def _mean_count(counts) -> float:
+    counts = list(counts)
     return sum(counts) / len(counts) if counts else 0.0

@@ -28,7 +28,7 @@ import numpy as np
 
 from rexrank.catalogue import BIOLORD, RATE_NER
 from rexrank.errors import MetricError
-from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.base import Metric, MetricResult, StudyRows
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
 from rexrank.models.prefetch import on_device
 from rexrank.ratescore.affinity import load_affinity
@@ -197,7 +197,7 @@ class RaTEScore(Metric):
             out.append(_analysis(strings, [t for _, t in entities], vectors))
         return out
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         cache = self._cache()
         known: dict[str, np.ndarray] = {}
         tagged: dict[str, list] = {}
@@ -213,19 +213,25 @@ class RaTEScore(Metric):
             cache.put(text, analyses[text])
 
         scores = []
-        empty = 0
         for prediction, reference in zip(predictions, references):
             p, r = analyses[prediction], analyses[reference]
-            if not p["types"] or not r["types"]:
-                empty += 1
             scores.append(rate_score(p["embeddings"], p["types"], r["embeddings"], r["types"], self.affinity))
-        details = {
-            "studies_without_entities": empty,
-            "mean_entities_prediction": _mean(len(analyses[t]["types"]) for t in predictions),
-            "mean_entities_reference": _mean(len(analyses[t]["types"]) for t in references),
-            "reference_cache": {"hits": cache.hits, "misses": cache.misses},
+        side = {"entities_prediction": [len(analyses[t]["types"]) for t in predictions],
+                "entities_reference": [len(analyses[t]["types"]) for t in references]}
+        return self._rows({self.name: scores}, side=side,
+                          tallies={"reference_cache": {"hits": cache.hits, "misses": cache.misses}})
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        result = super().aggregate(rows)
+        pred, ref = rows.side["entities_prediction"], rows.side["entities_reference"]
+        result.details = {
+            "studies_without_entities": sum(1 for p, r in zip(pred, ref) if not p or not r),
+            "mean_entities_prediction": _mean(pred),
+            "mean_entities_reference": _mean(ref),
+            "reference_cache": dict(rows.tallies["reference_cache"]),
         }
-        return self._result_from_columns({self.name: scores}, details=details)
+        return result
 
 
 def _analysis(entities: list[str], types: list[str], embeddings: np.ndarray) -> dict:

@@ -18,7 +18,7 @@ from collections import Counter
 from functools import lru_cache
 
 from rexrank.errors import MetricError
-from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.base import Metric, StudyRows
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 _STEM_MIN_CHARS = 4  # rouge_score stems only tokens longer than 3 characters
@@ -106,7 +106,7 @@ class Rouge(Metric):
         return {"rouge_types": list(ROUGE_TYPES), "use_stemmer": self.use_stemmer,
                 "tokenizer": "rouge_score 0.1.2 DefaultTokenizer", "score": "F1, mean over studies"}
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         tokens = {t: tokenize(t, stem=self.use_stemmer) for t in dict.fromkeys(predictions + references)}
         columns: dict[str, list[float]] = {k: [] for k in ROUGE_TYPES}
         for hyp, ref in zip(predictions, references):
@@ -114,4 +114,4 @@ class Rouge(Metric):
             columns["rouge1"].append(ngram_f1(r, h, 1))
             columns["rouge2"].append(ngram_f1(r, h, 2))
             columns["rougeL"].append(lcs_f1(r, h))
-        return self._result_from_columns({self.name: columns["rougeL"], **columns})
+        return self._rows({self.name: columns["rougeL"], **columns})

@@ -66,10 +66,15 @@ class RunContext:
                 return result, producer
         return None
 
-    def score(self, metric, predictions: Sequence[str], references: Sequence[str]):
-        """metric.score(predictions, references) as a metric of this run."""
+    def score(self, metric, predictions: Sequence[str], references: Sequence[str], part: tuple[int, int] | None = None):
+        """metric.score(predictions, references, part=part) as a metric of this run (whose
+        pairs are the part's, when one is given)."""
         with self._running(metric.name):
-            result = metric.score(predictions, references)
+            if part is None:
+                result = metric.score(predictions, references)
+            else:
+                result = metric.score(predictions, references, part=part)
+                predictions, references = predictions[part[0]:part[1]], references[part[0]:part[1]]
         self._results.append((metric.name, metric.run_key(), predictions, references, result, metric))
         return result
 

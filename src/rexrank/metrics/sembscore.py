@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.base import Metric, MetricResult, StudyRows
 
 
 class SembScore(Metric):
@@ -101,7 +101,7 @@ class SembScore(Metric):
     def _encode_texts(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         return self.model.encode(texts, progress=self.progress)
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         from rexrank.metrics.run_context import shared_pairs
 
         hyps, refs = shared_pairs(self, self._reference_cache, predictions, references, self._encode_texts)
@@ -114,15 +114,24 @@ class SembScore(Metric):
                 failures[i] = "zero-norm CheXbert embedding"
             else:
                 scores[i] = float(np.dot(hyp.astype(np.float64), ref.astype(np.float64))) / norm
-        details: dict[str, Any] = {}
-        if self.labels:
+        side = {}
+        if self.labels:  # each study's 14 CheXbert labels: the corpus F1 is computed from them
+            side = {"chexbert_predictions": _label_matrix([labels for _, labels in hyps]),
+                    "chexbert_references": _label_matrix([labels for _, labels in refs])}
+        return self._rows({self.name: scores}, side=side, failures=failures)
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        """The mean SembScore, and with labels the CheXbert F1 of every study's labels."""
+        result = super().aggregate(rows)
+        if "chexbert_predictions" in rows.side:
             from rexrank.metrics.chexbert import chexbert_f1
             from rexrank.models.chexbert import CLASSES, CONDITIONS
 
-            pred_labels = np.stack([labels for _, labels in hyps]) if hyps else np.zeros((0, 14), dtype=np.int8)
-            ref_labels = np.stack([labels for _, labels in refs]) if refs else np.zeros((0, 14), dtype=np.int8)
+            pred_labels = _label_matrix(rows.side["chexbert_predictions"])
+            ref_labels = _label_matrix(rows.side["chexbert_references"])
             f1 = chexbert_f1(pred_labels, ref_labels)
-            details = {
+            result.details = {
                 **f1["summary"],
                 "chexbert_report_all": f1["report_all"],
                 "chexbert_report_5": f1["report_5"],
@@ -134,4 +143,9 @@ class SembScore(Metric):
                     "references": ref_labels.tolist(),
                 },
             }
-        return self._result_from_columns({self.name: scores}, details=details, failures=failures)
+        return result
+
+
+def _label_matrix(rows) -> np.ndarray:
+    """[n, 14] CheXbert labels (class indices), one row per study."""
+    return np.stack([np.asarray(r) for r in rows]) if len(rows) else np.zeros((0, 14), dtype=np.int8)

@@ -18,8 +18,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from rexrank.metrics.base import MetricResult
-from rexrank.metrics.llm_common import LLMMetric, ask_with_reasks, failure_report
+from rexrank.metrics.base import MetricResult, StudyRows
+from rexrank.metrics.llm_common import LLMMetric, ask_with_reasks, failure_report, usage_report, usage_rows
 from rexrank.metrics.spec_cxr_text import (
     REASK_TEMPLATE,
     USER_TEMPLATE,
@@ -131,7 +131,7 @@ class SpecCxr(LLMMetric):
             params["response_format"] = {"type": "json_object"}
         return params
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         runner = self.new_run()
         system = system_prompt(self.entity_set)
         conversations = [
@@ -154,25 +154,35 @@ class SpecCxr(LLMMetric):
             for label in ("TP", "FP", "FN"):
                 columns[f"spec_cxr_{label.lower()}"][i] = sum(j["presence"] == label for j in judgements)
         failures = {i: problems[i] for i in range(n) if i not in parsed}
-        result = self._result_from_columns(columns, failures=failures)
-        table = tally([parsed[i] for i in sorted(parsed)])
+        tallies, settings = usage_rows(runner)
+        categories = {category: list(members) for category, members in self.entity_set.categories.items()}
+        return self._rows(columns, side={"judgements": [parsed.get(i) for i in range(n)]}, failures=failures,
+                          tallies={"reasks": reasks, **tallies}, settings={"categories": categories, **settings})
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        """Means of the per-study counts; presence F1 and attribute accuracies pooled over
+        every judged study, per entity, per category and overall."""
+        result = super().aggregate(rows)
+        categories = rows.settings["categories"]
+        table = tally([j for j in rows.side["judgements"] if j is not None])
         entities = [
-            {"entity": e, "category": self.entity_set.category_of(e), **pooled_scores(_sum_counts([table[e]]) if e in table else defaultdict(int))}
-            for e in self.entity_set.entities
+            {"entity": e, "category": category, **pooled_scores(_sum_counts([table[e]]) if e in table else defaultdict(int))}
+            for category, members in categories.items() for e in members
         ]
-        categories = {
+        per_category = {
             category: pooled_scores(_sum_counts(table[e] for e in members if e in table))
-            for category, members in self.entity_set.categories.items()
+            for category, members in categories.items()
         }
         overall = pooled_scores(_sum_counts(table.values()))
         for key in ("presence_f1", "location_accuracy", "severity_accuracy", "comparison_accuracy"):
             result.corpus[f"spec_cxr_{key}"] = overall[key]
         result.details = {
-            **failure_report(failures),
+            **failure_report(rows.failures),
             "overall": overall,
-            "per_category": categories,
+            "per_category": per_category,
             "per_entity": entities,
-            "reasks": reasks,
-            "llm_usage": runner.usage.to_dict(),
+            "reasks": rows.tallies["reasks"],
+            "llm_usage": usage_report(rows),
         }
         return result

@@ -26,7 +26,7 @@ import numpy as np
 
 from rexrank.catalogue import CXR_BERT_GENERAL, SRR_BERT
 from rexrank.errors import MetricError
-from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.base import Metric, MetricResult, ShardRule, StudyRows
 from rexrank.models.checkpoints import Checkpoint
 
 SAMPLE_EPS = 1e-8
@@ -161,39 +161,70 @@ class SRRBert(Metric):
         by_sentence = dict(zip(distinct, rows))
         return {t: np.any([by_sentence[s] for s in parts], axis=0).astype(np.int8) for t, parts in split.items()}
 
-    def radeval_labels(self, predictions: list[str], references: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Each study's reference and prediction labels with RadEval's batches: every sentence,
-        the study's reference then its prediction, study after study, cut into batches of
-        `batch_size` (a batch spans studies). Nothing cached: a label depends on its batch."""
+    def radeval_labels(self, predictions: list[str], references: list[str], start: int = 0,
+                       stop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Reference and prediction labels of studies [start, stop) with RadEval's batches:
+        every sentence of every study, the study's reference then its prediction, study after
+        study, cut into batches of `batch_size` (a batch spans studies). For a part of the
+        studies (a shard) exactly the whole run's batches that hold its sentences are
+        classified, neighbours' sentences included, so each label is the whole run's.
+        Nothing cached: a label depends on its batch."""
         from rexrank.models.srr_bert import require_punkt, sentences
 
         require_punkt()
+        stop = len(predictions) if stop is None else stop
         split = {t: sentences(t) for t in dict.fromkeys(references + predictions)}
         order: list[str] = []
         bounds = []
         for reference, prediction in zip(references, predictions):
-            start = len(order)
+            first = len(order)
             order += split[reference]
             middle = len(order)
             order += split[prediction]
-            bounds.append((start, middle, len(order)))
-        rows = self.labeler.labels(order, progress=self.progress)
-        refs = np.array([rows[a:b].any(axis=0) for a, b, _ in bounds], dtype=np.int8).reshape(len(bounds), -1)
-        hyps = np.array([rows[b:c].any(axis=0) for _, b, c in bounds], dtype=np.int8).reshape(len(bounds), -1)
+            bounds.append((first, middle, len(order)))
+        bounds = bounds[start:stop]
+        size = self.batch_size
+        # from the first sentence's batch start to the last sentence's batch end (or the end of all)
+        low = bounds[0][0] // size * size if bounds else 0
+        high = min(len(order), -(-bounds[-1][2] // size) * size) if bounds else 0
+        rows = self.labeler.labels(order[low:high], progress=self.progress)
+        refs = np.array([rows[a - low:b - low].any(axis=0) for a, b, _ in bounds], dtype=np.int8).reshape(len(bounds), -1)
+        hyps = np.array([rows[b - low:c - low].any(axis=0) for _, b, c in bounds], dtype=np.int8).reshape(len(bounds), -1)
         return refs, hyps
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
-        if not predictions:
-            return self._result_from_columns({self.name: [], "srr_bert_precision": [], "srr_bert_recall": []})
+    @classmethod
+    def shard_rule(cls, options: dict) -> ShardRule:
+        if options.get("batching", "radeval") == "distinct":
+            return ShardRule(refusal="batching='distinct' classifies the request's distinct sentences together "
+                                     "(batching='radeval', the default, shards)")
+        return ShardRule()  # a shard classifies the whole run's batches that hold its sentences
+
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
+        return self._score_part(predictions, references, 0, len(predictions))
+
+    def _score_part(self, predictions: list[str], references: list[str], start: int, stop: int) -> StudyRows:
+        if start == stop:
+            return self._rows({self.name: [], "srr_bert_precision": [], "srr_bert_recall": []})
         if self.batching == "radeval":
-            refs, hyps = self.radeval_labels(predictions, references)
+            refs, hyps = self.radeval_labels(predictions, references, start, stop)
         else:
+            predictions, references = predictions[start:stop], references[start:stop]
             labels = self.all_labels(predictions, references)
             hyps = np.array([labels[t] for t in predictions]).reshape(len(predictions), -1)
             refs = np.array([labels[t] for t in references]).reshape(len(references), -1)
         precision, recall, f1 = per_study_prf(refs, hyps)
-        result = self._result_from_columns({self.name: f1, "srr_bert_precision": precision, "srr_bert_recall": recall})
-        wp, wr, wf = weighted_prf(refs, hyps)
-        result.corpus.update({self.name: wf, "srr_bert_precision": wp, "srr_bert_recall": wr,
-                              "srr_bert_mean_f1": float(f1.mean())})
+        return self._rows({self.name: f1, "srr_bert_precision": precision, "srr_bert_recall": recall},
+                          side={"labels_reference": refs, "labels_prediction": hyps})
+
+    @classmethod
+    def aggregate(cls, rows: StudyRows) -> MetricResult:
+        """Means of the per-study columns; the corpus values RadEval reports (weighted P, R,
+        F1 over every study's labels) and the mean per-study F1."""
+        result = super().aggregate(rows)
+        if "labels_reference" in rows.side:
+            refs = np.asarray(rows.side["labels_reference"], dtype=np.int8)
+            hyps = np.asarray(rows.side["labels_prediction"], dtype=np.int8)
+            wp, wr, wf = weighted_prf(refs, hyps)
+            result.corpus.update({cls.name: wf, "srr_bert_precision": wp, "srr_bert_recall": wr,
+                                  "srr_bert_mean_f1": float(rows.columns[cls.name].mean())})
         return result

@@ -20,7 +20,7 @@ import re
 from typing import Any, Callable
 
 from rexrank.errors import MetricError
-from rexrank.metrics.base import Metric, MetricResult
+from rexrank.metrics.base import Metric, StudyRows
 
 EPSILON = 1e-10
 # Bannur et al., Learning to Exploit Temporal Structure for Biomedical Vision-Language
@@ -105,7 +105,7 @@ class TemporalF1(Metric):
             out[text] = found
         return out
 
-    def _score(self, predictions: list[str], references: list[str]) -> MetricResult:
+    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
         entities = self._entities(list(dict.fromkeys(predictions + references)))
         scores = [temporal_f1(entities[p], entities[r]) for p, r in zip(predictions, references)]
-        return self._result_from_columns({self.name: scores})
+        return self._rows({self.name: scores})

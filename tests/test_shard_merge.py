@@ -1,0 +1,95 @@
+"""Shards merge into a single run by construction (rexrank.backend.merge): parts of a request
+scored as a shard scores them, written and read back as a shard writes them, give the whole
+run's per-study table and every published value (corpus values, details, CIs), because the
+merge calls the same Metric.aggregate and scoring.metric_summary as the single run."""
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+
+from llm_fake_server import FakeOpenAIServer, Reply, chat_body, completion_body
+from rexrank.backend.merge import merge_shards, shard_header, shard_table
+from rexrank.scoring import _select, score_predictions
+from rexrank.submissions import Predictions
+
+
+def merged_and_whole(metrics: str, options: dict, predictions: list[str], references: list[str], cuts):
+    """(merged results, merged per-study table, the whole run) of `cuts` [(start, stop)]."""
+    ids = [f"S{i:02d}" for i in range(len(predictions))]
+    whole_predictions = Predictions(ids, list(predictions), "test", 0)
+    whole = score_predictions(whole_predictions, references, metrics=metrics, metric_options=options, progress=False)
+    shards = []
+    for index, (start, stop) in enumerate(cuts):
+        part_predictions, part_references, part_options, part = _select(whole_predictions, references, options,
+                                                                        start, stop)
+        run = score_predictions(part_predictions, part_references, metrics=metrics, metric_options=part_options,
+                                progress=False, nothing_scored_is_error=False, part=part)
+        meta = json.loads(json.dumps(shard_header(run, request_id="r", shard=index, attempt=1, start=start, stop=stop,
+                                                  metrics=metrics.split(","), metric_options=options)))
+        buf = io.BytesIO()
+        shard_table(run).to_parquet(buf, index=False)  # read back as the merge reads it from the store
+        shards.append((meta, pd.read_parquet(io.BytesIO(buf.getvalue()))))
+    header = {**{k: v for k, v in whole.results.items() if k != "metrics"}, "predictions_ids": ids}
+    results, table = merge_shards(shards, plan_ranges=[list(c) for c in cuts], header=header)
+    return results, table, whole
+
+
+def assert_same_run(results, table, whole):
+    pd.testing.assert_frame_equal(table, whole.per_study)
+    for name, summary in whole.results["metrics"].items():
+        merged = {k: v for k, v in results["metrics"][name].items() if k != "seconds"}
+        assert merged == {k: v for k, v in summary.items() if k != "seconds"}, name
+
+
+def test_fineradscore_rates_strata_failures_and_reasks_merge_into_the_single_run(tmp_path):
+    def answer(*severities):
+        return json.dumps({"corrections": [{"line": 0, "action": "edit", "corrected_text": "x", "severity": s,
+                                            "error_categories": ["false finding"], "comment": ""} for s in severities]})
+
+    levels = ["no error", "not actionable", "actionable nonurgent", "urgent", "emergent"]
+    predictions = [f"Finding {i}." for i in range(10)]
+
+    def script(path, body):
+        i = int(body["messages"][1]["content"].split("[0] Finding ")[1].split(".")[0])
+        attempt = (len(body["messages"]) - 2) // 2
+        if i == 3:
+            return Reply(500, {"error": {"message": "down"}})
+        if i == 6 or (i == 8 and attempt == 0):  # 6: never valid; 8: valid once re-asked
+            return Reply(body=chat_body("{not json"))
+        return Reply(body=chat_body(answer(*(levels[k % 5] for k in range(i % 4))), prompt_tokens=100 + i))
+
+    with FakeOpenAIServer(script) as server:
+        options = {"fineradscore": dict(model="judge", base_url=server.base_url, max_reasks=1, backoff=0.01,
+                                        max_retries=0, cache_dir=str(tmp_path), cache=False, progress=False,
+                                        strata=["a", "b"] * 5)}
+        results, table, whole = merged_and_whole("fineradscore", options, predictions, [f"Ref {i}." for i in range(10)],
+                                                 [(0, 4), (4, 7), (7, 10)])
+    details = results["metrics"]["fineradscore"]["details"]
+    assert details["strata"]["a"] and details["reasks"] == 2 and details["n_failed"] == 2  # the parts' rows, pooled
+    assert_same_run(results, table, whole)
+
+
+def test_green_unparseable_failed_and_completions_merge_into_the_single_run(tmp_path):
+    matched = "\n[Clinically Significant Errors]:\n(a) False report of a finding in the candidate: {n}. x.\n\n[Matched Findings]:\n2. a; b."
+    predictions = [f"Candidate {i}." for i in range(12)]
+
+    def script(path, body):
+        i = int(body["prompt"].split("Candidate ")[-1].split(".")[0])
+        if i == 9:
+            return Reply(500, {"error": {"message": "down"}})
+        text = "no sections at all" if i == 2 else matched.format(n=i % 3)
+        return Reply(body=completion_body("[Explanation]:" + text))
+
+    with FakeOpenAIServer(script) as server:
+        options = {"green": dict(base_url=server.base_url, max_retries=0, backoff=0.01, cache=False,
+                                 keep_completions=True, progress=False)}
+        results, table, whole = merged_and_whole("green", options, predictions, [f"Reference {i}." for i in range(12)],
+                                                 [(0, 8), (8, 12)])  # on the official batches of 8
+    details = results["metrics"]["green"]["details"]
+    assert details["unparseable_positions"] == [2] and details["failed_ids"] == ["S09"]
+    assert len(details["completions"]) == 12 and details["completions"][9] is None
+    assert results["metrics"]["green"]["corpus"]["green_zero_error_rate_a"] == pytest.approx(4 / 11)
+    assert_same_run(results, table, whole)

@@ -146,7 +146,10 @@ def test_reference_cache_is_used_and_gives_identical_numbers(tiny_roberta, tmp_p
     embed = second.embedder.embed
     second.embedder.embed = lambda texts, **kw: calls.append(list(texts)) or embed(texts, **kw)
     b = second.score(PREDS, REFS)
-    np.testing.assert_array_equal(a.per_study["bertscore"], b.per_study["bertscore"])
+    # the cached references were embedded beside other texts (batch mates): with this torch and
+    # transformers, a different padded width moves a float32 embedding by ~6e-8 (the module's
+    # docstring), which here moves one F1 by 1.7e-9; far below the official parity tolerance (2e-6)
+    np.testing.assert_allclose(a.per_study["bertscore"], b.per_study["bertscore"], rtol=0, atol=1e-7)
     # only the distinct predictions were embedded; the references came from the cache
     assert calls == [[re.sub(r" +", " ", p) for p in dict.fromkeys(PREDS)]]
 

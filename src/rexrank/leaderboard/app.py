@@ -381,8 +381,12 @@ def build_app(source: LeaderboardSource):
                         sub_track = gr.Radio(TRACK_CHOICES, value="findings", label="Track")
                     with gr.Row():
                         sub_model = gr.Textbox(label="Model name")
+                        sub_namespace = gr.Textbox(label="Namespace (your account or one of your organisations; "
+                                                         "default: your account)")
                         sub_inst = gr.Textbox(label="Institution")
+                    with gr.Row():
                         sub_url = gr.Textbox(label="Model URL (https://…)")
+                        sub_repo = gr.Textbox(label="Hub model repo of yours (NAMESPACE/NAME, optional)")
                     sub_trained = gr.CheckboxGroup(
                         [(TEST_SET_LABELS[t], t) for t in tab_test_sets], label="Trained on the training split of"
                     )
@@ -397,14 +401,16 @@ def build_app(source: LeaderboardSource):
                                             elem_id="queue", headers=QUEUE_HEADERS)
 
                     def submit(file, hub_dataset, test_set, track_, model_name, institution, url, trained, typed_name,
-                               oauth_token: gr.OAuthToken | None = None):
+                               namespace="", model_repo="", oauth_token: gr.OAuthToken | None = None):
                         """File predictions (an uploaded file, or USER/REPO[@REVISION] on the Hub) as the
-                        account of the Hub token sent (`Client(..., oauth_token=HF_TOKEN)`)."""
+                        account of the Hub token sent (`Client(..., oauth_token=HF_TOKEN)`), under
+                        `namespace` (default the account), linked to the Hub model repo `model_repo`."""
                         try:
                             request = file_request(
                                 store, predictions=file, hub_dataset=hub_dataset, test_set=test_set, track=track_,
                                 model_name=model_name, institution=institution, model_url=url, trained_on=trained,
                                 token=oauth_token.token if oauth_token is not None else None, typed_name=typed_name,
+                                namespace=namespace or "", model_repo=model_repo or "",
                             )
                         except Exception as exc:  # every failure becomes a message for the submitter
                             answer = {"filed": False, "error": error_text(exc, upload=file), "request": None}
@@ -414,7 +420,8 @@ def build_app(source: LeaderboardSource):
 
                     sub_btn.click(
                         submit,
-                        [sub_file, sub_hub, sub_test_set, sub_track, sub_model, sub_inst, sub_url, sub_trained, name_box],
+                        [sub_file, sub_hub, sub_test_set, sub_track, sub_model, sub_inst, sub_url, sub_trained, name_box,
+                         sub_namespace, sub_repo],
                         [sub_out, sub_json, queue_df],
                         api_name="submit",
                     )

@@ -158,6 +158,23 @@ def web_url(url) -> str | None:
     return url if re.match(r"^https?://[^\s()<>]+$", url) else None
 
 
+LOOKALIKE_MARK = "⚠ lookalike name"
+
+
+def lookalikes(names) -> list[bool]:
+    """For each model title ("namespace / name"): whether another, different title of the
+    list reads the same (rexrank.store.names.name_key: case, lookalike letters, invisible
+    characters), e.g. "stanford-aiml / X" beside "stanford-aimi / X". Nobody owns a name:
+    such rows are marked, never refused or merged."""
+    from rexrank.store.names import name_key
+
+    names = list(names)
+    titles: dict[str, set[str]] = {}
+    for name in names:
+        titles.setdefault(name_key(name), set()).add(name)
+    return [len(titles[name_key(name)]) > 1 for name in names]
+
+
 def model_cell(row, *, link: bool = True) -> str:
     name = md_escape(row["model_name"])
     url = web_url(row.get("model_url"))
@@ -165,6 +182,8 @@ def model_cell(row, *, link: bool = True) -> str:
         name = f"[{name}]({url})"
     if row["trained"]:
         name += f" \\{TRAINED_MARK}"
+    if row.get("lookalike"):
+        name += f" {LOOKALIKE_MARK}"
     return name
 
 
@@ -251,9 +270,11 @@ def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DE
     with_n = bool((~np.isnan(n)).any()) if with_n is None else with_n
     slots = display_slots(keys, rank_by, with_n=with_n, with_tier=has_tiers(tiers))
     needed = ["model_name", "model_url", "trained"]
+    marked = lookalikes(table["model_name"])
     cells = {
         "Rank": [MISSING if math.isnan(r) else str(int(r)) for r in rank],
-        "Model": [model_cell(dict(zip(needed, row))) for row in zip(*(table[c] for c in needed))],
+        "Model": [model_cell({**dict(zip(needed, row)), "lookalike": look})
+                  for row, look in zip(zip(*(table[c] for c in needed)), marked)],
         "Tier": [str(tiers[i]) if i in tiers else "" for i in table["id"]] if has_tiers(tiers) else None,
         "Institution": [md_escape(i) for i in table["institution"]],
         "Date": [year(d) for d in table["date"]],

@@ -83,15 +83,13 @@ def file_request(
         # gradio mocks the sign-in outside a Space with the server's own login: never a submitter
         raise SubmissionError("the token sent is this server's own: submit with your own token (HF_TOKEN or "
                               "`hf auth login` on your machine, then `rexrank submit --leaderboard`)")
-    who = None
-    if is_hub_store(store):
+    typed = (typed_name or "").strip()
+    if is_hub_store(store) or (token and not typed):
         who = verified_submitter(token, endpoint=endpoint)
-    elif not (typed_name or "").strip() and token:
-        who = verified_submitter(token, endpoint=endpoint)
-    if who is None:  # a local store: the typed name is the identity
-        if not (typed_name or "").strip():
-            raise SubmissionError("enter your name (or your organisation's) as submitter")
-        who = Submitter(Account(typed_name.strip()))
+    elif typed:  # a local store: the typed name is the identity
+        who = Submitter(Account(typed))
+    else:
+        raise SubmissionError("enter your name (or your organisation's) as submitter")
     home = who.namespace(namespace)
     from rexrank.backend.public_door import filing_budget_problem
 

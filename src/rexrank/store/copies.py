@@ -2,9 +2,10 @@
 (rexrank.store.review), never refused or published silently.
 
 Two filings on one test set and track are copies when the studies they predict the same
-are at least THRESHOLD (99 %) of the larger one's studies. "The same" is after normalising
-whitespace (runs of it are one space, the ends trimmed), so a trailing space changes
-nothing; an empty prediction copies nothing and never counts as the same. Filings of one
+are at least THRESHOLD (99 %) of the studies the larger of them predicts. "The same" is
+after normalising whitespace (runs of it are one space, the ends trimmed), so a trailing
+space changes nothing; an empty prediction predicts nothing, so it neither counts as the
+same nor among the studies predicted (two filings of nothing copy nothing). Filings of one
 party (the same submitter, or the same namespace: members of one organisation) are never
 copies of each other, and a request is never compared with itself (a requeue is the same
 filing).
@@ -35,7 +36,8 @@ ANCHORS smallest fingerprints (a bottom-k sketch), and a new filing looks up its
 filings sharing 99 % of their studies share the smallest fingerprint of the shared ones
 in both sketches unless ANCHORS of the few others all sort before it (for 1 % others,
 about 0.01^8); the key is secret, so nobody can choose texts whose fingerprints sort
-first. The candidates found are then compared study by study.
+first. The candidates found are then compared study by study. An identical copy is found
+whatever its size (its sketch is the original's).
 """
 from __future__ import annotations
 
@@ -85,7 +87,7 @@ class Filing:
     namespace_key: str
     content_time: float  # seconds since the epoch (the Hub's commit time, or when it was received)
     content_from: str
-    n: int  # studies in the filing, empty predictions included
+    n: int  # rows in the filing, empty predictions included (for the maintainers)
     prints: tuple[str, ...]
 
     @classmethod
@@ -118,9 +120,9 @@ class Filing:
 
 
 def share(a: Filing, b: Filing) -> float:
-    """Studies predicted the same (non-empty, after normalising whitespace), as a share of
-    the larger filing's studies."""
-    return len(set(a.prints) & set(b.prints)) / max(a.n, b.n, 1)
+    """Studies predicted the same (after normalising whitespace), as a share of the studies
+    the larger filing predicts (empty predictions left out of both)."""
+    return len(set(a.prints) & set(b.prints)) / max(len(a.prints), len(b.prints), 1)
 
 
 def filing_path(request_id: str) -> str:

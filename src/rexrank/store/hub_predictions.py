@@ -208,7 +208,7 @@ def content_time_on_hub(dataset: HubDataset, *, endpoint: str | None = None,
         token = os.environ.get("HF_TOKEN") or None
     try:
         infos = HfApi(endpoint=endpoint, token=token).get_paths_info(
-            dataset.repo_id, list(dataset.files), expand=True, revision=dataset.sha, repo_type="dataset")
+            dataset.repo_id, list(dataset.files), expand=True, repo_type="dataset", revision=dataset.sha)
     except Exception:  # HTTP and connection errors: the filing is dated when received, which is later
         return None
     dates = [info.last_commit.date for info in infos if getattr(info, "last_commit", None) is not None]

@@ -66,12 +66,13 @@ class ReviewOperations:
 
     def filing_of(self, request: dict) -> copies.Filing:
         """The request's filing in the copy index; one filed without it (by an earlier
-        version, or written by hand) is fingerprinted from its stored predictions, dated
-        when the backend received it, and indexed."""
+        version, or by a client that skipped it) is fingerprinted from its stored
+        predictions, dated now (the latest it can have arrived: nothing it says of itself
+        makes it anyone's original), and indexed."""
         found = copies.CopyIndex(self.requests, self.requests.snapshot()).filing(request["id"])
         if found is not None:
             return found
-        filing = self._fingerprint_stored(request, copies.key(self.requests))
+        filing = self._fingerprint_stored(request, copies.key(self.requests), received=R.now())
 
         def decide(snap: Snapshot):
             index = copies.CopyIndex(self.requests, snap)
@@ -82,13 +83,16 @@ class ReviewOperations:
         transact(self.requests, decide)
         return filing
 
-    def _fingerprint_stored(self, request: dict, key: bytes) -> copies.Filing:
+    def _fingerprint_stored(self, request: dict, key: bytes, *, received: float | None = None) -> copies.Filing:
+        """`received`: None for the time the store recorded, known to the second: its last
+        instant (a filing dated to the microsecond within that second had its content first)."""
         import pandas as pd
 
         table = pd.read_parquet(io.BytesIO(self.read_predictions(request)))
         prints = copies.fingerprints(key, table["id"].astype(str), table["prediction"].fillna("").astype(str))
-        return copies.Filing.of(request, prints, n=len(table), content_time=R.parse_iso(request["submitted_time"]),
-                                content_from=copies.FROM_FILING)
+        if received is None:
+            received = R.parse_iso(request["submitted_time"]) + 0.999999
+        return copies.Filing.of(request, prints, n=len(table), content_time=received, content_from=copies.FROM_FILING)
 
     def hold_if_copied(self, request: dict, worker_id: str) -> dict | None:
         """The backend's check before scoring (after every other rule): a request that

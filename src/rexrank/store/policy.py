@@ -43,7 +43,7 @@ class Quota:
     @classmethod
     def from_env(cls) -> "Quota":
         """REXRANK_QUOTA="N/DAYS" (e.g. "1/7", "0" to disable); ReXrank's 1/7 when unset."""
-        return cls.env_setting() or cls(origin=f"ReXrank's quota for a public service; set another with {QUOTA_SETTINGS}")
+        return cls.env_setting() or cls(origin=f"ReXrank's for a public service; its organisers change it with {QUOTA_SETTINGS}")
 
     @classmethod
     def env_setting(cls) -> "Quota | None":

@@ -137,18 +137,24 @@ def _load(repo, snap: Snapshot, path: str) -> dict:
     return load_json_object(repo, snap, path, damaged=f"{path} is damaged; restore it from the repo's history")
 
 
+def key_at(repo, snap: Snapshot) -> tuple[bytes, dict[str, bytes]]:
+    """The store's fingerprint key as of `snap`, and the change that records it when there is
+    none yet (a random one, made by the first filing and written in its commit)."""
+    found = _load(repo, snap, KEY_PATH).get("key")
+    if isinstance(found, str) and len(found) == 64:
+        return bytes.fromhex(found), {}
+    new = secrets.token_hex(32)
+    return bytes.fromhex(new), {KEY_PATH: (json.dumps({"key": new}) + "\n").encode()}
+
+
 def key(repo) -> bytes:
-    """The store's fingerprint key, made (random, once) by the first filing that needs it."""
+    """The store's fingerprint key (made, in a commit of its own, if no filing made it)."""
     made: list[bytes] = []
 
     def decide(snap: Snapshot):
-        found = _load(repo, snap, KEY_PATH).get("key")
-        if isinstance(found, str) and len(found) == 64:
-            made.append(bytes.fromhex(found))
-            return None
-        new = secrets.token_hex(32)
-        made.append(bytes.fromhex(new))
-        return {KEY_PATH: (json.dumps({"key": new}) + "\n").encode()}, "copies: the fingerprint key", None
+        found, changes = key_at(repo, snap)
+        made.append(found)
+        return (changes, "copies: the fingerprint key", None) if changes else None
 
     transact(repo, decide)
     return made[-1]

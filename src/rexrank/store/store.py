@@ -409,7 +409,6 @@ class Store(QueueOperations, ReviewOperations):
         preds, ids_checked = validate_for(raw, test_set, track, data_dir=data_dir)
         sha = content_sha256(preds)
         parquet = to_parquet_bytes(preds)
-        prints = copies.fingerprints(copies.key(self.requests), preds.ids, preds.texts)
         accounts = request_fields(who, Account(namespace, namespace_id or None))
 
         def decide(snap: Snapshot):
@@ -450,7 +449,9 @@ class Store(QueueOperations, ReviewOperations):
                 "result_id": None,
                 "history": [{"time": R.iso(ts), "status": R.PENDING}],
             }
-            filing = copies.Filing.of(request, prints, n=len(preds), content_time=ts if arrived is None else arrived,
+            key, new_key = copies.key_at(self.requests, snap)
+            filing = copies.Filing.of(request, copies.fingerprints(key, preds.ids, preds.texts), n=len(preds),
+                                      content_time=ts if arrived is None else arrived,
                                       content_from=copies.FROM_UPLOAD if arrived is None else copies.FROM_COMMIT)
             # filed through this API (the leaderboard Space, the organisers' CLI): dated by the
             # filing server's clock in the backend's register; a request file written any
@@ -458,8 +459,8 @@ class Store(QueueOperations, ReviewOperations):
             edit = IndexEdit(self.requests, snap)
             edit.receive(rid, R.iso(ts))
             request, judged = self.judge_copies(snap, edit, request, filing, ts)
-            changes = {**judged, **approval, R.request_path(rid): R.dumps(request), R.predictions_path(rid): parquet,
-                       **edit.changes()}
+            changes = {**judged, **approval, **new_key, R.request_path(rid): R.dumps(request),
+                       R.predictions_path(rid): parquet, **edit.changes()}
             return changes, f"submit {rid}: {model_name} on {test_set}/{track}", request
 
         return transact(self.requests, decide, folders=(R.QUEUE_DIR,))

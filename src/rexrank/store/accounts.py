@@ -151,13 +151,6 @@ def check_approved(approved: list[str] | None, bindings: dict, *, submitter: Acc
     )
 
 
-def read_bindings(repo, snap) -> dict:
-    from rexrank.store.index import load_json_object
-
-    return load_json_object(repo, snap, APPROVED_BINDINGS,
-                            damaged=f"{APPROVED_BINDINGS} is damaged; restore it from the repo's history")
-
-
 def bind(content: dict, test_set: str, name: str, binding: dict) -> dict:
     """`content` (accounts/approved.json) with `name` bound on `test_set`."""
     out = {k: dict(v) for k, v in content.items() if isinstance(v, dict)}

@@ -17,8 +17,13 @@ data lists ("rn" for "m") folded; "*" (ReXrank's "trained on this test set" mark
 dropped; whitespace collapsed. "MedVersa", "medversa", "Med\u200bVersa", "M\u0435dVersa",
 "MedVersa\ufe0f" are one name, and so are "MAIRA-2", "MAlRA\u20102" and "MAIRA\u20132".
 
+Comparison decides which filings are one model within a namespace (identical
+resubmissions), and which names the board marks as lookalikes of each other across
+namespaces (rexrank.leaderboard.tables.lookalikes); it never makes a name anyone's.
+
 Display (`display`): ANSI escape sequences and every control or formatting character
-removed, so a name can neither recolour a terminal nor reverse itself on a page.
+removed, so a name can neither recolour a terminal nor reverse itself on a page. A
+submitted model is shown as "namespace / name" (`model_title`).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import uuid
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.accounts import index_name, submitter_of
-from rexrank.store.index import IndexEdit, load_index
+from rexrank.store.index import IndexEdit, load_index, load_json_object
 from rexrank.store.policy import check_policy
 from rexrank.store.repo import Snapshot, StoreError, consistent_reads, transact
 
@@ -22,7 +22,7 @@ log = logging.getLogger("rexrank.store")
 
 class QueueOperations:
     """Mixed into `Store` (which provides requests, results, name, quota, _queued,
-    _find_request, get_request, results_named)."""
+    _find_request, get_request)."""
 
     def _history(self, snap: Snapshot, request: dict) -> list[dict]:
         """Every request the submission rules must see for this request's model name,
@@ -278,7 +278,8 @@ class QueueOperations:
         approved = approved_submitters(self, test_set)
         if approved is None:
             return None
-        bindings = accounts.read_bindings(self.requests, snap)
+        bindings = load_json_object(self.requests, snap, accounts.APPROVED_BINDINGS,
+                                    damaged=f"{accounts.APPROVED_BINDINGS} is damaged; restore it from the repo's history")
         binding = accounts.check_approved(approved, bindings.get(test_set, {}), submitter=submitter, test_set=test_set)
         if binding is None:
             return None

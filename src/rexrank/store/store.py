@@ -292,7 +292,7 @@ class Store(QueueOperations, ReviewOperations):
 
     def results_named(self, model_name: str) -> list[dict]:
         """Result records whose model name compares equal to `model_name` (id, model_name,
-        source, submitter: what the name-ownership rule reads)."""
+        source, submitter), read through the index by name."""
         snap = self.results.snapshot()
         if not self._results_indexed and load_index(self.results, snap, R.RESULTS_LAYOUT) != R.RESULTS_LAYOUT_CONTENT:
             return self.list_results()  # not indexed yet: every record (the rules filter)

@@ -382,12 +382,12 @@ def build_app(source: LeaderboardSource):
                     with gr.Row():
                         sub_model = gr.Textbox(label="Model name")
                         # an initial value makes the API parameter optional (clients of earlier versions)
-                        sub_namespace = gr.Textbox(value="", label="Namespace (your account or one of your "
-                                                                   "organisations; default: your account)")
+                        sub_namespace = gr.Textbox(value="", label="Namespace (default: your account)",
+                                                   placeholder="or one of your organisations")
                         sub_inst = gr.Textbox(label="Institution")
                     with gr.Row():
                         sub_url = gr.Textbox(label="Model URL (https://…)")
-                        sub_repo = gr.Textbox(value="", label="Hub model repo of yours (NAMESPACE/NAME, optional)")
+                        sub_repo = gr.Textbox(value="", label="Your Hub model repo (optional)", placeholder="NAMESPACE/NAME")
                     sub_trained = gr.CheckboxGroup(
                         [(TEST_SET_LABELS[t], t) for t in tab_test_sets], label="Trained on the training split of"
                     )

@@ -102,11 +102,12 @@ def ranked(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAUL
     1-based with ties sharing the best rank. Models without a value for `rank_by` come last,
     unranked (NaN). `lookalike`: the row's name reads like another row's (`lookalikes`)."""
     _check_rank_key(rank_by)
-    table = filters.apply(frame[(frame["test_set"] == test_set) & (frame["track"] == track)])
+    part = frame[(frame["test_set"] == test_set) & (frame["track"] == track)]
+    table = filters.apply(part.assign(lookalike=lookalikes(part)))  # a filter hides no lookalike's mark
     ascending = not COLUMNS_BY_KEY[rank_by].higher_is_better
     table = table.sort_values([rank_by, "model_name"], ascending=[ascending, True], na_position="last", kind="mergesort")
     table = table.assign(rank=table[rank_by].rank(method="min", ascending=ascending))
-    return table.assign(lookalike=lookalikes(table)).reset_index(drop=True)
+    return table.reset_index(drop=True)
 
 
 def search(table: pd.DataFrame, query: str | None) -> pd.DataFrame:

@@ -106,6 +106,8 @@ def test_review_refuses_what_is_not_held_and_a_rejection_counts_against_the_quot
     assert main(["review", "--store", str(tmp_path / "s"), "--release", original["id"]]) == 1
     assert f"request {original['id']} is PENDING, not held for review" in capsys.readouterr().err
     assert main(["review", "--store", str(tmp_path / "s"), "--reason", "why"]) == 1
+    assert main(["requeue", held["id"], "--store", str(tmp_path / "s")]) == 1  # a held request goes through review
+    assert f"release it with `rexrank review --release {held['id']}`" in capsys.readouterr().err
     assert main(["review", "--store", str(tmp_path / "s"), "--reject", held["id"]]) == 0
     rejected = store.get_request(held["id"])
     assert (rejected["status"], rejected["failure_kind"]) == (FAILED, "rejected")

@@ -220,6 +220,9 @@ class QueueOperations:
         are cached, so only the missing ones are asked again."""
         ts = R.now()
         current = self.get_request(request_id)
+        if current["status"] == R.HELD:
+            raise StoreError(f"request {request_id} is HELD for review; release it with `rexrank review --release "
+                             f"{request_id}` or reject it with `rexrank review --reject {request_id}`")
         if current["status"] in (R.FINISHED, R.PENDING):
             raise StoreError(f"request {request_id} is {current['status']}; only FAILED or RUNNING requests can be requeued")
         return self._update(

@@ -26,7 +26,8 @@ class Store(QueueOperations, ReviewOperations):
         self.requests = requests
         self.results = results
         self.name = name
-        self._quota = quota
+        # REXRANK_QUOTA is read (and a wrong one refused) when the store is opened, as before
+        self._quota = quota if quota is not None else Quota.env_setting()
         self._problems: dict[str, dict[str, Problem]] = {"requests": {}, "results": {}}
         self._reported: set[tuple[str, str, str]] = set()
         self._results_indexed = False  # once seen, the results index stays (until a --reindex)
@@ -40,18 +41,18 @@ class Store(QueueOperations, ReviewOperations):
         """The quota enforced here (rexrank.store.policy says where it comes from)."""
         if self._quota is not None:
             return self._quota
-        from_env = Quota.env_setting()
-        if from_env is not None:
-            return from_env
         from rexrank.store.config import read_config
 
         configured = read_config(self).get(QUOTA_KEY)
-        if configured is not None:
+        if configured is not None:  # a wrong setting stops the store's users, never refuses a request
             where = f"{self.name}/{R.CONFIG_FILE}: {QUOTA_KEY}"
             if not isinstance(configured, str):
                 raise StoreError(f'{where} must be a string "N/DAYS", e.g. "1/7" (0: no quota)')
-            return Quota.parse(configured, where=where,
-                               origin=f'set by the store\'s config.json key "{QUOTA_KEY}" ({configured})')
+            try:
+                return Quota.parse(configured, where=where,
+                                   origin=f'set by the store\'s config.json key "{QUOTA_KEY}" ({configured})')
+            except SubmissionError as exc:
+                raise StoreError(str(exc)) from None
         if self.name.startswith("hf://"):
             return Quota.from_env()  # a public service's: ReXrank's 1/7
         return Quota(0, origin="none: a local store has no quota unless its config.json sets one")

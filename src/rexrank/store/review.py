@@ -84,14 +84,13 @@ class ReviewOperations:
         return filing
 
     def _fingerprint_stored(self, request: dict, key: bytes, *, received: float | None = None) -> copies.Filing:
-        """`received`: None for the time the store recorded, known to the second: its last
-        instant (a filing dated to the microsecond within that second had its content first)."""
+        """`received`: None for the time the store recorded when it was filed (to the second)."""
         import pandas as pd
 
         table = pd.read_parquet(io.BytesIO(self.read_predictions(request)))
         prints = copies.fingerprints(key, table["id"].astype(str), table["prediction"].fillna("").astype(str))
         if received is None:
-            received = R.parse_iso(request["submitted_time"]) + 0.999999
+            received = R.parse_iso(request["submitted_time"])
         return copies.Filing.of(request, prints, n=len(table), content_time=received, content_from=copies.FROM_FILING)
 
     def hold_if_copied(self, request: dict, worker_id: str) -> dict | None:

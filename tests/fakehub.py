@@ -22,7 +22,15 @@ of each repo readable (a benchmark making thousands of commits keeps memory boun
 Accounts: without `accounts` any token may do anything (and whoami answers "tester").
 With `FakeHub(accounts={token: Account(name, orgs, role)})` the fake checks like the Hub:
 an unknown token is 401, writing outside the account's own and its orgs' namespaces or with
-a read token is 403, and a private repo is invisible (404) to anyone else.
+a read token is 403, and a private repo is invisible (404) to anyone else. whoami answers
+each account's and organisation's immutable `id` beside its name, as the Hub does (an id
+stays with an account across renames: `hub.rename(token, new_name)`; a freed name taken by
+another account comes with that account's own id). `hub.org_ids` maps organisation names
+to their ids.
+
+Commit times: each commit is dated by `hub.clock()` (time.time unless a test sets it);
+repo info's `lastModified` is the revision's commit time, and paths-info with `expand`
+gives each file's `lastCommit` (the last commit that changed it), as the Hub does.
 """
 from __future__ import annotations
 
@@ -51,6 +59,20 @@ class Account:
     name: str
     orgs: tuple[str, ...] = ()
     role: str = "write"  # "read" or "write", as a classic token's role
+    id: str = ""  # the Hub's immutable id (made from the first name when not given; kept by `replace`)
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            self.id = _made_id("user", self.name)
+
+
+def _made_id(kind: str, name: str) -> str:
+    """A 24-hex-digit id, as the Hub's (a MongoDB ObjectId)."""
+    return hashlib.sha1(f"{kind}:{name}".encode()).hexdigest()[:24]
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
 
 
 @dataclass
@@ -62,6 +84,11 @@ class FakeRepo:
     sdk: str | None = None  # Spaces
     variables: dict[str, str] = field(default_factory=dict)  # Space variables
     sorted_paths: dict[str, list[str]] = field(default_factory=dict)  # sha -> its paths, sorted (for listings)
+    commit_info: dict[str, tuple[float, str]] = field(default_factory=dict)  # sha -> (time, title)
+    last_change: dict[str, dict[str, str]] = field(default_factory=dict)  # sha -> {path: sha of the commit that last changed it}
+
+    def commit_time(self, sha: str) -> float:
+        return self.commit_info.get(sha, (0.0, ""))[0]
 
     @property
     def head(self) -> str:
@@ -200,6 +227,8 @@ class FakeHub:
         self.fail_next_commits = 0  # answer the next N commits with 412 (injected conflicts)
         self.drop_commit: dict[str, str] = {}  # repo_id -> "before" | "after": cut that repo's next commit
         self.accounts = accounts
+        self.org_ids: dict[str, str] = {}  # organisation name -> id (made from the name unless set)
+        self.clock = time.time  # what commits are dated by
         self.requests: list[str] = []  # "METHOD path" log
         self.jobs: dict[str, FakeJob] = {}  # Jobs, by id (see "Jobs" below)
         self.app = self._build_app()
@@ -215,9 +244,21 @@ class FakeHub:
         return len(self.repos[(repo_type, repo_id)].history)
 
     def _new_repo(self, repo_type: str, repo_id: str, private: bool) -> FakeRepo:
-        repo = FakeRepo(repo_type, repo_id, private, [(uuid.uuid4().hex + "00000000", {})])
+        sha = uuid.uuid4().hex + "00000000"
+        repo = FakeRepo(repo_type, repo_id, private, [(sha, {})])
+        repo.commit_info[sha] = (self.clock(), "initial commit")
+        repo.last_change[sha] = {}
         self.repos[(repo_type, repo_id)] = repo
         return repo
+
+    def rename(self, token: str, new_name: str) -> None:
+        """The account of `token` takes `new_name` (its id stays; its old name is free)."""
+        import dataclasses
+
+        self.accounts[token] = dataclasses.replace(self.accounts[token], name=new_name)
+
+    def org_id(self, name: str) -> str:
+        return self.org_ids.setdefault(name, _made_id("org", name))
 
     def _repo(self, repo_type: str, repo_id: str) -> FakeRepo | None:
         return self.repos.get((repo_type, repo_id))
@@ -271,14 +312,15 @@ class FakeHub:
         @app.get("/api/whoami-v2")
         def whoami(request: Request):
             if hub.accounts is None:
-                return {"type": "user", "name": "tester", "fullname": "Tester", "orgs": [], "auth": {},
-                        "avatarUrl": "/avatars/tester.svg"}
+                return {"type": "user", "id": _made_id("user", "tester"), "name": "tester", "fullname": "Tester",
+                        "orgs": [], "auth": {}, "avatarUrl": "/avatars/tester.svg"}
             account = hub._account(request)
             if account is None:
                 return _error(401, "Invalid credentials in Authorization header")
             return {
-                "type": "user", "name": account.name, "fullname": account.name, "avatarUrl": f"/avatars/{account.name}.svg",
-                "orgs": [{"type": "org", "name": org} for org in account.orgs],
+                "type": "user", "id": account.id, "name": account.name, "fullname": account.name,
+                "avatarUrl": f"/avatars/{account.name}.svg",
+                "orgs": [{"type": "org", "id": hub.org_id(org), "name": org} for org in account.orgs],
                 "auth": {"type": "access_token", "accessToken": {"displayName": "test", "role": account.role}},
             }
 
@@ -350,13 +392,14 @@ class FakeHub:
             if files is None:
                 return _error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
             sha = repo.head if rev in ("main", repo.head) else rev
+            modified, created = _iso(repo.commit_time(sha)), _iso(repo.commit_time(repo.history[0][0]))
             if expand:  # as the Hub: only the properties asked for (no file list)
-                known = {"sha": sha, "private": repo.private, "author": ns, "lastModified": "2026-01-01T00:00:00.000Z"}
+                known = {"sha": sha, "private": repo.private, "author": ns, "lastModified": modified}
                 return {"id": repo.repo_id, "_id": repo.repo_id, **{k: known[k] for k in expand if k in known}}
             return {
                 "id": repo.repo_id, "_id": repo.repo_id, "author": ns, "sha": sha, "private": repo.private,
                 "disabled": False, "gated": False, "downloads": 0, "likes": 0, "tags": [],
-                "lastModified": "2026-01-01T00:00:00.000Z", "createdAt": "2026-01-01T00:00:00.000Z",
+                "lastModified": modified, "createdAt": created,
                 "siblings": [_sibling(p, files[p], (request.query_params.get("blobs") or "").lower() == "true") for p in sorted(files)],
                 **({"sdk": repo.sdk} if repo.sdk else {}),
             }
@@ -435,11 +478,16 @@ class FakeHub:
                         return _error(400, "the fake Hub does not support LFS uploads")
                 sha = hashlib.sha1(f"{repo.head}{time.time_ns()}{uuid.uuid4()}".encode()).hexdigest()
                 repo.sorted_paths[sha] = _sorted_after(repo.sorted_paths.get(repo.head), repo.history[-1][1], files, touched)
+                before = repo.history[-1][1]
+                repo.last_change[sha] = {p: (sha if before.get(p) != data else repo.last_change.get(repo.head, {}).get(p, sha))
+                                         for p, data in files.items()}
+                repo.commit_info[sha] = (hub.clock(), header.get("summary") or "commit")
                 repo.history.append((sha, files))
                 if hub.keep_versions is not None:
                     del repo.history[:-hub.keep_versions]
                     kept = {h for h, _ in repo.history}
                     repo.sorted_paths = {h: p for h, p in repo.sorted_paths.items() if h in kept}
+                    repo.last_change = {h: p for h, p in repo.last_change.items() if h in kept}
             if drop == "after":
                 return _CutConnection(repo.repo_id)
             return {
@@ -456,10 +504,16 @@ class FakeHub:
             files = repo.files_at(rev) or {}
             form = await request.form() if "form" in request.headers.get("content-type", "") else await request.json()
             paths = form.getlist("paths") if hasattr(form, "getlist") else form.get("paths", [])
+            expand = str(form.get("expand", "")).lower() in ("true", "1")
+            changed = repo.last_change.get(repo.head if rev in ("main", repo.head) else rev, {})
             out = []
             for p in paths:
                 if p in files:
-                    out.append({"type": "file", "path": p, "oid": git_blob_oid(files[p]), "size": len(files[p])})
+                    entry = {"type": "file", "path": p, "oid": git_blob_oid(files[p]), "size": len(files[p])}
+                    if expand and p in changed:  # as the Hub: the last commit that changed the file
+                        when, title = repo.commit_info[changed[p]]
+                        entry["lastCommit"] = {"id": changed[p], "title": title, "date": _iso(when)}
+                    out.append(entry)
                 elif any(f.startswith(p.rstrip("/") + "/") for f in files):
                     out.append({"type": "directory", "path": p, "oid": hashlib.sha1(p.encode()).hexdigest(), "size": 0})
             return out

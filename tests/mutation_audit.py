@@ -82,8 +82,8 @@ _register(
            "src/rexrank/store/hub_predictions.py", "revision=dataset.sha,", "revision=dataset.revision,",
            ("tests/test_submit_hub.py::test_a_push_while_the_space_reads_changes_nothing",)),
     Mutant("whoami-identity", "on a Hub store, a typed submitter name stands in for the token's account",
-           "src/rexrank/leaderboard/submit.py", "        submitter = verified_user(token, endpoint=endpoint)\n",
-           "        submitter = (typed_name or \"\").strip() or verified_user(token, endpoint=endpoint)\n",
+           "src/rexrank/leaderboard/submit.py", "    if is_hub_store(store) or (token and not typed):\n",
+           "    if not typed and (is_hub_store(store) or token):\n",
            ("tests/test_submit_hub.py::test_python_submit_uploads_a_local_file_through_the_same_api",)),
     Mutant("space-token-fallback", "the Space reads a submitter's dataset with its own HF_TOKEN (which can read "
            "the organisers' private requests repo)",

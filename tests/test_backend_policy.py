@@ -1,7 +1,8 @@
-"""Server-side policy and operations (issue 13): the backend enforces quota, duplicates and
-model-name ownership whatever the client did; names are compared normalised and shown
-without control characters; requeue, cancel, a worker without its data, server paths,
-temporary files of a killed worker."""
+"""Server-side policy and operations (issue 13): the backend enforces the quota and
+duplicates whatever the client did, and holds copies for review; model names belong to
+namespaces (issue 37); names are compared normalised and shown without control characters;
+requeue, cancel, a worker without its data, server paths, temporary files of a killed
+worker."""
 from __future__ import annotations
 
 import json
@@ -20,6 +21,8 @@ from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
 from rexrank.leaderboard.records import records_frame
 from rexrank.store import FAILED, FINISHED, PENDING, RUNNING, Quota, open_store
+from rexrank.store.accounts import Account, Submitter
+from rexrank.store.review import HELD_MESSAGE
 from test_backend import PRIVATE_SENTENCES, cli, private_set, test_metrics  # noqa: F401 (fixtures)
 from test_store import EXAMPLE_PREDS, submit, variant
 
@@ -45,6 +48,7 @@ def rogue(monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(store_module, "check_policy", lambda *a, **k: None)
             m.setattr(store_module, "check_names", lambda **k: None)
+            m.setattr(store_module.Store, "judge_copies", lambda self, snap, edit, request, filing, ts: (request, {}))
             return submit(store, *args, **kw)
 
     return file
@@ -67,12 +71,14 @@ def test_the_backend_enforces_the_quota_the_client_skipped(tmp_path, capsys, mon
         assert code == 0, err  # the client was talked out of its courtesy check
         ids.append(json.loads(out)["id"])
     monkeypatch.delenv("REXRANK_QUOTA", raising=False)
-    code, _, err = run(capsys, "backend", "--store", root, "--once", "--metrics", "bleu2")  # default 1/7 here
+    (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"quota": "1/7"}))  # the store's own setting
+    code, _, err = run(capsys, "backend", "--store", root, "--once", "--metrics", "bleu2")
     assert code == 1 and "1 request(s) FAILED" in err, err  # --once says so in its exit status (issue 31)
     first, second = (open_store(root).get_request(i) for i in ids)
     assert first["status"] == FINISHED
     assert second["status"] == FAILED and second["failure_kind"] == "refused"
     assert "already has 1 submission(s) on example/findings" in second["error"]
+    assert 'the quota is set by the store\'s config.json key "quota" (1/7)' in second["error"]
     assert [r["id"] for r in open_store(root).list_results()] == [ids[0]]
 
 
@@ -86,17 +92,17 @@ def test_the_backend_refuses_an_identical_resubmission(tmp_path, rogue):
     assert refused["status"] == FAILED and "identical resubmission" in refused["error"]
 
 
-def test_the_backend_refuses_another_submitters_identical_predictions(tmp_path, rogue):
+def test_the_backend_holds_another_submitters_identical_predictions_for_review(tmp_path, rogue):
     store = open_store(tmp_path / "s", quota=Quota(0))
     first = submit(store, model_name="Alice's model", submitter="alice")
-    Worker(store, metrics="bleu2", worker_id="w").run(once=True)  # settled: found through the index by content
-    copied = rogue(store, model_name="Mallory's model", submitter="mallory")
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)  # settled: found through the copy index
+    copied = rogue(store, model_name="Mallory's model", submitter="mallory")  # a client that judged nothing
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
-    refused = store.get_request(copied["id"])
-    assert refused["status"] == FAILED and refused["failure_kind"] == "refused"
-    assert "identical to predictions another submitter filed on example/findings" in refused["error"]
-    assert "alice" not in refused["error"].lower() and first["id"] not in refused["error"]
+    held = store.get_request(copied["id"])
+    assert held["status"] == "HELD" and held["error"] == HELD_MESSAGE
+    assert [m["request_id"] for m in held["review"]["matches"]] == [first["id"]]  # for the maintainers
     assert [r["id"] for r in store.list_results()] == [first["id"]]
+    assert store.claim("w", lease_seconds=60) is None  # no worker takes a held request
 
 
 # Valid Hub names that differ from "alice" only in case: no other rule refuses them (the name
@@ -134,41 +140,41 @@ def test_on_the_hub_the_submitter_is_the_tokens_account_never_the_typed_name(tmp
     store = open_store(tmp_path / "s", quota=Quota(0))
     monkeypatch.setattr(leaderboard_submit, "is_hub_store", lambda _store: True)  # as for an hf:// store
     # the Hub's whoami, for the one token it knows (tests/test_submit_hub.py asks a fake Hub)
-    monkeypatch.setattr(leaderboard_submit, "verified_user",
-                        lambda token, endpoint=None: {"tok-bob": "bob"}[token] if token else
-                        (_ for _ in ()).throw(SubmissionError("no Hugging Face token was sent")))
+    monkeypatch.setattr(leaderboard_submit, "verified_submitter",
+                        lambda token, endpoint=None: {"tok-bob": Submitter(Account("bob", "u-bob"))}[token] if token
+                        else (_ for _ in ()).throw(SubmissionError("no Hugging Face token was sent")))
     common = dict(predictions=str(EXAMPLE_PREDS), test_set="example", track="findings", model_name="m")
     with pytest.raises(SubmissionError, match="no Hugging Face token"):
         leaderboard_submit.file_request(store, typed_name="alice", **common)
     request = leaderboard_submit.file_request(store, token="tok-bob", typed_name="alice", **common)
-    assert request["submitter"] == "bob"
+    assert (request["submitter"], request["submitter_id"], request["namespace"]) == ("bob", "u-bob", "bob")
 
 
 # ---- names --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["MedVersa", "medversa", "M\u0435dVersa", "ＭｅｄＶｅｒｓａ", " MedVersa "])
-def test_a_published_model_name_cannot_be_taken(tmp_path, rogue, name):
+@pytest.mark.parametrize("name", ["MedVersa", "medversa", "ＭｅｄＶｅｒｓａ", " MedVersa "])
+def test_a_published_model_name_is_shown_under_the_submitters_namespace(tmp_path, name):
     store = open_store(tmp_path / "s")
     store.add_result(PUBLISHED_MEDVERSA)
-    with pytest.raises(SubmissionError, match="is the published ReXrank entry 'MedVersa'"):
-        submit(store, model_name=name, submitter="mallory")
-    sneaked = rogue(store, model_name=name, submitter="mallory")
+    submit(store, model_name=name, submitter="mallory")  # nobody owns a bare name, a published entry neither
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
-    refused = store.get_request(sneaked["id"])
-    assert refused["status"] == FAILED and "published ReXrank entry" in refused["error"]
-    assert [r["source"] for r in store.list_results()] == ["published"]
+    frame = records_frame(store.list_results())
+    assert sorted(frame["model_name"]) == sorted(["MedVersa", f"mallory / {name.strip()}"])
+    [published] = frame[frame["source"] == "published"].to_dict("records")
+    assert published["submitter"] == "ReXrank (published)"
 
 
-def test_a_model_name_belongs_to_its_first_submitter(tmp_path, rogue):
+def test_two_namespaces_may_both_have_a_model_name(tmp_path, rogue):
     store = open_store(tmp_path / "s", quota=Quota(0))
     submit(store, model_name="CheXcellent", submitter="alice")
     submit(store, variant(tmp_path, 1), model_name="chexcellent", submitter="alice")  # the owner may go on
-    with pytest.raises(SubmissionError, match="belongs to another submitter"):
-        submit(store, variant(tmp_path, 2), model_name="\u0421heXcellent", submitter="mallory")  # Cyrillic С
-    sneaked = rogue(store, variant(tmp_path, 3), model_name="CheXcellent", submitter="mallory")
-    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
-    assert store.get_request(sneaked["id"])["status"] == FAILED
-    assert {r["submitter"] for r in store.list_results()} == {"alice"}
+    submit(store, variant(tmp_path, 2), model_name="CheXcellent", submitter="mallory")
+    with pytest.raises(SubmissionError, match="mixes Cyrillic and Latin"):  # a lookalike is still no valid name
+        submit(store, variant(tmp_path, 3), model_name="\u0421heXcellent", submitter="mallory")  # Cyrillic С
+    while Worker(store, metrics="bleu2", worker_id="w").run(once=True):
+        pass
+    frame = records_frame(store.list_results())
+    assert sorted(frame["model_name"]) == ["alice / CheXcellent", "alice / chexcellent", "mallory / CheXcellent"]
 
 
 def test_names_are_normalised_before_comparison():
@@ -326,17 +332,19 @@ def test_temporary_files_of_a_killed_worker_are_removed_at_the_next_start(tmp_pa
     assert not alive.path.exists()
 
 
-def test_dating_a_request_back_escapes_neither_quota_nor_name_ownership(tmp_path, rogue):
+def test_dating_a_request_back_escapes_neither_quota_nor_copy_review(tmp_path, rogue):
     store = open_store(tmp_path / "s", quota=Quota(1, 7))
     now = time.time()
     first = submit(store, model_name="Owned", submitter="alice", now=now)
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     assert store.get_request(first["id"])["status"] == FINISHED
     quota_dodge = rogue(store, variant(tmp_path, 1), model_name="Other", submitter="alice", now=now - 3600)
-    name_grab = rogue(store, variant(tmp_path, 2), model_name="owned", submitter="mallory", now=now - 7200)
+    copy_dated_back = rogue(store, model_name="owned", submitter="mallory", now=now - 7200)
+    Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     assert "already has 1 submission" in store.get_request(quota_dodge["id"])["error"]
-    assert "belongs to another submitter" in store.get_request(name_grab["id"])["error"]
+    # the original is who had the predictions first: dated by the server, never by the request's writer
+    assert store.get_request(copy_dated_back["id"])["status"] == "HELD"
     assert [r["id"] for r in store.list_results()] == [first["id"]]
 
 

@@ -698,13 +698,14 @@ def test_a_submitted_row_is_reached_from_the_submit_link(default_store, browser,
     assert answer.startswith("✅ Request"), answer
     link = page.locator("#submit-result a", has_text="page on this leaderboard")
     href = link.get_attribute("href")
-    assert href == "?model=Issue31-Model"
+    assert href == "?model=tester+%2F+Issue31-Model"  # the board's "namespace / name" (issue 37)
     # the backend scores it (BLEU only, offline: no 1/RadCliQ-v1 value, so the row is unranked)
     assert main(["backend", "--store", str(store), "--once",
                  "--metrics", "bleu2", "--no-progress"]) == 0
     open_page(page, urljoin(page.url, href))  # the link (gradio opens a markdown link in a new tab)
-    header = wait_text(page, "#model-header", lambda t: t.startswith("Issue31-Model"), timeout=STATE_TIMEOUT_MS / 1000)
-    assert header.startswith("Issue31-Model")
+    header = wait_text(page, "#model-header", lambda t: t.startswith("tester / Issue31-Model"),
+                       timeout=STATE_TIMEOUT_MS / 1000)
+    assert header.startswith("tester / Issue31-Model")
     rows = wait_until(page, "model-results", lambda rows: len(rows) == 1)
     assert rows[0][:3] == ["Example (synthetic)", "Findings", "–"], rows
     radcliq = column(page, "#model-results", "1/RadCliQ-v1")

@@ -106,6 +106,7 @@ def _request(submitted_time: str, **extra) -> dict:
 
 
 def test_the_quota_window_is_days_not_hours():
+    from rexrank.store.accounts import Account
     from rexrank.store.policy import Quota, check_quota
     from rexrank.store.records import iso, parse_iso
 
@@ -114,10 +115,11 @@ def test_the_quota_window_is_days_not_hours():
     quota = Quota(1, 7)
     for hours in (8, 24, 6 * 24 + 23):  # one submission per 7 days: all inside the window
         with pytest.raises(SubmissionError, match="next submission possible after 2026-11-08T00:00:00"):
-            check_quota(earlier, submitter="alice", test_set="iu_xray", track="findings",
+            check_quota(earlier, submitter=Account("alice"), test_set="iu_xray", track="findings",
                         now=start + hours * 3600, quota=quota)
     # 7 days and a second later: allowed (hand computation: 7 x 86,400 s)
-    check_quota(earlier, submitter="alice", test_set="iu_xray", track="findings", now=start + 7 * 86400 + 1, quota=quota)
+    check_quota(earlier, submitter=Account("alice"), test_set="iu_xray", track="findings", now=start + 7 * 86400 + 1,
+                quota=quota)
     assert iso(start + 7 * 86400).startswith("2026-11-08T00:00:00")
 
 
@@ -125,13 +127,14 @@ def test_the_quota_window_is_days_not_hours():
 @pytest.mark.parametrize("variant", ["Med  Versa", "Med \t Versa", "Med\u00a0\u00a0Versa", " Med   Versa "])
 def test_model_names_differing_in_inner_whitespace_runs_are_the_same_name(variant):
     from rexrank.store.names import name_key, same_name
-    from rexrank.store.policy import name_owner
+    from rexrank.store.policy import check_duplicate
 
     assert same_name(variant, "Med Versa")
     assert name_key(variant) == name_key("med versa")
     assert not same_name("MedVersa2", "Med Versa")
-    requests = [{"id": "r1", "model_name": "Med Versa", "submitter": "alice", "submitted_time": "2026-01-01T00:00:00Z"}]
-    assert name_owner(requests, [], variant) == ("submitter", "alice")
+    first = _request("2026-01-01T00:00:00Z", model_name="Med Versa")
+    with pytest.raises(SubmissionError, match="identical resubmission"):  # one model of the namespace
+        check_duplicate([first], {**first, "id": "r2", "model_name": variant})
 
 
 # ---- identity: only a user's token names a submitter ---------------------------------------
@@ -170,15 +173,32 @@ def test_an_organisation_or_app_token_is_no_submitter(whoami_server, kind):
     from rexrank.leaderboard.identity import verified_user
 
     endpoint, answer = whoami_server
-    answer["body"] = {"type": kind, "name": "acme"}
+    answer["body"] = {"type": kind, "name": "acme", "id": "a1"}
     with pytest.raises(SubmissionError) as err:
         verified_user("hf_token", endpoint=endpoint)
     assert str(err.value) == "the token sent is not a user's token: submit with your own account's token"
-    answer["body"] = {"type": "user", "name": ""}
+    answer["body"] = {"type": "user", "name": "", "id": "u1"}
     with pytest.raises(SubmissionError, match="not a user's token"):
         verified_user("hf_token", endpoint=endpoint)
-    answer["body"] = {"type": "user", "name": "alice"}
+    answer["body"] = {"type": "user", "name": "alice", "id": "u1"}
     assert verified_user("hf_token", endpoint=endpoint) == "alice"
+
+
+def test_a_submitter_is_whoamis_id_with_its_name_and_its_organisations(whoami_server):
+    from rexrank.leaderboard.identity import verified_accounts, verified_submitter
+    from rexrank.store.accounts import Account
+
+    endpoint, answer = whoami_server
+    answer["body"] = {"type": "user", "name": "alice", "id": "u1",
+                      "orgs": [{"type": "org", "name": "acme", "id": "o1"}, {"name": "no-id"}, "junk"]}
+    who = verified_submitter("hf_token", endpoint=endpoint)
+    assert who.user == Account("alice", "u1") and who.orgs == (Account("acme", "o1"),)
+    assert verified_accounts("hf_token", endpoint=endpoint) == ("alice", "acme")
+    answer["body"] = {"type": "user", "name": "alice"}  # no id: a renamed account could not be told apart
+    with pytest.raises(SubmissionError) as err:
+        verified_submitter("hf_token", endpoint=endpoint)
+    assert str(err.value) == ("the Hub's answer about the token has no account id; this leaderboard cannot tell who "
+                              "is submitting — try again later")
 
 
 # ---- privacy: the noise is calibrated on the studies scored --------------------------------
@@ -804,7 +824,7 @@ def test_whoami_failures_other_than_a_refusal(whoami_server, monkeypatch):
         verified_user("hf_x", endpoint="http://127.0.0.1:9")  # nothing listens on the discard port
     # the message names the connection error's class (the HTTP client's), not the study or the token
     assert re.fullmatch(r"cannot reach the Hub to check the token \((?!NoneType)\w+\); try again later", str(err.value))
-    answer.update(status=200, body={"type": "user", "name": "bob"})
+    answer.update(status=200, body={"type": "user", "name": "bob", "id": "u2"})
     monkeypatch.setenv("HF_ENDPOINT", endpoint)
     assert verified_user("hf_x") == "bob"  # the endpoint from the environment
 
@@ -836,9 +856,11 @@ DAY = 86400
 
 
 def _check(requests, now, quota, **where):
+    from rexrank.store.accounts import Account
     from rexrank.store.policy import check_quota
 
     args = {"submitter": "alice", "test_set": "iu_xray", "track": "findings", **where}
+    args["submitter"] = Account(args["submitter"], args.pop("submitter_id", None))
     check_quota(requests, now=now, quota=quota, **args)
 
 
@@ -851,7 +873,14 @@ def test_the_quota_window_reaches_both_ways_and_counts_only_this_set_track_and_s
     with pytest.raises(SubmissionError) as err:
         _check(one, t0 - 6 * DAY, Quota(1, 7))  # a request dated back is still inside the window
     assert str(err.value) == ("submitter 'alice' already has 1 submission(s) on iu_xray/findings in the last 7 days "
-                              "(limit 1); next submission possible after 2026-11-17T00:00:00Z")
+                              "(limit 1); next submission possible after 2026-11-17T00:00:00Z (the quota is set with "
+                              "--quota or the store's config.json key \"quota\")")
+    # by id: a request of the account's before a rename counts, one of an earlier holder of the name does not
+    by_id = [_request("2026-11-10T00:00:00Z", submitter="alice-old-name", submitter_id="u1")]
+    with pytest.raises(SubmissionError, match="'alice' already has 1"):
+        _check(by_id, t0 + DAY, Quota(1, 7), submitter_id="u1")
+    _check(by_id, t0 + DAY, Quota(1, 7), submitter="alice-old-name", submitter_id="u2")
+    _check(one, t0 + DAY, Quota(1, 7), submitter_id="u1")  # a request recorded by name only binds to no id
     _check(one, t0 - 7 * DAY, Quota(1, 7))  # exactly 7 days apart: outside (the window is open)
     _check(one, t0 + 7 * DAY, Quota(1, 7))
     _check(one, t0 + DAY, Quota(1, 7), test_set="mimic_cxr")
@@ -860,10 +889,10 @@ def test_the_quota_window_reaches_both_ways_and_counts_only_this_set_track_and_s
     _check(one, t0 + DAY, Quota(2, 7))  # 2 per 7 days: the second passes
     two = one + [_request("2026-11-12T00:00:00Z")]
     with pytest.raises(SubmissionError, match=r"already has 2 submission\(s\) .* in the last 7 days \(limit 2\); "
-                                              r"next submission possible after 2026-11-17T00:00:00Z$"):
+                                              r"next submission possible after 2026-11-17T00:00:00Z \(the quota is"):
         _check(two, t0 + 3 * DAY, Quota(2, 7))
     with pytest.raises(SubmissionError, match=r"in the last 1.5 days \(limit 1\); next submission possible after "
-                                              r"2026-11-13T12:00:00Z$"):
+                                              r"2026-11-13T12:00:00Z \(the quota is"):
         _check(two, t0 + 2 * DAY + 3600, Quota(1, 1.5))  # the newest one in the window decides
     _check(two, t0 + DAY, Quota(0, 7))  # no quota
     _check(two, t0 + DAY, Quota(-1, 7))
@@ -878,6 +907,8 @@ def test_what_counts_for_the_quota():
     assert not counts_for_quota(failed)
     _check([failed], t0 + DAY, Quota(1, 7))  # a failed scoring run is free to retry
     assert counts_for_quota({**failed, "failure_kind": "cancelled"})  # cancelling is no free retry
+    assert counts_for_quota({**failed, "failure_kind": "rejected"})  # nor filing someone else's predictions
+    assert counts_for_quota({**failed, "status": "HELD"})  # held for review: a filing like any other
     assert counts_for_quota({**failed, "failure_kind": "validation", "test_set": "rexgradient"})  # a private probe
     assert not counts_for_quota({**failed, "failure_kind": "validation"})  # a public set's wrong file
     assert not counts_for_quota({**failed, "failure_kind": "refused"})
@@ -918,62 +949,46 @@ def test_an_identical_resubmission_is_refused_unless_the_first_failed():
     from rexrank.store.policy import check_duplicate
 
     first = _request("2026-11-10T00:00:00Z", predictions={"sha256": "abc"}, model_name="Med Versa")
-    args = {"model_name": "med  versa", "sha256": "abc", "test_set": "iu_xray", "track": "findings"}
+    new = {"id": "r9", "model_name": "med  versa", "predictions": {"sha256": "abc"}, "test_set": "iu_xray",
+           "track": "findings", "submitter": "alice"}
     with pytest.raises(SubmissionError) as err:
-        check_duplicate([first], **args)
+        check_duplicate([first], new)
     assert str(err.value) == ("identical resubmission: request r1 (FINISHED) already has these predictions for model "
-                              "'Med Versa' on iu_xray/findings")
-    check_duplicate([{**first, "status": "FAILED"}], **args)
-    check_duplicate([first], **{**args, "sha256": "abd"})
-    check_duplicate([first], **{**args, "model_name": "Other"})
-    check_duplicate([first], **{**args, "test_set": "mimic_cxr"})
-    check_duplicate([first], **{**args, "track": "findings_impression"})
-
-
-def test_a_model_name_belongs_to_the_published_entry_or_its_first_submitter():
-    from rexrank.store.policy import check_owner, name_owner
-
-    published = [{"source": "published", "model_name": "MedVersa"}, {"source": "rexrank", "model_name": "Late",
-                                                                     "submitter": "carol"}]
-    assert name_owner([], published, "med versa") is None
-    assert name_owner([], published, "MEDVERSA") == ("published", "MedVersa")
-    requests = [
-        {"id": "r3", "model_name": "Mine", "submitter": "bob", "submitted_time": "2026-11-03T00:00:00Z"},
-        {"id": "r2", "model_name": "mine", "submitter": "alice", "submitted_time": "2026-11-02T00:00:00Z"},
-        {"id": "r1", "model_name": "MINE", "submitter": "eve", "submitted_time": "2026-11-01T00:00:00Z",
-         "failure_kind": "refused"},
-        {"id": "r0", "model_name": "Mine", "submitter": "mallory", "submitted_time": "2026-10-01T00:00:00Z",
-         "failure_kind": "cancelled"},
-        {"id": "r4", "model_name": "Other", "submitter": "zed", "submitted_time": "2026-01-01T00:00:00Z"},
-    ]
-    assert name_owner(requests, [], "Mine") == ("submitter", "alice")  # the earliest that was not refused or cancelled
-    same_time = [{**requests[0], "submitted_time": "2026-11-02T00:00:00Z", "id": "r1b"}, requests[1]]
-    assert name_owner(same_time, [], "Mine") == ("submitter", "bob")  # a tie on time: the smaller id
-    assert name_owner([], published, "late") == ("submitter", "carol")  # results outlive a cleaned queue
-    assert name_owner(requests, published, "Late") == ("submitter", "carol")
-    check_owner(requests, published, model_name="Mine", submitter="alice")
-    check_owner(requests, published, model_name="Fresh", submitter="bob")
-    with pytest.raises(SubmissionError) as err:
-        check_owner(requests, published, model_name="Mine", submitter="bob")
-    assert str(err.value) == ("model name 'Mine' belongs to another submitter, who used it first; choose a name of your "
-                              "own (names are compared ignoring case, width, invisible characters and lookalike letters)")
-    with pytest.raises(SubmissionError) as err:
-        check_owner([], published, model_name="Med\u200bVersa", submitter="bob")
-    assert str(err.value) == ("model name 'MedVersa' is the published ReXrank entry 'MedVersa'; choose a name of your own "
-                              "(names are compared ignoring case, width, invisible characters and lookalike letters)")
+                              "'alice / Med Versa' on iu_xray/findings")
+    check_duplicate([{**first, "status": "FAILED"}], new)
+    check_duplicate([first], {**new, "predictions": {"sha256": "abd"}})
+    check_duplicate([first], {**new, "model_name": "Other"})
+    check_duplicate([first], {**new, "test_set": "mimic_cxr"})
+    check_duplicate([first], {**new, "track": "findings_impression"})
+    # a model is its namespace and name: another namespace's model of that name is another model
+    check_duplicate([first], {**new, "namespace": "acme"})
+    with pytest.raises(SubmissionError, match="for model 'acme / Med Versa'"):  # namespaces by id, names for display
+        check_duplicate([{**first, "namespace": "acme", "namespace_id": "o1"}],
+                        {**new, "namespace": "acme-renamed", "namespace_id": "o1"})
 
 
 def test_approved_submitters():
-    from rexrank.store.policy import check_approved
+    from rexrank.store.accounts import Account, check_approved
 
-    check_approved(None, submitter="anyone", test_set="rexgradient")
-    check_approved(["alice", "bob"], submitter="bob", test_set="rexgradient")
+    assert check_approved(None, {}, submitter=Account("anyone"), test_set="rexgradient") is None
+    assert check_approved(["alice", "bob"], {}, submitter=Account("BOB"), test_set="rexgradient") is None  # local: by name
     with pytest.raises(SubmissionError) as err:
-        check_approved(["alice"], submitter="bob", test_set="rexgradient")
+        check_approved(["alice"], {}, submitter=Account("bob"), test_set="rexgradient")
     assert str(err.value) == ("test set rexgradient accepts submissions only from submitters approved by its organisers, "
                               "and 'bob' is not one of them; ask the organisers to be added")
     with pytest.raises(SubmissionError):
-        check_approved([], submitter="bob", test_set="rexgradient")
+        check_approved([], {}, submitter=Account("bob"), test_set="rexgradient")
+    # on the Hub: the first filing of an approved name binds it to that account's id ...
+    binding = check_approved(["alice"], {}, submitter=Account("alice", "u1"), test_set="rexgradient")
+    assert binding["id"] == "u1" and binding["name"] == "alice" and binding["how"] == "its first filing"
+    bound = {"alice": binding}
+    assert check_approved(["alice"], bound, submitter=Account("alice", "u1"), test_set="rexgradient") is None
+    # ... which stays approved under a new name, while a newcomer who took the name is not
+    assert check_approved(["alice"], bound, submitter=Account("alice-2", "u1"), test_set="rexgradient") is None
+    with pytest.raises(SubmissionError, match="'alice' is not one of them"):
+        check_approved(["alice"], bound, submitter=Account("alice", "u9"), test_set="rexgradient")
+    with pytest.raises(SubmissionError):  # a name taken off the list approves nobody, bound or not
+        check_approved(["bob"], bound, submitter=Account("alice", "u1"), test_set="rexgradient")
 
 
 def test_is_private_comes_from_the_registry():
@@ -1366,22 +1381,6 @@ def test_accounts_are_the_hubs_spelling_case_aside():
     assert same_submitter("MBZUAI", "mbzuai") and not same_submitter("stanford-aiml", "stanford-aimi")
 
 
-def test_predictions_another_submitter_filed_are_refused_without_naming_them():
-    from rexrank.store.policy import check_copied
-
-    theirs = _request("2026-11-10T00:00:00Z", submitter="bob", predictions={"sha256": "abc"})
-    args = {"submitter": "alice", "sha256": "abc", "test_set": "iu_xray", "track": "findings"}
-    with pytest.raises(SubmissionError) as err:
-        check_copied([theirs], **args)
-    assert str(err.value) == ("these predictions are identical to predictions another submitter filed on "
-                              "iu_xray/findings: submit your own model's predictions")
-    check_copied([theirs], **{**args, "submitter": "BOB"})  # their own, case aside
-    check_copied([{**theirs, "status": "FAILED"}], **args)
-    check_copied([theirs], **{**args, "sha256": "abd"})
-    check_copied([theirs], **{**args, "test_set": "mimic_cxr"})
-    check_copied([theirs], **{**args, "track": "findings_impression"})
-
-
 def test_a_predictions_dataset_belongs_to_the_submitter_or_their_organisations():
     from rexrank.store.policy import check_dataset_owner
 
@@ -1414,54 +1413,42 @@ def _filed(**extra) -> dict:
 
 
 def test_the_policy_applies_every_rule_with_its_message():
-    """check_policy: the names, the name's owner, identical and copied predictions, the quota
-    (dated by the request), and one script per name, each refusing with its own message."""
+    """check_policy: the names, identical resubmissions, the quota (dated by the request), and
+    one script per name, each refusing with its own message. Nobody owns a bare name, and
+    copies are judged after it (rexrank.store.copies), so they are not among its rules."""
     from rexrank.store.policy import Quota, check_policy
 
     quota = Quota(1, 7)
     now = 1_800_000_000.0  # far from the requests below: only the quota case dates near them
-    check_policy([], [], _filed(), now=now, quota=quota)
+    check_policy([], _filed(), now=now, quota=quota)
+    # another submitter's model of the same name, and another's identical predictions: no refusal here
+    check_policy([_request("2026-01-01T00:00:00Z", submitter="bob", model_name="MINE", id="r1"),
+                  _request("2026-01-01T00:00:00Z", submitter="bob", id="r2", predictions={"sha256": "new"})],
+                 _filed(), now=now, quota=quota)
     cases = [
         (_filed(submitter="al ice!"), [], "submitter 'al ice!'"),
+        (_filed(namespace="ac me!"), [], "namespace 'ac me!'"),
         (_filed(institution="=Lab"), [], "institution '=Lab'"),
         (_filed(model_url="ftp://x.org"), [], "model URL 'ftp://x.org'"),
-        (_filed(), [_request("2026-01-01T00:00:00Z", submitter="bob", model_name="MINE", id="r1")],
-         "model name 'Mine' belongs to another submitter"),
         (_filed(predictions={"sha256": "x"}, model_name="M"), [_request("2026-01-01T00:00:00Z")],
          "identical resubmission: request r1"),
-        (_filed(predictions={"sha256": "x"}, model_name="Other"), [_request("2026-01-01T00:00:00Z", submitter="bob")],
-         "identical to predictions another submitter filed on iu_xray/findings"),
         (_filed(model_name="Mαne"), [], "model name 'Mαne' mixes"),
         (_filed(institution="Lαb"), [], "institution 'Lαb' mixes"),
     ]
     for request, earlier, message in cases:
         with pytest.raises(SubmissionError, match=re.escape(message)):
-            check_policy(earlier, [], request, now=now, quota=quota)
+            check_policy(earlier, request, now=now, quota=quota)
     from rexrank.store.records import parse_iso
 
     earlier = [_request("2026-11-18T00:00:00Z", model_name="Mine", id="r1", predictions={"sha256": "old"})]
     with pytest.raises(SubmissionError, match=r"already has 1 submission\(s\) on iu_xray/findings"):
-        check_policy(earlier, [], _filed(), now=parse_iso("2026-11-20T00:00:00Z"), quota=quota)
-    check_policy(earlier, [], _filed(), now=parse_iso("2026-11-20T00:00:00Z"), quota=Quota(2, 7))
-    with pytest.raises(SubmissionError, match="is the published ReXrank entry"):
-        check_policy([], [{"source": "published", "model_name": "Mine"}], _filed(), now=now, quota=quota)
+        check_policy(earlier, _filed(), now=parse_iso("2026-11-20T00:00:00Z"), quota=quota)
+    check_policy(earlier, _filed(), now=parse_iso("2026-11-20T00:00:00Z"), quota=Quota(2, 7))
 
 
-def test_a_name_is_owned_only_by_an_entry_that_has_it():
-    """A result without a model name owns no name (not "None", not any other), and a refused
-    request listed before the first real use is passed over, not the end of the search."""
-    from rexrank.store.policy import check_dataset_owner, name_owner
+def test_a_predictions_dataset_is_named_by_its_repo_ids_first_segment():
+    from rexrank.store.policy import check_dataset_owner
 
-    for name in ("None", "XXXX"):
-        assert name_owner([], [{"source": "published"}, {"source": "rexrank", "submitter": "carol"}], name) is None
-    requests = [
-        {"id": "r1", "model_name": "Mine", "submitter": "eve", "submitted_time": "2026-11-01T00:00:00Z",
-         "failure_kind": "refused"},
-        {"id": "r2", "model_name": "Other", "submitter": "zed", "submitted_time": "2026-11-01T00:00:00Z"},
-        {"id": "r3", "model_name": "Mine", "submitter": "bob", "submitted_time": "2026-11-02T00:00:00Z"},
-    ]
-    assert name_owner(requests, [], "Mine") == ("submitter", "bob")
-    # the namespace is the repo id's first segment
     check_dataset_owner("alice/preds/extra", submitter="alice", owners=["alice"])
 
 
@@ -2050,9 +2037,9 @@ def test_arrivals_are_open_queue_requests_not_yet_received_and_get_the_servers_t
 
 def _store_with_request(tmp_path, **kw):
     from rexrank.data import data_path
-    from rexrank.store import open_store
+    from rexrank.store import Quota, open_store
 
-    store = open_store(tmp_path / "s")
+    store = open_store(tmp_path / "s", quota=Quota(1, 7))
     args = dict(test_set="example", track="findings", predictions=data_path("example_predictions.json"),
                 model_name="model-a", submitter="alice")
     return store, store.submit(**{**args, **kw})

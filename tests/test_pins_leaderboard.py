@@ -213,12 +213,12 @@ def test_records_frame_refuses_or_lists_bad_records_and_keeps_the_rest():
 def test_the_frame_has_every_column_in_order_with_its_type_even_when_empty():
     keys = ["bleu2", "bertscore", "sembscore", "radgraph", "radcliq_v1_inv", "ratescore", "green", "fineradscore_inv",
             "rouge", "temporal_f1", "srr_bert", "crimson"]
-    columns = ["id", "model_name", "institution", "model_url", "date", "submitter", "test_set", "track", "source",
-               "trained", "per_study_available", *keys, *(f"{k}_ci" for k in keys), "n", *(f"{k}_n" for k in keys),
-               "n_studies"]
+    columns = ["id", "model_name", "institution", "model_url", "date", "submitter", "namespace", "test_set", "track",
+               "source", "trained", "per_study_available", *keys, *(f"{k}_ci" for k in keys), "n",
+               *(f"{k}_n" for k in keys), "n_studies"]
     for frame in (R.records_frame([]), R.records_frame([rec(values={"green": {"mean": 0.5, "n": 590}})])):
         assert list(frame.columns) == columns
-        numbers = [c for c in columns[11:]]
+        numbers = [c for c in columns[12:]]
         assert all(frame[c].dtype == np.float64 for c in numbers), frame.dtypes[numbers]
         assert frame["trained"].dtype == bool and frame["per_study_available"].dtype == bool
     one = R.records_frame([rec(values={"green": {"mean": 0.5, "n": 590}})])

@@ -151,29 +151,29 @@ def test_cancelling_a_running_request_settles_it_without_worker_or_lease(tmp_pat
 def test_the_backends_policy_check_reads_settled_requests_by_name_and_by_content(tmp_path):
     """Rule (policy_problem, _history): the backend checks a request against the settled
     requests filed under its model name and under its predictions' content (the index of
-    done/), not only the open ones: a model name a failed request of alice's used first is
-    hers, and predictions alice's finished request holds are hers."""
+    done/), not only the open ones: alice's finished request makes a second filing of the
+    same model with the same predictions an identical resubmission. A model name is its
+    namespace's: bob may use alice's (the board shows "bob / model-a")."""
+    from rexrank.store import Quota
+
     store, first = _store_with_request(tmp_path)  # alice's model-a, the example predictions
+    store._quota = Quota(0)
     store.claim("w", lease_seconds=60)
-    assert store.fail(first["id"], "w", error="boom")  # settled, moved to done/ and indexed
-    later = {"submitted_time": R.iso(R.parse_iso(first["submitted_time"]) + 60), "id": R.new_request_id(T0, "bob")}
-    bobs_name = {**first, **later, "submitter": "bob", "status": "PENDING", "predictions": {"sha256": "0" * 64}}
-    assert store.policy_problem(bobs_name) == (
-        "model name 'model-a' belongs to another submitter, who used it first; choose a name of your own "
-        "(names are compared ignoring case, width, invisible characters and lookalike letters)")
-    store2, second = _store_with_request(tmp_path / "b")
-    store2.claim("w", lease_seconds=60)
-    assert store2.finish(second["id"], "w", result_id="res-1")
-    bobs_copy = {**second, **later, "submitter": "bob", "model_name": "model-b", "status": "PENDING"}
-    assert store2.policy_problem(bobs_copy) == (
-        "these predictions are identical to predictions another submitter filed on example/findings: "
-        "submit your own model's predictions")
+    assert store.finish(first["id"], "w", result_id="res-1")  # settled, moved to done/ and indexed
+    later = {"submitted_time": R.iso(R.parse_iso(first["submitted_time"]) + 60), "id": R.new_request_id(T0, "again")}
+    again = {**first, **later, "status": "PENDING"}
+    assert store.policy_problem(again) == (
+        f"identical resubmission: request {first['id']} (FINISHED) already has these predictions for model "
+        "'alice / model-a' on example/findings")
+    bobs_name = {**again, "submitter": "bob", "namespace": "bob", "predictions": {"sha256": "0" * 64}}
+    assert store.policy_problem(bobs_name) is None
 
 
 def _quota_message(submitter: str, first_time: str) -> str:
     """check_quota's refusal for a default quota (1 per 7 days), written out."""
     return (f"submitter {submitter!r} already has 1 submission(s) on example/findings in the last 7 days (limit 1); "
-            f"next submission possible after {R.iso(R.parse_iso(first_time) + 7 * 86400)}")
+            f"next submission possible after {R.iso(R.parse_iso(first_time) + 7 * 86400)} (the quota is set with "
+            "--quota or the store's config.json key \"quota\")")
 
 
 def test_the_backends_quota_counts_requests_filed_before_this_one_and_finished_ones(tmp_path):
@@ -206,16 +206,14 @@ def test_the_backend_refuses_a_submitter_the_organisers_did_not_approve(tmp_path
     assert store.policy_problem({**req, "submitter": "carol"}) is None
 
 
-def test_the_backend_refuses_the_name_of_a_published_entry(tmp_path):
-    """Rule (policy_problem, name_owner): a model name a published ReXrank entry has is
-    refused, the results being read by the request's model name."""
+def test_the_backend_lets_a_namespace_use_the_name_of_a_published_entry(tmp_path):
+    """Rule (policy_problem): nobody owns a bare model name, not even a published ReXrank
+    entry: a submitted "MedVersa" is shown as "alice / MedVersa" beside the published one."""
     store, req = _store_with_request(tmp_path)
     store.add_result({"id": "pub-1", "model_name": "MedVersa", "test_set": "example", "track": "findings", "values": {},
                       "source": "published"})
     store.ensure_results_indexed()
-    assert store.policy_problem({**req, "model_name": "MedVersa"}) == (
-        "model name 'MedVersa' is the published ReXrank entry 'MedVersa'; choose a name of your own (names are compared "
-        "ignoring case, width, invisible characters and lookalike letters)")
+    assert store.policy_problem({**req, "model_name": "MedVersa"}) is None
 
 
 def _settled_left_in_the_queue(tmp_path, n: int) -> tuple:

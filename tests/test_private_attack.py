@@ -178,7 +178,7 @@ def test_organisers_can_restrict_a_private_set_to_approved_submitters(tmp_path, 
                                  "organisers, and 'mallory' is not one of them; ask the organisers to be added")
     assert submit(store, model_name="other", submitter="mallory")  # other test sets stay open
     with monkeypatch.context() as m:
-        m.setattr(store_module, "check_approved", lambda *a, **k: None)
+        m.setattr(store_module.Store, "check_approval", lambda *a, **k: None)
         sneaked = submit(store, preds, test_set="rexgradient", submitter="mallory", model_name="m-sneak")
     ids = [json.loads(line)["id"] for line in preds.read_text().splitlines()]
     own = write_jsonl(tmp_path / "own.jsonl", dict.fromkeys(ids, "Their own prediction."))  # not mallory's copy

@@ -189,7 +189,7 @@ def test_a_filing_holding_the_private_set_still_checks_structure_only(tmp_path, 
     # issue 19.3: the public service never consults the private set, whatever its data dir
     # holds; the backend checks membership, answers in counts and counts the attempt
     data_dir, _ = big_private_set
-    store = open_store(tmp_path / "s")
+    store = open_store(tmp_path / "s", quota=Quota(1, 7))
     probe = write_jsonl(tmp_path / "probe.jsonl", {"RG0001": "x", "RG0002": "y", "GUESS-1": "z"})
     filed = submit(store, probe, test_set="rexgradient", data_dir=data_dir / "rexgradient")
     assert filed["predictions"]["ids_checked"] is False

@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -95,16 +96,37 @@ LOOKALIKES = {
 
 
 @pytest.mark.parametrize("published,lookalike", [(p, n) for p, names in LOOKALIKES.items() for n in names])
-def test_a_lookalike_of_a_published_name_is_the_same_name(tmp_path, rogue, published, lookalike):
+def test_a_lookalike_of_a_published_name_is_marked_and_never_a_takeover(tmp_path, rogue, published, lookalike):
+    """Nobody owns a bare name (issue 37): a lookalike the name rules let through is filed under
+    its namespace and marked beside the published entry; one they refuse stays refused, by the
+    client and by the backend."""
     assert name_key(lookalike) == name_key(published)
     store = open_store(tmp_path / "s", quota=Quota(0))
-    store.add_results(PUBLISHED)
-    with pytest.raises(SubmissionError, match="published ReXrank entry|not allowed|invisible or control|mixes"):
+    store.add_results([{**r, "id": f"{r['id']}-example", "test_set": "example"} for r in PUBLISHED])
+    try:
         submit(store, model_name=lookalike, submitter="mallory")
-    sneaked = rogue(store, model_name=lookalike, submitter="mallory")  # a client that checks nothing
+    except SubmissionError as exc:
+        assert re.search("not allowed|invisible or control|mixes", str(exc)), exc
+        sneaked = rogue(store, model_name=lookalike, submitter="mallory")  # a client that checks nothing
+        Worker(store, metrics="bleu2", worker_id="w").run(once=True)
+        assert store.get_request(sneaked["id"])["status"] == FAILED
+        assert all(r["source"] == "published" for r in store.list_results())
+        return
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
-    assert store.get_request(sneaked["id"])["status"] == FAILED
-    assert all(r["source"] == "published" for r in store.list_results())
+    table = tables.ranked(records_frame(store.list_results()), "example", "findings", "bleu2")
+    marked = dict(zip(table["model_name"], table["lookalike"]))
+    assert marked[f"mallory / {lookalike}"] and not marked[published]  # the published entry stays itself
+    assert tables.LOOKALIKE_MARK in tables.model_cell({**table[table["model_name"] == f"mallory / {lookalike}"]
+                                                       .iloc[0].to_dict()})
+
+
+def test_two_namespaces_with_one_name_are_no_lookalikes_but_lookalike_namespaces_are():
+    rows = [{**PUBLISHED[0], "id": f"r{i}", "model_name": "CheXagent-3", "namespace": ns, "source": "rexrank"}
+            for i, ns in enumerate(("alice", "bob", "stanford-aimi", "stanford-aiml"))]
+    table = tables.ranked(records_frame(rows), "iu_xray", "findings", "bleu2")
+    assert dict(zip(table["model_name"], table["lookalike"])) == {
+        "alice / CheXagent-3": False, "bob / CheXagent-3": False,
+        "stanford-aimi / CheXagent-3": True, "stanford-aiml / CheXagent-3": True}
 
 
 def test_a_record_written_by_hand_shows_no_default_ignorable_character():
@@ -408,12 +430,12 @@ def test_intact_per_study_files_give_the_tests(tmp_path):
 
 def test_a_store_indexed_by_an_earlier_name_key_is_reindexed_before_the_rules_read_it(tmp_path, rogue):
     """Index files are named by name_key: after the key changed, a worker rebuilds them once
-    (else a lookalike would look up a file that the owner's request is not in)."""
+    (else the quota would look up a submitter file that the earlier request is not in)."""
     root = tmp_path / "s"
-    store = open_store(root, quota=Quota(0))
+    store = open_store(root, quota=Quota(1, 7))
     owner = submit(store, model_name="Libra-X", submitter="alice")
     store.claim("w0", lease_seconds=60)
-    store.fail(owner["id"], "w0", error="the worker stopped", kind="internal")  # settled, no result: the index alone knows
+    store.finish(owner["id"], "w0", result_id=owner["id"])  # settled, no result: the index alone knows
     index = root / "requests" / "index"
     assert json.loads((index / "layout.json").read_text()) == R.REQUESTS_LAYOUT_CONTENT
     # as an earlier version left it: no layout file, the name files under other keys
@@ -421,10 +443,10 @@ def test_a_store_indexed_by_an_earlier_name_key_is_reindexed_before_the_rules_re
     for folder in ("names", "submitters"):
         for path in (index / folder).iterdir():
             path.rename(path.with_name("0" * 32 + path.name[32:] if not path.name.startswith("0") else "1" + path.name[1:]))
-    sneaked = rogue(open_store(root, quota=Quota(0)), variant(tmp_path, 2), model_name="Iibra-X", submitter="mallory")
-    Worker(open_store(root, quota=Quota(0)), metrics="bleu2", worker_id="w").run(once=True)
+    sneaked = rogue(open_store(root, quota=Quota(0)), variant(tmp_path, 2), model_name="Other", submitter="alice")
+    Worker(open_store(root, quota=Quota(1, 7)), metrics="bleu2", worker_id="w").run(once=True)
     refused = store.get_request(sneaked["id"])
-    assert refused["status"] == FAILED and "belongs to another submitter" in refused["error"]
+    assert refused["status"] == FAILED and "'alice' already has 1 submission(s)" in refused["error"]
     assert json.loads((index / "layout.json").read_text()) == R.REQUESTS_LAYOUT_CONTENT
 
 

@@ -242,3 +242,30 @@ def test_open_store_rejects_bad_specs(tmp_path):
         open_store("hf://a/b")
     with pytest.raises(RexrankError, match="HF_HUB_OFFLINE"):
         open_store("hf://org")  # tests run offline
+
+
+def test_a_local_store_has_no_quota_unless_its_config_sets_one(tmp_path, monkeypatch, capsys):
+    """Issue 39: two `rexrank submit`s to one's own ./rexrank-store both go in; with the
+    store's config.json key "quota" set, the second is refused, and the refusal names it."""
+    from rexrank.cli.main import main
+
+    monkeypatch.delenv("REXRANK_QUOTA", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+    def cli_submit(n: int) -> int:
+        return main(["submit", "--dataset", "example", "--predictions", str(variant(tmp_path, n)),
+                     "--model-name", f"model-{n}", "--submitter", "me"])
+
+    assert cli_submit(1) == 0 and cli_submit(2) == 0  # the default store: ./rexrank-store
+    assert len(open_store("rexrank-store").list_requests()) == 2
+    (tmp_path / "rexrank-store" / "requests" / "config.json").write_text(json.dumps({"quota": "2/7"}))
+    capsys.readouterr()
+    assert cli_submit(3) == 1
+    err = capsys.readouterr().err
+    assert "'me' already has 2 submission(s) on example/findings in the last 7 days (limit 2)" in err
+    assert 'the quota is set by the store\'s config.json key "quota" (2/7)' in err
+    assert main(["submit", "--dataset", "example", "--predictions", str(variant(tmp_path, 4)), "--model-name",
+                 "model-4", "--submitter", "me", "--quota", "0"]) == 0  # --quota still decides for this filing
+    (tmp_path / "rexrank-store" / "requests" / "config.json").write_text(json.dumps({"quota": "lots"}))
+    assert cli_submit(5) == 1
+    assert "rexrank-store/config.json: quota='lots': expected N/DAYS, e.g. 1/7" in capsys.readouterr().err

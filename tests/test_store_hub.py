@@ -36,7 +36,9 @@ def test_hub_store_roundtrip(hub, tmp_path):
     assert ("dataset", "org1/requests") in hub.repos and ("dataset", "org1/results") in hub.repos
     req = submit(store)
     files = hub.files("org1/requests")
-    assert set(files) == {f"queue/{req['id']}.json", f"predictions/{req['id']}/test.parquet", "index/received.json"}
+    assert {p for p in files if not p.startswith("copies/anchors/")} == {
+        f"queue/{req['id']}.json", f"predictions/{req['id']}/test.parquet", "index/received.json",
+        "copies/key.json", f"copies/filings/{req['id']}.json"}  # (and the filing's anchors: rexrank.store.copies)
     assert json.loads(files[f"queue/{req['id']}.json"])["status"] == "PENDING"
     claimed = store.claim("w1", lease_seconds=60)
     assert claimed["id"] == req["id"] and store.claim("w2", lease_seconds=60) is None

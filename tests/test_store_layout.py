@@ -113,15 +113,14 @@ def test_the_rules_read_only_the_names_involved_and_still_hold(tmp_path, monkeyp
         submit(store, variant(tmp_path, 50), model_name="fresh", submitter="team0")
     with pytest.raises(SubmissionError, match="identical resubmission"):
         submit(store, variant(tmp_path, 4), model_name="M4", submitter="team1")
-    with pytest.raises(SubmissionError, match="belongs to another submitter"):
-        submit(store, variant(tmp_path, 51), model_name="m5", submitter="newcomer")
-    # each check read three request index files (model name, submitter, predictions content) and
-    # one results index file, no request or result record
+    # each check read three request index files (model name, submitter, predictions content), no
+    # request or result record (the rules read no result: nobody owns a bare model name)
     assert reads.records(R.DONE_DIR) == [] and results_reads.records(R.RECORDS_DIR) == []
     assert {p.split("/")[1] for p in reads.records("index/")} <= {"names", "submitters", "predictions", "received.json"}
     # (+ the register of when the backend saw the open requests: one small file a check)
-    assert len(reads.records("index/")) == 9 + 3 and len(results_reads.records("index/")) <= 3 + 1
+    assert len(reads.records("index/")) == 6 + 2 and results_reads.records("index/") == []
     assert len(settled) == 9
+    assert submit(store, variant(tmp_path, 51), model_name="m5", submitter="newcomer")["status"] == "PENDING"
 
 
 def test_the_backend_rules_see_the_settled_history(tmp_path):
@@ -132,16 +131,17 @@ def test_the_backend_rules_see_the_settled_history(tmp_path):
     rogue = open_store(tmp_path / "s", quota=Quota(0))
     import rexrank.store.store as store_module
 
-    original = store_module.check_policy
+    original, judged = store_module.check_policy, store_module.Store.judge_copies
     store_module.check_policy = lambda *a, **k: None  # a client that skips the rules
+    store_module.Store.judge_copies = lambda self, snap, edit, request, filing, ts: (request, {})
     try:
         again = submit(rogue, variant(tmp_path, 0), model_name="M0", submitter="team0")
-        grab = submit(rogue, variant(tmp_path, 7), model_name="m0", submitter="mallory")
+        copy = submit(rogue, variant(tmp_path, 0), model_name="not-m0", submitter="mallory")
     finally:
-        store_module.check_policy = original
+        store_module.check_policy, store_module.Store.judge_copies = original, judged
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     assert "identical resubmission" in store.get_request(again["id"])["error"]
-    assert "belongs to another submitter" in store.get_request(grab["id"])["error"]
+    assert store.get_request(copy["id"])["status"] == "HELD"  # team0's settled filing had them first
     assert store.get_request(first["id"])["status"] == FINISHED
 
 
@@ -170,9 +170,9 @@ def test_a_store_of_the_earlier_layout_is_moved_once_with_a_log_line(tmp_path, c
     assert any("indexed 30 result record(s)" in m for m in messages)
     assert not list((root / "requests" / "queue").iterdir()) and len(list((root / "requests" / "done").iterdir())) == 40
     assert {r["id"]: r for r in store.list_requests()} == {r["id"]: r for r in old}  # records unchanged, moved
-    # the rules still see the history: a name an old request used, an identical resubmission
-    with pytest.raises(SubmissionError, match="belongs to another submitter"):
-        submit(store, variant(tmp_path, 1), model_name="old-model-5", submitter="someone")
+    # the rules still see the history: requests recorded by name count for that name on a local store
+    with pytest.raises(SubmissionError, match=r"'olduser1' already has 20 submission\(s\)"):
+        submit(open_store(root, quota=Quota(1, 36500)), variant(tmp_path, 1), model_name="new", submitter="olduser1")
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="rexrank.store"):
         store.claim("w", lease_seconds=60)

@@ -66,7 +66,7 @@ def rewrite(root, request_id: str, **fields) -> None:
 
 def test_a_request_saying_private_false_still_pays_for_a_failed_private_validation(tmp_path, private_set):
     data_dir, _ = private_set
-    store = open_store(tmp_path / "s")
+    store = open_store(tmp_path / "s", quota=Quota(1, 7))
     probe = write_jsonl(tmp_path / "probe.jsonl", {"RG000": "x", "RG999": "y"})
     req = submit(store, probe, test_set="rexgradient")
     rewrite(tmp_path / "s", req["id"], private=False)
@@ -86,7 +86,7 @@ def test_a_private_filing_with_more_rows_than_the_set_has_studies_is_refused_at_
 
 
 def test_a_cancelled_request_counts_against_the_quota(tmp_path):
-    store = open_store(tmp_path / "s")
+    store = open_store(tmp_path / "s", quota=Quota(1, 7))
     store.cancel(submit(store)["id"])
     with pytest.raises(SubmissionError, match="already has 1 submission"):
         submit(store, variant(tmp_path, 1), model_name="model-b")
@@ -115,7 +115,7 @@ def forge(tmp_path, n: int, **fields) -> dict:
                                  "filed-through-the-api-then-edited"])
 @pytest.mark.parametrize("shift", [-30 * 86400, +YEAR])
 def test_a_request_dated_by_its_writer_still_obeys_the_quota(tmp_path, shift, how):
-    store = open_store(tmp_path / "s")  # 1 per 7 days
+    store = open_store(tmp_path / "s", quota=Quota(1, 7))
     first = submit(store)
     Worker(store, metrics="bleu2", worker_id="w").run(once=True)
     assert store.get_request(first["id"])["status"] == FINISHED

@@ -20,7 +20,10 @@ import pytest
 import rexrank
 from fakehub import Account, FakeHub
 from rexrank.errors import SubmissionError
+from rexrank.leaderboard.records import records_frame
+from rexrank.leaderboard.tables import ranked
 from rexrank.store import FINISHED, open_store
+from rexrank.store.review import HELD_MESSAGE
 from test_store import example_rows, write_jsonl
 from hubhelpers import space_process
 
@@ -30,7 +33,7 @@ TOKENS = {  # token -> account, as the fake Hub's whoami answers
     "hf_modern": Account("modern-lab"), "hf_rnodern": Account("rnodern-lab"),  # m / rn
     "hf_chexlab": Account("chexlab"), "hf_chexiab": Account("chexIab"),  # l / I
     "hf_alice": Account("alice", ("acme",)), "hf_dave": Account("dave", ("acme",)), "hf_bob": Account("bob"),
-    "hf_carol": Account("carol"),
+    "hf_carol": Account("carol"), "hf_erin": Account("erin"),
     BOT: Account("rexrank-bot", ("rexrank",)),
 }
 
@@ -117,12 +120,15 @@ def test_a_lookalike_account_is_not_on_the_approved_list(fake, space, tmp_path):
     assert filed["submitter"] == "stanford-aimi" and status(space, filed["id"])["request"]["status"] == "PENDING"
 
 
-def test_a_lookalike_account_cannot_file_under_anothers_model_name(space, tmp_path):
+def test_a_lookalike_account_files_under_its_own_namespace_and_is_marked(space, tmp_path):
     victim = file(space, "hf_modern", write_jsonl(tmp_path / "v.jsonl", rows("modern")), model_name="ModernNet")
-    assert victim["submitter"] == "modern-lab"
-    message = refusal(space, "hf_rnodern", write_jsonl(tmp_path / "a.jsonl", rows("rnodern")), model_name="ModernNet",
-                      track="findings_impression")  # another track: the quota is not what stops it
-    assert "model name 'ModernNet' belongs to another submitter" in message
+    assert (victim["submitter"], victim["namespace"]) == ("modern-lab", "modern-lab")
+    lookalike = file(space, "hf_rnodern", write_jsonl(tmp_path / "a.jsonl", rows("rnodern")), model_name="ModernNet")
+    assert lookalike["namespace"] == "rnodern-lab"  # nobody owns a bare name (issue 37): shown under its namespace
+    score_all()
+    table = ranked(records_frame(bot_store().list_results()), "example", "findings", "bleu2")
+    marked = dict(zip(table["model_name"], table["lookalike"]))
+    assert marked["modern-lab / ModernNet"] and marked["rnodern-lab / ModernNet"]  # read alike: both marked
 
 
 def test_a_lookalike_accounts_filing_does_not_use_up_the_victims_quota(space, tmp_path):
@@ -192,15 +198,17 @@ def test_another_accounts_dataset_cannot_be_filed_as_ones_own(space, tmp_path):
     assert filed["submitter"] == "dave"
 
 
-def test_identical_predictions_of_another_submitter_are_refused_naming_nothing_of_theirs(space, tmp_path):
+def test_identical_predictions_of_another_submitter_are_held_naming_nothing_of_theirs(space, tmp_path):
     mine = rows("carefully trained")
     first = file(space, "hf_carol", write_jsonl(tmp_path / "carol.jsonl", mine), model_name="Carol Careful")
     copy = write_jsonl(tmp_path / "copy.jsonl", mine)
-    message = refusal(space, "hf_bob", copy, model_name="BobNet")
-    assert message.endswith("these predictions are identical to predictions another submitter filed on "
-                            "example/findings: submit your own model's predictions")
-    assert not [leak for leak in ("carol", "Carol", first["id"], first["submitted_time"]) if leak in message]
-    # settled, the first filing is found through the index by content
+    held = file(space, "hf_bob", copy, model_name="BobNet")
+    assert held["status"] == "HELD" and held["error"] == HELD_MESSAGE  # held for review, not refused
+    answer = json.dumps(status(space, held["id"]))
+    assert not [leak for leak in ("carol", "Carol", first["id"], first["submitted_time"]) if leak in answer]
+    # settled, the first filing is found through the copy index
     score_all()
     assert status(space, first["id"])["request"]["status"] == FINISHED
-    assert "another submitter filed" in refusal(space, "hf_bob", copy, model_name="BobNet")
+    assert status(space, held["id"])["request"]["status"] == "HELD"  # no worker takes it
+    again = file(space, "hf_erin", copy, model_name="ErinNet")
+    assert again["status"] == "HELD" and again["error"] == HELD_MESSAGE

@@ -28,8 +28,8 @@ def test_submit_backend_status_end_to_end(tmp_path, capsys, monkeypatch):
                        "--model-name", "Example model", "--submitter", "alice")
     assert code == 1 and "identical resubmission" in err
     code, _, err = run(capsys, "submit", "--store", store, "--dataset", "example", "--predictions", str(variant(tmp_path, 1)),
-                       "--model-name", "Another", "--submitter", "alice")
-    assert code == 1 and "limit 1" in err
+                       "--model-name", "Another", "--submitter", "alice", "--quota", "1/7")  # a local store has none
+    assert code == 1 and "limit 1" in err and "(the quota is set with --quota)" in err
     code, _, err = run(capsys, "submit", "--store", store, "--dataset", "example", "--predictions", str(tmp_path / "nope.json"),
                        "--model-name", "x", "--submitter", "bob")
     assert code == 1 and "file not found" in err

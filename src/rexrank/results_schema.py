@@ -5,6 +5,8 @@ published ReXrank tables) and the leaderboard Space (which renders them).
 
 A result record (one model on one test set and track) is a JSON object:
     {"id", "model_name", "institution", "model_url", "submitter", "date",
+     "namespace" (a submitted model's Hub namespace: the board shows "namespace / model_name"),
+     "model_repo" (a linked Hub model repo of that namespace's, when one was linked),
      "test_set", "track", "source": "rexrank" | "published",
      "trained_on": [test set names], "per_study_available": bool,
      "values": {column key: {"mean": float, "ci95": float | None, "n": int | None}},

@@ -171,6 +171,9 @@ def result_record(request: dict, results: dict, *, private: bool, worker_id: str
         "institution": request.get("institution", ""),
         "model_url": request.get("model_url", ""),
         "submitter": request["submitter"],
+        # the model's identity is its namespace and name (rexrank.store.accounts); a linked Hub model repo
+        "namespace": request.get("namespace") or request["submitter"],
+        **({"model_repo": request["model_repo"]} if request.get("model_repo") else {}),
         "date": request["submitted_time"][:10],
         "test_set": request["test_set"],
         "track": request["track"],
@@ -279,13 +282,13 @@ def filing_budget_problem(store, *, submitter: str, test_set: str, now: float | 
     if limit.total <= 0:
         return None
     cost, _ = _store_request_cost(store)
-    charges = ledger.charges(store, submitter, test_set)
+    charges = ledger.charges(store, submitter, test_set)  # an Account (its id), or a name
     ts = R.now() if now is None else now
     spent = limit.spent(charges, ts)
     if spent + cost <= limit.total + 1e-9:
         return None
     refusal = ledger.Refusal(spent, limit.total, cost, limit.next_fit(charges, cost, ts))
-    return budget_refusal({"test_set": test_set, "submitter": submitter}, refusal)
+    return budget_refusal({"test_set": test_set, "submitter": getattr(submitter, "name", submitter)}, refusal)
 
 
 def notes(not_scored: dict[str, str]) -> list[str]:
@@ -310,6 +313,7 @@ def public_request(request: dict, *, own: bool = False) -> dict:
         "test_set": request["test_set"],
         "track": request["track"],
         "submitter": request["submitter"],
+        "namespace": request.get("namespace") or request["submitter"],
         "submitted_time": request["submitted_time"],
         "predictions": {k: p[k] for k in (("source", "repo") if own else ()) + PUBLIC_PREDICTION_FIELDS if k in p},
         "error": P.public_message(request["error"]) if request.get("error") else None,
@@ -326,12 +330,13 @@ def status_answer(request: dict, result: dict | None) -> dict:
 # this module walks what the door emits and fails on a field not listed here.
 PUBLIC_FIELDS = {
     "status": {"found", "error", "request", "results", "notes"},
-    "request": {"id", "status", "model_name", "test_set", "track", "submitter", "submitted_time", "predictions",
-                "error"},  # error: the fixed vocabulary or validation counts
+    "request": {"id", "status", "model_name", "test_set", "track", "submitter", "namespace", "submitted_time",
+                "predictions", "error"},  # error: the fixed vocabulary, validation counts or "held for review"
     "request.predictions": {"source", "repo", *PUBLIC_PREDICTION_FIELDS},  # the submitter's own file
     "values": {"mean", "ci95", "n"},  # n: None on a private set
-    "record": {"id", "request_id", "model_name", "institution", "model_url", "submitter", "date", "test_set", "track",
-               "source", "trained_on", "per_study_available", "values", "not_scored", "summaries", "provenance"},
+    "record": {"id", "request_id", "model_name", "institution", "model_url", "submitter", "namespace", "model_repo",
+               "date", "test_set", "track", "source", "trained_on", "per_study_available", "values", "not_scored",
+               "summaries", "provenance"},
     "summary": {"scores", "rounding_decimals", "privacy", "higher_is_better"},
     "summary.scores": {"mean", "ci95"},  # noised
     "summary.privacy": {"mechanism", "epsilon_per_number", "studies_at_least", "study_coupling"},  # public settings

@@ -269,6 +269,11 @@ class Worker:
         """Settle a request the rules refuse (`refusal`) or its submitter's privacy budget
         cannot pay for, and return it; else charge the budget and return None (go on scoring)."""
         rid = request["id"]
+        if refusal is None:  # after every other rule: a copy of predictions another account had first waits for review
+            held = self.store.hold_if_copied(request, self.worker_id)
+            if held is not None:
+                log.warning("%s held for the maintainers' review (rexrank review)", rid)
+                return held
         if refusal is not None:
             log.warning("%s refused: %s", rid, display(refusal))
             error = door.policy_refusal(refusal)

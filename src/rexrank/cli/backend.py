@@ -37,7 +37,8 @@ def register(subparsers) -> None:
                    help="publish a metric only if it scored at least this share of the studies; below it the request "
                    "FAILS and nothing is published (default $REXRANK_MIN_COVERAGE or 99)")
     p.add_argument("--quota", help="N/DAYS submissions per submitter, test set and track, enforced here whatever the "
-                   "submitting client did (default $REXRANK_QUOTA or 1/7; 0 = none)")
+                   "submitting client did (default $REXRANK_QUOTA, else the store's config.json key \"quota\", else "
+                   "1/7 on a Hub store and none on a local one; 0 = none)")
     p.add_argument("--log-file", help="also append the log here")
     add_progress_flag(p, default=False)
     p.add_argument("--device", help="torch device of every model metric: cpu, cuda, cuda:1 (default: cuda when available); fp32 everywhere")
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger(chatty).setLevel(logging.WARNING)
     if args.device:  # before the store is opened or created
         check_device(args.device)
-    quota = Quota.parse(args.quota) if args.quota is not None else Quota.from_env()
+    quota = Quota.parse(args.quota, where="--quota") if args.quota is not None else None
     metrics = args.metrics or os.environ.get("REXRANK_METRICS") or None
     store = open_store(args.store, quota=quota)
     if args.reindex:

@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "rexrank.cli.status",
     "rexrank.cli.requeue",
     "rexrank.cli.cancel",
+    "rexrank.cli.review",
     "rexrank.cli.analyze",
     "rexrank.cli.export",
     "rexrank.cli.import_published",

@@ -16,8 +16,10 @@ def register(subparsers) -> None:
         "through the leaderboard Space's API as the Hub account of your token (HF_TOKEN or `hf auth login`); "
         "--predictions hf://USER/REPO[@REV] is a predictions dataset you pushed (read at the commit it points to "
         "now), a local file is uploaded. Organisers' route: --store (a local folder or hf://ORG) validates and "
-        "writes the request directly, as --submitter. Nothing is filed if the predictions are invalid, identical "
-        "to an earlier submission, or over the submitter's quota.",
+        "writes the request directly, as --submitter. The board shows the model as NAMESPACE / MODEL-NAME "
+        "(--namespace: your account, the default, or one of your organisations). Nothing is filed if the predictions "
+        "are invalid, identical to an earlier submission of the model, or over the submitter's quota; predictions "
+        "another account filed first are held for the maintainers' review.",
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--leaderboard", help="the leaderboard Space, ORG/SPACE or its URL (the public route)")
@@ -32,12 +34,17 @@ def register(subparsers) -> None:
     p.add_argument("--model-name", required=True)
     p.add_argument("--submitter", help="--store (required): Hub user or org name, the quota counts per submitter; "
                    "--leaderboard: used only by a leaderboard on a local store (on the Hub: your token's account)")
+    p.add_argument("--namespace", default="", help="file the model under this account: yours (the default) or one of "
+                   "your organisations; the board shows NAMESPACE / MODEL-NAME")
+    p.add_argument("--model-repo", default="", help="--leaderboard: a Hub model repo of yours or your organisation's "
+                   "(NAMESPACE/NAME) that the result's row links to (checked with the Hub)")
     p.add_argument("--institution", default="")
     p.add_argument("--model-url", default="")
     p.add_argument("--trained-on", default="", help="comma-separated test sets the model was trained on")
     add_data_dir(p, " (--store: to check the ids before filing)")
     p.add_argument("--quota", help="--store: N/DAYS submissions per submitter, test set and track, checked here as a "
-                   "courtesy (the backend enforces its own; default $REXRANK_QUOTA or 1/7; 0 = none)")
+                   "courtesy (the backend enforces its own; default $REXRANK_QUOTA, else the store's config.json key "
+                   "\"quota\", else 1/7 on a Hub store and none on a local one; 0 = none)")
     p.add_argument("--json", action="store_true", help='print {"id": ..., "status": ...} as JSON (--leaderboard: '
                    "the request's public fields)")
     p.set_defaults(run=run)
@@ -49,12 +56,15 @@ def run(args: argparse.Namespace) -> int:
     from rexrank.errors import SubmissionError
     from rexrank.leaderboard.model_page import model_link
     from rexrank.store import Quota, open_store
-    from rexrank.store.names import display
+    from rexrank.store.names import display, model_title
 
     if not args.submitter:
         raise SubmissionError("--store needs --submitter (the organisers' route); to submit as yourself, use "
                               "--leaderboard ORG/SPACE")
-    quota = Quota.parse(args.quota) if args.quota is not None else Quota.from_env()
+    if args.model_repo:
+        raise SubmissionError("--model-repo: only with --leaderboard (the Space checks with the Hub that the repo is "
+                              "yours)")
+    quota = Quota.parse(args.quota, where="--quota") if args.quota is not None else None
     store = open_store(args.store, quota=quota)
     request = store.submit(
         test_set=args.dataset,
@@ -62,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         predictions=args.predictions,
         model_name=args.model_name,
         submitter=args.submitter,
+        namespace=args.namespace,
         institution=args.institution,
         model_url=args.model_url,
         trained_on=[t for t in args.trained_on.split(",") if t.strip()],
@@ -69,18 +80,21 @@ def run(args: argparse.Namespace) -> int:
         id_column=args.id_column,
         prediction_column=args.prediction_column,
     )
+    title = model_title(request.get("namespace") or "", request["model_name"])
     if args.json:
         print(json.dumps({"id": request["id"], "status": request["status"]}))
     else:
         preds = request["predictions"]
-        print(display(f"submitted {request['id']}: {request['model_name']} on {request['test_set']}/{request['track']} "
+        print(display(f"submitted {request['id']}: {title} on {request['test_set']}/{request['track']} "
                       f"({preds['n']} predictions, {preds['n_empty']} empty) — {request['status']}"))
+        if request["status"] == "HELD":
+            print(display(request.get("error") or ""))
         if not preds["ids_checked"]:
             print("note: the study ids of this private test set are checked by the backend when it scores")
         print(f"follow it with: rexrank status --store {store.name} {request['id']}")
         # the board on this model, once the backend has scored it (`rexrank leaderboard`'s address)
         print(display(f"see it, once scored: rexrank leaderboard --store {store.name}, then open "
-                      f"http://127.0.0.1:7860/{model_link(request['model_name'])}"))
+                      f"http://127.0.0.1:7860/{model_link(title)}"))
     return 0
 
 
@@ -88,7 +102,7 @@ def _via_leaderboard(args: argparse.Namespace) -> int:
     from rexrank.errors import SubmissionError
     from rexrank.leaderboard.client import submit
     from rexrank.leaderboard.model_page import model_link
-    from rexrank.store.names import display
+    from rexrank.store.names import display, model_title
 
     local_only = [flag for flag, value in (("--id-column", args.id_column), ("--prediction-column", args.prediction_column),
                                            ("--data-dir", args.data_dir), ("--quota", args.quota)) if value]
@@ -98,17 +112,21 @@ def _via_leaderboard(args: argparse.Namespace) -> int:
     request = submit(
         leaderboard=args.leaderboard, predictions=args.predictions, dataset=args.dataset, track=args.track,
         model_name=args.model_name, institution=args.institution, model_url=args.model_url,
-        trained_on=args.trained_on, submitter=args.submitter or "",
+        trained_on=args.trained_on, submitter=args.submitter or "", namespace=args.namespace,
+        model_repo=args.model_repo,
     )
     if args.json:
         print(json.dumps(request))
         return 0
     preds = request.get("predictions") or {}
-    print(display(f"submitted {request['id']}: {request['model_name']} on {request['test_set']}/{request['track']} "
+    title = model_title(request.get("namespace") or "", request["model_name"])
+    print(display(f"submitted {request['id']}: {title} on {request['test_set']}/{request['track']} "
                   f"as {request['submitter']} ({preds.get('n')} predictions, {preds.get('n_empty')} empty) — "
                   f"{request['status']}"))
+    if request["status"] == "HELD":
+        print(display(request.get("error") or ""))
     if preds.get("repo"):
         print(display(f"read from {preds['repo']} at commit {preds['revision']}: later pushes change nothing"))
     print(f"follow it with: rexrank status {request['id']} --leaderboard {args.leaderboard}")
-    print(display(f"see it, once scored: {model_link(request['model_name'], args.leaderboard)}"))
+    print(display(f"see it, once scored: {model_link(title, args.leaderboard)}"))
     return 0

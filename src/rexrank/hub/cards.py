@@ -21,8 +21,9 @@ backend Space (`{org}/backend`) claims, scores and closes them.
 
 | path | content |
 |---|---|
-| `queue/<id>.json` | one request: submitter, model, test set, track, status (PENDING, RUNNING, FINISHED, FAILED) |
+| `queue/<id>.json` | one request: submitter (Hub id and name), namespace, model, test set, track, status (PENDING, RUNNING, HELD for review, FINISHED, FAILED) |
 | `predictions/<id>/test.parquet` | its predictions (`id`, `prediction`) |
+| `copies/` | per-study fingerprints of each filing (who filed which predictions first: `rexrank review`) |
 
 Read it with `rexrank status --store hf://{org}`. Do not edit files by hand while a backend runs:
 every write is a commit made against the version read (a stale one is refused).

@@ -382,8 +382,13 @@ def build_app(source: LeaderboardSource):
                         sub_track = gr.Radio(TRACK_CHOICES, value="findings", label="Track")
                     with gr.Row():
                         sub_model = gr.Textbox(label="Model name")
+                        # an initial value makes the API parameter optional (clients of earlier versions)
+                        sub_namespace = gr.Textbox(value="", label="Namespace (default: your account)",
+                                                   placeholder="or one of your organisations")
                         sub_inst = gr.Textbox(label="Institution")
+                    with gr.Row():
                         sub_url = gr.Textbox(label="Model URL (https://…)")
+                        sub_repo = gr.Textbox(value="", label="Your Hub model repo (optional)", placeholder="NAMESPACE/NAME")
                     sub_trained = gr.CheckboxGroup(
                         [(TEST_SET_LABELS[t], t) for t in tab_test_sets], label="Trained on the training split of"
                     )
@@ -398,14 +403,16 @@ def build_app(source: LeaderboardSource):
                                             elem_id="queue", headers=QUEUE_HEADERS)
 
                     def submit(file, hub_dataset, test_set, track_, model_name, institution, url, trained, typed_name,
-                               oauth_token: gr.OAuthToken | None = None):
+                               namespace="", model_repo="", oauth_token: gr.OAuthToken | None = None):
                         """File predictions (an uploaded file, or USER/REPO[@REVISION] on the Hub) as the
-                        account of the Hub token sent (`Client(..., oauth_token=HF_TOKEN)`)."""
+                        account of the Hub token sent (`Client(..., oauth_token=HF_TOKEN)`), under
+                        `namespace` (default the account), linked to the Hub model repo `model_repo`."""
                         try:
                             request = file_request(
                                 store, predictions=file, hub_dataset=hub_dataset, test_set=test_set, track=track_,
                                 model_name=model_name, institution=institution, model_url=url, trained_on=trained,
                                 token=oauth_token.token if oauth_token is not None else None, typed_name=typed_name,
+                                namespace=namespace or "", model_repo=model_repo or "",
                             )
                         except Exception as exc:  # every failure becomes a message for the submitter
                             answer = {"filed": False, "error": error_text(exc, upload=file), "request": None}
@@ -415,7 +422,8 @@ def build_app(source: LeaderboardSource):
 
                     sub_btn.click(
                         submit,
-                        [sub_file, sub_hub, sub_test_set, sub_track, sub_model, sub_inst, sub_url, sub_trained, name_box],
+                        [sub_file, sub_hub, sub_test_set, sub_track, sub_model, sub_inst, sub_url, sub_trained, name_box,
+                         sub_namespace, sub_repo],
                         [sub_out, sub_json, queue_df],
                         api_name="submit",
                     )

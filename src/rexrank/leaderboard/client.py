@@ -52,6 +52,8 @@ def submit(
     trained_on: Iterable[str] | str = (),
     submitter: str = "",
     token: str | None = None,
+    namespace: str = "",
+    model_repo: str = "",
 ) -> dict:
     """File predictions with a leaderboard Space; returns the request's public fields
     (`id`, `status`, `submitter`, `predictions` with the dataset's `repo` and `revision`, ...).
@@ -60,6 +62,8 @@ def submit(
     (a predictions dataset you pushed: read at the commit it resolves to now) or a local
     file (uploaded). dataset, track: the test set and track. submitter: a name, used only by
     a leaderboard on a local store (on a Hub store the submitter is the token's account).
+    namespace: the account to file the model under (your own by default, or one of your
+    organisations). model_repo: a Hub model repo of yours (NAMESPACE/NAME) the row links to.
     Raises SubmissionError with the Space's one-line reason when nothing was filed."""
     from gradio_client import handle_file
 
@@ -80,7 +84,7 @@ def submit(
     client = _client(leaderboard, _token(token))
     try:
         _, answer, _ = client.predict(upload, hub_dataset, dataset, track, model_name, institution, model_url, trained,
-                                      submitter, api_name="/submit")
+                                      submitter, namespace, model_repo, api_name="/submit")
     except Exception as exc:  # the app refused the input (e.g. an unknown test set) or the call broke off
         raise SubmissionError(f"the submission was not accepted: {first_line(exc)}", source=leaderboard) from None
     if not isinstance(answer, dict) or not answer.get("filed"):

@@ -2,7 +2,9 @@
 
 A record (format in `rexrank.results_schema`) is one model on one test set and track. The
 frame has one row per record: identity columns (names with control and invisible
-characters removed: a name cannot reverse itself or hide text on the page), `trained`
+characters removed: a name cannot reverse itself or hide text on the page; a submitted
+model's `model_name` is its title "namespace / name", so that two namespaces' models of one
+name stay two models, and `namespace` is its namespace alone), `trained`
 (the model used this test set's training split), and for each leaderboard column key `k`
 the mean `k`, the 95 % CI half-width `k_ci` (NaN when the results have none, as for the
 published numbers) and `k_n`, the number of studies it was computed on; `n_studies` is
@@ -20,7 +22,7 @@ import pandas as pd
 
 from rexrank.errors import RexrankError
 from rexrank.results_schema import COLUMNS_BY_KEY, LEADERBOARD_COLUMNS, value_in_range
-from rexrank.store.names import display
+from rexrank.store.names import display, model_title
 from rexrank.testsets.registry import TEST_SETS, TRACKS
 
 # The order the ReXrank site shows them: private set first, then the public ones.
@@ -33,7 +35,8 @@ TEST_SET_LABELS = {
     "example": "Example (synthetic)",
 }
 TRACK_LABELS = {"findings": "Findings", "findings_impression": "Findings + Impression"}
-IDENTITY = ("id", "model_name", "institution", "model_url", "date", "submitter", "test_set", "track", "source")
+IDENTITY = ("id", "model_name", "institution", "model_url", "date", "submitter", "namespace", "test_set", "track",
+            "source")
 METRIC_KEYS = tuple(c.key for c in LEADERBOARD_COLUMNS)
 FRAME_COLUMNS = (*IDENTITY, "trained", "per_study_available", *METRIC_KEYS, *(f"{k}_ci" for k in METRIC_KEYS), "n",
                  *(f"{k}_n" for k in METRIC_KEYS), "n_studies")
@@ -98,6 +101,7 @@ def check_record(record: dict, *, value_problems: list[str] | None = None) -> di
     if unknown:
         raise RexrankError(f"result record {rid}: unknown leaderboard column(s) {unknown} (known: {list(COLUMNS_BY_KEY)})")
     row = {f: display(record.get(f) or "") for f in IDENTITY}
+    row["model_name"] = model_title(row["namespace"], row["model_name"])
     wrong_date = check_date(row["date"]) if row["date"] else None
     if wrong_date:
         raise RexrankError(f"result record {rid}: {wrong_date}")

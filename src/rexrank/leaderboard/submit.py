@@ -3,11 +3,17 @@ a predictions dataset on the Hub, and file a request into the store.
 
 On a Hub store the submitter is the Hub account that owns the token sent with the call
 (the Space's sign-in, or `Client(..., oauth_token=...)` from `rexrank submit --leaderboard`),
-as the Hub's whoami says: the quota counts per user, so it is never a typed name. The token
-reads the submitter's dataset and nothing else: the server's own token is never used for
-it. That dataset must belong to the submitter or one of their organisations (whoami's
-`orgs`), checked before the Hub is asked anything about it. On a local store the submitter is a typed name. The store applies the submission rules
-(rexrank.store.policy) here, with this server's quota, and the backend applies them again.
+as the Hub's whoami says, by its immutable id (rexrank.store.accounts): the quota, the
+privacy ledger and approvals follow the account through renames, so it is never a typed
+name. The model is filed under a namespace: the submitter's account (the default) or one
+of their organisations; a linked Hub model repo must belong to one of them too (checked
+with the Hub). The token reads the submitter's dataset and checks that model repo, and
+nothing else: the server's own token is never used for it. That dataset must belong to
+the submitter or one of their organisations (whoami's `orgs`), checked before the Hub is
+asked anything about it. On a local store the submitter is a typed name, which is then the
+identity. The store applies the submission rules (rexrank.store.policy) here, with this
+server's quota, and the backend applies them again; predictions another account filed
+first are held for the maintainers' review (rexrank.store.copies).
 """
 from __future__ import annotations
 
@@ -18,9 +24,10 @@ from pathlib import Path
 # what /submit and /status show of a request is built by the one door
 from rexrank.backend.public_door import PUBLIC_PREDICTION_FIELDS, public_request  # noqa: F401
 from rexrank.errors import RexrankError, SubmissionError, TestSetError
-from rexrank.leaderboard.identity import verified_accounts, verified_user
+from rexrank.leaderboard.identity import verified_model_repo, verified_submitter
 from rexrank.testsets.loading import DATA_DIR_ENV
-from rexrank.store.names import display
+from rexrank.store.accounts import Account, Submitter
+from rexrank.store.names import display, model_title
 
 
 def is_hub_store(store) -> bool:
@@ -56,10 +63,14 @@ def file_request(
     trained_on=(),
     token: str | None = None,
     typed_name: str = "",
+    namespace: str = "",
+    model_repo: str = "",
 ) -> dict:
     """Validate and file; returns the request record. Raises RexrankError with a message
     for the submitter. `predictions`: an uploaded file; `hub_dataset`: USER/REPO[@REVISION]
-    (or hf://...); exactly one of them. `token`: the submitter's Hub token."""
+    (or hf://...); exactly one of them. `token`: the submitter's Hub token. `namespace`:
+    the account to file the model under (default the submitter's own); `model_repo`: a Hub
+    model repo of the submitter's to link the row to."""
     if store is None:
         raise SubmissionError("this leaderboard is not connected to a store: submissions are off")
     hub_dataset = (hub_dataset or "").strip()
@@ -72,26 +83,34 @@ def file_request(
         # gradio mocks the sign-in outside a Space with the server's own login: never a submitter
         raise SubmissionError("the token sent is this server's own: submit with your own token (HF_TOKEN or "
                               "`hf auth login` on your machine, then `rexrank submit --leaderboard`)")
-    if is_hub_store(store):
-        submitter = verified_user(token, endpoint=endpoint)
+    typed = (typed_name or "").strip()
+    if is_hub_store(store) or (token and not typed):
+        who = verified_submitter(token, endpoint=endpoint)
+    elif typed:  # a local store: the typed name is the identity
+        who = Submitter(Account(typed))
     else:
-        submitter = (typed_name or "").strip() or (verified_user(token, endpoint=endpoint) if token else "")
-        if not submitter:
-            raise SubmissionError("enter your name (or your organisation's) as submitter")
+        raise SubmissionError("enter your name (or your organisation's) as submitter")
+    home = who.namespace(namespace)
     from rexrank.backend.public_door import filing_budget_problem
 
-    over_budget = filing_budget_problem(store, submitter=submitter, test_set=test_set)
+    over_budget = filing_budget_problem(store, submitter=who.user, test_set=test_set)
     if over_budget:  # the backend would refuse it before scoring: say so now
         raise SubmissionError(over_budget.removeprefix("refused: "))
     if model_url and not model_url.strip().startswith(("http://", "https://")):
         raise SubmissionError(f"model URL must start with http:// or https:// (got {model_url.strip()!r})")
+    if (model_repo or "").strip():
+        if who.user.id is None:
+            raise SubmissionError("a Hub model repo can be linked only on a leaderboard whose store is on the Hub "
+                                  "(it is checked with your sign-in)")
+        model_repo = verified_model_repo(model_repo, who, token=token, endpoint=endpoint)
+        model_url = (model_url or "").strip() or f"{(endpoint or 'https://huggingface.co').rstrip('/')}/{model_repo}"
     if hub_dataset:
         from rexrank.store.hub_predictions import parse_spec
 
         repo_id, revision = parse_spec(hub_dataset)  # USER/REPO, hf://..., or the repo page's address
         source, label = f"hf://{repo_id}" + (f"@{revision}" if revision else ""), None
         # whose datasets this submitter may file: their own and their organisations' (whoami)
-        owners = verified_accounts(token, endpoint=endpoint) if token else (submitter,)
+        owners = tuple(a.name for a in who.accounts)
     else:
         source, label, owners = predictions, Path(predictions).name, None
     return store.submit(
@@ -99,7 +118,11 @@ def file_request(
         track=track,
         predictions=source,
         model_name=model_name,
-        submitter=submitter,
+        submitter=who.user.name,
+        submitter_id=who.user.id,
+        namespace=home.name,
+        namespace_id=home.id,
+        model_repo=(model_repo or "").strip(),
         institution=institution,
         model_url=model_url,
         trained_on=list(trained_on or ()),
@@ -119,14 +142,17 @@ def describe_request(request: dict) -> str:
     from rexrank.leaderboard.model_page import model_link
     from rexrank.leaderboard.tables import md_escape
 
+    title = display(model_title(request.get("namespace") or "", request["model_name"]))
+    held = request["status"] == "HELD"
     return (
-        f"✅ Request **{request['id']}** filed: {md_escape(display(request['model_name']))} on {request['test_set']} / "
-        f"{request['track']}, status {request['status']}.  \n"
+        f"✅ Request **{request['id']}** filed: {md_escape(title)} on {request['test_set']} / "
+        f"{request['track']}, status {request['status']}"
+        + (f" ({md_escape(request.get('error') or '')})" if held else "") + ".  \n"
         f"{p.get('n', '?')} predictions ({p.get('n_empty', 0)} empty); {checked}."
         + (f"  \nRead from the dataset {md_escape(p['repo'])} at commit `{p['revision']}`: later pushes change nothing."
            if p.get("repo") else "")
-        + f"  \nOnce scored, your result is on [{md_escape(display(request['model_name']))}'s page on this leaderboard]"
-          f"({model_link(request['model_name'])})."
+        + ("" if held else f"  \nOnce scored, your result is on [{md_escape(title)}'s page on this leaderboard]"
+                           f"({model_link(title)}).")
     )
 
 

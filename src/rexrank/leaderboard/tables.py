@@ -100,9 +100,10 @@ def ranked(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAUL
            filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """Rows of one test set and track that pass `filters`, best first by `rank_by`; `rank` is
     1-based with ties sharing the best rank. Models without a value for `rank_by` come last,
-    unranked (NaN)."""
+    unranked (NaN). `lookalike`: the row's name reads like another row's (`lookalikes`)."""
     _check_rank_key(rank_by)
-    table = filters.apply(frame[(frame["test_set"] == test_set) & (frame["track"] == track)])
+    part = frame[(frame["test_set"] == test_set) & (frame["track"] == track)]
+    table = filters.apply(part.assign(lookalike=lookalikes(part)))  # a filter hides no lookalike's mark
     ascending = not COLUMNS_BY_KEY[rank_by].higher_is_better
     table = table.sort_values([rank_by, "model_name"], ascending=[ascending, True], na_position="last", kind="mergesort")
     table = table.assign(rank=table[rank_by].rank(method="min", ascending=ascending))
@@ -158,6 +159,30 @@ def web_url(url) -> str | None:
     return url if re.match(r"^https?://[^\s()<>]+$", url) else None
 
 
+LOOKALIKE_MARK = "⚠ lookalike name"
+
+
+def lookalikes(table: pd.DataFrame) -> list[bool]:
+    """For each row: whether its model's name, or its whole title ("namespace / name"),
+    reads the same as another row's that is spelt otherwise (rexrank.store.names.name_key:
+    case, lookalike letters, invisible characters): "mallory / MAlRA-2" beside the published
+    "MAIRA-2", "stanford-aiml / X" beside "stanford-aimi / X". Nobody owns a name: such rows
+    are marked, never refused or merged; a published ReXrank entry is the original and is
+    not marked. Two namespaces' models of one name spelt alike are not lookalikes."""
+    from rexrank.store.names import name_key
+
+    titles = list(table["model_name"])
+    spaces = list(table["namespace"]) if "namespace" in table else [""] * len(titles)
+    names = [t[len(ns) + 3:] if ns and t.startswith(f"{ns} / ") else t for t, ns in zip(titles, spaces)]
+    spellings: dict[tuple[str, str], set[str]] = {}
+    for title, name in zip(titles, names):
+        spellings.setdefault(("title", name_key(title)), set()).add(title)
+        spellings.setdefault(("name", name_key(name)), set()).add(name)
+    published = [s == "published" for s in table["source"]] if "source" in table else [False] * len(titles)
+    return [not pub and (len(spellings[("title", name_key(t))]) > 1 or len(spellings[("name", name_key(n))]) > 1)
+            for t, n, pub in zip(titles, names, published)]
+
+
 def model_cell(row, *, link: bool = True) -> str:
     name = md_escape(row["model_name"])
     url = web_url(row.get("model_url"))
@@ -165,6 +190,8 @@ def model_cell(row, *, link: bool = True) -> str:
         name = f"[{name}]({url})"
     if row["trained"]:
         name += f" \\{TRAINED_MARK}"
+    if row.get("lookalike"):
+        name += f" {LOOKALIKE_MARK}"
     return name
 
 
@@ -251,9 +278,11 @@ def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DE
     with_n = bool((~np.isnan(n)).any()) if with_n is None else with_n
     slots = display_slots(keys, rank_by, with_n=with_n, with_tier=has_tiers(tiers))
     needed = ["model_name", "model_url", "trained"]
+    marked = table["lookalike"] if "lookalike" in table else lookalikes(table)
     cells = {
         "Rank": [MISSING if math.isnan(r) else str(int(r)) for r in rank],
-        "Model": [model_cell(dict(zip(needed, row))) for row in zip(*(table[c] for c in needed))],
+        "Model": [model_cell({**dict(zip(needed, row)), "lookalike": look})
+                  for row, look in zip(zip(*(table[c] for c in needed)), marked)],
         "Tier": [str(tiers[i]) if i in tiers else "" for i in table["id"]] if has_tiers(tiers) else None,
         "Institution": [md_escape(i) for i in table["institution"]],
         "Date": [year(d) for d in table["date"]],

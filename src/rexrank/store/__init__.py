@@ -8,6 +8,11 @@
     store.list_requests()                          # request records, oldest first
     store.queue_view()                             # open requests and the latest settled ones
     store.submit(test_set=..., track=..., predictions=..., model_name=..., submitter=...)
+    store.held_requests()                          # copies held for the maintainers' review
+
+Who is who: the Hub account's immutable id, names for display (rexrank.store.accounts);
+copies of another account's predictions are held for review (rexrank.store.copies,
+rexrank.store.review).
 
 Every write is an optimistic-concurrency commit (see rexrank.store.repo). The layout of
 the two repos, and the indexes that keep every worker and leaderboard operation

@@ -193,3 +193,25 @@ def _read_files(api, dataset: HubDataset, scratch: Path, columns: dict) -> RawPr
         check_rows(len(rows), source=pinned)
         check_texts([r[1] for r in rows], [r[0] for r in rows], source=pinned)
     return RawPredictions(rows, pinned)
+
+
+def content_time_on_hub(dataset: HubDataset, *, endpoint: str | None = None,
+                        token: str | bool | None = None) -> float | None:
+    """When the predictions' content reached the Hub: the server's time of the last commit
+    that changed the predictions file(s), as of the pinned commit (the latest of them for
+    the shards of one split; rexrank.store.copies judges who had predictions first by
+    it). None when the Hub does not say (the filing is then dated when it was received)."""
+    from huggingface_hub import HfApi
+
+    endpoint = endpoint or os.environ.get("HF_ENDPOINT") or None
+    if token is None:
+        token = os.environ.get("HF_TOKEN") or None
+    try:
+        infos = HfApi(endpoint=endpoint, token=token).get_paths_info(
+            dataset.repo_id, list(dataset.files), expand=True, repo_type="dataset", revision=dataset.sha)
+    except Exception:  # HTTP and connection errors: the filing is dated when received, which is later
+        return None
+    dates = [info.last_commit.date for info in infos if getattr(info, "last_commit", None) is not None]
+    if len(dates) != len(dataset.files):
+        return None
+    return max(date.timestamp() for date in dates)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from rexrank.store import records as R
+from rexrank.store.accounts import index_name
 from rexrank.store.repo import Repo, Snapshot, StoreError, git_blob_oid
 
 REINDEX_ADVICE = "rebuild the indexes with `rexrank backend --reindex`"
@@ -87,14 +88,14 @@ class IndexEdit:
             self._files[R.REQUESTS_LAYOUT] = dict(R.REQUESTS_LAYOUT_CONTENT)
             self._dirty.add(R.REQUESTS_LAYOUT)
         entry = R.summary(request)
-        for path in R.request_index_files(request["model_name"], request["submitter"], request["predictions"]["sha256"]):
+        for path in R.request_index_files(request["model_name"], index_name(request), request["predictions"]["sha256"]):
             self._section(path, "requests", {})[request["id"]] = entry
         recent = [e for e in self._section(R.RECENT_INDEX, "requests", []) if e.get("id") != request["id"]]
         recent.append(R.recent_entry(request))
         self._files[R.RECENT_INDEX]["requests"] = recent[-R.RECENT_LIMIT:]
 
     def remove_settled(self, request: dict) -> None:
-        for path in R.request_index_files(request["model_name"], request["submitter"], request["predictions"]["sha256"]):
+        for path in R.request_index_files(request["model_name"], index_name(request), request["predictions"]["sha256"]):
             self._section(path, "requests", {}).pop(request["id"], None)
         recent = self._section(R.RECENT_INDEX, "requests", [])
         self._files[R.RECENT_INDEX]["requests"] = [e for e in recent if e.get("id") != request["id"]]
@@ -141,6 +142,12 @@ class IndexEdit:
         entries[path] = entry
         named = {k: v for k, v in entry.items() if k != "blob"}
         self._section(R.key_file(R.RESULT_NAMES_DIR, entry["model_name"]), "records", {})[path] = named
+
+    def remove_result(self, path: str) -> None:
+        entries = self._section(R.result_shard(path), "records", {})
+        old = entries.pop(path, None)
+        if old is not None:
+            self._section(R.key_file(R.RESULT_NAMES_DIR, old.get("model_name", "")), "records", {}).pop(path, None)
 
     def mark_results_indexed(self) -> None:
         if self.file(R.RESULTS_LAYOUT) != R.RESULTS_LAYOUT_CONTENT:

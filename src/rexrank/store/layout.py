@@ -83,9 +83,14 @@ def index_requests(store) -> int:
 
 
 def reindex(store) -> tuple[int, int]:
-    """Rebuild both repos' indexes from their records: (settled requests, result records)."""
+    """Rebuild both repos' indexes from their records: (settled requests, result records);
+    filings the copy index lacks (made before it existed) are fingerprinted from their
+    stored predictions (rexrank.store.copies)."""
     n_requests = index_requests(store)
     n_results = index_results(store, reason="rebuilt on request")
     store._results_indexed = True
+    n_copies = store.index_copies()
+    if n_copies:
+        log.info("%s: fingerprinted %d earlier filing(s) for the copy rule", store.name, n_copies)
     log.info("%s: rebuilt the indexes of %d settled request(s) and %d result record(s)", store.name, n_requests, n_results)
     return n_requests, n_results

@@ -3,15 +3,21 @@ is explained in rexrank.backend.privacy).
 
 requests repo:
     ledger/<test_set>/<key>.json    one submitter's charges on one private test set:
-                                    {"submitter", "test_set", "charges": {request id
-                                    (#N for its Nth queueing): {"time", "epsilon",
-                                    "numbers", "decisions"}}}
+                                    {"submitter", "submitter_id", "test_set", "charges":
+                                    {request id (#N for its Nth queueing): {"time",
+                                    "epsilon", "numbers", "decisions"}}}
+
+A submitter is its Hub account's id (rexrank.store.accounts): a renamed account keeps its
+ledger, and whoever takes a freed name starts with nothing of the old holder's. On a local
+store, and for requests filed before ids were recorded, the ledger is the name's (the file
+it always had): such a ledger binds to nobody's id.
 
 Written by the backend (and `rexrank cancel`, which charges a cancelled request) only, in
 one commit per charge (optimistic concurrency, as every
 store write): a request is charged once, when a worker takes it up, whatever happens to it
 afterwards: a failure, a crash or a cancel after that point is not a free question. A
-request re-claimed after a crash is not charged twice; one requeued by the maintainers is
+request re-claimed after a crash, or given back by a worker whose machine failed
+(`release`), is not charged twice: the fault was ours. One requeued by the maintainers is
 (it is scored and its outcome published again). The store's config.json may set
 another total per test set: "privacy_budget": {"rexgradient": 138} (0: no limit).
 """
@@ -21,6 +27,7 @@ import hashlib
 from dataclasses import dataclass
 
 from rexrank.store import records as R
+from rexrank.store.accounts import Account, submitter_of
 from rexrank.store.index import load_json_object
 from rexrank.store.repo import Snapshot, StoreError, transact
 
@@ -28,9 +35,13 @@ LEDGER_DIR = R.LEDGER_DIR
 BUDGET_KEY = "privacy_budget"
 
 
-def ledger_path(submitter: str, test_set: str) -> str:
-    """Hub account names are one account whatever their case (the Hub's own rule)."""
-    key = hashlib.sha256(submitter.strip().casefold().encode("utf-8")).hexdigest()[:32]
+def ledger_path(submitter: Account | str, test_set: str) -> str:
+    """An account's ledger file: by its Hub id; an account without one (a local store's
+    typed name, or a request filed before ids) by its name, one account whatever its case
+    (the Hub's own rule)."""
+    account = submitter if isinstance(submitter, Account) else Account(submitter)
+    text = f"id:{account.id}" if account.id else account.name.strip().casefold()
+    key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
     return f"{LEDGER_DIR}{R._safe(test_set)}/{key}.json"
 
 
@@ -88,16 +99,26 @@ def _load(store, snap: Snapshot, path: str) -> dict:
     return content
 
 
-def charges(store, submitter: str, test_set: str) -> dict:
+def charges(store, submitter: Account | str, test_set: str) -> dict:
     """The charges recorded for `submitter` on `test_set` ({request id: charge})."""
     path = ledger_path(submitter, test_set)
     return _load(store, store.requests.snapshot(), path).get("charges", {})
 
 
+def starts_a_round(entry) -> bool:
+    """Whether a history entry queues the request for a new round of scoring: its filing
+    and each requeue by the maintainers. A worker's give-back after a fault of its machine
+    (`release`; "note" in stores of earlier versions) and a release from review (the
+    request was never scored) are the same round."""
+    return (isinstance(entry, dict) and entry.get("status") == R.PENDING
+            and not (entry.get("given_back") or entry.get("note") or entry.get("reviewed")))
+
+
 def charge_key(request: dict) -> str:
-    """A request's charge: once per time it was queued (a requeue by the maintainers scores
-    and publishes it again, so it is charged again; a crash and re-claim is not)."""
-    rounds = sum(1 for h in request.get("history") or () if isinstance(h, dict) and h.get("status") == R.PENDING)
+    """A request's charge: once per round (a requeue by the maintainers scores and
+    publishes it again, so it is charged again; a crash and re-claim, or a give-back, is
+    not)."""
+    rounds = sum(1 for h in request.get("history") or () if starts_a_round(h))
     return request["id"] if rounds <= 1 else f"{request['id']}#{rounds}"
 
 
@@ -107,7 +128,8 @@ def charge(store, request: dict, *, cost: float, numbers: int, decisions: int, l
     last `limit.days` above `limit.total`: then nothing is written and the Refusal says
     what was spent. A request already charged (`charge_key`) is not charged again (None)."""
     ts = R.now() if now is None else now
-    path = ledger_path(request["submitter"], request["test_set"])
+    account = submitter_of(request)
+    path = ledger_path(account, request["test_set"])
     refused: list[Refusal] = []
 
     def decide(snap: Snapshot):
@@ -122,7 +144,8 @@ def charge(store, request: dict, *, cost: float, numbers: int, decisions: int, l
                 refused.append(Refusal(spent, limit.total, cost, limit.next_fit(recorded, cost, ts)))
                 return None
         recorded[key] = {"time": R.iso(ts), "epsilon": cost, "numbers": numbers, "decisions": decisions}
-        updated = {"submitter": request["submitter"], "test_set": request["test_set"], "charges": recorded}
+        updated = {"submitter": account.name, **({"submitter_id": account.id} if account.id else {}),
+                   "test_set": request["test_set"], "charges": recorded}
         return ({path: R.dumps(updated)}, f"ledger: {request['id']} spends ε {cost:g} on {request['test_set']}", None)
 
     transact(store.requests, decide)

@@ -17,8 +17,13 @@ data lists ("rn" for "m") folded; "*" (ReXrank's "trained on this test set" mark
 dropped; whitespace collapsed. "MedVersa", "medversa", "Med\u200bVersa", "M\u0435dVersa",
 "MedVersa\ufe0f" are one name, and so are "MAIRA-2", "MAlRA\u20102" and "MAIRA\u20132".
 
+Comparison decides which filings are one model within a namespace (identical
+resubmissions), and which names the board marks as lookalikes of each other across
+namespaces (rexrank.leaderboard.tables.lookalikes); it never makes a name anyone's.
+
 Display (`display`): ANSI escape sequences and every control or formatting character
-removed, so a name can neither recolour a terminal nor reverse itself on a page.
+removed, so a name can neither recolour a terminal nor reverse itself on a page. A
+submitted model is shown as "namespace / name" (`model_title`).
 """
 from __future__ import annotations
 
@@ -179,8 +184,7 @@ def check_name(label: str, text: str) -> None:
 
 
 def check_one_script(label: str, text: str) -> None:
-    """Refuse a name that mixes Latin, Greek and Cyrillic letters (checked after the
-    name-ownership rule, whose message says more when the name imitates another)."""
+    """Refuse a name that mixes Latin, Greek and Cyrillic letters (they look alike)."""
     scripts = sorted({s for s in map(_script, text) if s})
     if len(scripts) > 1:
         raise SubmissionError(f"{label} {display(text)!r} mixes {' and '.join(s.title() for s in scripts)} letters "
@@ -204,15 +208,22 @@ def check_url(label: str, url: str) -> None:
         raise SubmissionError(f"{label} {display(url)!r}: {why}")
 
 
-def check_submitter(submitter: str) -> None:
-    """A submitter is a Hub user or organisation name (ASCII: the quota counts per
-    submitter, so lookalike letters must not make a second one)."""
+def check_submitter(submitter: str, *, label: str = "submitter") -> None:
+    """A submitter (or a namespace) is a Hub user or organisation name (ASCII: on a local
+    store, where the typed name is the identity, lookalike letters must not make a second
+    one)."""
     if SUBMITTER_PATTERN.fullmatch(submitter):
         return
     bad = next((ch for ch in submitter if not (ch.isascii() and (ch.isalnum() or ch in "._- "))), None)
     what = (f"character {bad!r} ({unicodedata.name(bad, f'U+{ord(bad):04X}')}) is not allowed" if bad
             else "it must start with a letter or digit and be at most 96 characters")
     raise SubmissionError(
-        f"submitter {submitter!r}: a submitter is a Hugging Face user or organisation name "
+        f"{label} {submitter!r}: a {label} is a Hugging Face user or organisation name "
         f"(ASCII letters, digits, spaces, '.', '_', '-'); {what}"
     )
+
+
+def model_title(namespace: str, model_name: str) -> str:
+    """How the board names a model: "namespace / name" (a published ReXrank entry, which
+    has no namespace, by its name)."""
+    return f"{namespace} / {model_name}" if namespace else model_name

@@ -12,8 +12,9 @@ import uuid
 
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
-from rexrank.store.index import IndexEdit, load_index
-from rexrank.store.policy import check_approved, check_policy
+from rexrank.store.accounts import index_name, submitter_of
+from rexrank.store.index import IndexEdit, load_index, load_json_object
+from rexrank.store.policy import check_policy
 from rexrank.store.repo import Snapshot, StoreError, consistent_reads, transact
 
 log = logging.getLogger("rexrank.store")
@@ -21,15 +22,15 @@ log = logging.getLogger("rexrank.store")
 
 class QueueOperations:
     """Mixed into `Store` (which provides requests, results, name, quota, _queued,
-    _find_request, get_request, results_named)."""
+    _find_request, get_request)."""
 
-    def _history(self, snap: Snapshot, *, model_name: str, submitter: str, sha256: str) -> list[dict]:
-        """Every request the submission rules must see for this model name, submitter and
-        predictions content: the open ones (queue/, listed in `snap`) and the settled ones
-        filed under any of them in the index. Rules that read others would find nothing
-        there anyway."""
+    def _history(self, snap: Snapshot, request: dict) -> list[dict]:
+        """Every request the submission rules must see for this request's model name,
+        submitter and predictions content: the open ones (queue/, listed in `snap`) and
+        the settled ones filed under any of them in the index. Rules that read others
+        would find nothing there anyway."""
         found: dict[str, dict] = {}
-        for path in R.request_index_files(model_name, submitter, sha256):
+        for path in R.request_index_files(request["model_name"], index_name(request), request["predictions"]["sha256"]):
             found.update(load_index(self.requests, snap, path).get("requests", {}))
         found.update({req["id"]: req for _, req in self._queued(snap)})  # the live record wins
         return list(found.values())
@@ -201,13 +202,14 @@ class QueueOperations:
 
     def release(self, request_id: str, worker_id: str, *, reason: str) -> bool:
         """Give a claimed request back: PENDING again, the attempt not counted (the worker,
-        not the request, had a problem: e.g. it cannot load the test set)."""
+        not the request, had a problem: e.g. it cannot load the test set), and the same
+        round for the privacy ledger (rexrank.store.ledger: charged once)."""
         ts = R.now()
 
         def back(r):
             new = transition(r, R.PENDING, ts, worker=None, lease_expires=None, attempts=max(0, r.get("attempts", 1) - 1),
                              publishing=False)
-            new["history"][-1]["note"] = reason
+            new["history"][-1].update(note=reason, given_back=True)
             return new
 
         return self._update(request_id, self._holder_guard(worker_id, back), "release") is not None
@@ -218,6 +220,9 @@ class QueueOperations:
         are cached, so only the missing ones are asked again."""
         ts = R.now()
         current = self.get_request(request_id)
+        if current["status"] == R.HELD:
+            raise StoreError(f"request {request_id} is HELD for review; release it with `rexrank review --release "
+                             f"{request_id}` or reject it with `rexrank review --reject {request_id}`")
         if current["status"] in (R.FINISHED, R.PENDING):
             raise StoreError(f"request {request_id} is {current['status']}; only FAILED or RUNNING requests can be requeued")
         return self._update(
@@ -251,26 +256,37 @@ class QueueOperations:
 
     def policy_problem(self, request: dict) -> str | None:
         """The backend's own check of the submission rules (rexrank.store.policy) for a
-        request, against the requests filed before it and those already scored (a request
-        dated back by a rogue client still meets them): a message, or None if it passes."""
+        request, against the requests filed before it (a request dated back by a rogue
+        client still meets them): a message, or None if it passes."""
         history = consistent_reads(  # another worker may settle a listed request meanwhile
-            self.requests,
-            lambda: self._history(self.requests.snapshot(R.QUEUE_DIR), model_name=request["model_name"],
-                                  submitter=request["submitter"], sha256=request["predictions"]["sha256"]))
+            self.requests, lambda: self._history(self.requests.snapshot(R.QUEUE_DIR), request))
         key = (request["submitted_time"], request["id"])
         # dated by the server (R.with_server_time); one not seen yet arrived after this one
         earlier = [r for r in history if r["id"] != request["id"]
                    and (((r["submitted_time"], r["id"]) < key and _seen(r)) or r["status"] == R.FINISHED)]
-        from rexrank.store.config import approved_submitters
-
         try:
-            check_approved(approved_submitters(self, request["test_set"]), submitter=request["submitter"],
-                           test_set=request["test_set"])
-            check_policy(earlier, self.results_named(request["model_name"]), request,
-                         now=R.parse_iso(request["submitted_time"]), quota=self.quota)
+            self.check_approval(self.requests.snapshot(), request["test_set"], submitter_of(request))
+            check_policy(earlier, request, now=R.parse_iso(request["submitted_time"]), quota=self.quota)
         except SubmissionError as exc:
             return str(exc)
         return None
+
+    def check_approval(self, snap: Snapshot, test_set: str, submitter) -> dict | None:
+        """The approved list's verdict on `submitter` (rexrank.store.accounts.check_approved),
+        with the bindings of approved names as of `snap`: the changes that record a first
+        binding, or None."""
+        from rexrank.store import accounts
+        from rexrank.store.config import approved_submitters
+
+        approved = approved_submitters(self, test_set)
+        if approved is None:
+            return None
+        bindings = load_json_object(self.requests, snap, accounts.APPROVED_BINDINGS,
+                                    damaged=f"{accounts.APPROVED_BINDINGS} is damaged; restore it from the repo's history")
+        binding = accounts.check_approved(approved, bindings.get(test_set, {}), submitter=submitter, test_set=test_set)
+        if binding is None:
+            return None
+        return {accounts.APPROVED_BINDINGS: R.dumps(accounts.bind(bindings, test_set, submitter.name, binding))}
 
 
 MOVE_IN_A_CLAIM = 25  # more settled requests in queue/ than this: a store of the earlier layout

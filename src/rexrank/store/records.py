@@ -1,17 +1,23 @@
 """Where records live in the two repos, and the request record's fields.
 
 requests repo:
-    queue/<id>.json                 an open request (PENDING or RUNNING; see `new_request`)
+    queue/<id>.json                 an open request (PENDING, RUNNING, or HELD for the
+                                    maintainers' review: rexrank.store.review)
     done/<id>.json                  a settled one (FINISHED or FAILED): moved here when it
                                     settles, so that the queue a worker lists stays small
     predictions/<id>/test.parquet   its predictions (columns id, prediction), loadable with
                                     datasets.load_dataset("parquet", data_files=...)
     index/names/<key>.json          settled requests by model name, and
-    index/submitters/<key>.json     by submitter (summaries: what the submission rules read)
+    index/submitters/<key>.json     by submitter: their Hub id, or a typed name on a local
+                                    store (summaries: what the submission rules read)
     index/predictions/<key>.json    by the predictions' content sha256 (whose predictions they are)
     index/recent.json               the last RECENT_LIMIT settled requests (the queue tables)
     index/received.json             when each open request was filed (or first seen)
     config.json                     the store's settings (rexrank.store.config)
+    accounts/approved.json          which Hub account (by id) each approved name was bound
+                                    to (rexrank.store.accounts)
+    copies/                         per-study fingerprints of every filing and their index:
+                                    who filed which predictions first (rexrank.store.copies)
     ledger/<test_set>/<key>.json    the privacy ledger: ε spent per submitter on a private
                                     test set (rexrank.store.ledger; the backend writes it)
     scratch/<id>/shard-<k>-attempt-<a>.{json,parquet}
@@ -40,16 +46,20 @@ from rexrank.store.names import NAME_KEY_VERSION
 from rexrank.errors import RexrankError
 
 PENDING, RUNNING, FINISHED, FAILED = "PENDING", "RUNNING", "FINISHED", "FAILED"
-STATUSES = (PENDING, RUNNING, FINISHED, FAILED)
+# predictions another namespace had first: waiting for the maintainers (`rexrank review`),
+# never claimed by a worker
+HELD = "HELD"
+STATUSES = (PENDING, RUNNING, HELD, FINISHED, FAILED)
 
 # why a request is FAILED (its "failure_kind"): the quota treats them differently
 VALIDATION = "validation"  # the predictions do not match the test set (counts against a private set's quota)
 REFUSED = "refused"  # the backend's policy refused it (quota, duplicate, name) before scoring
 COVERAGE = "coverage"  # a metric scored too few studies: nothing published; can be requeued
 CANCELLED = "cancelled"  # by the maintainers
+REJECTED = "rejected"  # held for review, and rejected by the maintainers
 INTERNAL = "internal"  # a metric or the worker failed
 
-OPEN = (PENDING, RUNNING)
+OPEN = (PENDING, RUNNING, HELD)
 SETTLED = (FINISHED, FAILED)
 
 QUEUE_DIR = "queue/"
@@ -80,7 +90,10 @@ RESULTS_LAYOUT_CONTENT = {"layout": 2, "names": NAME_KEY_VERSION}
 REQUESTS_LAYOUT_CONTENT = {"names": NAME_KEY_VERSION, "contents": 1}  # contents: the index by content sha
 # what the store itself writes into each repo (anything else there is not store data)
 LEDGER_DIR = "ledger/"
-REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFIG_FILE, LEDGER_DIR, SCRATCH_DIR)
+ACCOUNTS_DIR = "accounts/"
+COPIES_DIR = "copies/"
+REQUESTS_DATA_PREFIXES = (QUEUE_DIR, DONE_DIR, PREDICTIONS_DIR, INDEX_DIR, CONFIG_FILE, LEDGER_DIR, SCRATCH_DIR,
+                          ACCOUNTS_DIR, COPIES_DIR)
 RESULTS_DATA_PREFIXES = (RECORDS_DIR, PER_STUDY_DIR, INDEX_DIR)
 
 
@@ -123,8 +136,8 @@ def key_file(folder: str, name: str) -> str:
 
 
 def request_index_files(model_name: str, submitter: str, sha256: str) -> tuple[str, str, str]:
-    """The index files a settled request is listed in: by model name, by submitter, by the
-    content of its predictions."""
+    """The index files a settled request is listed in: by model name, by submitter (its
+    id, or its name: rexrank.store.accounts.index_name), by the content of its predictions."""
     content = hashlib.sha256(str(sha256).encode("utf-8")).hexdigest()[:32]
     return (key_file(REQUEST_NAMES_DIR, model_name), key_file(REQUEST_SUBMITTERS_DIR, submitter),
             f"{REQUEST_CONTENTS_DIR}{content}.json")
@@ -330,6 +343,9 @@ def _is_iso(text) -> bool:
 
 SUMMARY_FIELDS = ("id", "status", "failure_kind", "private", "submitted_time", "submitter", "model_name", "test_set",
                   "track")
+# who filed it, by Hub id, and under which namespace (rexrank.store.accounts): absent from
+# requests filed before ids (or, the ids, on a local store)
+ACCOUNT_FIELDS = ("submitter_id", "namespace", "namespace_id")
 RECENT_FIELDS = ("institution", "error", "finished_time", "worker", "result_id")
 
 
@@ -337,6 +353,7 @@ def summary(request: dict) -> dict:
     """What the submission rules (rexrank.store.policy) read of a settled request, shaped
     like the request itself so that the same rules apply to either."""
     out = {k: request.get(k) for k in SUMMARY_FIELDS}
+    out.update({k: request[k] for k in ACCOUNT_FIELDS if request.get(k)})
     out["predictions"] = {"sha256": request["predictions"]["sha256"]}
     return out
 

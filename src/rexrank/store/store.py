@@ -9,8 +9,9 @@ from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit, load_index
 from rexrank.store.problems import Problem
-from rexrank.store.policy import Quota, check_approved, check_dataset_owner, check_names, check_policy
+from rexrank.store.policy import QUOTA_KEY, Quota, check_dataset_owner, check_names, check_policy
 from rexrank.store.queue import QueueOperations
+from rexrank.store.review import ReviewOperations
 from rexrank.store.repo import Repo, Snapshot, StoreError, consistent_reads, transact
 
 log = logging.getLogger("rexrank.store")
@@ -18,12 +19,15 @@ log = logging.getLogger("rexrank.store")
 REQUIRED_RESULT_KEYS = ("id", "model_name", "test_set", "track", "values")
 
 
-class Store(QueueOperations):
+class Store(QueueOperations, ReviewOperations):
     def __init__(self, requests: Repo, results: Repo, *, name: str, quota: Quota | None = None):
+        """`quota`: the quota this process enforces (None: REXRANK_QUOTA, else the store's
+        config.json key "quota", else ReXrank's on a Hub store and none on a local one)."""
         self.requests = requests
         self.results = results
         self.name = name
-        self.quota = quota if quota is not None else Quota.from_env()
+        # REXRANK_QUOTA is read (and a wrong one refused) when the store is opened, as before
+        self._quota = quota if quota is not None else Quota.env_setting()
         self._problems: dict[str, dict[str, Problem]] = {"requests": {}, "results": {}}
         self._reported: set[tuple[str, str, str]] = set()
         self._results_indexed = False  # once seen, the results index stays (until a --reindex)
@@ -31,6 +35,27 @@ class Store(QueueOperations):
 
     def __repr__(self) -> str:
         return f"Store({self.name!r})"
+
+    @property
+    def quota(self) -> Quota:
+        """The quota enforced here (rexrank.store.policy says where it comes from)."""
+        if self._quota is not None:
+            return self._quota
+        from rexrank.store.config import read_config
+
+        configured = read_config(self).get(QUOTA_KEY)
+        if configured is not None:  # a wrong setting stops the store's users, never refuses a request
+            where = f"{self.name}/{R.CONFIG_FILE}: {QUOTA_KEY}"
+            if not isinstance(configured, str):
+                raise StoreError(f'{where} must be a string "N/DAYS", e.g. "1/7" (0: no quota)')
+            try:
+                return Quota.parse(configured, where=where,
+                                   origin=f'set by the store\'s config.json key "{QUOTA_KEY}" ({configured})')
+            except SubmissionError as exc:
+                raise StoreError(str(exc)) from None
+        if self.name.startswith("hf://"):
+            return Quota.from_env()  # a public service's: ReXrank's 1/7
+        return Quota(0, origin="none: a local store has no quota unless its config.json sets one")
 
     # ---- reading ----------------------------------------------------------------------
     # A file that cannot be used (not JSON, a field missing, ...) is quarantined: left out
@@ -183,6 +208,27 @@ class Store(QueueOperations):
             extra[record["per_study_path"]] = per_study
         self._write_results([record], extra, f"result {record['id']}")
 
+    def withdraw_result(self, request: dict) -> None:
+        """Remove a request's published result (record, per-study scores, index entries) in
+        one commit: the maintainers rejected it after review (rexrank.store.review)."""
+        record = self.get_result(request.get("result_id") or request["id"], test_set=request["test_set"],
+                                 track=request["track"])
+        if record is None:
+            return
+        self.ensure_results_indexed()
+        path = R.result_path(record)
+
+        def decide(snap: Snapshot):
+            edit = IndexEdit(self.results, snap)
+            edit.remove_result(path)
+            changes: dict[str, bytes | None] = {path: None}
+            per_study = R.per_study_path(record["test_set"], record["track"], record["id"])
+            if self.results.read_optional(snap, per_study) is not None:
+                changes[per_study] = None
+            return {**changes, **edit.changes()}, f"withdraw result {record['id']}", None
+
+        transact(self.results, decide)
+
     def add_results(self, records: Iterable[dict]) -> int:
         """Write many result records in one commit (e.g. seeding the published tables:
         one Hub commit instead of one per record). Returns how many were written."""
@@ -247,7 +293,7 @@ class Store(QueueOperations):
 
     def results_named(self, model_name: str) -> list[dict]:
         """Result records whose model name compares equal to `model_name` (id, model_name,
-        source, submitter: what the name-ownership rule reads)."""
+        source, submitter), read through the index by name."""
         snap = self.results.snapshot()
         if not self._results_indexed and load_index(self.results, snap, R.RESULTS_LAYOUT) != R.RESULTS_LAYOUT_CONTENT:
             return self.list_results()  # not indexed yet: every record (the rules filter)
@@ -274,8 +320,14 @@ class Store(QueueOperations):
         id_column: str | None = None,
         prediction_column: str | None = None,
         dataset_owners: Iterable[str] | None = None,
+        submitter_id: str | None = None,
+        namespace: str = "",
+        namespace_id: str | None = None,
+        model_repo: str = "",
     ) -> dict:
-        """File a PENDING request; returns the request record (`id`, `status`, ...).
+        """File a request; returns the request record (`id`, `status`, ...): PENDING, or
+        HELD for the maintainers' review when another party filed these predictions first
+        (rexrank.store.copies).
 
         test_set, track: e.g. "iu_xray", "findings" (rexrank.testsets.registry).
         predictions: a file (ReXrank submission JSON, CSV/JSONL/JSON list with id and
@@ -284,29 +336,41 @@ class Store(QueueOperations):
             resolves to now; the request records the repo and that commit's sha).
         hub_token: whose access reads an hf:// dataset (None: HF_TOKEN or the saved login;
             False: none, the repo must be public).
-        model_name, submitter (user or org name; the quota counts per submitter),
-        institution, model_url, trained_on (test set names the model was trained on).
+        model_name, institution, model_url, trained_on (test set names the model was
+            trained on).
+        submitter, submitter_id: who files: the Hub account's name and immutable id (the
+            leaderboard passes whoami's); on a local store a typed name and no id, the
+            name then being the identity (rexrank.store.accounts).
+        namespace, namespace_id: the account the model is filed under (the submitter, by
+            default, or one of their organisations): the board shows "namespace / name".
+        model_repo: a Hub model repo the leaderboard checked belongs to the submitter's
+            accounts: the row is that repo's.
         data_dir: where the test set's JSON is (needed for MIMIC-CXR / CheXpert Plus; for
             a private test set, ids are checked by the backend instead).
         source_label: how the request names a local predictions file (the leaderboard passes
             the uploaded file's own name, never the server's temporary path).
         id_column, prediction_column: the file's column names when they are not the usual ones.
-        dataset_owners: the accounts whose hf:// datasets this submitter may file (the
+        dataset_owners: the account names whose hf:// datasets this submitter may file (the
             leaderboard passes the submitter's and their organisations', from whoami);
             None: not checked (the organisers' command line, which names the submitter).
 
         The predictions are validated with rexrank.submissions (the `rexrank score`
         validator) before anything is written. Raises SubmissionError (a RexrankError)
         with a message for the submitter if they are invalid, identical to an earlier
-        request (same predictions and model name), or over the submitter's quota.
+        request of the same model (same predictions), or over the submitter's quota.
         """
-        from rexrank.store.hub_predictions import read_raw_from_hub
+        from rexrank.store import copies
+        from rexrank.store.accounts import Account, account_key, request_fields
+        from rexrank.store.hub_predictions import content_time_on_hub, read_raw_from_hub
         from rexrank.submissions import read_raw_predictions
         from rexrank.store.predictions import content_sha256, to_parquet_bytes, validate_for
         from rexrank.testsets.registry import TEST_SETS, check_track, get_spec
 
         model_name, submitter = (model_name or "").strip(), (submitter or "").strip()
         institution, model_url = (institution or "").strip(), (model_url or "").strip()
+        namespace = (namespace or "").strip()
+        if not namespace or account_key(namespace) == account_key(submitter):  # the default: their own
+            namespace, namespace_id = submitter, submitter_id
         if not model_name:
             raise SubmissionError("model name is empty")
         if not submitter:
@@ -314,11 +378,11 @@ class Store(QueueOperations):
         for label, value in (("model name", model_name), ("submitter", submitter), ("institution", institution), ("model URL", model_url)):
             if len(value or "") > 300:
                 raise SubmissionError(f"{label} is longer than 300 characters")
-        check_names(model_name=model_name, submitter=submitter, institution=institution, model_url=model_url)
+        check_names(model_name=model_name, submitter=submitter, institution=institution, model_url=model_url,
+                    namespace=namespace)
+        who = Account(submitter, submitter_id or None)
         spec = get_spec(test_set)
-        from rexrank.store.config import approved_submitters
-
-        check_approved(approved_submitters(self, test_set), submitter=submitter, test_set=test_set)
+        self.check_approval(self.requests.snapshot(), test_set, who)  # before reading anything: a courtesy
         check_track(track)
         trained_on = [t.strip() for t in trained_on if t and t.strip()]
         unknown = [t for t in trained_on if t not in TEST_SETS]
@@ -327,6 +391,7 @@ class Store(QueueOperations):
 
         source = str(predictions)
         hub_fields: dict = {}
+        arrived: float | None = None  # when the content reached the Hub (None: when this server received it)
         if source.startswith("hf://"):
             if dataset_owners is not None:
                 from rexrank.store.hub_predictions import parse_spec
@@ -338,21 +403,23 @@ class Store(QueueOperations):
             # `public`: whether the Hub said the repo is public now (else it is never named publicly)
             source, hub_fields = dataset.pinned, {"repo": dataset.repo_id, "revision": dataset.sha,
                                                   "files": list(dataset.files), "public": dataset.public}
+            arrived = content_time_on_hub(dataset, endpoint=hub_endpoint, token=hub_token)
         else:
             raw = read_raw_predictions(predictions, id_column=id_column, prediction_column=prediction_column)
             source = R.public_source(source_label or source)
         preds, ids_checked = validate_for(raw, test_set, track, data_dir=data_dir)
         sha = content_sha256(preds)
         parquet = to_parquet_bytes(preds)
-
-        results = self.results_named(model_name)  # published entries own their model names
+        accounts = request_fields(who, Account(namespace, namespace_id or None))
 
         def decide(snap: Snapshot):
             ts = R.now() if now is None else now
-            existing = self._history(snap, model_name=model_name, submitter=submitter, sha256=sha)
-            check_policy(existing, results, {"model_name": model_name, "submitter": submitter, "test_set": test_set,
-                                             "track": track, "predictions": {"sha256": sha}}, now=ts, quota=self.quota)
-            rid = R.new_request_id(ts, submitter, model_name, sha)
+            probe = {"model_name": model_name, "test_set": test_set, "track": track, "predictions": {"sha256": sha},
+                     "institution": institution, "model_url": model_url, **accounts}
+            existing = self._history(snap, probe)
+            check_policy(existing, probe, now=ts, quota=self.quota)
+            approval = self.check_approval(snap, test_set, who) or {}  # a first binding is written with the filing
+            rid = R.new_request_id(ts, submitter_id or submitter, namespace, model_name, sha)
             request = {
                 "id": rid,
                 "status": R.PENDING,
@@ -360,9 +427,10 @@ class Store(QueueOperations):
                 "track": track,
                 "private": spec.private,
                 "model_name": model_name,
-                "submitter": submitter,
-                "institution": (institution or "").strip(),
-                "model_url": (model_url or "").strip(),
+                **accounts,
+                "institution": institution,
+                "model_url": model_url,
+                **({"model_repo": model_repo} if model_repo else {}),
                 "trained_on": trained_on,
                 "submitted_time": R.iso(ts),
                 "received_time": R.iso(ts),
@@ -382,12 +450,18 @@ class Store(QueueOperations):
                 "result_id": None,
                 "history": [{"time": R.iso(ts), "status": R.PENDING}],
             }
+            key, new_key = copies.key_at(self.requests, snap)
+            filing = copies.Filing.of(request, copies.fingerprints(key, preds.ids, preds.texts), n=len(preds),
+                                      content_time=ts if arrived is None else arrived,
+                                      content_from=copies.FROM_UPLOAD if arrived is None else copies.FROM_COMMIT)
             # filed through this API (the leaderboard Space, the organisers' CLI): dated by the
             # filing server's clock in the backend's register; a request file written any
             # other way is dated when the backend first sees it
             edit = IndexEdit(self.requests, snap)
             edit.receive(rid, R.iso(ts))
-            changes = {R.request_path(rid): R.dumps(request), R.predictions_path(rid): parquet, **edit.changes()}
+            request, judged = self.judge_copies(snap, edit, request, filing, ts)
+            changes = {**judged, **approval, **new_key, R.request_path(rid): R.dumps(request),
+                       R.predictions_path(rid): parquet, **edit.changes()}
             return changes, f"submit {rid}: {model_name} on {test_set}/{track}", request
 
         return transact(self.requests, decide, folders=(R.QUEUE_DIR,))

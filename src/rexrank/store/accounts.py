@@ -1,0 +1,158 @@
+"""Who is who in a store: accounts are the Hub's immutable ids, names are for display.
+
+On a Hub store every filing is made by a token whose account the Hub's whoami names, with
+its id (an id stays with the account across renames; huggingface.js documents whoami's
+`id` as "unique ID persistent across renames"). A request records the submitter's id and
+name, and the namespace it files under (the submitter or one of their organisations, with
+that account's id). The quota, the privacy ledger, the approved lists, duplicates and
+copies compare ids: a renamed account keeps its quota and ledger, and whoever takes a
+freed name inherits nothing.
+
+On a local store there is no Hub to ask: the typed `--submitter` name is the identity,
+compared as the Hub compares account names (`account_key`).
+
+Requests recorded before ids existed (a name only) are keyed by that name: on a local
+store that is the same key as before, so nothing changes; on a Hub store such a record
+binds to nobody's id, so no account gains or loses anything from it (its quota window and
+ledger charges stay with the old name, never transferred to whoever holds that name now).
+
+Approved lists (config.json "approved_submitters") name accounts; each name is bound to
+an account id when first resolved (the first filing by an account of that name after it
+was approved), recorded in accounts/approved.json, and stays bound to that id: the account
+may rename itself and stays approved, and a newcomer taking the freed name is not. (The Hub
+has no documented way to ask a name's id, so the binding waits for that filing; organisers
+who approve a name should ask its account to file soon. A binding made in error is undone
+by deleting its entry from accounts/approved.json.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rexrank.errors import SubmissionError
+from rexrank.store import records as R
+from rexrank.store.names import display
+
+APPROVED_BINDINGS = f"{R.ACCOUNTS_DIR}approved.json"
+
+
+def account_key(name: str) -> str:
+    """A Hub user or organisation name as the Hub tells accounts apart: spelt exactly, case
+    aside (the Hub resolves `MBZUAI/...` and `mbzuai/...` to one repo: huggingface_hub issue
+    #1453). Never the lookalike skeleton of model names: `stanford-aiml` and `stanford-aimi`
+    are two accounts."""
+    return str(name).strip().lower()
+
+
+@dataclass(frozen=True)
+class Account:
+    """A Hub user or organisation: `id` is the Hub's (None on a local store, where the
+    typed name is the identity), `name` is how it is shown."""
+
+    name: str
+    id: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"id:{self.id}" if self.id else f"name:{account_key(self.name)}"
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """Who files: a user and the organisations they belong to (whoami's `orgs`)."""
+
+    user: Account
+    orgs: tuple[Account, ...] = ()
+
+    @property
+    def accounts(self) -> tuple[Account, ...]:
+        return (self.user, *self.orgs)
+
+    def namespace(self, name: str | None) -> Account:
+        """The namespace to file a model under: the user (no `name`) or one of their
+        organisations, by name."""
+        name = (name or "").strip()
+        if not name:
+            return self.user
+        for account in self.accounts:
+            if account_key(account.name) == account_key(name):
+                return account
+        if self.user.id is None:  # a local store: any typed namespace, nothing to check it against
+            return Account(name)
+        theirs = ", ".join(display(a.name) for a in self.accounts)
+        raise SubmissionError(f"namespace {display(name)!r} is not yours: file under your account or one of your "
+                              f"organisations ({theirs})")
+
+
+def submitter_of(request: dict) -> Account:
+    return Account(str(request.get("submitter") or ""), request.get("submitter_id") or None)
+
+
+def namespace_of(request: dict) -> Account:
+    """The namespace a request files its model under; a request recorded before namespaces
+    existed files under its submitter."""
+    if request.get("namespace"):
+        return Account(str(request["namespace"]), request.get("namespace_id") or None)
+    return submitter_of(request)
+
+
+def submitter_key(request: dict) -> str:
+    return submitter_of(request).key
+
+
+def namespace_key(request: dict) -> str:
+    return namespace_of(request).key
+
+
+def index_name(request: dict) -> str:
+    """What the index by submitter files a request under: its submitter's id, or for a
+    request without one its name (the file it always had)."""
+    return f"id:{request['submitter_id']}" if request.get("submitter_id") else str(request["submitter"])
+
+
+def same_party(a: dict, b: dict) -> bool:
+    """Two filings by one party: the same submitter, or the same namespace (members of
+    one organisation filing its model)."""
+    return submitter_key(a) == submitter_key(b) or namespace_key(a) == namespace_key(b)
+
+
+def request_fields(submitter: Account, namespace: Account) -> dict:
+    """What a request records of who filed it and under which namespace."""
+    fields = {"submitter": submitter.name, "namespace": namespace.name}
+    if submitter.id:
+        fields["submitter_id"] = submitter.id
+    if namespace.id:
+        fields["namespace_id"] = namespace.id
+    return fields
+
+
+# ---- approved lists ----------------------------------------------------------------------
+
+def check_approved(approved: list[str] | None, bindings: dict, *, submitter: Account, test_set: str) -> dict | None:
+    """`approved`: the names the organisers approved for `test_set` (None: open to all);
+    `bindings`: {account_key(name): {"id", "name", ...}} for that test set. Returns the
+    binding to record when this filing is the first resolution of an approved name, else
+    None; a SubmissionError when the submitter is not approved."""
+    if approved is None:
+        return None
+    listed = {account_key(name) for name in approved}
+    if submitter.id is None:  # a local store: the typed name
+        if account_key(submitter.name) in listed:
+            return None
+    else:
+        bound = {key for key, b in bindings.items() if isinstance(b, dict) and b.get("id") == submitter.id}
+        if bound & listed:  # approved under a name it may since have changed
+            return None
+        own = account_key(submitter.name)
+        if own in listed and own not in bindings:
+            return {"id": submitter.id, "name": submitter.name, "time": R.iso(R.now()), "how": "its first filing"}
+    raise SubmissionError(
+        f"test set {test_set} accepts submissions only from submitters approved by its organisers, and "
+        f"{display(submitter.name)!r} is not one of them; ask the organisers to be added"
+    )
+
+
+def bind(content: dict, test_set: str, name: str, binding: dict) -> dict:
+    """`content` (accounts/approved.json) with `name` bound on `test_set`."""
+    out = {k: dict(v) for k, v in content.items() if isinstance(v, dict)}
+    out.setdefault(test_set, {})[account_key(name)] = binding
+    return out

@@ -112,7 +112,8 @@ Time: publication slots
 -----------------------
 How long scoring takes depends on the private set: it counts the track's studies and, for
 the LLM judges, grows with the references' lengths (800 vs 100 studies in the findings
-track: 5.6 s vs 0.5 s). Published when scoring ended, a result's commit date minus the
+track: 5.6 s vs 0.5 s as issue 37 measured it; benchmarks/publication_slot.py: 1.33 s vs
+0.32 s for bleu2 and rouge). Published when scoring ended, a result's commit date minus the
 scoring's start would publish that time, with no noise and no charge on the ledger. So a
 private request is settled (its result written, or its failure) only at the next
 publication slot after its scoring ended: the next whole hour UTC by default, or the grid
@@ -122,7 +123,7 @@ rexrank.backend.publication_slot). The worker waits for the slot before anything
 start or scoring time (`provenance` has no `scored_time`); its date is the submission's.
 What stays public is the slot: neighbouring sets whose scoring times differ by d seconds
 land in different slots with probability about d / slot (0.14 % for the 5.1 s above with
-the hourly slot), which the ledger does not count. The cost is latency: half a slot on
+the hourly slot, 0.03 % for the benchmark's 1 s), which the ledger does not count. The cost is latency: half a slot on
 average (30 min with the hourly default), at most one slot.
 
 tests/test_private_door.py runs GREEN's length probe and the findings-track probe through

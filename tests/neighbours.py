@@ -39,6 +39,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from backendhelpers import TEST_METRICS
 from fakehub import Account, FakeHub
 from rexrank.metrics.base import Metric
 from test_dispatch import ThreadJobs
@@ -289,9 +290,10 @@ class World:
 
 
 def run_world(tmp: Path, findings: dict[str, str | None], *, dispatched: bool = False, config: dict | None = None,
-              predictions: dict[str, str] | None = None, seed: int = 37) -> World:
+              predictions: dict[str, str] | None = None, seed: int = 37, metrics: str = METRICS) -> World:
     """The whole path on one private set (see the module's note); `config`: the store's
-    config.json; `predictions`: the filer's (default: one sentence for every study)."""
+    config.json; `predictions`: the filer's (default: one sentence for every study);
+    `metrics`: the backend's (tests/backendhelpers.py's test metrics may be named too)."""
     import gradio.oauth
     import huggingface_hub.constants as constants
     import numpy as np
@@ -322,7 +324,7 @@ def run_world(tmp: Path, findings: dict[str, str | None], *, dispatched: bool = 
         mp.setattr(R, "now", clock.now)
         mp.setattr(privacy, "secure_rng", lambda: np.random.default_rng(seed))
         mp.setattr(privacy, "_published", masked_noise(privacy._published))
-        mp.setattr(registry, "METRICS", {**registry.METRICS, "timed": ("neighbours:Timed", "core")})
+        mp.setattr(registry, "METRICS", {**registry.METRICS, **TEST_METRICS, "timed": ("neighbours:Timed", "core")})
         spec = testsets.TEST_SETS["rexgradient"]
         mp.setitem(testsets.TEST_SETS, "rexgradient", dataclasses.replace(spec, n_studies=None))
         logger, level = logging.getLogger("rexrank"), logging.getLogger("rexrank").level
@@ -332,7 +334,7 @@ def run_world(tmp: Path, findings: dict[str, str | None], *, dispatched: bool = 
             app = _space(store)
             filed = _file(app, upload)
             request_id = filed["answer"]["request"]["id"]
-            jobs = _score(store, data_dir, clock, dispatched=dispatched, ended=ended)
+            jobs = _score(store, data_dir, clock, metrics, dispatched=dispatched, ended=ended)
             public = {"space submit": json.dumps(public_form(filed), indent=1, sort_keys=True),
                       **public_repos(hub), **space_endpoints(app, request_id=request_id), **jobs_view(jobs)}
         finally:
@@ -380,12 +382,12 @@ def _file(app, upload: Path) -> dict:
     return {"page": page, "answer": answer, "queue": queue}
 
 
-def _score(store, data_dir: Path, clock: ControlledClock, *, dispatched: bool, ended: list[float]):
+def _score(store, data_dir: Path, clock: ControlledClock, metrics: str, *, dispatched: bool, ended: list[float]):
     """The backend, single or dispatched, until the queue is empty; `ended` gets the clock's
     time when scoring ended (the start of the wait for the slot, or of the publication)."""
     from rexrank.backend.worker import Worker
 
-    worker = Worker(store, data_dir=data_dir, metrics=METRICS, worker_id="backend", lease_seconds=7200)
+    worker = Worker(store, data_dir=data_dir, metrics=metrics, worker_id="backend", lease_seconds=7200)
     worker.clock = clock
     real_parts = worker.published_parts
 

@@ -83,6 +83,26 @@ def test_a_private_failure_after_scoring_is_settled_at_the_slot_too(tmp_path, mo
     assert [c["title"] for c in world.results_commits] == ["initial commit"]
 
 
+# the dispatcher fails a private request when a shard's last attempt fails, or the merge does
+# (rexrank.backend.dispatch.Dispatcher._process, _merge_and_publish): at once, so FAILED dates the
+# end of its scoring; they belong on the shared publish path the jobs branch builds
+DISPATCHER_FAILS_AT_ONCE = pytest.mark.xfail(
+    strict=True, reason="private failures in the dispatcher are settled when they happen (dispatch.py): jobs branch")
+
+
+@pytest.mark.parametrize("dispatched", [False, pytest.param(True, marks=DISPATCHER_FAILS_AT_ONCE)],
+                         ids=["single worker", "dispatched"])
+def test_a_private_internal_error_is_settled_at_the_slot(tmp_path, dispatched):
+    """A metric that raises on the private set (backendhelpers' `crashing`, after the timed
+    one has scored): FAILED with the fixed sentence, at the slot."""
+    from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR
+
+    world = run_world(tmp_path, in_track(40, 50), dispatched=dispatched, metrics="bleu2,timed,crashing")
+    assert world.status["request"]["status"] == "FAILED"
+    assert world.status["request"]["error"] == PRIVATE_INTERNAL_ERROR
+    assert world.request["finished_time"] == R.iso(HOUR) and len(world.waits) == 1
+
+
 def test_the_slot_is_the_stores_setting(tmp_path):
     """"publication_slot": "15m" in the store's config: the result is committed at 10:15 UTC,
     the first quarter hour after scoring ended (10:10 and a few seconds)."""

@@ -108,3 +108,24 @@ def test_the_published_decimals_do_not_count_the_track(worlds):
     decimals = [w.record["summaries"]["bleu2"]["rounding_decimals"]["bleu2"] for w in (a, b)]
     assert decimals[0] == decimals[1] == rounding_for("bleu2", N)  # used to be 1 and 0 for the mean
     assert a.status["results"] == b.status["results"]  # the masked numbers, rounded alike
+
+
+def test_a_private_result_takes_its_decimals_and_stated_coupling_from_the_whole_set():
+    """49 studies in the track, 1 outside it: the decimals of 50 studies (1 for a [0, 1] mean;
+    49 gave 0), and GREEN batched by similar length states the set's 50 as its coupling
+    (it stated the track's 49)."""
+    from rexrank.backend.privacy import private_results, public_size, rounding_for
+    from test_private_rounding import NoNoise
+
+    info = {"n_studies": N - 1, "n_studies_outside_track": 1}
+    assert public_size({"test_set": info}) == N
+    summary = {"n": N - 1, "n_missing": 0, "mean": 0.3, "ci95": 0.01}
+    results = {"test_set": info, "predictions": {"n": N},
+               "metrics": {"bleu2": {"scores": {"bleu2": summary}},
+                           "green": {"scores": {"green": summary},
+                                     "provenance": {"config": {"length_cap": "2048 - padded width of the study's batch of "
+                                                                         "prompts of similar length"}}}}}
+    published = private_results(results, rng=NoNoise())["metrics"]
+    assert published["bleu2"]["rounding_decimals"]["bleu2"] == rounding_for("bleu2", N) == {"mean": 1, "ci95": 0}
+    assert published["bleu2"]["scores"]["bleu2"] == {"mean": 0.3, "ci95": 0.0}
+    assert published["green"]["privacy"]["study_coupling"] == N

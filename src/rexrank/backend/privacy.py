@@ -123,8 +123,8 @@ rexrank.backend.publication_slot). The worker waits for the slot before anything
 start or scoring time (`provenance` has no `scored_time`); its date is the submission's.
 What stays public is the slot: neighbouring sets whose scoring times differ by d seconds
 land in different slots with probability about d / slot (0.14 % for the 5.1 s above with
-the hourly slot, 0.03 % for the benchmark's 1 s), which the ledger does not count. The cost is latency: half a slot on
-average (30 min with the hourly default), at most one slot.
+the hourly slot, 0.03 % for the benchmark's 1 s), which the ledger does not count. The
+cost is latency: half a slot on average (30 min with the hourly default), at most one slot.
 
 tests/test_private_door.py runs GREEN's length probe and the findings-track probe through
 the leaderboard's /submit and /status, and checks what the probes one ledger allows can
@@ -150,11 +150,12 @@ studies (`public_size`: every track's studies, which the registry declares and a
 set's validation messages count against), never over the track's: decimals taken from
 the track's size said whether it held 50 or 49 studies, i.e. whether one study has a
 findings section, with no noise. The same holds for every other formatting decision (the
-`study_coupling` said of GREEN's batches by similar length is the set's size too). For a
-track of n of the set's N studies the step is at least 5 n / N times one study's change to
-the mean: below it when a track holds under a fifth of the set, where the noise alone
-hides a study (as it does everywhere: rounding is post-processing), and the rounding
-drops the low bits of the noise. For ReXGradient (10,000 studies) this gives 3
+`study_coupling` said of GREEN's batches by similar length is the set's size too, which
+only adds noise). For a track of n of the set's N studies the step is at least 5 n / N
+times one study's change to the mean, so it can be finer than that change when the track
+holds under a fifth of the set; there the noise alone hides a study (as it does
+everywhere: rounding is post-processing), and the rounding still drops the noise's low
+bits. For ReXGradient (10,000 studies) this gives 3
 decimals for the means and CIs of scores in [0, 1] (BLEU-2, RadGraph, RaTEScore: the
 ReXrank site's precision; GREEN, whose batches couple 8 studies, gets 2); BERTScore and SembScore ([-1, 1]) keep 3 decimals for the
 mean and 2 for the CI; the mean FineRadScore severity (0–4) and mean RadCliQ-v1 (a linear

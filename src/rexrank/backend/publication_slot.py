@@ -19,7 +19,8 @@ Cost: a private result waits half a slot on average (30 min with the default hou
 one slot), and so does the worker that scored it: it takes no other request meanwhile,
 because that request's start would date the end of scoring to the second. Several workers
 (or the dispatcher's Jobs) keep the queue moving; a shorter slot waits less and says more
-(next paragraph).
+(next paragraph). A worker asked to stop while it holds a request stops after the slot, as
+it would after scoring.
 
 What the slot still says: in which slot scoring ended. Two neighbouring test sets whose
 scoring times differ by d seconds land in different slots only when a slot boundary falls

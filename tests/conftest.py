@@ -53,3 +53,13 @@ def _isolated_caches(tmp_path_factory, monkeypatch, request):
         # the env for code that reads it later, the constant for code that already imported it
         monkeypatch.setenv("HF_HUB_CACHE", USER_HUB_CACHE)
         monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", USER_HUB_CACHE)
+
+
+@pytest.fixture(autouse=True)
+def _no_wait_for_publication_slots(monkeypatch):
+    """A worker settles a private request at its publication slot, up to an hour away on
+    the machine's clock (rexrank.backend.publication_slot): tests about other things do not
+    wait for it. Tests of the slot give the worker a controlled clock (tests/neighbours.py)."""
+    from rexrank.backend import publication_slot
+
+    monkeypatch.setattr(publication_slot.SystemClock, "wait_until", lambda self, when: None)

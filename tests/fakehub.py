@@ -13,6 +13,10 @@ README.md metadata validation (YAML only), whoami, file sizes and LFS fields in 
 (`files_metadata=True`), the agent registry the `hf` command line reads, and Jobs (run,
 inspect, list by labels, cancel, logs: see "Jobs" below). Not covered: LFS / xet uploads, branches and PRs, pagination.
 
+Commits are dated by `FakeHub(clock=...)` (default time.time: a test controls it) and listed
+with their messages, newest first, as the Hub lists them (GET .../commits/main:
+`HfApi.list_repo_commits`).
+
 Test hooks: `hub.commits(repo)` counts commits, `hub.fail_next_commits` injects conflicts,
 `hub.drop_commit[repo_id] = "before" | "after"` cuts the connection of that repo's next
 commit before or after applying it (a network error half-way), `hub.requests` logs
@@ -84,11 +88,11 @@ class FakeRepo:
     sdk: str | None = None  # Spaces
     variables: dict[str, str] = field(default_factory=dict)  # Space variables
     sorted_paths: dict[str, list[str]] = field(default_factory=dict)  # sha -> its paths, sorted (for listings)
-    commit_info: dict[str, tuple[float, str]] = field(default_factory=dict)  # sha -> (time, title)
+    commit_log: dict[str, dict] = field(default_factory=dict)  # sha -> its title, message, date, author
     last_change: dict[str, dict[str, str]] = field(default_factory=dict)  # sha -> {path: sha of the commit that last changed it}
 
     def commit_time(self, sha: str) -> float:
-        return self.commit_info.get(sha, (0.0, ""))[0]
+        return self.commit_log.get(sha, {}).get("date", 0.0)
 
     @property
     def head(self) -> str:
@@ -175,7 +179,7 @@ class _CutConnection(Response):
         self.raw_headers.append((b"content-type", b"application/json"))
 
 
-def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, resolve, settings) -> None:
+def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, resolve, settings, commits) -> None:
     """Routes of one repo type (FastAPI needs annotated functions, hence no lambdas)."""
     api = f"/api/{rt}s/{{ns}}/{{name}}"
 
@@ -206,11 +210,15 @@ def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, reso
     async def put_settings(request: Request, ns: str, name: str):
         return await settings(request, rt, ns, name)
 
+    def get_commits(request: Request, ns: str, name: str, rev: str):
+        return commits(request, rt, ns, name, rev)
+
     app.add_api_route(api, get_info, methods=["GET"])
     app.add_api_route(api + "/settings", put_settings, methods=["PUT"])
     app.add_api_route(api + "/revision/{rev:path}", get_info_rev, methods=["GET"])
     app.add_api_route(api + "/tree/{rev}", get_tree, methods=["GET"])
     app.add_api_route(api + "/tree/{rev}/{path:path}", get_tree_path, methods=["GET"])
+    app.add_api_route(api + "/commits/{rev}", get_commits, methods=["GET"])
     app.add_api_route(api + "/preupload/{rev}", post_preupload, methods=["POST"])
     app.add_api_route(api + "/commit/{rev}", post_commit, methods=["POST"])
     app.add_api_route(api + "/paths-info/{rev}", post_paths_info, methods=["POST"])
@@ -218,17 +226,19 @@ def _bind(app: FastAPI, rt: str, info, tree, preupload, commit, paths_info, reso
 
 
 class FakeHub:
-    def __init__(self, accounts: dict[str, Account] | None = None, *, keep_versions: int | None = None) -> None:
+    def __init__(self, accounts: dict[str, Account] | None = None, *, keep_versions: int | None = None,
+                 clock=None) -> None:
         """`keep_versions`: how many past versions of each repo stay readable (all by
-        default; a benchmark making thousands of commits keeps memory bounded with it)."""
+        default; a benchmark making thousands of commits keeps memory bounded with it).
+        `clock`: what dates commits (seconds since the epoch; default time.time)."""
         self.keep_versions = keep_versions
+        self.clock = clock or time.time
         self.repos: dict[tuple[str, str], FakeRepo] = {}
         self.lock = threading.Lock()
         self.fail_next_commits = 0  # answer the next N commits with 412 (injected conflicts)
         self.drop_commit: dict[str, str] = {}  # repo_id -> "before" | "after": cut that repo's next commit
         self.accounts = accounts
         self.org_ids: dict[str, str] = {}  # organisation name -> id (made from the name unless set)
-        self.clock = time.time  # what commits are dated by
         self.requests: list[str] = []  # "METHOD path" log
         self.jobs: dict[str, FakeJob] = {}  # Jobs, by id (see "Jobs" below)
         self.app = self._build_app()
@@ -244,10 +254,9 @@ class FakeHub:
         return len(self.repos[(repo_type, repo_id)].history)
 
     def _new_repo(self, repo_type: str, repo_id: str, private: bool) -> FakeRepo:
-        sha = uuid.uuid4().hex + "00000000"
-        repo = FakeRepo(repo_type, repo_id, private, [(sha, {})])
-        repo.commit_info[sha] = (self.clock(), "initial commit")
-        repo.last_change[sha] = {}
+        repo = FakeRepo(repo_type, repo_id, private, [(uuid.uuid4().hex + "00000000", {})])
+        repo.commit_log[repo.head] = {"title": "initial commit", "message": "", "date": self.clock(), "author": None}
+        repo.last_change[repo.head] = {}
         self.repos[(repo_type, repo_id)] = repo
         return repo
 
@@ -481,13 +490,16 @@ class FakeHub:
                 before = repo.history[-1][1]
                 repo.last_change[sha] = {p: (sha if before.get(p) != data else repo.last_change.get(repo.head, {}).get(p, sha))
                                          for p, data in files.items()}
-                repo.commit_info[sha] = (hub.clock(), header.get("summary") or "commit")
                 repo.history.append((sha, files))
+                author = hub._account(request)
+                repo.commit_log[sha] = {"title": header.get("summary", ""), "message": header.get("description", ""),
+                                        "date": hub.clock(), "author": author.name if author else None}
                 if hub.keep_versions is not None:
                     del repo.history[:-hub.keep_versions]
                     kept = {h for h, _ in repo.history}
                     repo.sorted_paths = {h: p for h, p in repo.sorted_paths.items() if h in kept}
                     repo.last_change = {h: p for h, p in repo.last_change.items() if h in kept}
+                    repo.commit_log = {h: c for h, c in repo.commit_log.items() if h in kept}
             if drop == "after":
                 return _CutConnection(repo.repo_id)
             return {
@@ -511,8 +523,9 @@ class FakeHub:
                 if p in files:
                     entry = {"type": "file", "path": p, "oid": git_blob_oid(files[p]), "size": len(files[p])}
                     if expand and p in changed:  # as the Hub: the last commit that changed the file
-                        when, title = repo.commit_info[changed[p]]
-                        entry["lastCommit"] = {"id": changed[p], "title": title, "date": _iso(when)}
+                        commit = repo.commit_log[changed[p]]
+                        entry["lastCommit"] = {"id": changed[p], "title": commit["title"] or "commit",
+                                               "date": _iso(commit["date"])}
                     out.append(entry)
                 elif any(f.startswith(p.rstrip("/") + "/") for f in files):
                     out.append({"type": "directory", "path": p, "oid": hashlib.sha1(p.encode()).hexdigest(), "size": 0})
@@ -536,8 +549,21 @@ class FakeHub:
                 return Response(status_code=200, headers=headers)
             return Response(content=data, headers=headers, media_type="application/octet-stream")
 
+        def commits(request: Request, repo_type, ns, name, rev):
+            repo = hub._repo(repo_type, f"{ns}/{name}")
+            if not hub._visible(request, repo):
+                return _error(404, "Repository not found", "RepoNotFound")
+            if rev != "main":
+                return _error(400, "the fake Hub lists the commits of main only")
+            with hub.lock:
+                shas = [sha for sha, _ in reversed(repo.history)]
+            return [{"id": sha, "title": repo.commit_log[sha]["title"], "message": repo.commit_log[sha]["message"],
+                     "date": _iso_now(repo.commit_log[sha]["date"]),
+                     "authors": [{"user": repo.commit_log[sha]["author"]}] if repo.commit_log[sha]["author"] else []}
+                    for sha in shas]
+
         for rt in ("model", "dataset", "space"):
-            _bind(app, rt, info, tree, preupload, commit, paths_info, resolve, settings)
+            _bind(app, rt, info, tree, preupload, commit, paths_info, resolve, settings, commits)
         _bind_jobs(app, hub)
         return app
 

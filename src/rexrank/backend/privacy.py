@@ -108,9 +108,23 @@ What the public sees besides the numbers is a fixed vocabulary of outcomes
   metric that scored no study is the case c_m = 0 of the same rule, not an error: if the
   noisy threshold lets it through, its mean is the lowest value plus noise.
 
-Not covered: time. When a result appears (the results repo's commit) follows how long
-scoring took, which grows with the references' lengths for the LLM judges; the queue
-wait and the other requests blur it, but no noise is added to it.
+Time: publication slots
+-----------------------
+How long scoring takes depends on the private set: it counts the track's studies and, for
+the LLM judges, grows with the references' lengths (800 vs 100 studies in the findings
+track: 5.6 s vs 0.5 s as issue 37 measured it; benchmarks/publication_slot.py: 1.33 s vs
+0.32 s for bleu2 and rouge). Published when scoring ended, a result's commit date minus the
+scoring's start would publish that time, with no noise and no charge on the ledger. So a
+private request is settled (its result written, or its failure) only at the next
+publication slot after its scoring ended: the next whole hour UTC by default, or the grid
+the store's config.json sets ("publication_slot": seconds, or "15m", "1h";
+rexrank.backend.publication_slot). The worker waits for the slot before anything else
+(the next request's start would date the end too). A private result record carries no
+start or scoring time (`provenance` has no `scored_time`); its date is the submission's.
+What stays public is the slot: neighbouring sets whose scoring times differ by d seconds
+land in different slots with probability about d / slot (0.14 % for the 5.1 s above with
+the hourly slot, 0.03 % for the benchmark's 1 s), which the ledger does not count. The
+cost is latency: half a slot on average (30 min with the hourly default), at most one slot.
 
 tests/test_private_door.py runs GREEN's length probe and the findings-track probe through
 the leaderboard's /submit and /status, and checks what the probes one ledger allows can
@@ -128,11 +142,20 @@ Noise is drawn from a generator seeded from the operating system's secure random
 (`secrets`) for every result: no submitter can reproduce or predict it. Rounding removes
 the low bits of the floating-point noise, which could otherwise leak (Mironov 2012).
 
-Rounding: the precision
------------------------
+Rounding: the precision, from public sizes
+------------------------------------------
 Each published number is rounded to a step q, a power of ten, at least PRIVACY_FACTOR
-(5) times its largest one-study change (above): so a lone study never shows in the
-digits published even before noise. For ReXGradient (10,000 studies) this gives 3
+(5) times its largest one-study change (above) over the test set's total number of
+studies (`public_size`: every track's studies, which the registry declares and a private
+set's validation messages count against), never over the track's: decimals taken from
+the track's size said whether it held 50 or 49 studies, i.e. whether one study has a
+findings section, with no noise. The same holds for every other formatting decision (the
+`study_coupling` said of GREEN's batches by similar length is the set's size too, which
+only adds noise). For a track of n of the set's N studies the step is at least 5 n / N
+times one study's change to the mean, so it can be finer than that change when the track
+holds under a fifth of the set; there the noise alone hides a study (as it does
+everywhere: rounding is post-processing), and the rounding still drops the noise's low
+bits. For ReXGradient (10,000 studies) this gives 3
 decimals for the means and CIs of scores in [0, 1] (BLEU-2, RadGraph, RaTEScore: the
 ReXrank site's precision; GREEN, whose batches couple 8 studies, gets 2); BERTScore and SembScore ([-1, 1]) keep 3 decimals for the
 mean and 2 for the CI; the mean FineRadScore severity (0–4) and mean RadCliQ-v1 (a linear
@@ -226,7 +249,8 @@ def submission_cost(metrics: Iterable[str]) -> float:
 def study_coupling(name: str, provenance: dict | None, n_studies: int) -> int:
     """How many studies' scores one reference can change in metric `name`: GREEN's official
     batches share a completion budget (2,048 minus the batch's longest prompt), so one
-    reference moves its batch; batches by length move with every prompt (the whole set)."""
+    reference moves its batch; batches by length move with every prompt (`n_studies`: on a
+    private set, the test set's total, which bounds the track's and is public)."""
     config = (provenance or {}).get("config") or {}
     if name != "green":
         return 1
@@ -246,7 +270,8 @@ def decimals_for(width: float, n: int, *, factor: float = PRIVACY_FACTOR) -> int
 
 def rounding_for(column: str, n_studies: int, *, coupling: int = 1) -> dict | None:
     """{"mean": decimals, "ci95": decimals} for a score column of a private test set with
-    `n_studies` studies; None for a column without a declared range (not published)."""
+    `n_studies` studies in all (`public_size`: never the track's, which is private); None
+    for a column without a declared range (not published)."""
     if column not in PER_STUDY_RANGE or n_studies < 2:
         return None
     low, high = PER_STUDY_RANGE[column]
@@ -268,6 +293,16 @@ def noise_scale(column: str, n: int, *, epsilon: float = EPSILON, coupling: int 
     """The Laplace scale b = coupling × sensitivity / ε of a column's mean and CI half-width."""
     delta = sensitivity(column, n)
     return None if delta is None else {k: coupling * v / epsilon for k, v in delta.items()}
+
+
+def public_size(results: dict) -> int:
+    """The test set's total number of studies, every track's (`n_studies` plus
+    `n_studies_outside_track` of a scoring run's test set): public, unlike the track's
+    size, since a private set's validation counts against all of its ids and the registry
+    declares it. Every formatting decision about a private result is taken from it."""
+    info = results.get("test_set") or {}
+    in_track = info.get("n_studies") or (results.get("predictions") or {}).get("n") or 0
+    return int(in_track) + int(info.get("n_studies_outside_track") or 0)
 
 
 def floor_studies(n_studies: int, min_coverage: float = DEFAULT_MIN_COVERAGE) -> int:
@@ -313,13 +348,14 @@ def private_results(results: dict, *, rng=None, epsilon: float = EPSILON,
     seeded one. Leaderboard values computed from it reveal nothing more."""
     rng = secure_rng() if rng is None else rng
     n_studies = int(results.get("test_set", {}).get("n_studies") or results.get("predictions", {}).get("n") or 0)
-    floor = floor_studies(n_studies, min_coverage)
+    floor = floor_studies(n_studies, min_coverage)  # the noise's scale: the track's (noised numbers only)
+    n_public = public_size(results)  # decimals and the coupling said in `privacy`: the whole set's
     metrics = {}
     for name, summary in results.get("metrics", {}).items():
         scores, rounding = {}, {}
-        coupling = study_coupling(name, summary.get("provenance"), n_studies)
+        coupling = study_coupling(name, summary.get("provenance"), n_public)
         for column, s in summary.get("scores", {}).items():
-            rule = rounding_for(column, n_studies, coupling=coupling)
+            rule = rounding_for(column, n_public, coupling=coupling)
             scale = noise_scale(column, floor, epsilon=epsilon, coupling=coupling)
             if column not in PUBLISHED_COLUMNS.get(name, ()) or rule is None or scale is None:
                 continue

@@ -14,7 +14,10 @@ On a private test set (rexrank.backend.privacy explains the guarantee) the door 
   submitter's own file and that list;
 - what the submitter filed (model name, their own file's row and empty counts, its sha).
 It admits no counts of scored, failed, missing or out-of-track studies, no token lengths,
-no timings and no text of an exception raised while scoring. `PUBLIC_FIELDS` lists every
+no timings and no text of an exception raised while scoring. Its time is its publication
+slot (rexrank.backend.publication_slot): the worker settles a private request only then,
+and the record carries no start or scoring time; every decimal is taken from the test
+set's total size (`privacy.public_size`), never the track's. `PUBLIC_FIELDS` lists every
 field a private request's public answers may hold; tests/test_public_door.py fails when a
 new one appears without a decision about it.
 """
@@ -185,7 +188,9 @@ def result_record(request: dict, results: dict, *, private: bool, worker_id: str
         "summaries": summaries,
         "provenance": {
             "rexrank_version": version,
-            "scored_time": results["created"],
+            # when scoring started: on a private set, with the results commit's date, how long
+            # it took (rexrank.backend.publication_slot); its result is dated by its slot only
+            **({} if private else {"scored_time": results["created"]}),
             "python": results.get("python"),
             "worker": worker_id,
             "attempt": request.get("attempts"),
@@ -340,7 +345,7 @@ PUBLIC_FIELDS = {
     "summary": {"scores", "rounding_decimals", "privacy", "higher_is_better"},
     "summary.scores": {"mean", "ci95"},  # noised
     "summary.privacy": {"mechanism", "epsilon_per_number", "studies_at_least", "study_coupling"},  # public settings
-    "provenance": {"rexrank_version", "scored_time", "python", "worker", "attempt", "metrics", "test_set",
+    "provenance": {"rexrank_version", "python", "worker", "attempt", "metrics", "test_set",
                    "predictions", "statistics"},
     "provenance.test_set": set(PRIVATE_TEST_SET_FIELDS),
     "provenance.predictions": {"sha256", "source", "revision", "n", "n_empty"},  # the submitter's own file

@@ -22,6 +22,7 @@ from typing import NoReturn, Sequence
 from rexrank import __version__
 from rexrank.backend import public_door as door
 from rexrank.backend.privacy import DEFAULT_MIN_COVERAGE, find_leaks, public_message
+from rexrank.backend.publication_slot import SYSTEM_CLOCK, hold_until_slot, slot_seconds
 from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR, CoverageError  # noqa: F401 (their old home)
 from rexrank.backend.resolved import ResolvedRequest, resolve_request
 from rexrank.errors import RexrankError, SubmissionError, TestSetError
@@ -102,6 +103,7 @@ class Worker:
         publish_per_study: bool = True,
         progress: bool = False,
         min_coverage: float = DEFAULT_MIN_COVERAGE,
+        clock=None,
     ):
         from rexrank.backend.metric_set import runnable_metrics, worker_metric_set
 
@@ -125,6 +127,8 @@ class Worker:
         if not 0 < min_coverage <= 1:
             raise RexrankError(f"minimum coverage must be a share in (0, 1], got {min_coverage!r}")
         self.min_coverage = min_coverage
+        # when a private request's outcome is settled (rexrank.backend.publication_slot): read at start
+        self.clock, self.slot_seconds = clock or SYSTEM_CLOCK, slot_seconds(store)
         remove_stale()  # temporary files of workers that were killed
 
     # ---- the loop ----------------------------------------------------------------------
@@ -302,8 +306,15 @@ class Worker:
 
     # ---- scoring -----------------------------------------------------------------------
     def score(self, resolved: ResolvedRequest) -> tuple[dict, bytes | None]:
-        """Score the whole request: (result record, per-study parquet or None)."""
-        run = self.score_studies(resolved)
+        """Score the whole request: (result record, per-study parquet or None). On a private
+        test set it returns, or raises, at the request's publication slot."""
+        try:
+            run = self.score_studies(resolved)
+        except TestSetError:  # this machine cannot read the set: given back at once, nothing private in it
+            raise
+        except Exception:
+            self.hold_for_slot(resolved)
+            raise
         return self.published_parts(resolved, run.results, run.per_study)
 
     def score_studies(self, resolved: ResolvedRequest, studies: tuple[int, int] | None = None):
@@ -331,7 +342,23 @@ class Worker:
     def published_parts(self, resolved: ResolvedRequest, results: dict, per_study_table) -> tuple[dict, bytes | None]:
         """What publishing writes, from a whole request's results and per-study table (a
         single run's or the merged shards'): the coverage rule, the record, the per-study
-        parquet of a public set; the leak check of a private one."""
+        parquet of a public set; the leak check of a private one, which returns (or raises)
+        at the request's publication slot, so that what follows it is dated by the slot."""
+        try:
+            parts = self._published_parts(resolved, results, per_study_table)
+        except Exception:
+            self.hold_for_slot(resolved)
+            raise
+        self.hold_for_slot(resolved)
+        return parts
+
+    def hold_for_slot(self, resolved: ResolvedRequest) -> None:
+        """Wait for a private request's publication slot (rexrank.backend.publication_slot):
+        how long it took to score is private."""
+        if resolved.private:
+            hold_until_slot(resolved.id, seconds=self.slot_seconds, clock=self.clock)
+
+    def _published_parts(self, resolved: ResolvedRequest, results: dict, per_study_table) -> tuple[dict, bytes | None]:
         private = resolved.private
         self.check_coverage(results, private=private)
         record = self.result_record(resolved.request, results, private=private)

@@ -65,15 +65,16 @@ def test_tiers_are_numbered_among_rows_with_per_study_scores_and_the_note_names_
     assert view.plain["Tier"].tolist()[1:3] == [1, 2]
 
 
-def test_a_row_without_the_ranking_metric_says_why_in_the_row():
+def test_a_row_without_the_ranking_metric_says_why_and_where_it_stands_in_the_row():
     frame = _frame(result("P", mean=1.0, source="published"), result("Q", source="published", bleu=0.3),
                    result("S", bleu=0.2))  # a submitted result scored on BLEU only
     shown = _view(frame).display.set_index("Model")
-    assert shown.loc["Q", "1/RadCliQ-v1 ↑ ▼"] == "– not published" and shown.loc["Q", "Rank"] == "–"
-    assert shown.loc["S", "1/RadCliQ-v1 ↑ ▼"] == "– not scored" and shown.loc["S", "Rank"] == "–"
+    # issue 39: where it stands by each metric it has (BLEU: Q 0.3 first, S 0.2 second of the two with BLEU)
+    assert shown.loc["Q", "1/RadCliQ-v1 ↑ ▼"] == "– not published · 1st of 2 by BLEU" and shown.loc["Q", "Rank"] == "–"
+    assert shown.loc["S", "1/RadCliQ-v1 ↑ ▼"] == "– not scored · 2nd of 2 by BLEU" and shown.loc["S", "Rank"] == "–"
     assert shown.loc["S", "BLEU ↑"] == "0.200"  # other columns: their value, or a plain –
     mine = model_results(frame, "S")  # its Model page too
-    assert mine["Rank"].tolist() == ["–"] and mine["1/RadCliQ-v1"].tolist() == ["– not scored"]
+    assert mine["Rank"].tolist() == ["–"] and mine["1/RadCliQ-v1"].tolist() == ["– not scored · 2nd of 2 by BLEU"]
 
 
 def test_the_submit_answer_links_to_the_models_page(tmp_path):

@@ -49,18 +49,35 @@ METRIC_WIDTHS = {  # "NAME ↑" measured in the header font (Chromium), plus 20 
 }
 SORT_MARK_WIDTH = 12  # " ▼"
 PX_PER_CHAR = 9  # a column added since (rouge, crimson, ...): its header's characters at most this wide
+CI_VALUE_WIDTH = 104  # "**0.833** ± 0.016" on one line (the ± joined by no-break spaces), plus padding
 
 
-def results_layout(slots, rank_by: str, displays: dict[str, str]) -> GridLayout:
+def metric_width(key: str, display: str, *, ranking: bool = False, with_ci: bool = False) -> int:
+    """A metric column's width: its header on one line, and a value with its CI where it has one."""
+    px = METRIC_WIDTHS.get(key, PX_PER_CHAR * (len(display) + 2) + 16) + (SORT_MARK_WIDTH if ranking else 0)
+    return max(px, CI_VALUE_WIDTH) if with_ci else px
+
+
+def results_layout(slots, rank_by: str, displays: dict[str, str], ci_columns=frozenset()) -> GridLayout:
     """Widths of a test-set grid whose columns are `slots` (`tables.display_slots`: fixed
-    names and metric keys, in order), ranked by `rank_by`; `displays`: key -> header name."""
+    names and metric keys, in order), ranked by `rank_by`; `displays`: key -> header name;
+    `ci_columns`: the metric columns where a row has a CI."""
     def width(slot: str) -> int:
         if slot in RESULTS_FIXED:
             return RESULTS_FIXED[slot]
-        px = METRIC_WIDTHS.get(slot, PX_PER_CHAR * (len(displays[slot]) + 2) + 16)
-        return px + (SORT_MARK_WIDTH if slot == rank_by else 0)
+        return metric_width(slot, displays[slot], ranking=slot == rank_by, with_ci=slot in ci_columns)
 
     return GridLayout(RESULTS_GRID.css_class, tuple(width(s) for s in slots))
+
+
+MODEL_FIXED = {"Test set": 104, "Track": 92, "Rank": 64, "Trained on it": 78, "Source": 76, "Per-study data": 96}
+
+
+def model_layout(headers, keys: dict[str, str]) -> GridLayout:
+    """Widths of the Model tab's grid, whose columns follow the model's results: `headers`:
+    its columns as (name, has a value with a CI); `keys`: a metric column's name -> its key."""
+    return GridLayout(MODEL_GRID.css_class, tuple(
+        MODEL_FIXED.get(name) or metric_width(keys[name], name, with_ci=with_ci) for name, with_ci in headers))
 
 
 PAGE_CSS = "\n".join([
@@ -82,6 +99,18 @@ PAGE_CSS = "\n".join([
     "#about-text th, #about-text td { word-break: normal; overflow-wrap: normal; }",
 ])
 
+# A link to another view of this page ("?tab=iu_xray&q=…": where a search matches, a model's
+# own page) opens here: gradio's markdown opens every link in a new window.
+IN_PAGE_LINKS_JS = """
+document.addEventListener('click', (event) => {
+  const link = event.target.closest('a[href^="?"]');
+  if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  event.preventDefault();
+  event.stopPropagation();
+  window.location.assign(link.getAttribute('href'));
+}, true);
+"""
+
 # gradio's grid stops header clicks from bubbling: listen in the capture phase. `trigger`
 # sends the header's text to the server (gr.HTML's event bridge).
 HEADER_CLICK_JS = f"""
@@ -90,4 +119,4 @@ document.addEventListener('click', (event) => {{
   if (!th || event.target.closest('a')) return;
   trigger('click', {{header: th.getAttribute('title') || th.innerText}});
 }}, true);
-"""
+{IN_PAGE_LINKS_JS}"""

@@ -125,9 +125,21 @@ def describe_request(request: dict) -> str:
         f"{p.get('n', '?')} predictions ({p.get('n_empty', 0)} empty); {checked}."
         + (f"  \nRead from the dataset {md_escape(p['repo'])} at commit `{p['revision']}`: later pushes change nothing."
            if p.get("repo") else "")
-        + f"  \nOnce scored, your result is on [{md_escape(display(request['model_name']))}'s page on this leaderboard]"
-          f"({model_link(request['model_name'])})."
+        + f"  \nOnce scored, your result is {where_ranked(request)}on [{md_escape(display(request['model_name']))}'s page "
+          f"on this leaderboard]({model_link(request['model_name'])})."
     )
+
+
+def where_ranked(request: dict) -> str:
+    """"[ranked on the IU-Xray table](?tab=iu_xray&model=NAME) and " where the test set has a
+    table (the link opens it on the model's row, ranked by a metric it has), else ""."""
+    from rexrank.leaderboard.model_page import model_link
+    from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS
+
+    if request["test_set"] not in LEADERBOARD_TEST_SETS:
+        return ""
+    link = model_link(request["model_name"], test_set=request["test_set"], track=request["track"])
+    return f"[ranked on the {TEST_SET_LABELS[request['test_set']]} table]({link}) and "
 
 
 def error_text(exc: Exception, *, upload: str | None = None) -> str:

@@ -76,7 +76,7 @@ TITLE = "ReXrank: chest X-ray report generation leaderboard"
 # what every table has; CIs, n and tiers are named by the note above a table that shows them
 # (the published rows have none: a legend promising them above such a table misled)
 LEGEND = ("Default ranking 1/RadCliQ-v1 (the ReXrank Challenge: 1/FineRadScore); click a metric's header to rank by it. "
-          f"{tables.TRAINED_MARK} trained on the test set.")
+          f"\\{tables.TRAINED_MARK} marks a model trained on the test set.")
 TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]
 QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status", "submitted_time", "error"]
 METRIC_NAMES = {k: c.display for k, c in COLUMNS_BY_KEY.items()}

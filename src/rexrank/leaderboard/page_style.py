@@ -97,6 +97,18 @@ PAGE_CSS = "\n".join([
     # words stay whole and a table wider than the screen scrolls sideways in its own box
     "#about-text table { display: block; overflow-x: auto; border: none; padding: 0; }",
     "#about-text th, #about-text td { word-break: normal; overflow-wrap: normal; }",
+    # a phone's first screen: a smaller title, legend and tabs, closer rows, so that the table
+    # starts higher and more of its rows are in sight (gradio sizes them for a desktop)
+    "@media (max-width: 640px) {",
+    "  #legend h1 { font-size: 1.3rem; line-height: 1.25; margin: 0 0 0.25em; }",
+    "  #legend p { font-size: 13px; line-height: 1.35; margin: 0; }",
+    "  .tab-container button[role=tab] { padding: 2px 5px; font-size: 13px; height: 28px; }",
+    "  .tab-container { height: auto; gap: 0; }",
+    "  #track label { padding: 4px 8px; }",
+    "  #track, #rank-by { padding-top: 6px; padding-bottom: 6px; }",
+    f"  .{TABLE_CLASS} [role=gridcell] .cell-wrap {{ padding-top: 3px; padding-bottom: 3px; line-height: 1.3; font-size: 13px; }}",
+    f"  .{TABLE_CLASS} [role=gridcell] .cell-wrap * {{ font-size: 13px; }}",
+    "}",
 ])
 
 # A link to another view of this page ("?tab=iu_xray&q=…": where a search matches, a model's

@@ -470,7 +470,7 @@ def values_note(table: pd.DataFrame) -> str:
         return ""
     published = int((table["source"].map(source_label) == "published").sum())
     why = f"; {plural(published, 'published result')} {'gives' if published == 1 else 'give'} means only" if published else ""
-    return f"Values: mean ± 95 % CI, n = studies scored{why}."
+    return f"Values: mean ± 95\u00a0% CI, n = studies scored{why}."
 
 
 def elsewhere_note(matches: dict[str, int], link: Callable[[str], str]) -> str:

@@ -807,6 +807,8 @@ def test_submits_link_opens_the_board_with_the_bleu_only_row_ranked_on_the_first
     rows = wait_until(page, "table-iu_xray", lambda rows: any(r[1] == "MyModel" for r in rows))
     mine = next(r for r in rows if r[1] == "MyModel")
     assert mine[0] == "–" and mine[2] == f"– not scored · {tables_ordinal(rank)} of {n} by BLEU", mine
+    page.evaluate("""() => [...document.querySelectorAll('#table-iu_xray [role=gridcell]')]
+        .find(c => c.innerText.trim() === 'MyModel').scrollIntoView({block: 'center'})""")
     settle(page)
     page.screenshot(path=str(ARTIFACTS / f"leaderboard_39_unranked_row_{width}.png"))
     page.close()

@@ -148,6 +148,12 @@ def test_a_models_link_ranks_by_a_metric_its_result_has():
     assert model_link("My Model", test_set="iu_xray") == "?tab=iu_xray&model=My+Model"
     assert model_link("M", test_set="mimic_cxr", track="findings_impression") == "?tab=mimic_cxr&track=findings_impression&model=M"
     assert model_link("M", test_set="example") == "?model=M"  # no table of its own: the Model page
+    from rexrank.leaderboard.submit import describe_request
+
+    request = {"id": "r1", "model_name": "My Model", "test_set": "iu_xray", "track": "findings", "status": "PENDING",
+               "predictions": {"n": 3, "n_empty": 0, "ids_checked": True}}
+    answer = describe_request(request)  # the Submit tab's answer: the row on the board, and the model's page
+    assert "[ranked on the IU-Xray table](?tab=iu_xray&model=My+Model)" in answer and "(?model=My+Model)" in answer
 
 
 def test_standings_share_a_place_and_count_ties_as_the_ranking_does():

@@ -68,7 +68,7 @@ def test_the_use_commands_run_in_order_on_a_fresh_store(checkout, capsys):
             continue
         assert rc == 0, f"`rexrank {line}` exited {rc}: {printed.err[-2000:]}"
         if argv[1] == "submit":
-            assert "http://127.0.0.1:7860/?model=MyModel" in printed.out
+            assert "http://127.0.0.1:7860/?tab=iu_xray&model=MyModel" in printed.out  # the table, on its row
         if argv[1] == "export":
             assert "wrote my-model-repo/.eval_results/rexrank_iu_xray_findings.yaml (1 scores)" in printed.out
     assert ran == ["list", "weights", "score", "score", "score", "analyze", "submit", "backend", "leaderboard", "export"]

@@ -72,9 +72,9 @@ from rexrank.store.names import display
 from rexrank.submissions import ID_COLUMNS, SUBMISSION_JSON_FIELD, TEXT_COLUMNS
 
 TITLE = "ReXrank: chest X-ray report generation leaderboard"
-# the legend above the tables: short (a phone shows the table under it); the rest is in About
-# what every table has; CIs, n and tiers are named by the note above a table that shows them
-# (the published rows have none: a legend promising them above such a table misled)
+# the legend above the tables: short (a phone shows the table under it), and only what every
+# table has; CIs, n and tiers are named by the note above a table that has them (the
+# published rows have none); the rest is in About
 LEGEND = ("Default ranking 1/RadCliQ-v1 (the ReXrank Challenge: 1/FineRadScore); click a metric's header to rank by it. "
           f"\\{tables.TRAINED_MARK} marks a model trained on the test set.")
 TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]

@@ -32,11 +32,7 @@ class GridLayout:
 # padding (more for names); each grid within the ~1,320 px a 1,400 px screen leaves it
 OVERVIEW_GRID = GridLayout("rexrank-overview", (56, 312, 312, 312, 312))  # the full width, as the results grid
 RESULTS_GRID = GridLayout("rexrank-results", ())  # a test set's grid: widths per table (results_layout)
-MODEL_GRID = GridLayout("rexrank-model", (
-    104, 92, 64, 78,  # test set, track, rank, trained on it
-    64, 94, 108, 96, 122, 102, 72, 142,  # eight metrics
-    76, 96,  # source, per-study data
-))
+MODEL_GRID = GridLayout("rexrank-model", ())  # the Model tab's grid: widths per model (model_layout)
 
 # A test-set grid's columns depend on the view (shown metrics, ranking metric, whether n and
 # tiers exist), so their widths are computed per table. A metric's header stays on one line
@@ -106,6 +102,10 @@ PAGE_CSS = "\n".join([
     "  .tab-container { height: auto; gap: 0; }",
     "  #track label { padding: 4px 8px; }",
     "  #track, #rank-by { padding-top: 6px; padding-bottom: 6px; }",
+    # a table's note takes the screen's width, the CSV button goes under it (beside it, the
+    # note was a narrow column of eight lines)
+    '  .row:has(> [id^="note-"]) { flex-wrap: wrap; }',
+    '  .row > [id^="note-"] { flex: 1 1 100% !important; min-width: 100% !important; }',
     f"  .{TABLE_CLASS} [role=gridcell] .cell-wrap {{ padding-top: 3px; padding-bottom: 3px; line-height: 1.3; font-size: 13px; }}",
     f"  .{TABLE_CLASS} [role=gridcell] .cell-wrap * {{ font-size: 13px; }}",
     "}",

@@ -456,8 +456,9 @@ def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, ran
     if none_ranked:
         text += f" No result here has a {metric} value, so none is ranked (–): rank by another metric."
     elif n_unranked:
-        text += (f" {plural(n_unranked, 'result')} without a {metric} value: unranked (–), listed last, "
-                 "with where {0} by the metrics {1}.".format(*(("it stands", "it has") if n_unranked == 1 else ("each stands", "each has"))))
+        text += (f" {plural(n_unranked, 'result')} without a {metric} value: unranked (–), listed last; "
+                 + ("its row gives its place by the metrics it has." if n_unranked == 1 else
+                    "their rows give their places by the metrics they have."))
     return text + "".join(" " + part for part in (values_note, tiers_note) if part)
 
 

@@ -463,9 +463,9 @@ def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, ran
 
 
 def values_note(table: pd.DataFrame) -> str:
-    """What a table's values are, said only where the table shows them: "mean ± 95 % CI" and
-    n where a row has a CI, and why the published rows have neither (the legend above every
-    table cannot promise them: the published tables have none)."""
+    """What the values of the rows shown are, said only where they are shown: "mean ± 95 % CI"
+    and n where a row has a CI, and why the published rows have neither (the legend above
+    every table cannot promise them: the published tables have none)."""
     cis = table[[f"{k}_ci" for k in METRIC_KEYS]].notna().any(axis=1)
     if not cis.any():
         return ""
@@ -593,7 +593,7 @@ def test_set_view(table: pd.DataFrame, test_set: str, track: str, rank_by: str, 
         plain=csv_table(shown, test_set, track, rank_by=rank_by, tiers=tiers),
         note=table_note(len(shown), len(table), query, track, rank_by=rank_by,
                         n_unranked=int(shown["rank"].isna().sum()), none_ranked=bool(len(table)) and table["rank"].isna().all(),
-                        tiers_note=tier_note(table, tiers), filters=filters, values_note=values_note(table)),
+                        tiers_note=tier_note(table, tiers), filters=filters, values_note=values_note(shown)),
         slots=slots,
         n_shown=len(shown),
         ci_columns=frozenset(k for k in METRIC_KEYS if shown[f"{k}_ci"].notna().any()),

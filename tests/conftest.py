@@ -45,6 +45,9 @@ def _isolated_caches(tmp_path_factory, monkeypatch, request):
     `rexrank weights download` fills it (read only: HF_HUB_OFFLINE stays set)."""
     root = tmp_path_factory.getbasetemp() / "caches"
     monkeypatch.setenv("REXRANK_CACHE", str(root / "rexrank"))
+    # the test-set folders an earlier test gave are not remembered in this one (they would be
+    # found without --data-dir: rexrank.testsets.locations)
+    (root / "rexrank" / "testset_locations.json").unlink(missing_ok=True)
     monkeypatch.setenv("HF_DATASETS_CACHE", str(root / "hf_datasets"))
     monkeypatch.setenv("HF_HOME", str(root / "hf_home"))
     if request.node.get_closest_marker("weights"):

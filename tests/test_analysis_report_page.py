@@ -58,3 +58,28 @@ def test_every_table_is_whole_at_1400_px(report, tmp_path):
         page.screenshot(path=str(tmp_path / "report-1400.png"), full_page=True)
         browser.close()
     assert clipped == []
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get install chromium)")
+def test_the_report_fits_a_phones_width_and_its_figures_scale_down(report):
+    """Issue 39: at a phone's 390 px the page does not scroll sideways; every figure is as
+    wide as the screen at most (wide tables scroll in their own box). (1,400 px: above.)"""
+    width = 390
+    from playwright.sync_api import sync_playwright
+
+    from conftest import PROJECT_ROOT
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": width, "height": 844})
+        page.goto((report / "report.html").as_uri())
+        fit = page.evaluate("""() => ({
+            page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+            figures: [...document.querySelectorAll('figure img')].map(i => Math.round(i.getBoundingClientRect().right)),
+            screen: window.innerWidth})""")
+        (PROJECT_ROOT / "test-artifacts").mkdir(exist_ok=True)
+        page.screenshot(path=str(PROJECT_ROOT / "test-artifacts" / f"analysis_report_{width}.png"), full_page=True)
+        browser.close()
+    assert fit["page"] <= 0, f"at {width} px the report scrolls sideways by {fit['page']} px"
+    assert fit["figures"] and max(fit["figures"]) <= fit["screen"], fit

@@ -138,12 +138,13 @@ def test_the_org_comes_from_the_store_or_a_stated_default(tmp_path, store, capsy
     monkeypatch.delenv("REXRANK_STORE", raising=False)
     assert export(tmp_path, "req-0001") == 0
     out = capsys.readouterr().out
-    assert "Hub organisation rexrank (the default; --org ORG for another)" in out
+    # one sentence, with its verb (it was a fragment: "benchmark datasets of the Hub organisation rexrank (…)")
+    assert "The scores are filed under the benchmark datasets of the Hub organisation rexrank (the default; --org ORG names another).\n" in out
     entries = yaml.safe_load((tmp_path / "out" / ".eval_results" / "rexrank_iu_xray_findings.yaml").read_text())
     assert {e["dataset"]["id"] for e in entries} == {"rexrank/iu_xray"}
     (tmp_path / "s" / "requests" / "config.json").write_text('{"org": "my-lab"}')
     assert export(tmp_path, "req-0001") == 0
-    assert "Hub organisation my-lab (the store's config)" in capsys.readouterr().out
+    assert "Hub organisation my-lab (as the store's config says)." in capsys.readouterr().out
 
 
 def test_every_value_left_out_is_named_with_why(tmp_path, capsys, monkeypatch):

@@ -59,7 +59,9 @@ def test_leaderboard_endpoint_ranks_like_the_csv(served):
     assert [_model(r[1]) for r in out["data"]] == csv["Model Name"].tolist()
     assert out["headers"][2] == "1/FineRadScore ↑ ▼"  # the ranking metric next to the model
     assert out["data"][-1][0] == "–"  # UniRG-CXR has no FineRadScore: unranked, last
-    assert out["data"][-1][2] == "– not published"  # and its row says why
+    # and its row says why, and where it stands by the metrics it has (issue 39)
+    assert out["data"][-1][2] == ("– not published · 1st of 7 by BLEU, BertScore, SembScore, RadGraph, 1/RadCliQ-v1, "
+                                  "RaTEScore; 4th of 7 by GREEN")
 
 
 def _views(client, *args):
@@ -108,6 +110,7 @@ def test_views_endpoint_csv_files_hold_the_shown_tables(served):
 def test_model_endpoint(served):
     client, _ = served
     header, results, significance = client.predict("GPT4V", "radcliq_v1_inv", api_name="/model")
+    results = results.get("value", results)  # an update: the grid's column widths follow its columns
     assert header.startswith("### GPT4V") and "no per-study scores" in header
     assert "8 results;" in header and "[Link to this page](?model=GPT4V)" in header
     assert len(results["data"]) == 8
@@ -117,6 +120,7 @@ def test_model_endpoint(served):
     assert "the ReXrank site's own figures" in header
     # a name without results: named (empty) tables, not gradio's "1 2 3" placeholder headers
     header, results, significance = client.predict("No-Such-Model", "radcliq_v1_inv", api_name="/model")
+    results = results.get("value", results)
     assert header == NO_SUCH_MODEL
     assert results["headers"][:3] == ["Test set", "Track", "Rank"] and results["data"] == []
 
@@ -169,7 +173,7 @@ def test_reload_picks_up_new_results(served):
     out = client.predict("iu_xray", "findings", "radcliq_v1_inv", "", api_name="/leaderboard")
     assert _model(out["data"][0][1]) == "New-Model"  # no model URL: plain text, no link
     assert out["headers"][:4] == ["Rank", "Model", "1/RadCliQ-v1 ↑ ▼", "n"]
-    assert out["data"][0][2] == "**9.000** ± 0.100"
+    assert out["data"][0][2] == "**9.000**\u00a0±\u00a00.100"
     assert out["data"][0][3] == "590"  # n: the studies it was scored on
 
 

@@ -65,15 +65,16 @@ def test_tiers_are_numbered_among_rows_with_per_study_scores_and_the_note_names_
     assert view.plain["Tier"].tolist()[1:3] == [1, 2]
 
 
-def test_a_row_without_the_ranking_metric_says_why_in_the_row():
+def test_a_row_without_the_ranking_metric_says_why_and_where_it_stands_in_the_row():
     frame = _frame(result("P", mean=1.0, source="published"), result("Q", source="published", bleu=0.3),
                    result("S", bleu=0.2))  # a submitted result scored on BLEU only
     shown = _view(frame).display.set_index("Model")
-    assert shown.loc["Q", "1/RadCliQ-v1 ↑ ▼"] == "– not published" and shown.loc["Q", "Rank"] == "–"
-    assert shown.loc["S", "1/RadCliQ-v1 ↑ ▼"] == "– not scored" and shown.loc["S", "Rank"] == "–"
+    # issue 39: where it stands by each metric it has (BLEU: Q 0.3 first, S 0.2 second of the two with BLEU)
+    assert shown.loc["Q", "1/RadCliQ-v1 ↑ ▼"] == "– not published · 1st of 2 by BLEU" and shown.loc["Q", "Rank"] == "–"
+    assert shown.loc["S", "1/RadCliQ-v1 ↑ ▼"] == "– not scored · 2nd of 2 by BLEU" and shown.loc["S", "Rank"] == "–"
     assert shown.loc["S", "BLEU ↑"] == "0.200"  # other columns: their value, or a plain –
     mine = model_results(frame, "S")  # its Model page too
-    assert mine["Rank"].tolist() == ["–"] and mine["1/RadCliQ-v1"].tolist() == ["– not scored"]
+    assert mine["Rank"].tolist() == ["–"] and mine["1/RadCliQ-v1"].tolist() == ["– not scored · 2nd of 2 by BLEU"]
 
 
 def test_the_submit_answer_links_to_the_models_page(tmp_path):
@@ -108,3 +109,57 @@ def test_widths_follow_the_columns_of_each_table(rank_by):
     assert len(widths) == len(view.display.columns)
     # rank, model and the ranking metric fit the 325 px a 390 px phone leaves the grid
     assert sum(int(w[:-2]) for w in widths[:3]) <= 325
+
+
+# ---- issue 39: the legend and notes speak of what a table shows; a search names other tabs ----
+
+def test_the_legend_promises_no_ci_n_or_tier_and_the_note_says_where_they_are():
+    from rexrank.leaderboard.app import LEGEND
+
+    assert "CI" not in LEGEND and "Tier" not in LEGEND and " n " not in LEGEND  # the published tables have none
+    published = _frame(result("P1", mean=1.2, source="published"), result("P2", mean=1.0, source="published"))
+    assert "CI" not in _view(published).note
+    mixed = _frame(result("P1", mean=1.2, source="published"), result("S", RNG.uniform(1, 2, 40)))
+    assert "Values: mean ± 95\u00a0% CI, n = studies scored; 1 published result gives means only." in _view(mixed).note
+
+
+def test_a_search_that_matches_nothing_here_names_the_tabs_where_it_matches():
+    from rexrank.leaderboard.view_state import view_link
+
+    frame = _frame(result("MyModel", bleu=0.3), result("Other", mean=1.0, test_set="mimic_cxr"),
+                   result("MyModel-2", bleu=0.2, test_set="chexpert_plus"))
+    views = tables.page_views(frame, "findings", "bleu2", "mymodel",
+                              link=lambda t: view_link(t, "findings", "bleu2", "mymodel"))
+    note = views.tables["mimic_cxr"].note  # a result there, but not this one
+    assert note.startswith("No model or institution matches the search")
+    assert note.endswith("It matches on [IU-Xray](?tab=iu_xray&rank=bleu2&q=mymodel) (1 result), "
+                         "[CheXpert Plus](?tab=chexpert_plus&rank=bleu2&q=mymodel) (1 result).")
+    assert "It matches on" not in views.tables["iu_xray"].note  # it has its match
+    nowhere = tables.page_views(frame, "findings", "bleu2", "nothing", link=lambda t: "?").tables["iu_xray"].note
+    assert "It matches on" not in nowhere
+
+
+def test_a_models_link_ranks_by_a_metric_its_result_has():
+    from rexrank.leaderboard.model_page import model_link
+
+    frame = _frame(result("P", mean=1.0, source="published", bleu=0.3), result("S", bleu=0.2))
+    assert tables.rank_key_of(frame, "iu_xray", "findings", "S") == "bleu2"  # no 1/RadCliQ-v1: BLEU
+    assert tables.rank_key_of(frame, "iu_xray", "findings", "P") == "radcliq_v1_inv"  # has the default
+    assert model_link("My Model", test_set="iu_xray") == "?tab=iu_xray&model=My+Model"
+    assert model_link("M", test_set="mimic_cxr", track="findings_impression") == "?tab=mimic_cxr&track=findings_impression&model=M"
+    assert model_link("M", test_set="example") == "?model=M"  # no table of its own: the Model page
+    from rexrank.leaderboard.submit import describe_request
+
+    request = {"id": "r1", "model_name": "My Model", "test_set": "iu_xray", "track": "findings", "status": "PENDING",
+               "predictions": {"n": 3, "n_empty": 0, "ids_checked": True}}
+    answer = describe_request(request)  # the Submit tab's answer: the row on the board, and the model's page
+    assert "[ranked on the IU-Xray table](?tab=iu_xray&model=My+Model)" in answer and "(?model=My+Model)" in answer
+
+
+def test_standings_share_a_place_and_count_ties_as_the_ranking_does():
+    frame = _frame(result("A", mean=1.0, bleu=0.3), result("B", mean=0.9, bleu=0.3), result("S", bleu=0.2),
+                   result("T", bleu=0.4))
+    placed = tables.standings(tables.ranked(frame, "iu_xray", "findings"), "radcliq_v1_inv")
+    assert placed == {"rexrank/iu_xray/findings/s": "4th of 4 by BLEU", "rexrank/iu_xray/findings/t": "1st of 4 by BLEU"}
+    assert [tables.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]

@@ -95,9 +95,10 @@ def test_ci_display_and_trained_marker():
     assert view["Rank"].tolist() == ["1", "1", "3"]  # tie on 1/RadCliQ-v1
     assert view["Model"][0].endswith("\\*") and not view["Model"][1].endswith("\\*")  # B trained on another set
     bleu = next(c for c in view.columns if c.startswith("BLEU"))
-    assert view[bleu].tolist() == ["**0.500** ± 0.020", "0.400 ± 0.010", "0.300"]
+    # the ± between no-break spaces: a value never breaks over two lines in a narrow column (issue 39)
+    assert view[bleu].tolist() == ["**0.500**\u00a0±\u00a00.020", "0.400\u00a0±\u00a00.010", "0.300"]
     rq = next(c for c in view.columns if c.startswith("1/RadCliQ-v1"))
-    assert rq.endswith("▼") and view[rq].tolist()[:2] == ["**1.200** ± 0.050", "**1.200** ± 0.040"]
+    assert rq.endswith("▼") and view[rq].tolist()[:2] == ["**1.200**\u00a0±\u00a00.050", "**1.200**\u00a0±\u00a00.040"]
     assert view["1/FineRadScore ↑"].tolist() == ["–"] * 3
 
 

@@ -204,7 +204,7 @@ def test_results_without_the_ranking_metric_say_why(frame):
     assert "No result here has a 1/RadCliQ-v1 value, so none is ranked" in views.tables["mimic_cxr"].note
     with_one = records_frame([*load_seed_records(), result("T", bleu=0.9)])
     note = tables.page_views(with_one, "findings").tables["iu_xray"].note
-    assert "1 result without a 1/RadCliQ-v1 value: unranked (–), listed last." in note
+    assert "1 result without a 1/RadCliQ-v1 value: unranked (–), listed last; its row gives its place by the metrics it has." in note
 
 
 def test_dates_show_as_years_and_the_csv_keeps_them(frame):

@@ -366,23 +366,24 @@ def test_test_set_view_cells_by_hand():
     assert view.slots == ("Rank", "Model", "radcliq_v1_inv", "n", "Institution", "Date", "bleu2", "bertscore", "sembscore",
                           "radgraph", "ratescore", "green", "fineradscore_inv", "rouge", "Source")
     rows = [
-        ["1", "[A](https://a.example/m) \\*", "**1.250** ± 0.050", "590", "Lab A", "2026", "0.200 ± 0.010",
+        ["1", "[A](https://a.example/m) \\*", "**1.250**\u00a0±\u00a00.050", "590", "Lab A", "2026", "0.200\u00a0±\u00a00.010",
          "–", "–", "–", "–", "–", "–", "–", "submitted"],
         ["1", "B", "**1.250**", "–", "Uni\\_B", "2024", "**0.300**", "–", "–", "–", "–", "–", "–", "–", "published"],
-        ["3", "C", "0.900 ± 0.100", "590", "C \\(inst\\)", "2025", "0.100", "–", "–", "–", "–", "**0.500**", "–", "–",
+        ["3", "C", "0.900\u00a0±\u00a00.100", "590", "C \\(inst\\)", "2025", "0.100", "–", "–", "–", "–", "**0.500**", "–", "–",
          "submitted"],
-        ["–", "[D](http://d.example)", "– not scored", "–", "D", "", "0.250", "–", "–", "–", "–", "–", "–", "**0.400**",
+        ["–", "[D](http://d.example)", "– not scored · 2nd of 4 by BLEU; 1st of 1 by ROUGE-L", "–", "D", "", "0.250", "–", "–", "–", "–", "–", "–", "**0.400**",
          "submitted"],
     ]
     assert view.display.to_numpy().tolist() == rows
-    assert view.note == "4 results in the Findings track. 1 result without a 1/RadCliQ-v1 value: unranked (–), listed last."
+    assert view.note == ("4 results in the Findings track. 1 result without a 1/RadCliQ-v1 value: unranked (–), listed last; "
+                         "its row gives its place by the metrics it has. Values: mean ± 95\u00a0% CI, n = studies scored; 1 published result gives means only.")
 
 
 def test_a_published_row_without_the_ranking_metric_says_not_published():
     frame = R.records_frame([board_record("p", "P", source="published", bleu2=0.2),
                              board_record("q", "Q", bleu2=0.1, radcliq_v1_inv=1.0)])
     view = T.leaderboard_view(frame, "iu_xray", "findings")
-    assert view["1/RadCliQ-v1 ↑ ▼"].tolist() == ["**1.000**", "– not published"]
+    assert view["1/RadCliQ-v1 ↑ ▼"].tolist() == ["**1.000**", "– not published · 1st of 2 by BLEU"]
     assert view["Rank"].tolist() == ["1", "–"] and "n" not in view.columns  # no row says its n
 
 
@@ -426,7 +427,8 @@ def test_tiers_in_the_grid_the_csv_and_the_note():
     note = ("Tiers compare the 2 results with per-study scores (About); no tier for 1 published (the site gives means "
             "only) and 1 submitted without per-study scores of the ranking metric.")
     assert view.note == ("4 results in the Findings track. 1 result without a 1/RadCliQ-v1 value: unranked (–), listed "
-                         "last. " + note)
+                         "last; its row gives its place by the metrics it has. Values: mean ± 95\u00a0% CI, n = studies "
+                         "scored; 1 published result gives means only. " + note)
     assert T.tier_note(table, {"a": 1, "c": 2}) == note
     assert T.tier_note(table, {"a": 1, "b": 1, "c": 2}) == ("Tiers compare the 3 results with per-study scores (About); "
                                                           "no tier for 1 submitted without per-study scores of the ranking metric.")
@@ -453,8 +455,11 @@ def test_a_search_keeps_the_columns_and_the_best_values_of_the_whole_table():
     assert list(view.display.columns)[3] == "n" and "ROUGE-L ↑" not in view.display.columns
     assert view.note == "1 of 4 results matches the search."
     shown_d = T.test_set_view(table, "iu_xray", "findings", "radcliq_v1_inv", "D")
-    assert shown_d.display["1/RadCliQ-v1 ↑ ▼"].tolist() == ["– not scored"] and shown_d.display["BLEU ↑"].tolist() == ["0.250"]
-    assert shown_d.note == "1 of 4 results matches the search. 1 result without a 1/RadCliQ-v1 value: unranked (–), listed last."
+    # its place is of the whole table (a search does not move it)
+    assert shown_d.display["1/RadCliQ-v1 ↑ ▼"].tolist() == ["– not scored · 2nd of 4 by BLEU; 1st of 1 by ROUGE-L"]
+    assert shown_d.display["BLEU ↑"].tolist() == ["0.250"]
+    assert shown_d.note == ("1 of 4 results matches the search. 1 result without a 1/RadCliQ-v1 value: unranked (–), listed "
+                            "last; its row gives its place by the metrics it has.")
     assert T.test_set_view(table, "iu_xray", "findings", "radcliq_v1_inv", "zzz").note == (
         "No model or institution matches the search: the table is empty. Clear the search to see all 4 results.")
 
@@ -466,7 +471,8 @@ def test_table_notes_by_hand():
     assert T.table_note(0, 0, "x", "other") == "No results in the other track on this test set yet."
     assert T.table_note(2, 3, "", "findings", filters=hide, n_unranked=2) == (
         "3 results in the Findings track. Filters: models trained on this test set (\\*) hidden. "
-        "2 results without a 1/RadCliQ-v1 value: unranked (–), listed last.")
+        "2 results without a 1/RadCliQ-v1 value: unranked (–), listed last; their rows give their places by the metrics "
+        "they have.")
     assert T.table_note(3, 3, "", "findings", rank_by="green", none_ranked=True, n_unranked=3, tiers_note="Tiers.") == (
         "3 results in the Findings track. No result here has a GREEN value, so none is ranked (–): rank by another metric. Tiers.")
     assert T.table_note(2, 5, "a b", "findings_impression") == "2 of 5 results match the search."
@@ -497,10 +503,10 @@ def test_cells_escape_link_and_format_by_hand():
     assert T.model_cell(row, link=False) == "M\\_1 \\*"
     assert T.model_cell({"model_name": "N", "model_url": "data:x", "trained": False}) == "N"
     assert T.model_cell({"model_name": "N", "trained": False}) == "N"
-    assert T.format_value(0.5, 0.02) == "0.500 ± 0.020" and T.format_value(0.5, 0.02, best=True) == "**0.500** ± 0.020"
+    assert T.format_value(0.5, 0.02) == "0.500\u00a0±\u00a00.020" and T.format_value(0.5, 0.02, best=True) == "**0.500**\u00a0±\u00a00.020"
     assert T.format_value(1, None) == "1.000" and T.format_value(0.12345, math.nan) == "0.123"
     assert T.format_value(None, 0.1) == "–" and T.format_value(math.nan, 0.1) == "–"
-    assert T.format_value(np.float64(0.25), np.float64(0.5)) == "0.250 ± 0.500"
+    assert T.format_value(np.float64(0.25), np.float64(0.5)) == "0.250\u00a0±\u00a00.500"
     assert [T.year(d) for d in ("2026-11-25", " 2025", "2024", "", None, "unknown_date", 2023)] == [
         "2026", "2025", "2024", "", "", "unknown\\_date", "2023"]
 
@@ -508,12 +514,12 @@ def test_cells_escape_link_and_format_by_hand():
 def test_metric_cells_bold_the_best_and_add_each_ci():
     means = np.array([0.5, 0.3, np.nan, 0.5])
     cis = np.array([0.01, np.nan, 0.2, np.nan])
-    assert T.metric_cells(means, cis, 0.5) == ["**0.500** ± 0.010", "0.300", "–", "**0.500**"]
-    assert T.metric_cells(means, cis, math.nan) == ["0.500 ± 0.010", "0.300", "–", "0.500"]
+    assert T.metric_cells(means, cis, 0.5) == ["**0.500**\u00a0±\u00a00.010", "0.300", "–", "**0.500**"]
+    assert T.metric_cells(means, cis, math.nan) == ["0.500\u00a0±\u00a00.010", "0.300", "–", "0.500"]
     assert T.metric_cells(np.array([0.3, 0.2]), np.array([np.nan, np.nan]), 0.2) == ["0.300", "**0.200**"]
     # within 1e-12 of the best (floating-point noise) is the best; 1e-9 away is not
     assert T.metric_cells(np.array([1e-12, 0.0, -1e-9]), np.full(3, np.nan), 1e-12) == ["**0.000**", "**0.000**", "-0.000"]
-    assert T.metric_cells(np.array([-0.25]), np.array([0.125]), -0.25) == ["**-0.250** ± 0.125"]
+    assert T.metric_cells(np.array([-0.25]), np.array([0.125]), -0.25) == ["**-0.250**\u00a0±\u00a00.125"]
 
 
 def test_headers_columns_and_slots_by_hand():
@@ -713,7 +719,8 @@ def test_leaderboard_view_passes_its_filters_columns_and_tiers():
 
 def test_a_views_columns_n_and_note_follow_its_ranking_metric_and_choice():
     by_green = T.test_set_view(T.ranked(board(), "iu_xray", "findings", "green"), "iu_xray", "findings", "green", "")
-    assert by_green.note == "4 results in the Findings track. 3 results without a GREEN value: unranked (–), listed last."
+    assert by_green.note == ("4 results in the Findings track. 3 results without a GREEN value: unranked (–), listed last; "
+                             "their rows give their places by the metrics they have. Values: mean ± 95\u00a0% CI, n = studies scored; 1 published result gives means only.")
     assert by_green.slots == ("Rank", "Model", "green", "n", "Institution", "Date", "bleu2", "bertscore", "sembscore",
                               "radgraph", "radcliq_v1_inv", "ratescore", "fineradscore_inv", "rouge", "Source")
     by_bleu = T.test_set_view(T.ranked(board(), "iu_xray", "findings", "bleu2"), "iu_xray", "findings", "bleu2", "")

@@ -68,7 +68,7 @@ def test_the_use_commands_run_in_order_on_a_fresh_store(checkout, capsys):
             continue
         assert rc == 0, f"`rexrank {line}` exited {rc}: {printed.err[-2000:]}"
         if argv[1] == "submit":
-            assert "http://127.0.0.1:7860/?model=me+%2F+MyModel" in printed.out  # the board's "me / MyModel"
+            assert "http://127.0.0.1:7860/?tab=iu_xray&model=me+%2F+MyModel" in printed.out  # the table, on "me / MyModel"
         if argv[1] == "export":
             assert "wrote my-model-repo/.eval_results/rexrank_iu_xray_findings.yaml (1 scores)" in printed.out
     assert ran == ["list", "weights", "score", "score", "score", "analyze", "submit", "backend", "leaderboard", "export"]

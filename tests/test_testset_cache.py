@@ -13,14 +13,15 @@ from test_store import EXAMPLE_PREDS
 
 
 def counting_builder(monkeypatch) -> list[str]:
+    """The test sets read through the builder (every load of a file goes through `_read_studies`)."""
     calls = []
-    real = loading.load_all_studies
+    real = loading._read_studies
 
-    def load_all_studies(name, **kwargs):
+    def read_studies(name, *args, **kwargs):
         calls.append(name)
-        return real(name, **kwargs)
+        return real(name, *args, **kwargs)
 
-    monkeypatch.setattr(loading, "load_all_studies", load_all_studies)
+    monkeypatch.setattr(loading, "_read_studies", read_studies)
     return calls
 
 

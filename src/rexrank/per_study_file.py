@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from rexrank.file_modes import follow_umask
+
 METADATA_KEY = b"rexrank"
 FORMAT = "rexrank-per-study/1"
 
@@ -31,7 +33,7 @@ def write_per_study(frame, path: str | Path, provenance: dict[str, Any]) -> None
     meta[METADATA_KEY] = json.dumps({"format": FORMAT, **provenance}, allow_nan=True, default=str).encode()
     table = table.replace_schema_metadata(meta)
     with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as tmp:
-        pass
+        follow_umask(tmp.fileno())
     try:
         pq.write_table(table, tmp.name)
         os.replace(tmp.name, path)
@@ -66,5 +68,6 @@ def write_json_atomic(path: str | Path, document: dict) -> None:
     text = json.dumps(document, indent=2, allow_nan=True)  # fails before any file is touched
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False,
                                      encoding="utf-8") as tmp:
+        follow_umask(tmp.fileno())
         tmp.write(text)
     os.replace(tmp.name, path)

@@ -3,7 +3,6 @@ the backend and the leaderboard."""
 from __future__ import annotations
 
 import hashlib
-import os
 import platform
 import time
 from collections import Counter
@@ -266,17 +265,6 @@ def _results_header(predictions: Predictions, references: list[str], names: list
     }
 
 
-def remember_data_dir(spec, data_dir: str | Path | None) -> None:
-    """A test set read from a data folder (--data-dir or $REXRANK_DATA_DIR) is remembered on
-    this machine, for `rexrank analyze` to find it again."""
-    from rexrank.testsets.loading import DATA_DIR_ENV, resolve_file
-    from rexrank.testsets.locations import remember
-
-    if data_dir is None and not os.environ.get(DATA_DIR_ENV):
-        return
-    remember(spec.name, resolve_file(spec, data_dir))
-
-
 def _with_test_set_context(metric_options: dict | None, names: list[str], dataset: str, track: str, data_dir,
                            ids: Sequence[str]) -> dict | None:
     """crimson.patient_context="test_set": one context per study from the test set's rows."""
@@ -345,7 +333,6 @@ def score_submission(
         check_track(track)
     # cached per process by the file's SHA-256
     test = studies if studies is not None else track_studies(dataset, track, data_dir=data_dir)
-    remember_data_dir(spec, data_dir)
     outside = test.outside_ids
     predictions = load_predictions(
         predictions_path, list(test.ids), test_set=f"{spec.title}, {track} track", outside_track_ids=outside,

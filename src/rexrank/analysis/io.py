@@ -66,7 +66,10 @@ class RunSet:
 
     def matrix(self, metric: str, ids: pd.Index | None = None) -> pd.DataFrame:
         if metric not in self.scores:
-            raise AnalysisError(f"no per-study column {metric!r}; available: {', '.join(self.metrics)}")
+            from rexrank.suggest import did_you_mean
+
+            raise AnalysisError(f"no per-study column {metric!r}{did_you_mean(metric, self.metrics)}; "
+                                f"available: {', '.join(self.metrics)}")
         frame = self.scores[metric]
         return frame if ids is None else frame.loc[ids]
 

@@ -47,7 +47,42 @@ def analyze(
     test_set: str | None = None,
     progress: bool = True,
 ) -> Analysis:
-    """`test_set`: its name as shown (None: not known, and not claimed)."""
+    """`test_set`: its name as shown (None: not known, and not claimed). `progress`: a bar over
+    the steps (the ranks and paired tests of each metric take seconds each)."""
+    ranks_per_metric = len(runs.systems) > 1 and resamples
+    stratified = dict.fromkeys([*([ABNORMAL_ATTRIBUTE] if normal_vs_abnormal else []), *strata])
+    steps = _Steps(progress, total=1 + bool(normal_vs_abnormal) + len(stratified) + (len(runs.metrics) if ranks_per_metric else 0)
+                   + bool(site_column) + (severity_column in runs.metrics) + 1 + (rexval_dir is not None))
+    try:
+        return _analyze(runs, steps, attrs=attrs, references=references, strata=strata, normal_vs_abnormal=normal_vs_abnormal,
+                        labeller=labeller, site_column=site_column, top_n_sites=top_n_sites, site_metric=site_metric,
+                        severity_column=severity_column, resamples=resamples, seed=seed, rexval_dir=rexval_dir,
+                        rexval_scores=rexval_scores, rexval_metrics=rexval_metrics, test_set=test_set, progress=progress)
+    finally:
+        steps.close()
+
+
+class _Steps:
+    """The analysis's progress bar, one step per table group (tqdm, on stderr)."""
+
+    def __init__(self, shown: bool, total: int):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, desc="analysis", unit="step", disable=not shown)
+
+    def start(self, what: str) -> None:
+        self.bar.set_postfix_str(what, refresh=True)
+
+    def done(self) -> None:
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _analyze(runs: RunSet, steps: _Steps, *, attrs, references, strata, normal_vs_abnormal, labeller, site_column,
+             top_n_sites, site_metric, severity_column, resamples, seed, rexval_dir, rexval_scores, rexval_metrics,
+             test_set, progress) -> Analysis:
     where = f" on {test_set}" if test_set else ""
     analysis = Analysis(title=f"ReXrank analysis — {len(runs.systems)} systems{where} ({len(runs.ids)} studies)")
     analysis.notes += runs.notes
@@ -57,29 +92,36 @@ def analyze(
         attrs = check_attributes(runs, attrs)
 
     # overall summary and one table per stratifying attribute
+    steps.start("summary")
     analysis.tables["summary"] = summary_table(runs, resamples=resamples, seed=seed)
+    steps.done()
     analysis.table_captions["summary"] = ("mean, normal 95 % CI (papers), bootstrap CI, rank and bootstrap rank interval; "
                                           "metric: the per-study column's key (as in file names), label: its name, as in the figures")
     labels: dict[str, pd.Series] = {}
     if normal_vs_abnormal:
+        steps.start("normal vs abnormal")
         series, how = normal_abnormal(attrs, references.loc[runs.ids] if references is not None else None, labeller=labeller)
         labels[ABNORMAL_ATTRIBUTE] = series
         analysis.notes.append(f"normal vs abnormal: {how}")
+        steps.done()
     for by in strata:
         if attrs is None:
             raise AnalysisError(f"stratifying by {by!r} needs study attributes (a test set or an attributes CSV)")
         labels[by] = stratum_labels(attrs, by)
     for by, series in labels.items():
         name = f"strata_{by}"
+        steps.start(f"strata: {by}")
         analysis.tables[name] = summary_table(runs, strata=series, resamples=resamples, seed=seed)
         analysis.table_captions[name] = f"per {by} stratum"
         for metric in runs.metrics:
             analysis.figures[f"strata_{by}_{metric}"] = F.fig_stratum_means(analysis.tables[name], metric)
             analysis.figure_captions[f"strata_{by}_{metric}"] = f"{F.label(metric)} by {by}"
+        steps.done()
 
     # ranks and paired tests per metric
     if len(runs.systems) > 1 and resamples:
         for metric in runs.metrics:
+            steps.start(f"ranks and paired tests: {metric}")
             frame, n_excluded = complete_cases(runs.matrix(metric))
             if n_excluded:
                 analysis.notes.append(f"{metric}: {n_excluded} studies unscored by some system are left out of ranks and tests")
@@ -101,9 +143,11 @@ def analyze(
                 analysis.tables[f"pairwise_{by}_{metric}"] = _pairwise_by_stratum(frame, series, resamples, seed)
                 analysis.table_captions[f"pairwise_{by}_{metric}"] = (
                     f"paired tests on {F.label(metric)} within each {by} stratum (Holm within a stratum)")
+            steps.done()
 
     # sites
     if site_column:
+        steps.start("sites")
         if attrs is None or site_column not in attrs.columns:
             raise AnalysisError(f"per-site ranking needs a {site_column!r} study attribute")
         metric = site_metric or default_rank_metric(runs)
@@ -113,9 +157,11 @@ def analyze(
         analysis.table_captions[f"sites_{metric}"] = f"rank per site (top {top_n_sites} by study count) on {F.label(metric)}"
         analysis.figures[f"sites_{metric}"] = F.fig_site_heatmap(table)
         analysis.figure_captions[f"sites_{metric}"] = f"rank by site on {F.label(metric)}"
+        steps.done()
 
     # FineRadScore error-free rates, overall and per stratum
     if severity_column in runs.metrics:
+        steps.start("error rates")
         rates = [error_rates(runs, column=severity_column)]
         rates += [error_rates(runs, strata=series, column=severity_column) for series in labels.values()]
         table = pd.concat(rates, ignore_index=True)
@@ -123,8 +169,10 @@ def analyze(
         analysis.table_captions["error_rates"] = "share of reports without actionable (max severity ≤ 1) / significant (≤ 2) error"
         analysis.figures["error_rates"] = F.fig_error_rates(table)
         analysis.figure_captions["error_rates"] = "reports without actionable / significant error (FineRadScore)"
+        steps.done()
 
     # metrics against each other across systems
+    steps.start("correlations and distributions")
     if len(runs.systems) >= 3 and len(runs.metrics) >= 2:
         for method in ("pearson", "kendall"):
             corr = metric_correlation(runs, method)
@@ -139,9 +187,11 @@ def analyze(
     # per-study scores, one distribution per system: a box over a few systems' means says nothing
     analysis.figures["distributions"] = F.fig_score_distributions(runs)
     analysis.figure_captions["distributions"] = "per-study scores of each system, per metric"
+    steps.done()
 
     # metrics against radiologists
     if rexval_dir is not None:
+        steps.start("ReXVal alignment")
         pairs = read_rexval(rexval_dir)
         if rexval_scores is None:
             if not rexval_metrics:
@@ -153,6 +203,7 @@ def analyze(
             "Kendall τ-b between metric badness and radiologists' total errors on ReXVal, bootstrap CI over pairs")
         analysis.figures["human_alignment"] = F.fig_human_alignment(table)
         analysis.figure_captions["human_alignment"] = "alignment with radiologists (ReXVal)"
+        steps.done()
     for name, table in analysis.tables.items():
         analysis.tables[name] = with_labels(table)
     return analysis

@@ -63,21 +63,24 @@ def markdown_to_html(text: str) -> str:
 
 
 # The page is as wide as the widest table (the pairwise table's 15 columns at 1,400 px);
-# prose keeps a readable measure.
+# prose keeps a readable measure. On a phone the figures scale down to the screen's width
+# (a column as narrow as the screen, not 440 px) and wide tables scroll in their own box.
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1360px;margin:2em auto;padding:0 1em;color:#222}
 p,ul,ol,figcaption,.notes{max-width:1000px}
 table.t{border-collapse:collapse;font-size:12.5px;margin:.5em 0 1.5em}table.t td,table.t th{border-bottom:1px solid #ddd;
-padding:3px 6px;text-align:right}table.t th{background:#f4f4f4}img{max-width:100%}details{margin:.4em 0}
+padding:3px 6px;text-align:right}table.t th{background:#f4f4f4}img{max-width:100%;height:auto}details{margin:.4em 0}
+pre{overflow-x:auto}h1{overflow-wrap:anywhere}
 .note{color:#555;font-size:14px}.scroll{overflow-x:auto}figure{margin:1em 0}figcaption{color:#555;font-size:14px}
 .notes{font-size:14px;line-height:1.45}.notes code{background:#f4f4f4;padding:0 3px}
-.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:1em;align-items:start}
+.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(440px,100%),1fr));gap:1em;align-items:start}
 .figures figure{margin:0}.figures figure.wide{grid-column:1/-1}"""
 WIDE_FIGURE_INCHES = 7
 FIRST_TABLE = "summary"  # the report opens with it: each system's mean, CI and rank per metric
 
 
-def render_html(analysis: Analysis) -> str:
+def render_html(analysis: Analysis, *, progress: bool = False) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(analysis.title)}</title>",
+             "<meta name='viewport' content='width=device-width, initial-scale=1'>",
              f"<style>{_CSS}</style></head><body><h1>{html.escape(analysis.title)}</h1>"]
     # the comparison first (the summary table), then the figures side by side to the page's
     # width, then every other table
@@ -87,7 +90,9 @@ def render_html(analysis: Analysis) -> str:
         parts.append(f"<h2>Comparison</h2><p class='note'>{caption}</p>{_html_table(analysis.tables[name])}")
     if analysis.figures:
         parts.append("<h2>Figures</h2><div class='figures'>")
-        for name, fig in analysis.figures.items():
+        from tqdm.auto import tqdm
+
+        for name, fig in tqdm(analysis.figures.items(), desc="report.html", unit="figure", disable=not progress):
             caption = html.escape(analysis.figure_captions.get(name, name))
             wide = " class='wide'" if fig.get_figwidth() > WIDE_FIGURE_INCHES else ""  # a row of its own
             parts.append(f"<figure{wide}><img alt='{caption}' src='data:image/png;base64,{_png_base64(fig)}'>"
@@ -109,8 +114,11 @@ def render_html(analysis: Analysis) -> str:
     return "\n".join(parts)
 
 
-def write_report(analysis: Analysis, out_dir: str | Path) -> dict[str, list[Path]]:
-    """Write everything under `out_dir`; returns the written paths by kind."""
+def write_report(analysis: Analysis, out_dir: str | Path, *, progress: bool = False) -> dict[str, list[Path]]:
+    """Write everything under `out_dir`; returns the written paths by kind. `progress`: a bar
+    over the figures (each is drawn three times: PNG, SVG and the page's embedded PNG)."""
+    from tqdm.auto import tqdm
+
     out = Path(out_dir)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
@@ -126,7 +134,7 @@ def write_report(analysis: Analysis, out_dir: str | Path) -> dict[str, list[Path
         md_path.write_text(body, encoding="utf-8")
         md.append(body)
         written["tables"] += [csv_path, md_path]
-    for name, fig in analysis.figures.items():
+    for name, fig in tqdm(analysis.figures.items(), desc="figures", unit="figure", disable=not progress):
         for ext in ("png", "svg"):
             path = out / "figures" / f"{name}.{ext}"
             fig.savefig(path, dpi=150 if ext == "png" else None, **SAVE)
@@ -134,6 +142,6 @@ def write_report(analysis: Analysis, out_dir: str | Path) -> dict[str, list[Path
     if analysis.statistical_notes:
         md.append("## Statistical notes\n\n" + analysis.statistical_notes)
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")
-    (out / "report.html").write_text(render_html(analysis), encoding="utf-8")
+    (out / "report.html").write_text(render_html(analysis, progress=progress), encoding="utf-8")
     written["report"] += [out / "report.md", out / "report.html"]
     return written

@@ -85,7 +85,10 @@ def _as_bool(value) -> bool:
 
 def stratum_labels(attrs: pd.DataFrame, by: str) -> pd.Series:
     if by not in attrs.columns:
-        raise AnalysisError(f"no study attribute {by!r}; available: {', '.join(map(str, attrs.columns))}")
+        from rexrank.suggest import did_you_mean
+
+        known = list(map(str, attrs.columns))
+        raise AnalysisError(f"no study attribute {by!r}{did_you_mean(by, known)}; available: {', '.join(known)}")
     values = attrs[by]
     return values.astype(object).where(values.notna(), MISSING).astype(str)
 

@@ -67,22 +67,24 @@ def _label(told: dict | None) -> str | None:
 
 
 def scored_with(told: dict | None):
-    """The test-set file a run was scored with on this machine: the remembered file whose
-    track references have the fingerprint the per-study files record (None if none has)."""
+    """The test-set file a run was scored with on this machine (rexrank.testsets.loading.Located):
+    the remembered, unchanged file whose track references have the fingerprint the per-study
+    files record (None if none has)."""
     from rexrank.errors import TestSetError
     from rexrank.scoring import texts_fingerprint
-    from rexrank.testsets.loading import track_studies
-    from rexrank.testsets.locations import remembered
+    from rexrank.testsets.loading import Located, track_studies
+    from rexrank.testsets.locations import usable
 
     if not told or not told.get("name") or not told.get("track") or not told.get("references_sha256"):
         return None
-    for path in remembered(told["name"]):
+    for entry in usable(told["name"]):
+        located = Located(entry.path, "remembered", entry.when)
         try:
-            studies = track_studies(told["name"], told["track"], data_dir=path)
+            studies = track_studies(told["name"], told["track"], data_dir=located)
         except TestSetError:
             continue
         if texts_fingerprint(studies.references) == told["references_sha256"]:
-            return path
+            return located
     return None
 
 
@@ -91,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
     from rexrank.analysis.pipeline import analyze
     from rexrank.analysis.report import write_report
     from rexrank.errors import RexrankError, TestSetError
-    from rexrank.testsets.loading import DATA_DIR_ENV
+    from rexrank.testsets.loading import DATA_DIR_ENV, locate
+    from rexrank.testsets.registry import get_spec
 
     if args.bootstrap < 0:
         raise RexrankError(f"--bootstrap must be >= 0, got {args.bootstrap}")
@@ -103,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
         if data_dir is None and not os.environ.get(DATA_DIR_ENV):
             data_dir = scored_with(runs.test_set)
         try:
-            attrs, references = attributes_from_test_set(dataset, data_dir=data_dir)
+            located = locate(get_spec(dataset), data_dir)
+            print(f"study attributes: {get_spec(dataset).title}, {located.describe()}", flush=True)
+            attrs, references = attributes_from_test_set(dataset, data_dir=located)
         except TestSetError as exc:
             if args.dataset:
                 raise
@@ -141,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         test_set=args.name or _label(runs.test_set) or dataset,
         progress=args.progress,
     )
-    written = write_report(analysis, args.out)
+    written = write_report(analysis, args.out, progress=args.progress)
     for note in analysis.notes:
         print(f"note: {note}")
     print(f"{len(analysis.tables)} tables, {len(analysis.figures)} figures written to {args.out}")

@@ -81,15 +81,15 @@ def run(args: argparse.Namespace) -> int:
 
     store_spec = args.store or os.environ.get("REXRANK_STORE")
     store = open_store(args.store, create=False)
-    org, whence = args.org, "--org"
+    org, whence = args.org, "as --org says"
     if org is None and store_spec and str(store_spec).startswith("hf://"):
-        org, whence = str(store_spec).removeprefix("hf://").strip("/"), "the store hf://ORG"
+        org, whence = str(store_spec).removeprefix("hf://").strip("/"), "the organisation of the store hf://ORG"
     if org is None and read_config(store).get("org"):
-        org, whence = str(read_config(store)["org"]), "the store's config"
+        org, whence = str(read_config(store)["org"]), "as the store's config says"
     if org is None:
-        org, whence = DEFAULT_ORG, "the default; --org ORG for another"
+        org, whence = DEFAULT_ORG, "the default; --org ORG names another"
     check_org(org)
-    print(f"benchmark datasets of the Hub organisation {org} ({whence})")
+    print(f"The scores are filed under the benchmark datasets of the Hub organisation {org} ({whence}).")
     files = [eval_results_file(r, org=org, endpoint=args.endpoint) for r in chosen_records(store, args.result_id, args.model)]
     out = Path(args.out)
     for f in files:

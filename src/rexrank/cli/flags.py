@@ -20,3 +20,13 @@ DATA_DIR_HELP = (
 
 def add_data_dir(parser: argparse.ArgumentParser, extra: str = "") -> None:
     parser.add_argument("--data-dir", help=DATA_DIR_HELP + extra)
+
+
+def say_test_set_file(dataset: str, data_dir, *, file=None) -> None:
+    """Which file of the test set a command reads, and why that one ("remembered: ..."):
+    a folder given once is reused without --data-dir, so the output names it."""
+    from rexrank.testsets.loading import locate
+    from rexrank.testsets.registry import get_spec
+
+    spec = get_spec(dataset)
+    print(f"test set: {spec.title}, {locate(spec, data_dir).describe()}", file=file, flush=True)

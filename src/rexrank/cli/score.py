@@ -10,7 +10,7 @@ import argparse
 import math
 import sys
 
-from rexrank.cli.flags import add_data_dir, add_progress_flag
+from rexrank.cli.flags import add_data_dir, add_progress_flag, say_test_set_file
 
 
 def register(subparsers) -> None:
@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
             run_.write_per_study(args.per_study)
 
     with cli_terms():  # advice in --metric-option / hf download terms
+        options = _metric_options(args)  # a mistyped metric is named before anything is read
+        say_test_set_file(args.dataset, args.data_dir)
         run_ = score_submission(
             args.dataset,
             args.track,
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             bootstrap=args.bootstrap,
             seed=args.seed,
             progress=args.progress,
-            metric_options=_metric_options(args),
+            metric_options=options,
             keep_going=True,
             on_update=keep,
             id_column=args.id_column,

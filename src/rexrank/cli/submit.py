@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
-from rexrank.cli.flags import add_data_dir
+from rexrank.cli.flags import add_data_dir, add_progress_flag, say_test_set_file
 
 
 def register(subparsers) -> None:
@@ -42,6 +43,7 @@ def register(subparsers) -> None:
     p.add_argument("--model-url", default="")
     p.add_argument("--trained-on", default="", help="comma-separated test sets the model was trained on")
     add_data_dir(p, " (--store: to check the ids before filing)")
+    add_progress_flag(p, default=True)
     p.add_argument("--quota", help="--store: N/DAYS submissions per submitter, test set and track, checked here as a "
                    "courtesy (the backend enforces its own; default $REXRANK_QUOTA, else the store's config.json key "
                    "\"quota\", else 1/7 on a Hub store and none on a local one; 0 = none)")
@@ -54,9 +56,12 @@ def run(args: argparse.Namespace) -> int:
     if args.leaderboard:
         return _via_leaderboard(args)
     from rexrank.errors import SubmissionError
-    from rexrank.leaderboard.model_page import model_link
     from rexrank.store import Quota, open_store
     from rexrank.store.names import display, model_title
+    from tqdm.auto import tqdm
+
+    from rexrank.testsets.loading import track_studies
+    from rexrank.testsets.registry import get_spec
 
     if not args.submitter:
         raise SubmissionError("--store needs --submitter (the organisers' route); to submit as yourself, use "
@@ -66,20 +71,33 @@ def run(args: argparse.Namespace) -> int:
                               "yours)")
     quota = Quota.parse(args.quota, where="--quota") if args.quota is not None else None
     store = open_store(args.store, quota=quota)
-    request = store.submit(
-        test_set=args.dataset,
-        track=args.track,
-        predictions=args.predictions,
-        model_name=args.model_name,
-        submitter=args.submitter,
-        namespace=args.namespace,
-        institution=args.institution,
-        model_url=args.model_url,
-        trained_on=[t for t in args.trained_on.split(",") if t.strip()],
-        data_dir=args.data_dir,
-        id_column=args.id_column,
-        prediction_column=args.prediction_column,
-    )
+    checks_ids = not get_spec(args.dataset).private  # a private set's ids are the backend's to check
+    if checks_ids:
+        say_test_set_file(args.dataset, args.data_dir, file=sys.stderr if args.json else None)  # --json: stdout is JSON
+    # the validation's slow steps, shown as they run: the test set (read once per process, so
+    # the store's check then finds it loaded), then the predictions, checked and filed
+    steps = ["reading the test set", "checking and filing the predictions"][0 if checks_ids else 1:]
+    with tqdm(total=len(steps), desc="submit", unit="step", disable=not args.progress) as bar:
+        if checks_ids:
+            bar.set_postfix_str(steps[0], refresh=True)
+            track_studies(args.dataset, args.track, data_dir=args.data_dir)
+            bar.update(1)
+        bar.set_postfix_str(steps[-1], refresh=True)
+        request = store.submit(
+            test_set=args.dataset,
+            track=args.track,
+            predictions=args.predictions,
+            model_name=args.model_name,
+            submitter=args.submitter,
+            namespace=args.namespace,
+            institution=args.institution,
+            model_url=args.model_url,
+            trained_on=[t for t in args.trained_on.split(",") if t.strip()],
+            data_dir=args.data_dir,
+            id_column=args.id_column,
+            prediction_column=args.prediction_column,
+        )
+        bar.update(1)
     title = model_title(request.get("namespace") or "", request["model_name"])
     if args.json:
         print(json.dumps({"id": request["id"], "status": request["status"]}))
@@ -94,14 +112,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"follow it with: rexrank status --store {store.name} {request['id']}")
         # the board on this model, once the backend has scored it (`rexrank leaderboard`'s address)
         print(display(f"see it, once scored: rexrank leaderboard --store {store.name}, then open "
-                      f"http://127.0.0.1:7860/{model_link(title)}"))
+                      f"http://127.0.0.1:7860/{board_link(request)}"))
     return 0
 
 
 def _via_leaderboard(args: argparse.Namespace) -> int:
     from rexrank.errors import SubmissionError
     from rexrank.leaderboard.client import submit
-    from rexrank.leaderboard.model_page import model_link
     from rexrank.store.names import display, model_title
 
     local_only = [flag for flag, value in (("--id-column", args.id_column), ("--prediction-column", args.prediction_column),
@@ -128,5 +145,15 @@ def _via_leaderboard(args: argparse.Namespace) -> int:
     if preds.get("repo"):
         print(display(f"read from {preds['repo']} at commit {preds['revision']}: later pushes change nothing"))
     print(f"follow it with: rexrank status {request['id']} --leaderboard {args.leaderboard}")
-    print(display(f"see it, once scored: {model_link(title, args.leaderboard)}"))
+    print(display(f"see it, once scored: {board_link(request, args.leaderboard)}"))
     return 0
+
+
+def board_link(request: dict, page: str = "") -> str:
+    """Where the filed model will be: its row in its test set's table, ranked by a metric its
+    result has (its Model page for a test set without a table)."""
+    from rexrank.leaderboard.model_page import model_link
+    from rexrank.store.names import model_title
+
+    title = model_title(request.get("namespace") or "", request["model_name"])  # as the board names it
+    return model_link(title, page, test_set=request.get("test_set"), track=request.get("track") or "findings")

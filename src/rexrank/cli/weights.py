@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rexrank.catalogue import WEIGHTS_OR_ENDPOINT
+from rexrank.cli.flags import add_progress_flag
 
 
 def register(subparsers) -> None:
@@ -18,6 +19,7 @@ def register(subparsers) -> None:
     status = actions.add_parser("status", help="what is cached (no network)", description="What is in the local cache (no network).")
     status.add_argument("metrics", nargs="*", metavar="METRIC", help="metrics to show (default: all)")
     status.add_argument("--verify", action="store_true", help="re-hash the cached files instead of trusting the cache's names (slow for big models)")
+    add_progress_flag(status, default=True)
     status.set_defaults(run=run_status)
     download = actions.add_parser(
         "download", help="fetch the weights at their pinned revisions and check their hashes",
@@ -146,7 +148,8 @@ def run_status(args: argparse.Namespace) -> int:
     from rexrank.models.weights import status
 
     names = _check_names(args.metrics)
-    statuses = status(names or None, verify=args.verify)
+    with _bar(args.progress) as bar:
+        statuses = status(names or None, verify=args.verify, on_start=bar.start)
     lines, no_endpoint = _no_weights_lines(names)
     for line in lines:
         print(line)
@@ -156,6 +159,27 @@ def run_status(args: argparse.Namespace) -> int:
     if no_endpoint:
         print(f"{len(no_endpoint)} metric(s) need an LLM endpoint: {', '.join(no_endpoint)}")
     return 0 if not (_missing(statuses) or no_endpoint) else 1
+
+
+class _bar:
+    """A progress bar over the checkpoints `weights status` checks (on stderr; the listing
+    follows on stdout): reading a checkpoint's files, or hashing them (--verify), takes seconds."""
+
+    def __init__(self, shown: bool):
+        self.shown, self.tqdm = shown, None
+
+    def start(self, pairs):
+        from tqdm.auto import tqdm
+
+        self.tqdm = tqdm(total=len(pairs), desc="checking weights", unit="checkpoint", disable=not self.shown)
+        return lambda done: (self.tqdm.set_postfix_str(done.metric, refresh=False), self.tqdm.update(1))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.tqdm is not None:
+            self.tqdm.close()
 
 
 def run_download(args: argparse.Namespace) -> int:

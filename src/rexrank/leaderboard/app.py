@@ -32,6 +32,7 @@ from rexrank.leaderboard.model_page import (
     model_choices,
     model_header,
     model_results,
+    model_standing,
     neighbour_significance,
 )
 from rexrank.leaderboard.page_style import (
@@ -42,6 +43,7 @@ from rexrank.leaderboard.page_style import (
     RESULTS_GRID,
     TABLE_CLASS,
     GridLayout,
+    model_layout,
     results_layout,
 )
 from rexrank.leaderboard.progress import fig_progress, progress_points
@@ -63,18 +65,22 @@ from rexrank.leaderboard.view_state import (
     filters_from,
     parse_view,
     tab_url_js,
+    view_link,
 )
 from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY
 from rexrank.store.names import display
 from rexrank.submissions import ID_COLUMNS, SUBMISSION_JSON_FIELD, TEXT_COLUMNS
 
 TITLE = "ReXrank: chest X-ray report generation leaderboard"
-# the legend above the tables: short (a phone shows the table under it); the rest is in About
+# the legend above the tables: short (a phone shows the table under it), and only what every
+# table has; CIs, n and tiers are named by the note above a table that has them (the
+# published rows have none); the rest is in About
 LEGEND = ("Default ranking 1/RadCliQ-v1 (the ReXrank Challenge: 1/FineRadScore); click a metric's header to rank by it. "
-          f"± 95 % CI · n studies · Tier: tied models share one (About) · {tables.TRAINED_MARK} trained on the test set.")
+          f"\\{tables.TRAINED_MARK} marks a model trained on the test set.")
 TRACK_CHOICES = [(label, key) for key, label in TRACK_LABELS.items()]
 QUEUE_COLUMNS = ["id", "model_name", "submitter", "test_set", "track", "status", "submitted_time", "error"]
 METRIC_NAMES = {k: c.display for k, c in COLUMNS_BY_KEY.items()}
+METRIC_KEYS_BY_NAME = {c.display: k for k, c in COLUMNS_BY_KEY.items()}
 QUEUE_HEADERS = ["Request", "Model", "Submitter", "Test set", "Track", "Status", "Submitted (UTC)", "Error"]
 
 
@@ -200,12 +206,15 @@ def build_app(source: LeaderboardSource):
     def build_page(track: str, rank_by: str, query: str, filters: tables.Filters, columns: tuple) -> list:
         # tables (and tiers) of test sets without a new result since the last page are kept (part cache)
         frame, cached = source.part_cache()
+        # a search that matches nothing on a tab names the tabs where it does, with the same view there
+        link = lambda test_set: view_link(test_set, track, rank_by, query, filters, columns)  # noqa: E731
         views = tables.page_views(frame, track, rank_by, query, test_sets=tab_test_sets, cached=cached,
-                                  filters=filters, columns=columns, per_study=per_study, p_cache=source.pair_p)
+                                  filters=filters, columns=columns, per_study=per_study, p_cache=source.pair_p,
+                                  link=link)
         suffix = f"{track}_by-{rank_by}" + ("_filtered" if filters.describe() else "") + ("_search" if (query or "").strip() else "")
         out = [views.overview, csv_files.prepare(views.overview_plain, f"rexrank_overview_{suffix}")]
         for test_set, view in views.tables.items():
-            widths = results_layout(view.slots, rank_by, METRIC_NAMES).widths
+            widths = results_layout(view.slots, rank_by, METRIC_NAMES, view.ci_columns).widths
             # the CSV's bytes once per table version (part cache), not per page load
             csv = cached(("csv", rank_by, query, filters), (test_set, track),
                          lambda: csv_files.prepare(view.plain, f"rexrank_{test_set}_{suffix}"))
@@ -235,14 +244,24 @@ def build_app(source: LeaderboardSource):
         return {"headers": list(table.columns), "data": table.values.tolist()}
 
     def model(name: str | None, rank_by: str):
-        return source.cached(("model", name, rank_by), lambda: model_view(name, rank_by))
+        header, results, significance = source.cached(("model", name, rank_by), lambda: model_view(name, rank_by))
+        # a fresh update per call (gradio changes the one it is given); widths follow the columns
+        return header, gr.update(value=results.table, column_widths=results.widths), significance
 
     def model_view(name: str | None, rank_by: str):
         frame, cached = source.part_cache()
         if not name:
-            return "Pick a model.", pd.DataFrame(columns=RESULT_COLUMNS), pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
+            return "Pick a model.", sized_model_grid(pd.DataFrame(columns=RESULT_COLUMNS)), pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
         significance = neighbour_significance(source, name, rank_by, cached=cached)
-        return model_header(frame, name), model_results(frame, name, rank_by, cached=cached), significance
+        header = model_header(frame, name)
+        standing = model_standing(frame, name, rank_by, cached=cached)
+        if standing:  # the scores in prose first: a phone shows them whatever the grid's width
+            header += f"\n\n**Where it stands** (ranking: {tables.md_escape(METRIC_NAMES[rank_by])}):\n\n{standing}"
+        return header, sized_model_grid(model_results(frame, name, rank_by, cached=cached)), significance
+
+    def sized_model_grid(results: pd.DataFrame) -> SizedGrid:
+        headers = [(c, results[c].astype(str).str.contains("±").any()) for c in results.columns]
+        return SizedGrid(results, model_layout(headers, METRIC_KEYS_BY_NAME).widths)
 
     def reload():
         frame = source.frame(force=True)
@@ -258,11 +277,22 @@ def build_app(source: LeaderboardSource):
         # an unknown name is not put into the picker: it would show the link's text there
         picked = (wanted if wanted in choices else NOT_FOUND_PICK) if wanted else (choices[0] if choices else None)
         state = parse_view(params)
+        focus = ""
+        if wanted and state.tab in tab_test_sets and not (params.get("q") or "").strip():
+            # `submit`'s link (?tab=iu_xray&model=NAME): the table, searched for the model and
+            # ranked by a metric its result has, so that its row is on the first screen with a rank
+            state.query = wanted
+            if not (params.get("rank") or "").strip():
+                key = tables.rank_key_of(frame, state.tab, state.track, wanted, state.rank_by)
+                if key != state.rank_by:
+                    focus = (f"Ranked by {METRIC_NAMES[key]}, a metric this model's result has: it has no "
+                             f"{METRIC_NAMES[state.rank_by]} value.")
+                state.rank_by = key
         selected = state.tab or ("model" if wanted else None)
         tab = gr.Tabs(selected=selected) if selected else gr.Tabs()
         # the address's unknown values: a line of their own, which the views (they rewrite the
         # status line) leave alone
-        address_text = tables.md_escape(describe_problems(state.problems)) if state.problems else ""
+        address_text = " ".join(tables.md_escape(t) for t in (describe_problems(state.problems), focus) if t)
         return (gr.update(choices=choices, value=picked), _status(source), address_text, tab, state.track, state.rank_by, state.query,
                 state.hide_trained, state.sources, state.columns)
 
@@ -342,7 +372,8 @@ def build_app(source: LeaderboardSource):
                     elem_id="model-pick", allow_custom_value=True,
                 )
                 model_md = gr.Markdown(first_model[0], elem_id="model-header")
-                model_df = grid(first_model[1], "model-results", MODEL_GRID, label="All results", pinned_columns=1)
+                model_df = grid(first_model[1]["value"], "model-results", MODEL_GRID, first_model[1]["column_widths"],
+                                label="All results", pinned_columns=1)
                 gr.Markdown(
                     "Significance against the neighbours in the ranking: a paired bootstrap over studies on the "
                     "ranking metric's per-study scores, only where both results have per-study data."
@@ -477,6 +508,6 @@ def build_app(source: LeaderboardSource):
                   **hidden).then(
             views_keeping_status, controls, view_outputs[:-1], show_progress="hidden", **hidden
         ).then(model, [model_pick, rank_by], [model_md, model_df, significance_df], show_progress="hidden", **hidden).then(
-            None, None, None, js=VIEW_READY_JS, **hidden)  # from now on the view is written to the address
+            None, controls, None, js=VIEW_READY_JS, **hidden)  # from now on the view is written to the address
         gr.api(leaderboard, api_name="leaderboard")
     return demo

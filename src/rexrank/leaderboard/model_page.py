@@ -16,10 +16,13 @@ from rexrank.leaderboard.tables import (
     best_values,
     format_value,
     md_escape,
+    ordinal,
     plural,
     ranked_part,
     source_label,
+    standings,
     uncached,
+    unranked_cell,
     web_url,
 )
 from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY, LEADERBOARD_COLUMNS
@@ -47,10 +50,16 @@ NO_SUCH_MODEL = ("No result under this name on this leaderboard (a submitted mod
 NOT_FOUND_PICK = "(no such model)"  # the model picker's value then
 
 
-def model_link(model: str, page: str = "") -> str:
-    """The link that opens the leaderboard on this model's page (?model=NAME): relative to the
-    page, or after `page` (the leaderboard's address: a Space's ORG/NAME or a URL)."""
-    query = "?" + urlencode({MODEL_QUERY_PARAMETER: model})
+def model_link(model: str, page: str = "", *, test_set: str | None = None, track: str = "findings") -> str:
+    """The link that opens the leaderboard on this model: relative to the page, or after `page`
+    (the leaderboard's address: a Space's ORG/NAME or a URL). With a `test_set` that has a tab
+    (and its `track`): that table, searched for the model and ranked by a metric its result
+    has, so its row is on the first screen with a rank (?tab=iu_xray&model=NAME); else the
+    model's page (?model=NAME)."""
+    place = {}
+    if test_set in LEADERBOARD_TEST_SETS:
+        place = {"tab": test_set, **({"track": track} if track != "findings" else {})}
+    query = "?" + urlencode({**place, MODEL_QUERY_PARAMETER: model})
     if not page:
         return query
     if not page.startswith(("http://", "https://")):  # ORG/SPACE: the Space's page passes the query on
@@ -94,6 +103,7 @@ def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str, ran
         return []
     best = best_values(table)
     n_ranked = int(table["rank"].notna().sum())
+    placed = standings(table, rank_by)
     rows = []
     for row in mine.to_dict("records"):
         rank = MISSING if math.isnan(row["rank"]) else f"{int(row['rank'])} / {n_ranked}"
@@ -106,12 +116,37 @@ def _result_rows(table: pd.DataFrame, model: str, test_set: str, track: str, ran
         for key in METRIC_KEYS:
             is_best = not math.isnan(row[key]) and row[key] == best[key]
             cells[COLUMNS_BY_KEY[key].display] = format_value(row[key], row[f"{key}_ci"], best=is_best)
-            if key == rank_by and math.isnan(row[key]):  # an unranked result says why in its row
-                cells[COLUMNS_BY_KEY[key].display] += f" {UNRANKED_WHY[source_label(row['source'])]}"
+            if key == rank_by and math.isnan(row[key]):  # an unranked result says why, and where it stands
+                cells[COLUMNS_BY_KEY[key].display] = unranked_cell(row["source"], placed.get(row["id"], ""))
         cells["Source"] = row["source"]
         cells["Per-study data"] = "yes" if row["per_study_available"] else "no"
         rows.append(cells)
     return rows
+
+
+def model_standing(frame: pd.DataFrame, model: str, rank_by: str = DEFAULT_RANK_KEY, *,
+                   cached: PartCache = uncached) -> str:
+    """Where each of the model's results stands, one short line each, with its score: the
+    rank by the ranking metric, or (a result without it) the rank by each metric it has.
+    Prose, so that a phone shows the scores whatever the width of the grid below."""
+    metric = COLUMNS_BY_KEY[rank_by].display
+    lines = []
+    for test_set, track in _order(frame):
+        table = ranked_part(frame, test_set, track, rank_by, cached)
+        mine = table[table["model_name"] == model]
+        if mine.empty:
+            continue
+        placed = standings(table, rank_by, with_values=True)
+        n_ranked = int(table["rank"].notna().sum())
+        where = f"**{TEST_SET_LABELS.get(test_set, test_set)} · {TRACK_LABELS[track]}**"
+        for row in mine.to_dict("records"):
+            if not math.isnan(row["rank"]):
+                text = f"{ordinal(int(row['rank']))} of {n_ranked} by {metric} ({format_value(row[rank_by], row[f'{rank_by}_ci'])})"
+            else:
+                text = f"no {metric} value ({UNRANKED_WHY[source_label(row['source'])]})"
+                text += f"; {placed[row['id']]}" if row["id"] in placed else ""
+            lines.append(f"- {where}: {md_escape(text)}")
+    return "\n".join(lines)
 
 
 def model_header(frame: pd.DataFrame, model: str) -> str:

@@ -32,11 +32,7 @@ class GridLayout:
 # padding (more for names); each grid within the ~1,320 px a 1,400 px screen leaves it
 OVERVIEW_GRID = GridLayout("rexrank-overview", (56, 312, 312, 312, 312))  # the full width, as the results grid
 RESULTS_GRID = GridLayout("rexrank-results", ())  # a test set's grid: widths per table (results_layout)
-MODEL_GRID = GridLayout("rexrank-model", (
-    104, 92, 64, 78,  # test set, track, rank, trained on it
-    64, 94, 108, 96, 122, 102, 72, 142,  # eight metrics
-    76, 96,  # source, per-study data
-))
+MODEL_GRID = GridLayout("rexrank-model", ())  # the Model tab's grid: widths per model (model_layout)
 
 # A test-set grid's columns depend on the view (shown metrics, ranking metric, whether n and
 # tiers exist), so their widths are computed per table. A metric's header stays on one line
@@ -49,18 +45,35 @@ METRIC_WIDTHS = {  # "NAME ↑" measured in the header font (Chromium), plus 20 
 }
 SORT_MARK_WIDTH = 12  # " ▼"
 PX_PER_CHAR = 9  # a column added since (rouge, crimson, ...): its header's characters at most this wide
+CI_VALUE_WIDTH = 104  # "**0.833** ± 0.016" on one line (the ± joined by no-break spaces), plus padding
 
 
-def results_layout(slots, rank_by: str, displays: dict[str, str]) -> GridLayout:
+def metric_width(key: str, display: str, *, ranking: bool = False, with_ci: bool = False) -> int:
+    """A metric column's width: its header on one line, and a value with its CI where it has one."""
+    px = METRIC_WIDTHS.get(key, PX_PER_CHAR * (len(display) + 2) + 16) + (SORT_MARK_WIDTH if ranking else 0)
+    return max(px, CI_VALUE_WIDTH) if with_ci else px
+
+
+def results_layout(slots, rank_by: str, displays: dict[str, str], ci_columns=frozenset()) -> GridLayout:
     """Widths of a test-set grid whose columns are `slots` (`tables.display_slots`: fixed
-    names and metric keys, in order), ranked by `rank_by`; `displays`: key -> header name."""
+    names and metric keys, in order), ranked by `rank_by`; `displays`: key -> header name;
+    `ci_columns`: the metric columns where a row has a CI."""
     def width(slot: str) -> int:
         if slot in RESULTS_FIXED:
             return RESULTS_FIXED[slot]
-        px = METRIC_WIDTHS.get(slot, PX_PER_CHAR * (len(displays[slot]) + 2) + 16)
-        return px + (SORT_MARK_WIDTH if slot == rank_by else 0)
+        return metric_width(slot, displays[slot], ranking=slot == rank_by, with_ci=slot in ci_columns)
 
     return GridLayout(RESULTS_GRID.css_class, tuple(width(s) for s in slots))
+
+
+MODEL_FIXED = {"Test set": 104, "Track": 92, "Rank": 64, "Trained on it": 78, "Source": 76, "Per-study data": 96}
+
+
+def model_layout(headers, keys: dict[str, str]) -> GridLayout:
+    """Widths of the Model tab's grid, whose columns follow the model's results: `headers`:
+    its columns as (name, has a value with a CI); `keys`: a metric column's name -> its key."""
+    return GridLayout(MODEL_GRID.css_class, tuple(
+        MODEL_FIXED.get(name) or metric_width(keys[name], name, with_ci=with_ci) for name, with_ci in headers))
 
 
 PAGE_CSS = "\n".join([
@@ -80,7 +93,35 @@ PAGE_CSS = "\n".join([
     # words stay whole and a table wider than the screen scrolls sideways in its own box
     "#about-text table { display: block; overflow-x: auto; border: none; padding: 0; }",
     "#about-text th, #about-text td { word-break: normal; overflow-wrap: normal; }",
+    # a phone's first screen: a smaller title, legend and tabs, closer rows, so that the table
+    # starts higher and more of its rows are in sight (gradio sizes them for a desktop)
+    "@media (max-width: 640px) {",
+    "  #legend h1 { font-size: 1.3rem; line-height: 1.25; margin: 0 0 0.25em; }",
+    "  #legend p { font-size: 13px; line-height: 1.35; margin: 0; }",
+    "  .tab-container button[role=tab] { padding: 2px 5px; font-size: 13px; height: 28px; }",
+    "  .tab-container { height: auto; gap: 0; }",
+    "  #track label { padding: 4px 8px; }",
+    "  #track, #rank-by { padding-top: 6px; padding-bottom: 6px; }",
+    # a table's note takes the screen's width, the CSV button goes under it (beside it, the
+    # note was a narrow column of eight lines)
+    '  .row:has(> [id^="note-"]) { flex-wrap: wrap; }',
+    '  .row > [id^="note-"] { flex: 1 1 100% !important; min-width: 100% !important; }',
+    f"  .{TABLE_CLASS} [role=gridcell] .cell-wrap {{ padding-top: 3px; padding-bottom: 3px; line-height: 1.3; font-size: 13px; }}",
+    f"  .{TABLE_CLASS} [role=gridcell] .cell-wrap * {{ font-size: 13px; }}",
+    "}",
 ])
+
+# A link to another view of this page ("?tab=iu_xray&q=…": where a search matches, a model's
+# own page) opens here: gradio's markdown opens every link in a new window.
+IN_PAGE_LINKS_JS = """
+document.addEventListener('click', (event) => {
+  const link = event.target.closest('a[href^="?"]');
+  if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  event.preventDefault();
+  event.stopPropagation();
+  window.location.assign(link.getAttribute('href'));
+}, true);
+"""
 
 # gradio's grid stops header clicks from bubbling: listen in the capture phase. `trigger`
 # sends the header's text to the server (gr.HTML's event bridge).
@@ -90,4 +131,4 @@ document.addEventListener('click', (event) => {{
   if (!th || event.target.closest('a')) return;
   trigger('click', {{header: th.getAttribute('title') || th.innerText}});
 }}, true);
-"""
+{IN_PAGE_LINKS_JS}"""

@@ -151,9 +151,22 @@ def describe_request(request: dict) -> str:
         f"{p.get('n', '?')} predictions ({p.get('n_empty', 0)} empty); {checked}."
         + (f"  \nRead from the dataset {md_escape(p['repo'])} at commit `{p['revision']}`: later pushes change nothing."
            if p.get("repo") else "")
-        + ("" if held else f"  \nOnce scored, your result is on [{md_escape(title)}'s page on this leaderboard]"
-                           f"({model_link(title)}).")
+        + ("" if held else f"  \nOnce scored, your result is {where_ranked(request)}on [{md_escape(title)}'s page "
+                           f"on this leaderboard]({model_link(title)}).")
     )
+
+
+def where_ranked(request: dict) -> str:
+    """"[ranked on the IU-Xray table](?tab=iu_xray&model=NAME) and " where the test set has a
+    table (the link opens it on the model's row, ranked by a metric it has), else ""."""
+    from rexrank.leaderboard.model_page import model_link
+    from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, TEST_SET_LABELS
+
+    if request["test_set"] not in LEADERBOARD_TEST_SETS:
+        return ""
+    title = model_title(request.get("namespace") or "", request["model_name"])  # as the board names it
+    link = model_link(title, test_set=request["test_set"], track=request["track"])
+    return f"[ranked on the {TEST_SET_LABELS[request['test_set']]} table]({link}) and "
 
 
 def error_text(exc: Exception, *, upload: str | None = None) -> str:

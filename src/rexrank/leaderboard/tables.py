@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Hashable, TypeVar
 
 import numpy as np
@@ -141,6 +141,11 @@ def md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
+# between a mean and its CI: no-break spaces, so that "0.833 ± 0.016" never breaks over two
+# lines in a narrow column (the column is as wide as the value: page_style.results_layout)
+PLUS_MINUS = "\u00a0±\u00a0"
+
+
 def format_value(mean: float, ci: float, *, best: bool = False) -> str:
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return MISSING
@@ -148,8 +153,45 @@ def format_value(mean: float, ci: float, *, best: bool = False) -> str:
     if best:
         text = f"**{text}**"
     if ci is not None and not (isinstance(ci, float) and math.isnan(ci)):
-        text += f" ± {ci:.{DECIMALS}f}"
+        text += f"{PLUS_MINUS}{ci:.{DECIMALS}f}"
     return text
+
+
+def ordinal(n: int) -> str:
+    """1 -> "1st", 2 -> "2nd", 11 -> "11th", 23 -> "23rd"."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def standings(table: pd.DataFrame, rank_by: str, *, with_values: bool = False) -> dict[str, str]:
+    """Where each row without a `rank_by` value stands by each metric it has, by result id:
+    "3rd of 26 by BLEU; 5th of 20 by BertScore" (ranks among the rows of `table` that have
+    that metric, ties sharing the best rank, as `ranked` ranks; metrics with the same place
+    share it: "1st of 7 by BLEU, BertScore"; `with_values`: "3rd of 26 by BLEU (0.250)"). A
+    run scored without the ranking metric (BLEU only, offline) is then placed all the same."""
+    lacking = table[table[rank_by].isna()]
+    if lacking.empty:
+        return {}
+    places: dict[str, dict[str, list[str]]] = {i: {} for i in lacking["id"]}  # id -> place -> metrics
+    for key in METRIC_KEYS:
+        if key == rank_by or lacking[key].isna().all():
+            continue
+        column = COLUMNS_BY_KEY[key]
+        ranks = table[key].rank(method="min", ascending=not column.higher_is_better)
+        n_ranked = int(table[key].notna().sum())
+        for rid, rank, mean, ci in zip(table["id"], ranks, table[key], table[f"{key}_ci"]):
+            if rid in places and not math.isnan(rank):
+                value = f" ({format_value(mean, ci)})" if with_values else ""
+                places[rid].setdefault(f"{ordinal(int(rank))} of {n_ranked}", []).append(f"{column.display}{value}")
+    return {rid: "; ".join(f"{place} by {', '.join(names)}" for place, names in found.items())
+            for rid, found in places.items() if found}
+
+
+def unranked_cell(source: str, standing: str = "") -> str:
+    """The ranking metric's cell of a row without it: why, and where the row stands by the
+    metrics it has."""
+    text = f"{MISSING} {UNRANKED_WHY[source_label(source)]}"
+    return f"{text} · {standing}" if standing else text
 
 
 def web_url(url) -> str | None:
@@ -265,13 +307,16 @@ def has_tiers(tiers: dict | None) -> bool:
 
 
 def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DEFAULT_RANK_KEY, *,
-                  columns=None, tiers: dict | None = None, with_n: bool | None = None) -> pd.DataFrame:
+                  columns=None, tiers: dict | None = None, with_n: bool | None = None,
+                  placed: dict[str, str] | None = None) -> pd.DataFrame:
     """Ranked rows -> strings: rank, linked model name (+ trained marker), the ranking metric,
     n (`with_n`; None: where a row has it), tier (`tiers`: {id: tier}, shown where two rows or
     more have one; empty for the others), institution, year, one "mean ± CI" cell per other
     shown column with the column's best value in bold, source. A row without the ranking
-    metric says why in its cell. Built column by column (a table of a thousand results is
-    rebuilt whenever one of them changes)."""
+    metric says why in its cell, and where it stands by the metrics it has (`placed`:
+    `standings` of the whole table, before a search; None: of `table`). Built column by
+    column (a table of a thousand results is rebuilt whenever one of them changes)."""
+    placed = standings(table, rank_by) if placed is None else placed
     keys = shown_columns(columns, rank_by, table)
     rank = table["rank"].to_numpy(np.float64)
     n = shown_n(table, rank_by)
@@ -293,9 +338,9 @@ def display_table(table: pd.DataFrame, best: dict[str, float], rank_by: str = DE
     for slot in slots:
         if slot in COLUMNS_BY_KEY:
             values = metric_cells(table[slot].to_numpy(np.float64), table[f"{slot}_ci"].to_numpy(np.float64), best[slot])
-            if slot == rank_by:  # an unranked row says why, in the row itself
-                values = [v if v != MISSING else f"{MISSING} {UNRANKED_WHY[source_label(s)]}"
-                          for v, s in zip(values, table["source"])]
+            if slot == rank_by:  # an unranked row says why, and where it stands, in the row itself
+                values = [v if v != MISSING else unranked_cell(s, placed.get(i, ""))
+                          for v, s, i in zip(values, table["source"], table["id"])]
             out[slot_header(slot, rank_by)] = values
         else:
             out[slot] = cells[slot]
@@ -310,7 +355,7 @@ def metric_cells(means: np.ndarray, cis: np.ndarray, best: float) -> list[str]:
         text[bold] = "**" + text[bold] + "**"
     has_ci = ~np.isnan(cis)
     if has_ci.any():
-        text[has_ci] = text[has_ci] + np.char.mod(f" ± %.{DECIMALS}f", cis[has_ci]).astype(object)
+        text[has_ci] = text[has_ci] + np.char.mod(f"{PLUS_MINUS}%.{DECIMALS}f", cis[has_ci]).astype(object)
     text[np.isnan(means)] = MISSING
     return text.tolist()
 
@@ -321,7 +366,8 @@ def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: st
     the search filter, so a search never makes a weaker model look best."""
     table = ranked(frame, test_set, track, rank_by, filters)
     tiers = table_tiers(table, rank_by, per_study) if per_study else None
-    return display_table(search(table, query), best_values(table), rank_by, columns=columns, tiers=tiers)
+    return display_table(search(table, query), best_values(table), rank_by, columns=columns, tiers=tiers,
+                         placed=standings(table, rank_by))
 
 
 def overview(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, top: int | None = 10,
@@ -411,10 +457,11 @@ def csv_table(table: pd.DataFrame, test_set: str, track: str, *, rank_by: str = 
 
 
 def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, rank_by: str = DEFAULT_RANK_KEY,
-               n_unranked: int = 0, none_ranked: bool = False, tiers_note: str = "", filters: Filters = NO_FILTERS) -> str:
+               n_unranked: int = 0, none_ranked: bool = False, tiers_note: str = "", filters: Filters = NO_FILTERS,
+               values_note: str = "") -> str:
     """The line above a test-set table: how many results, what a search matched, why rows
     are unranked (`n_unranked` of those shown; `none_ranked`: no row of the table has the
-    ranking metric), and `tiers_note` (`tier_note`)."""
+    ranking metric), what its values are (`values_note`) and `tiers_note` (`tier_note`)."""
     words = (query or "").split()
     track_label = TRACK_LABELS.get(track, track)
     left_out = filters.describe()
@@ -438,8 +485,40 @@ def table_note(n_shown: int, n_total: int, query: str | None, track: str, *, ran
     if none_ranked:
         text += f" No result here has a {metric} value, so none is ranked (–): rank by another metric."
     elif n_unranked:
-        text += f" {plural(n_unranked, 'result')} without a {metric} value: unranked (–), listed last."
-    return text + (" " + tiers_note if tiers_note else "")
+        text += (f" {plural(n_unranked, 'result')} without a {metric} value: unranked (–), listed last; "
+                 + ("its row gives its place by the metrics it has." if n_unranked == 1 else
+                    "their rows give their places by the metrics they have."))
+    return text + "".join(" " + part for part in (values_note, tiers_note) if part)
+
+
+def values_note(table: pd.DataFrame) -> str:
+    """What the values of the rows shown are, said only where they are shown: "mean ± 95 % CI"
+    and n where a row has a CI, and why the published rows have neither (the legend above
+    every table cannot promise them: the published tables have none)."""
+    cis = table[[f"{k}_ci" for k in METRIC_KEYS]].notna().any(axis=1)
+    if not cis.any():
+        return ""
+    published = int((table["source"].map(source_label) == "published").sum())
+    why = f"; {plural(published, 'published result')} {'gives' if published == 1 else 'give'} means only" if published else ""
+    return f"Values: mean ± 95\u00a0% CI, n = studies scored{why}."
+
+
+def elsewhere_note(matches: dict[str, int], link: Callable[[str], str]) -> str:
+    """Where a search that matched nothing on this tab does match: "It matches on
+    [IU-Xray](?tab=iu_xray&q=…) (1 result)." (`matches`: test set -> matching results;
+    `link(test set)`: the address of the same view on that tab)."""
+    found = [f"[{TEST_SET_LABELS.get(t, t)}]({link(t)}) ({plural(n, 'result')})" for t, n in matches.items() if n]
+    return f"It matches on {', '.join(found)}." if found else ""
+
+
+def rank_key_of(frame: pd.DataFrame, test_set: str, track: str, model: str, rank_by: str = DEFAULT_RANK_KEY) -> str:
+    """The ranking under which `model`'s result on this table has a rank: `rank_by` when it has
+    that value (or has no result here), else the first of the ranking menu's metrics it has
+    (a run scored offline with BLEU only is ranked by BLEU)."""
+    rows = frame[(frame["test_set"] == test_set) & (frame["track"] == track) & (frame["model_name"] == model)]
+    if rows.empty or rows[rank_by].notna().any():
+        return rank_by
+    return next((key for _, key in rank_choices() if rows[key].notna().any()), rank_by)
 
 
 def tier_note(table: pd.DataFrame, tiers: dict | None) -> str:
@@ -478,6 +557,8 @@ class TableView:
     plain: pd.DataFrame
     note: str
     slots: tuple[str, ...] = ()  # the grid's columns (`display_slots`), for their widths
+    n_shown: int = 0  # rows after the search
+    ci_columns: frozenset = frozenset()  # metric columns with a CI in a shown row (wider: "0.833 ± 0.016")
 
 
 @dataclass(frozen=True)
@@ -490,12 +571,15 @@ class PageViews:
 
 def page_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
                test_sets=LEADERBOARD_TEST_SETS, *, cached: PartCache = uncached, filters: Filters = NO_FILTERS,
-               columns=None, per_study=None, p_cache: dict | None = None) -> PageViews:
+               columns=None, per_study=None, p_cache: dict | None = None,
+               link: Callable[[str], str] | None = None) -> PageViews:
     """Everything the leaderboard's tabs show for one track, ranking, filters and search; each
     table is ranked once. Best values come from the whole (filtered) table, before the search.
     `cached` keeps the tables (and tiers) of test sets whose rows did not change since it last
     saw them. `per_study(result id)`: a result's per-study scores, for the tiers (None: no tiers);
-    `p_cache`: the tiers' paired tests kept between calls (`tiers.table_tiers`)."""
+    `p_cache`: the tiers' paired tests kept between calls (`tiers.table_tiers`). `link(test set)`:
+    the address of this view on another tab, for a search that matches nothing on one tab
+    but does on others (None: not said)."""
     ranked_tables = {t: ranked_part(frame, t, track, rank_by, cached, filters) for t in test_sets}
     columns = None if columns is None else tuple(columns)
     views = {}
@@ -505,6 +589,11 @@ def page_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY,
         views[t] = cached(("view", rank_by, query, filters, columns), (t, track),
                           lambda t=t, tiers=tiers: test_set_view(ranked_tables[t], t, track, rank_by, query,
                                                                  filters=filters, columns=columns, tiers=tiers))
+    if link is not None and (query or "").strip():
+        for t, view in views.items():
+            if view.n_shown == 0:
+                hint = elsewhere_note({o: views[o].n_shown for o in test_sets if o != t}, link)
+                views[t] = replace(view, note=f"{view.note} {hint}" if hint else view.note)
     cells = {t: cached(("overview", rank_by, filters), (t, track), lambda t=t: overview_cells(ranked_tables[t]))
              for t in test_sets}
     return PageViews(
@@ -528,12 +617,15 @@ def test_set_view(table: pd.DataFrame, test_set: str, track: str, rank_by: str, 
     with_n = bool((~np.isnan(shown_n(table, rank_by))).any())  # of the whole table: a search keeps the columns
     slots = display_slots(shown_columns(columns, rank_by, shown), rank_by, with_n=with_n, with_tier=has_tiers(tiers))
     return TableView(
-        display=display_table(shown, best_values(table), rank_by, columns=columns, tiers=tiers, with_n=with_n),
+        display=display_table(shown, best_values(table), rank_by, columns=columns, tiers=tiers, with_n=with_n,
+                              placed=standings(table, rank_by)),
         plain=csv_table(shown, test_set, track, rank_by=rank_by, tiers=tiers),
         note=table_note(len(shown), len(table), query, track, rank_by=rank_by,
                         n_unranked=int(shown["rank"].isna().sum()), none_ranked=bool(len(table)) and table["rank"].isna().all(),
-                        tiers_note=tier_note(table, tiers), filters=filters),
+                        tiers_note=tier_note(table, tiers), filters=filters, values_note=values_note(shown)),
         slots=slots,
+        n_shown=len(shown),
+        ci_columns=frozenset(k for k in METRIC_KEYS if shown[f"{k}_ci"].notna().any()),
     )
 
 

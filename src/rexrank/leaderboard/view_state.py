@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TRACK_LABELS
 from rexrank.leaderboard.tables import DEFAULT_COLUMNS, SOURCES, Filters
@@ -79,6 +80,22 @@ def parse_view(params) -> ViewState:
     return state
 
 
+def view_link(tab: str, track: str = DEFAULT_TRACK, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
+              filters: Filters = Filters(), columns=DEFAULT_COLUMNS) -> str:
+    """The address of a view, relative to the page ("?tab=iu_xray&q=MyModel"): the parameters
+    VIEW_URL_JS writes, each left out while it has its default."""
+    params = {"tab": "" if tab == DEFAULT_TAB else tab,
+              "track": "" if track == DEFAULT_TRACK else track,
+              "rank": "" if rank_by == DEFAULT_RANK_KEY else rank_by,
+              "q": (query or "").strip(),
+              "hide_trained": "1" if filters.hide_trained else ""}
+    if set(filters.sources) != set(SOURCES):
+        params["source"] = ",".join(filters.sources) or NO_SOURCE
+    if columns is not None and set(columns) != set(DEFAULT_COLUMNS):
+        params["columns"] = ",".join(columns)
+    return "?" + urlencode({k: v for k, v in params.items() if v})
+
+
 def describe_problems(problems: list[str]) -> str:
     # the parameters only, never their values: a link's text is not repeated on the page
     return ("Unknown values ignored in the page's address: " + "; ".join(problems) + ".") if problems else ""
@@ -88,7 +105,6 @@ def describe_problems(problems: list[str]) -> str:
 # controls and the Overview tab do not write to it: gradio sets them as the page opens, which
 # would erase what a link asks for.
 READY = "window.rexrankViewReady"
-VIEW_READY_JS = f"() => {{ {READY} = true; }}"
 
 # Writes the controls' values into the address (replaceState: no new history entry per
 # keystroke); arguments in the order of the app's view controls.
@@ -107,6 +123,12 @@ VIEW_URL_JS = f"""(track, rank, q, hideTrained, sources, columns) => {{
   put('columns', same(columns, {json.dumps(list(DEFAULT_COLUMNS))}) ? '' : columns.join(','));
   window.history.replaceState(window.history.state, '', url);
 }}"""
+
+
+# The load chain's last step, given the view's controls: from now on the view is written to
+# the address, starting with the view the load has set (a link's `model=` has become a search
+# and a ranking: the address then reproduces them, and a search cleared stays cleared).
+VIEW_READY_JS = f"(...view) => {{ {READY} = true; ({VIEW_URL_JS})(...view); }}"
 
 
 def tab_url_js(tab: str) -> str:

@@ -8,6 +8,7 @@ from typing import Iterable
 
 from rexrank.errors import MetricError
 from rexrank.metrics.registry import METRICS, metric_class
+from rexrank.suggest import did_you_mean
 
 
 def parse_metric_options(items: Iterable[str] | None, metrics: Iterable[str]) -> dict[str, dict]:
@@ -21,7 +22,7 @@ def parse_metric_options(items: Iterable[str] | None, metrics: Iterable[str]) ->
         if not sep or not dot or not metric or not key:
             raise MetricError(f"--metric-option {item!r}: expected METRIC.KEY=VALUE, e.g. sembscore.checkpoint_path=/data/chexbert.pth")
         if metric not in METRICS:
-            raise MetricError(f"--metric-option {item!r}: unknown metric {metric!r}")
+            raise MetricError(f"--metric-option {item!r}: unknown metric {metric!r}{did_you_mean(metric, METRICS)}")
         if metric not in chosen:
             raise MetricError(f"--metric-option {item!r}: metric {metric!r} is not among --metrics ({', '.join(sorted(chosen))})")
         try:

@@ -5,6 +5,7 @@ import importlib
 from typing import Any
 
 from rexrank.errors import MetricError
+from rexrank.suggest import did_you_mean, did_you_mean_all
 
 # name -> ("module:Class", extra that provides its dependencies)
 METRICS: dict[str, tuple[str, str]] = {
@@ -32,7 +33,8 @@ def metric_class(name: str):
     try:
         target, extra = METRICS[name]
     except KeyError:
-        raise MetricError(f"unknown metric {name!r}; available: {', '.join(available_metrics())}") from None
+        raise MetricError(f"unknown metric {name!r}{did_you_mean(name, METRICS)}; available: "
+                          f"{', '.join(available_metrics())}") from None
     module_name, cls_name = target.split(":")
     try:
         module = importlib.import_module(module_name)
@@ -63,7 +65,8 @@ def parse_metric_list(spec: str | list[str] | None, default: tuple[str, ...] = (
         raise MetricError("no metric given")
     unknown = [n for n in names if n not in METRICS]
     if unknown:
-        raise MetricError(f"unknown metric(s) {', '.join(map(repr, unknown))}; available: {', '.join(available_metrics())}")
+        raise MetricError(f"unknown metric(s) {', '.join(map(repr, unknown))}{did_you_mean_all(unknown, METRICS)}; "
+                          f"available: {', '.join(available_metrics())}")
     if len(set(names)) != len(names):
         raise MetricError(f"metric list has duplicates: {names}")
     return names

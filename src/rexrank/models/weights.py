@@ -51,7 +51,10 @@ def _resolved(needs: Iterable[Need]) -> list[Need]:
 def default_needs(metric: str) -> list[Need]:
     """What `metric` loads with its default options (from the checkpoint catalogue)."""
     if metric not in catalogue.METRIC_NEEDS:
-        raise MetricError(f"unknown metric {metric!r}; available: {', '.join(sorted(catalogue.METRIC_NEEDS))}")
+        from rexrank.suggest import did_you_mean
+
+        raise MetricError(f"unknown metric {metric!r}{did_you_mean(metric, catalogue.METRIC_NEEDS)}; "
+                          f"available: {', '.join(sorted(catalogue.METRIC_NEEDS))}")
     return _resolved(catalogue.METRIC_NEEDS[metric])
 
 
@@ -114,16 +117,21 @@ class NeedStatus:
         return download_command(self.need.checkpoint, self.need.files, terms=terms) if self.need.checkpoint else ""
 
 
-def status(metrics: Iterable[str] | None = None, *, verify: bool = False) -> list[NeedStatus]:
+def status(metrics: Iterable[str] | None = None, *, verify: bool = False, on_start=None) -> list[NeedStatus]:
     """State of every checkpoint the metrics need, from the local cache only (no network).
 
     verify: re-hash the cached files (pinned SHA-256, and each hub blob against the content
     address it is stored under) instead of trusting the cache's names; slow for big models.
+    on_start(needs): called once with the (metric, need) pairs to check, then each is
+    checked in turn (`on_start` returns a callable told of each one done, or None).
     """
+    pairs = [(metric, need) for metric in metrics or sorted(catalogue.METRIC_NEEDS) for need in default_needs(metric)]
+    tick = on_start(pairs) if on_start else None
     out = []
-    for metric in metrics or sorted(catalogue.METRIC_NEEDS):
-        for need in default_needs(metric):
-            out.append(_status(metric, need, verify=verify))
+    for metric, need in pairs:
+        out.append(_status(metric, need, verify=verify))
+        if tick:
+            tick(out[-1])
     return out
 
 

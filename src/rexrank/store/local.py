@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+from rexrank.file_modes import follow_umask
 from rexrank.store.names import display
 from rexrank.store.repo import ConflictError, Snapshot, StoreError, StoreWriteError
 
@@ -297,6 +298,7 @@ def _temp_file(root: Path, path: str, data: bytes, made_dirs: list[Path]) -> str
         made_dirs.append(folder)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_TEMP_PREFIX, suffix=target.suffix)
     try:
+        follow_umask(fd)  # mkstemp's 0600 would hide the store's files from a reader the umask allows
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
     except BaseException:
@@ -332,6 +334,7 @@ def _sync_all(paths: list[Path]) -> None:
 def _atomic_write(target: Path, data: bytes, *, sync: bool = False) -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_TEMP_PREFIX, suffix=target.suffix)
     try:
+        follow_umask(fd)  # mkstemp's 0600 would hide the store's files from a reader the umask allows
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             if sync:

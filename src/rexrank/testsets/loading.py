@@ -8,6 +8,7 @@ set, a backend scoring a test set it has already loaded) do not pay for it.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -38,37 +39,91 @@ def data_dir_candidates(spec: TestSetSpec, folder: Path) -> list[Path]:
     return [f / name for f in folders for name in spec.filenames]
 
 
-def resolve_file(spec: TestSetSpec, data_dir: str | Path | None, *, download_url: str | None = None) -> Path:
+@dataclass(frozen=True)
+class Located:
+    """Where a test set's file was found, and how (`origin`): "--data-dir" or "$REXRANK_DATA_DIR"
+    (given), "remembered" (a file given before on this machine, unchanged since: `when` it last
+    worked), "embedded" (ships with rexrank) or "download" (the pinned public file)."""
+
+    path: Path
+    origin: str
+    when: str = ""
+
+    @property
+    def given(self) -> bool:
+        return self.origin in ("--data-dir", f"${DATA_DIR_ENV}")
+
+    def describe(self) -> str:
+        """"/data/iu_xray/ReXRank_IUXray_test.json (remembered: it worked on 2026-05-01 and is unchanged)"."""
+        how = {
+            "remembered": f"remembered from an earlier --data-dir: it worked on {self.when} and its SHA-256 is unchanged; "
+                          "--data-dir names another",
+            "embedded": "ships with rexrank",
+            "download": "the pinned public file, in the cache",
+        }.get(self.origin, f"from {self.origin}")
+        return f"{self.path} ({how})"
+
+
+def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, download_url: str | None = None) -> Located:
     """Where the test set's JSON is. `data_dir` (else $REXRANK_DATA_DIR) has one meaning in
     every command: the JSON file itself, one test set's folder, or a folder holding test sets
-    in sub-folders. A test set it does not hold comes from its public source (the embedded
-    copy or the pinned download, content checked); a non-public one is an error."""
+    in sub-folders. Without either: the file remembered from an earlier use on this machine
+    while it is unchanged (rexrank.testsets.locations), else the test set's public source
+    (the embedded copy or the pinned download, content checked); a non-public one is an error."""
+    from rexrank.testsets import locations
+
+    if isinstance(data_dir, Located):  # found already (and said so) by the caller
+        return data_dir
     origin = "--data-dir"
     if data_dir is None and os.environ.get(DATA_DIR_ENV):
         data_dir, origin = os.environ[DATA_DIR_ENV], f"${DATA_DIR_ENV}"
     if data_dir is not None:
         data_dir = Path(data_dir)
         if data_dir.is_file():
-            return data_dir
+            return Located(data_dir, origin)
         if not data_dir.is_dir():
             raise TestSetError(f"{origin} {data_dir} does not exist")
         for candidate in data_dir_candidates(spec, data_dir):
             if candidate.is_file():
-                return candidate
+                return Located(candidate, origin)
         if not (spec.embedded or spec.download):
             raise TestSetError(
                 f"{spec.title}: none of {', '.join(spec.filenames)} found in {origin} {data_dir} "
                 f"or its {spec.name}/ sub-folder. {spec.how_to_get}"
             )
+    elif not spec.embedded:
+        found = locations.usable(spec.name)
+        if found:
+            return Located(found[0].path, "remembered", found[0].when)
     if spec.embedded:
         from rexrank.data import data_path
 
-        return data_path(spec.embedded)
+        return Located(data_path(spec.embedded), "embedded")
+    not_used = "".join(f" (not used: the file remembered from an earlier use, {why}; pass its folder again "
+                       "with --data-dir)" for why in locations.stale(spec.name)[:1]) if data_dir is None else ""
     if spec.download:
         from rexrank.testsets.download import fetch_pinned
 
-        return fetch_pinned(spec.download, url=download_url)
-    raise TestSetError(f"{spec.title} is not public, so pass --data-dir (Python: data_dir=; or set ${DATA_DIR_ENV}). {spec.how_to_get}")
+        try:
+            return Located(fetch_pinned(spec.download, url=download_url), "download")
+        except TestSetError as exc:
+            raise TestSetError(f"{exc}{not_used}") from None
+    raise TestSetError(f"{spec.title} is not public, so pass --data-dir (Python: data_dir=; or set ${DATA_DIR_ENV}); "
+                       f"once it has worked, this machine remembers it.{not_used} {spec.how_to_get}")
+
+
+def resolve_file(spec: TestSetSpec, data_dir: str | Path | None, *, download_url: str | None = None) -> Path:
+    """The path `locate` finds."""
+    return locate(spec, data_dir, download_url=download_url).path
+
+
+def remember_if_given(spec: TestSetSpec, located: Located) -> None:
+    """A file given as --data-dir (or $REXRANK_DATA_DIR, data_dir=) that has just loaded
+    is remembered on this machine, for every later command to find without it."""
+    if located.given:
+        from rexrank.testsets.locations import remember
+
+        remember(spec.name, located.path)
 
 
 @contextmanager
@@ -93,11 +148,20 @@ def load_all_studies(
     name: str, *, data_dir: str | Path | None = None, cache_dir: str | Path | None = None, download_url: str | None = None
 ) -> "datasets.Dataset":
     """Every study of the test set, whatever sections it has (no track applied)."""
+    spec = get_spec(name)
+    located = locate(spec, data_dir, download_url=download_url)
+    if data_dir is None and located.origin == "remembered":  # a file nobody named: say which, as the commands do
+        print(f"rexrank: {spec.title} read from {located.describe()}", file=sys.stderr)
+    studies = _read_studies(name, located.path, cache_dir)
+    remember_if_given(spec, located)
+    return studies
+
+
+def _read_studies(name: str, path: Path, cache_dir: str | Path | None = None) -> "datasets.Dataset":
+    """The test set's file through its `datasets` builder (which checks it)."""
     import datasets
     from rexrank_datasets import ReXrankTestSet
 
-    spec = get_spec(name)
-    path = resolve_file(spec, data_dir, download_url=download_url)
     builder = ReXrankTestSet(
         config_name=name,
         data_files={"test": str(path.resolve())},
@@ -173,13 +237,16 @@ def track_studies(name: str, track: str = "findings", *, data_dir: str | Path | 
     from rexrank.testsets.download import sha256_of
 
     check_track(track)
-    path = resolve_file(get_spec(name), data_dir, download_url=download_url)
-    key = (name, track, sha256_of(path))
+    spec = get_spec(name)
+    located = locate(spec, data_dir, download_url=download_url)
+    key = (name, track, sha256_of(located.path))
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
+            remember_if_given(spec, located)
             return _cache[key]
-    studies = load_all_studies(name, data_dir=path)
+    studies = _read_studies(name, located.path)
+    remember_if_given(spec, located)
     test = apply_track(studies, track)
     ids = tuple(test["id"])
     loaded = TrackStudies(name, track, key[2], ids, tuple(test[REFERENCE_COLUMN]), frozenset(studies["id"]) - set(ids))

@@ -1,13 +1,19 @@
-"""The test-set files this machine scored with, remembered in the user's own cache so that
-`rexrank analyze` reuses the folder a run was scored with instead of asking for it again.
+"""The test-set files that worked on this machine, remembered in the user's own cache: a
+folder given once (--data-dir, $REXRANK_DATA_DIR, Python's data_dir=) is found again by
+every later command and by `rexrank.load_test_set` without it.
 
-Kept out of every output file: the per-study parquet records the references' fingerprint,
-and the path stays here (a path of the user's machine is nobody else's business)."""
+A file is remembered with its size and SHA-256 once it has loaded; it is reused only while
+both still match, so a file that was moved, replaced or edited since is never used in its
+place: it is named (`stale`) and the user passes the folder again. The path stays in this
+cache, out of every output file (a path of the user's machine is nobody else's business);
+the per-study parquet records the references' fingerprint instead."""
 from __future__ import annotations
 
 import json
 import os
 import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from rexrank.testsets.download import cache_root
@@ -15,34 +21,94 @@ from rexrank.testsets.download import cache_root
 _KEPT_PER_TEST_SET = 8
 
 
+@dataclass(frozen=True)
+class Remembered:
+    path: Path
+    sha256: str
+    size: int
+    when: str  # ISO date it last worked
+
+
 def _index_path() -> Path:
     return cache_root() / "testset_locations.json"
 
 
-def _read() -> dict[str, list[str]]:
+def _entry(item) -> Remembered | None:
+    """One remembered file, or None for an entry that cannot be checked (damaged, or written
+    by an earlier version without the file's size and hash: it is not trusted)."""
+    if not isinstance(item, dict):
+        return None
+    path, sha, size = item.get("path"), item.get("sha256"), item.get("size")
+    if not isinstance(path, str) or not isinstance(sha, str) or not isinstance(size, int) or isinstance(size, bool):
+        return None
+    return Remembered(Path(path), sha, size, str(item.get("when", "")))
+
+
+def _read() -> dict[str, list[Remembered]]:
     try:
         data = json.loads(_index_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}  # no index yet, or a damaged one: it only saves typing, so start again
-    return {k: [p for p in v if isinstance(p, str)] for k, v in data.items() if isinstance(v, list)} if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {name: [e for e in map(_entry, items) if e is not None] for name, items in data.items() if isinstance(items, list)}
 
 
-def remember(test_set: str, path: Path) -> None:
-    """Put `path` first among the files remembered for `test_set` (best effort: a read-only
-    cache only costs the convenience)."""
-    index = _read()
-    resolved = str(Path(path).resolve())
-    index[test_set] = [resolved, *(p for p in index.get(test_set, []) if p != resolved)][:_KEPT_PER_TEST_SET]
+def _write(index: dict[str, list[Remembered]]) -> None:
     target = _index_path()
+    doc = {name: [{"path": str(e.path), "sha256": e.sha256, "size": e.size, "when": e.when} for e in entries]
+           for name, entries in index.items()}
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp", encoding="utf-8") as fh:
-            json.dump(index, fh, indent=1)
+            json.dump(doc, fh, indent=1)
         os.replace(fh.name, target)
     except OSError:
-        pass
+        pass  # a read-only cache only costs the convenience
+
+
+def remember(test_set: str, path: Path) -> None:
+    """Put `path` (a test-set file that has just loaded) first among those remembered for
+    `test_set`, with its size and SHA-256 now."""
+    from rexrank.testsets.download import sha256_of
+
+    path = Path(path).resolve()
+    entry = Remembered(path, sha256_of(path), path.stat().st_size,
+                       datetime.now(timezone.utc).date().isoformat())
+    index = _read()
+    kept = index.get(test_set, [])
+    if kept and (kept[0].path, kept[0].sha256, kept[0].size, kept[0].when) == (entry.path, entry.sha256, entry.size, entry.when):
+        return  # already first, as it is: nothing to write (a backend loads its test set per request)
+    index[test_set] = [entry, *(e for e in kept if e.path != path)][:_KEPT_PER_TEST_SET]
+    _write(index)
+
+
+def _unchanged(entry: Remembered) -> str | None:
+    """Why a remembered file cannot be used as it is now, or None when it can."""
+    from rexrank.errors import TestSetError
+    from rexrank.testsets.download import sha256_of
+
+    try:
+        if not entry.path.is_file():
+            return "is no longer there"
+        if entry.path.stat().st_size != entry.size:
+            return "has changed since (its size differs)"
+        if sha256_of(entry.path) != entry.sha256:
+            return "has changed since (its SHA-256 differs)"
+    except (OSError, TestSetError) as exc:
+        return f"cannot be read ({exc})"
+    return None
+
+
+def usable(test_set: str) -> list[Remembered]:
+    """Files remembered for `test_set`, most recent first, that are still as they were."""
+    return [e for e in _read().get(test_set, []) if _unchanged(e) is None]
 
 
 def remembered(test_set: str) -> list[Path]:
-    """Files remembered for `test_set`, most recent first, those still present."""
-    return [Path(p) for p in _read().get(test_set, []) if Path(p).is_file()]
+    return [e.path for e in usable(test_set)]
+
+
+def stale(test_set: str) -> list[str]:
+    """What is wrong with each remembered file that is no longer usable: "PATH is no longer there"."""
+    return [f"{e.path} {why}" for e in _read().get(test_set, []) for why in [_unchanged(e)] if why]

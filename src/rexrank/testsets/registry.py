@@ -125,16 +125,18 @@ def public_test_sets() -> list[TestSetSpec]:
 
 def get_spec(name: str) -> TestSetSpec:
     from rexrank.errors import TestSetError
+    from rexrank.suggest import did_you_mean
 
     try:
         return TEST_SETS[name]
     except KeyError:
-        raise TestSetError(f"unknown test set {name!r}; available: {', '.join(TEST_SETS)}") from None
+        raise TestSetError(f"unknown test set {name!r}{did_you_mean(name, TEST_SETS)}; available: {', '.join(TEST_SETS)}") from None
 
 
 def check_track(track: str) -> str:
     from rexrank.errors import TestSetError
+    from rexrank.suggest import did_you_mean
 
     if track not in TRACKS:
-        raise TestSetError(f"unknown track {track!r}; available: {', '.join(TRACKS)}")
+        raise TestSetError(f"unknown track {track!r}{did_you_mean(track, TRACKS)}; available: {', '.join(TRACKS)}")
     return track

@@ -1,0 +1,213 @@
+"""Issue 39, the first hour round three, on the command line: a test set's folder given once
+is remembered and reused by score, submit, analyze, the backend and `load_test_set` (and
+named); a moved or changed file is not used; mistyped names get the closest one; progress
+on the slow steps; `python -m rexrank`; result files follow the umask; the legend and notes
+speak only of what a table shows."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rexrank.testsets.download as download
+from conftest import PROJECT_ROOT, shared_path
+from rexrank.cli.main import main
+from rexrank.errors import TestSetError
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """IU-Xray is not in the download cache and cannot be fetched (as offline): it must come
+    from a folder the user gave."""
+    def refuse(*args, **kwargs):
+        raise TestSetError("ReXRank_IUXray_test.json is not cached and HF_HUB_OFFLINE=1 is set (test)")
+
+    monkeypatch.setattr(download, "fetch_pinned", refuse)
+
+
+@pytest.fixture
+def iu_copy(tmp_path):
+    """A folder of the user's holding IU-Xray (a copy, so that the test may move or edit it)."""
+    folder = tmp_path / "data" / "iu_xray"
+    folder.mkdir(parents=True)
+    shutil.copy(shared_path("data", "iu_xray", "ReXRank_IUXray_test.json"), folder)
+    return folder
+
+
+PREDS = ("validation", "moerad_iu", "MoERad.json")
+
+
+def score(*args: str) -> int:
+    return main(["score", "--dataset", "iu_xray", "--predictions", str(shared_path(*PREDS)), "--metrics", "bleu2",
+                 "--no-progress", *args])
+
+
+def test_a_folder_given_once_is_reused_by_every_command_and_named(tmp_path, iu_copy, offline, capsys):
+    import rexrank
+
+    given = str(iu_copy / "ReXRank_IUXray_test.json")
+    assert score("--data-dir", str(iu_copy.parent), "--per-study", str(tmp_path / "a.parquet")) == 0
+    assert f"test set: IU-Xray (test), {given} (from --data-dir)" in capsys.readouterr().out
+    # no --data-dir from here on: score, submit, the backend, analyze and Python find it, and say so
+    assert score("--per-study", str(tmp_path / "b.parquet")) == 0
+    out = capsys.readouterr().out
+    assert f"test set: IU-Xray (test), {given} (remembered from an earlier --data-dir" in out
+    assert "its SHA-256 is unchanged" in out
+    store = tmp_path / "store"
+    assert main(["submit", "--store", str(store), "--dataset", "iu_xray", "--predictions", str(shared_path(*PREDS)),
+                 "--model-name", "Mine", "--submitter", "me", "--no-progress"]) == 0
+    assert f"{given} (remembered" in capsys.readouterr().out
+    assert main(["backend", "--store", str(store), "--once", "--metrics", "bleu2", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["analyze", f"a={tmp_path / 'a.parquet'}", f"b={tmp_path / 'b.parquet'}", "--out", str(tmp_path / "r"),
+                 "--bootstrap", "10", "--no-progress", "--strata", "split"]) == 0
+    out = capsys.readouterr().out
+    assert f"study attributes: IU-Xray (test), {given} (remembered" in out and "were not loaded" not in out
+    test = rexrank.load_test_set("iu_xray")
+    assert len(test) > 0 and f"read from {given} (remembered" in capsys.readouterr().err
+
+
+def test_python_data_dir_is_remembered_for_the_commands(iu_copy, offline, capsys):
+    import rexrank
+
+    rexrank.load_test_set("iu_xray", data_dir=iu_copy)  # the same rule from Python
+    assert score() == 0
+    assert "(remembered from an earlier --data-dir" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change", ["edited", "moved"])
+def test_a_moved_or_changed_file_is_not_used_and_the_error_says_so(iu_copy, offline, capsys, change):
+    assert score("--data-dir", str(iu_copy)) == 0
+    capsys.readouterr()
+    path = iu_copy / "ReXRank_IUXray_test.json"
+    if change == "edited":  # the same studies, other bytes (as an editor's re-save would give)
+        path.write_text(json.dumps(json.loads(path.read_text()), indent=3))
+    else:
+        path.rename(iu_copy / "moved.json")
+    assert score() == 1
+    err = capsys.readouterr().err
+    why = "has changed since (its size differs)" if change == "edited" else "is no longer there"
+    assert f"not used: the file remembered from an earlier use, {path} {why}; pass its folder again with --data-dir" in err
+
+
+def test_the_file_is_checked_by_its_sha256_not_only_its_size(iu_copy, offline, capsys):
+    from rexrank.testsets.loading import locate
+    from rexrank.testsets.registry import get_spec
+
+    assert score("--data-dir", str(iu_copy)) == 0
+    path = iu_copy / "ReXRank_IUXray_test.json"
+    data = bytearray(path.read_bytes())
+    at = data.index(b"the")  # same size, one letter changed
+    data[at:at + 3] = b"The"
+    path.write_bytes(bytes(data))
+    with pytest.raises(TestSetError, match=r"has changed since \(its SHA-256 differs\)"):
+        locate(get_spec("iu_xray"), None)
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["score", "--dataset", "example", "--predictions", "p.json", "--metrics", "bleu"], "unknown metric(s) 'bleu' (did you mean bleu2?)"),
+    (["score", "--dataset", "example", "--predictions", "p.json", "--metrics", "bleu2,bertscor"], "(did you mean bertscore?)"),
+    (["score", "--dataset", "example", "--predictions", "p.json", "--metrics", "BLEU,radclique"],
+     "(did you mean bleu2 for 'BLEU', radcliq for 'radclique'?)"),
+    (["score", "--dataset", "iu-xray", "--predictions", "p.json"], "unknown test set 'iu-xray' (did you mean iu_xray?)"),
+    (["score", "--dataset", "example", "--track", "finding", "--predictions", "p.json"], "(did you mean findings?)"),
+    (["score", "--dataset", "example", "--predictions", "p.json", "--metric-option", "blue2.x=1"], "(did you mean bleu2?)"),
+    (["weights", "status", "sembscor"], "unknown metric(s) 'sembscor' (did you mean sembscore?)"),
+])
+def test_unknown_names_suggest_the_closest(argv, hint, capsys):
+    assert main(argv) == 1
+    assert hint in capsys.readouterr().err
+
+
+def test_an_unknown_per_study_column_suggests_the_closest(tmp_path, capsys):
+    from test_analysis_cli import write_runs
+
+    paths = write_runs(tmp_path)
+    assert main(["analyze", *map(str, paths), "--out", str(tmp_path / "o"), "--attributes", str(tmp_path / "attrs.csv"),
+                 "--sites", "--site-metric", "blue2", "--bootstrap", "5", "--no-progress"]) == 1
+    assert "no per-study column 'blue2' (did you mean bleu2?)" in capsys.readouterr().err
+
+
+def test_python_dash_m_runs_the_command():
+    done = subprocess.run([sys.executable, "-m", "rexrank", "list"], capture_output=True, text=True, timeout=300,
+                          cwd=PROJECT_ROOT, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT / "src")})
+    assert done.returncode == 0, done.stderr
+    assert "bleu2" in done.stdout
+    version = subprocess.run([sys.executable, "-m", "rexrank", "--version"], capture_output=True, text=True, timeout=300)
+    assert version.stdout.startswith("rexrank ")  # named as the command, not "__main__.py"
+
+
+@pytest.fixture
+def umask():
+    """Run with a given umask, and put the test runner's back afterwards."""
+    before = os.umask(0o022)
+    os.umask(before)
+    yield lambda mask: os.umask(mask)
+    os.umask(before)
+
+
+@pytest.mark.parametrize("mask, mode", [(0o022, 0o644), (0o027, 0o640)])
+def test_result_files_follow_the_umask(tmp_path, umask, mask, mode):
+    from rexrank.data import data_path
+
+    umask(mask)
+    out, per_study, store = tmp_path / "results.json", tmp_path / "scores.parquet", tmp_path / "store"
+    assert main(["score", "--dataset", "example", "--predictions", str(data_path("example_predictions.json")),
+                 "--out", str(out), "--per-study", str(per_study), "--no-progress"]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == mode and stat.S_IMODE(per_study.stat().st_mode) == mode
+    assert main(["submit", "--store", str(store), "--dataset", "example", "--predictions",
+                 str(data_path("example_predictions.json")), "--model-name", "M", "--submitter", "me", "--no-progress"]) == 0
+    written = [p for p in store.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+    assert written and {oct(stat.S_IMODE(p.stat().st_mode)) for p in written} == {oct(mode)}
+
+
+def test_slow_steps_show_progress(tmp_path, capsys):
+    from rexrank.data import data_path
+    from test_analysis_cli import write_runs
+
+    paths = write_runs(tmp_path)
+    assert main(["analyze", *map(str, paths), "--out", str(tmp_path / "o"), "--bootstrap", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "analysis: 100%" in err and "figures: 100%" in err
+    main(["weights", "status", "bleu2", "bertscore"])
+    assert "checking weights: 100%" in capsys.readouterr().err
+    assert main(["submit", "--store", str(tmp_path / "s"), "--dataset", "example", "--predictions",
+                 str(data_path("example_predictions.json")), "--model-name", "M", "--submitter", "me"]) == 0
+    assert "submit: 100%" in capsys.readouterr().err
+    main(["weights", "status", "bleu2", "--no-progress"])
+    assert "checking weights" not in capsys.readouterr().err
+
+
+def test_submits_link_opens_the_test_sets_table_on_the_model(tmp_path, iu_copy, capsys):
+    assert main(["submit", "--store", str(tmp_path / "s"), "--dataset", "iu_xray", "--predictions",
+                 str(shared_path(*PREDS)), "--model-name", "My Model", "--submitter", "me", "--data-dir", str(iu_copy),
+                 "--no-progress"]) == 0
+    assert "then open http://127.0.0.1:7860/?tab=iu_xray&model=My+Model" in capsys.readouterr().out
+
+
+def test_readme_gives_the_test_suites_time():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    tests = readme.split(".venv/bin/python -m pytest -q", 1)[1][:600]
+    assert "minutes" in tests, tests
+
+
+def test_the_index_is_kept_in_the_users_cache_with_path_hash_and_size(iu_copy, offline):
+    from rexrank.testsets.download import sha256_of
+    from rexrank.testsets.locations import _index_path
+
+    # an entry without a size and SHA-256 (the index as an earlier version wrote it) cannot be
+    # checked: it is not used
+    _index_path().parent.mkdir(parents=True, exist_ok=True)
+    _index_path().write_text(json.dumps({"iu_xray": [str(iu_copy / "ReXRank_IUXray_test.json")]}))
+    assert score() == 1
+    assert score("--data-dir", str(iu_copy)) == 0
+    entry = json.loads(_index_path().read_text())["iu_xray"][0]
+    path = Path(entry["path"])
+    assert path == (iu_copy / "ReXRank_IUXray_test.json").resolve()
+    assert entry["sha256"] == sha256_of(path) and entry["size"] == path.stat().st_size

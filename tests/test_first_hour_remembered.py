@@ -188,7 +188,7 @@ def test_submits_link_opens_the_test_sets_table_on_the_model(tmp_path, iu_copy, 
     assert main(["submit", "--store", str(tmp_path / "s"), "--dataset", "iu_xray", "--predictions",
                  str(shared_path(*PREDS)), "--model-name", "My Model", "--submitter", "me", "--data-dir", str(iu_copy),
                  "--no-progress"]) == 0
-    assert "then open http://127.0.0.1:7860/?tab=iu_xray&model=My+Model" in capsys.readouterr().out
+    assert "then open http://127.0.0.1:7860/?tab=iu_xray&model=me+%2F+My+Model" in capsys.readouterr().out
 
 
 def test_readme_gives_the_test_suites_time():

@@ -95,7 +95,7 @@ def test_rexrank_submit_prints_the_link_to_the_model(tmp_path, capsys):
     store = tmp_path / "store"
     assert main(["submit", "--store", str(store), "--dataset", "example", "--track", "findings", "--predictions",
                  str(data_path("example_predictions.json")), "--model-name", "My Model", "--submitter", "me"]) == 0
-    assert "http://127.0.0.1:7860/?model=My+Model" in capsys.readouterr().out
+    assert "http://127.0.0.1:7860/?model=me+%2F+My+Model" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("rank_by", tables.METRIC_KEYS)

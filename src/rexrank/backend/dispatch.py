@@ -338,8 +338,9 @@ class Dispatcher:
             if holder == GONE:
                 return self._let_go(rid)
             try:
-                if not adopted:
+                if not adopted:  # the plan is in the record before any Job starts: its shards read it
                     self._adopt(rid, shards)
+                    self._save(rid, plan_json)
                     adopted = True
                 failure = self._step(rid, shards, plan_json) or self._over_ceiling(rid)
                 if failure is None:

@@ -180,8 +180,10 @@ class LocalJobs:
     """Jobs as local processes, each in its own session, with their state in `root`
     (one folder per Job: job.json, log, rc) so that a restarted dispatcher finds them."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, *, image_environment: tuple[str, ...] = LOCAL_IMAGE_ENVIRONMENT):
+        """`image_environment`: the variables of this process a Job starts with (none: `env -i`)."""
         self.root = Path(root)
+        self.image_environment = image_environment
         self.root.mkdir(parents=True, exist_ok=True)
         self._procs: dict[str, subprocess.Popen] = {}  # started here: reaped when they end (no zombies)
 
@@ -192,7 +194,7 @@ class LocalJobs:
         meta = {"id": job_id, "command": list(command), "environment": dict(env), "labels": dict(labels),
                 "flavor": flavor, "timeout": int(timeout), "created": time.time()}
         (folder / "job.json").write_text(json.dumps(meta))
-        base = {k: os.environ[k] for k in LOCAL_IMAGE_ENVIRONMENT if k in os.environ}
+        base = {k: os.environ[k] for k in self.image_environment if k in os.environ}
         child_env = {**base, **env, **secrets}
         with open(folder / "log", "wb") as log:
             proc = subprocess.Popen([sys.executable, "-m", "rexrank.backend.local_job", str(folder), *command],

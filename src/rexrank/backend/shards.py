@@ -264,10 +264,14 @@ def seconds_per_study(metrics, flavor: str, *, speed: dict | None = None) -> flo
     return h100 / factor
 
 
-def _time(seconds: float) -> str:
+def _time(seconds: float, *, up: bool = False) -> str:
+    """A duration for people; `up`: rounded up (a least value that must suffice)."""
+    rounding = math.ceil if up else round
     if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+        return f"{rounding(seconds)} s"
+    if seconds < 5400:
+        return f"{rounding(seconds / 60)} min"
+    return f"{rounding(seconds / 360) / 10:.1f} h"
 
 
 def plan_shards(n_studies: int, metrics, metric_options: dict | None = None, *, flavor: str, max_jobs: int,
@@ -310,7 +314,7 @@ def plan_shards(n_studies: int, metrics, metric_options: dict | None = None, *, 
         limit = why or f"at most {max_shards} shard(s)"
         raise PlanError(f"{limit}, and one shard of {sized} studies ({_time(fit.seconds(1))} with start-up) does not "
                         f"fit {TIMEOUT_SHARE:.0%} of the Job timeout of {_time(job_timeout)}: raise --job-timeout to at "
-                        f"least {_time(fit.seconds(1) / TIMEOUT_SHARE)}, or score without {', '.join(blocked) or 'it'}")
+                        f"least {_time(fit.seconds(1) / TIMEOUT_SHARE, up=True)}, or score without {', '.join(blocked) or 'it'}")
     # the first shards take one more batch each where the batches do not divide evenly
     base, extra = divmod(units, k)
     ranges, start = [], 0
@@ -353,12 +357,12 @@ class _Fit:
         """Shards short enough for `seconds` (the planned share of the Job timeout)."""
         least = (self.startup + self.unit) / TIMEOUT_SHARE
         return self._shards(seconds, f"{TIMEOUT_SHARE:.0%} of the Job timeout ({_time(seconds)} of {_time(timeout)})",
-                            f"raise --job-timeout to at least {_time(least)}")
+                            f"raise --job-timeout to at least {_time(least, up=True)}")
 
     def jobs_within(self, seconds: float, flag: str) -> int:
         """Jobs, all running at once, that finish the request within `seconds`."""
         k = self._shards(seconds, f"{flag} {_time(seconds)}",
-                         f"set {flag} to at least {_time(self.startup + self.unit)}")
+                         f"set {flag} to at least {_time(self.startup + self.unit, up=True)}")
         if k > self.max_jobs:
             raise PlanError(f"{self.sized} studies within {_time(seconds)} need {k} Jobs at once and --max-jobs allows "
                             f"{self.max_jobs}: raise --max-jobs to {k}, or allow a longer {flag}")

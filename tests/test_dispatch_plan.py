@@ -21,6 +21,7 @@ from rexrank.errors import RexrankError
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store.config import REXRANK_LLM_METRICS, REXRANK_METRICS
 from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
+from test_dispatch import ThreadJobs
 from test_store import submit, write_jsonl
 
 FULL_SET = (*REXRANK_METRICS, *REXRANK_LLM_METRICS)
@@ -205,17 +206,14 @@ def test_an_llm_judge_no_job_can_run_is_an_error_not_a_log_line(tmp_path, monkey
 
 # ---- Jobs in this process ----------------------------------------------------------------------
 
-class InProcessJobs:
-    """Jobs run in threads of this process (the test's registry and test set reach them), each
-    `rexrank backend-shard`'s function on its own store object; each waits for `go` before it
-    scores; how many run at once is counted, and the lines each shard logs are kept (what the
-    Jobs service shows whoever can read the namespace)."""
+class InProcessJobs(ThreadJobs):
+    """test_dispatch's ThreadJobs (each Job `rexrank backend-shard`'s function in a thread of this
+    process, on its own store object) whose Jobs wait for `go` before they score; how many run
+    at once is counted, and the lines each shard logs are kept (what the Jobs service shows
+    whoever can read the namespace)."""
 
     def __init__(self, store_name: str, data_dir=None):
-        from rexrank.backend.jobs import JobState
-
-        self.store_name, self.data_dir, self.State = store_name, data_dir, JobState
-        self.jobs: dict = {}
+        super().__init__(store_name, data_dir)
         self.lines: dict[str, list[str]] = {}
         self.go = threading.Event()
         self.go.set()
@@ -250,13 +248,7 @@ class InProcessJobs:
 
     def inspect(self, job_id):
         self.inspected += 1
-        return self.jobs.get(job_id)
-
-    def list(self, labels):
-        return [j for j in self.jobs.values() if all(j.labels.get(k) == v for k, v in labels.items())]
-
-    def cancel(self, job_id):
-        self.jobs[job_id].stage = "CANCELED"
+        return super().inspect(job_id)
 
     def logs(self, job_id):
         return list(self.lines.get(job_id, []))

@@ -349,3 +349,26 @@ def test_a_private_requests_jobs_labels_and_logs_do_not_depend_on_its_track(tmp_
         assert other == runs[0]
     assert all(any("written" in line for line in job) for job in lines)
     assert not any("studies [" in line for job in lines for line in job)
+
+
+def test_the_command_line_plans_the_jobs_a_target_wall_time_needs(tmp_path):
+    import subprocess
+    import sys
+
+    root = tmp_path / "s"
+    store = open_store(root, quota=Quota(0))
+    req = submit(store)
+    # a slow flavour (set in the store's config): one study takes 2,140 s, so an hour holds one per Job
+    (root / "requests" / "config.json").write_text(json.dumps({"dispatch": {"flavor_speed": {"l4x1": 2e-6}}}))
+    command = [sys.executable, "-c", "import sys; from rexrank.cli.main import main; sys.exit(main())", "backend",
+               "--store", str(root), "--metrics", "bleu2", "--dispatch", "local", "--flavor", "l4x1",
+               "--target-wall", "1h", "--job-startup", "60", "--dry-run"]
+    out = subprocess.run([*command, "--max-jobs", "32"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"{req['id']} (example/findings):\n19 studies -> 19 shard(s) on l4x1" in out.stdout
+    assert "1.0 min of start-up" in out.stdout and f"as of {PRICE_TABLE_DATE} (an estimate" in out.stdout
+    capped = subprocess.run(command, capture_output=True, text=True, timeout=120)  # --max-jobs 4
+    assert capped.returncode == 0, capped.stderr
+    assert "would be refused: 19 studies within 60 min need 19 Jobs at once and --max-jobs allows 4: raise " \
+           "--max-jobs to 19" in capped.stdout
+    assert store.get_request(req["id"])["status"] == "PENDING"

@@ -647,6 +647,8 @@ class FakeJob:
             self.logs.append((time.time(), line.decode("utf-8", "replace").rstrip("\n")))
 
     def _wait(self) -> None:
+        import os
+        import signal
         import subprocess
 
         timeout = self.spec.get("timeoutSeconds")
@@ -655,7 +657,12 @@ class FakeJob:
         except subprocess.TimeoutExpired:
             self.kill("ERROR", "Job timeout")
             return
-        # a finished Job's logs are complete, as on the Hub: the exit can come before the last lines are read
+        # the container ends with its command (a child left behind goes with it); then the Job's logs are
+        # complete, as on the Hub: the exit can come before the last lines are read
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
         self.reader.join()
         with self.lock:
             if self.finished is None:

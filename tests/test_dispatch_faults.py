@@ -159,3 +159,31 @@ def test_a_late_takeover_neither_removes_the_outputs_nor_publishes_twice(hub, tm
     assert len(hub.jobs) == 3 and scorings(log) == 3 and cancels(hub) == []
     assert len(store.list_results()) == 1 and hub.commits(f"{ORG}/results") - results_before == 1
     assert not [p for p in hub.files(f"{ORG}/requests") if p.startswith("scratch/")]  # the holder removed them
+
+
+def test_rexrank_cancel_cancels_the_jobs_of_a_request_no_dispatcher_holds(hub, tmp_path, test_metrics, capsys):
+    import json
+
+    from huggingface_hub import HfApi
+
+    from rexrank.cli.main import main
+    from test_dispatch import TOKEN
+
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    HfApi(endpoint=hub.url, token=TOKEN).upload_file(path_or_fileobj=json.dumps({"dispatch": {"mode": "hf-jobs"}}).encode(),
+                                                     path_in_repo="config.json", repo_id=f"{ORG}/requests",
+                                                     repo_type="dataset")
+    log, hold = tmp_path / "scorings", tmp_path / "go"
+    stop = threading.Event()
+    d = dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_LOG": str(log),
+                                               "REXRANK_TEST_HOLD": str(hold)})
+    thread = in_thread(lambda: d.run(stop=stop))
+    wait_for(lambda: scorings(log) == 3, what="three Jobs scoring")
+    stop.set()  # the dispatcher stops (a crash, a restart): its Jobs run on, held by nobody
+    thread.join(timeout=30)
+    assert {j.stage for j in hub.jobs.values()} == {"RUNNING"}
+    assert main(["cancel", req["id"], "--store", f"hf://{ORG}", "--reason", "withdrawn"]) == 0
+    assert "3 running Job(s) cancelled" in capsys.readouterr().out
+    assert {j.stage for j in hub.jobs.values()} == {"CANCELED"} and len(cancels(hub)) == 3
+    assert store.get_request(req["id"])["status"] == "FAILED" and store.list_results() == []

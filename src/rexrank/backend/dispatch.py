@@ -154,8 +154,30 @@ def dispatcher_for(worker: Worker, *, dry_run: bool = False, **overrides) -> "Di
     if overrides.get("mode") is None and not (read_config(worker.store).get(CONFIG_KEY) or {}).get("mode"):
         return None
     settings = dispatch_settings(worker.store, **overrides)
-    jobs = None if dry_run and settings.mode == "local" else open_jobs(worker.store, settings)
-    return Dispatcher(worker, None if dry_run else jobs, settings, prices=job_prices(jobs))
+    if not dry_run:
+        jobs = open_jobs(worker.store, settings)
+        return Dispatcher(worker, jobs, settings, prices=job_prices(jobs))
+    try:  # a plan only: the Hub's prices when its Jobs can be reached, else the table
+        jobs = open_jobs(worker.store, settings) if settings.mode == "hf-jobs" else None
+    except StoreError:
+        jobs = None
+    return Dispatcher(worker, None, settings, prices=job_prices(jobs))
+
+
+def cancel_request_jobs(store, request_id: str) -> int:
+    """`rexrank cancel`: cancel the running Jobs of a request the store's dispatcher started
+    (found by their labels, whichever dispatcher holds it, if any); how many were cancelled."""
+    from rexrank.store.config import read_config
+
+    if not (read_config(store).get(CONFIG_KEY) or {}).get("mode"):
+        return 0
+    jobs = open_jobs(store, dispatch_settings(store))
+    cancelled = 0
+    for job in jobs.list({LABEL_REQUEST: request_id}):
+        if job.running:
+            jobs.cancel(job.job_id)
+            cancelled += 1
+    return cancelled
 
 
 def job_prices(jobs) -> PriceList:

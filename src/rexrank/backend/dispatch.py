@@ -264,6 +264,7 @@ class _Shard:
 
 
 HELD, GONE, CANCELLED = "held", "gone", "cancelled"
+_ALL_DONE = object()  # every shard of a request has its output
 
 
 class Dispatcher:
@@ -348,6 +349,16 @@ class Dispatcher:
         self._records[rid] = list((request.get("dispatch") or {}).get("jobs") or [])
         log.info("%s: %d shard(s) on %s, about %.2f GPU-hours ($%.2f)", rid, len(shards), plan.flavor,
                  plan.gpu_hours, plan.cost_usd)
+        settled = self._poll(rid, shards, plan_json, resolved, keeper, stop)
+        if settled is not _ALL_DONE:
+            return settled
+        return self._merge_and_publish(request, resolved, shards, plan_json, keeper, stop)
+
+    def _poll(self, rid: str, shards: list[_Shard], plan_json: dict, resolved, keeper: LeaseKeeper,
+              stop: threading.Event):
+        """Adopt, start and poll the request's Jobs until every shard is done (_ALL_DONE), or
+        the request is settled (failed, cancelled) or let go (the settled request, or None
+        when this dispatcher stops)."""
         adopted, faults = False, 0
         while True:
             if stop.is_set():  # the dispatcher stops; its Jobs go on and the next one adopts them
@@ -380,9 +391,8 @@ class Dispatcher:
             if failure is not None:
                 return self._fail(rid, plan_json, failure, resolved, keeper)
             if all(s.done for s in shards):
-                break
+                return _ALL_DONE
             stop.wait(self.settings.poll)
-        return self._merge_and_publish(request, resolved, shards, plan_json, keeper, stop)
 
     def _private_data_repo(self) -> str | None:
         return self.settings.private_data_repo or os.environ.get(PRIVATE_DATA_REPO) or None

@@ -37,10 +37,13 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from rexrank import __version__
 from rexrank.backend import public_door as door
+from rexrank.backend.dispatch_settings import CONFIG_KEY, DispatchSettings, dispatch_settings
+from rexrank.backend.job_environment import (LLM_JOB_ENVIRONMENT, LLM_JOB_SECRETS, LOCAL_MACHINE_ENVIRONMENT,
+                                             judge_backend, job_llm_problem)
 from rexrank.backend.jobs import Jobs, JobsError, JobState
 from rexrank.backend.shard_job import PRIVATE_DATA_REPO, VERSION_VARIABLE
 from rexrank.backend.shards import PlanError, PriceList, ShardPlan, check_flavor, plan_shards
@@ -53,96 +56,7 @@ from rexrank.store.repo import StoreError, transact
 log = logging.getLogger("rexrank.backend")
 
 LABEL_REQUEST, LABEL_SHARD, LABEL_ATTEMPT = "rexrank-request", "rexrank-shard", "rexrank-attempt"
-DEFAULT_IMAGE = "pytorch/pytorch:2.6.0-cuda12.4-cudnn9-runtime"  # pinned: every shard runs on the same stack
-CONFIG_KEY = "dispatch"
-# what the LLM judges read (rexrank.llm.settings): values in a Job's env, keys as its secrets
-LLM_JOB_ENVIRONMENT = ("REXRANK_LLM_BACKEND", "REXRANK_LLM_BASE_URL", "REXRANK_LLM_MODEL", "OPENAI_BASE_URL")
-LLM_JOB_SECRETS = ("REXRANK_LLM_API_KEY", "OPENAI_API_KEY")
-# where this machine keeps its models, caches and GPUs: what a local Job (this machine) needs to find them
-LOCAL_MACHINE_ENVIRONMENT = ("HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HF_DATASETS_CACHE", "XDG_CACHE_HOME",
-                             "TORCH_HOME", "REXRANK_CACHE", "REXRANK_SHARED_MODELS", "REXRANK_ALLOW_DOWNLOAD",
-                             "REXRANK_LOCK_WAIT", "STANZA_RESOURCES_DIR", "CUDA_VISIBLE_DEVICES", "TMPDIR")
 MAX_FAULT_WAIT = 300.0  # seconds between polls at most while the Hub keeps failing
-
-
-@dataclass(frozen=True)
-class DispatchSettings:
-    mode: str = "local"  # "hf-jobs" or "local"
-    flavor: str = "a10g-large"
-    llm_flavor: str | None = None  # flavour for a metric set with LLM judges (default: `flavor`)
-    max_jobs: int = 4
-    gpu_hours_ceiling: float | None = None  # per request
-    job_timeout: int = 6 * 3600  # seconds
-    shard_attempts: int = 3
-    poll: float = 10.0
-    target_shard_hours: float = 0.5
-    target_wall: int | None = None  # seconds: the Jobs that finish a request within it (all at once)
-    image: str = DEFAULT_IMAGE
-    install: str = f"rexrank[all]=={__version__}"  # or the wheel `rexrank hub deploy` published
-    namespace: str | None = None  # where Jobs run (default: the store's org)
-    job_command: tuple[str, ...] = ()  # the rexrank command inside a Job (default: installs `install` first)
-    job_env: dict = field(default_factory=dict)
-    jobs_dir: str | None = None  # local Jobs' state
-    private_data_repo: str | None = None  # Hub Jobs read private test sets there (default $REXRANK_PRIVATE_DATA_REPO)
-    flavor_prices: dict = field(default_factory=dict)
-    flavor_speed: dict = field(default_factory=dict)
-    job_startup: dict | float | None = None  # seconds before a Job's first study: one figure, or by flavour
-
-    def flavor_for(self, metrics) -> str:
-        from rexrank.metrics.llm_common import LLM_METRICS
-
-        return (self.llm_flavor or self.flavor) if set(metrics) & set(LLM_METRICS) else self.flavor
-
-
-_SETTING_TYPES = {"mode": str, "flavor": str, "llm_flavor": str, "max_jobs": int, "gpu_hours_ceiling": float,
-                  "job_timeout": int, "shard_attempts": int, "poll": float, "target_shard_hours": float,
-                  "target_wall": int, "image": str, "install": str, "namespace": str, "job_command": list,
-                  "job_env": dict, "jobs_dir": str, "private_data_repo": str, "flavor_prices": dict,
-                  "flavor_speed": dict, "job_startup": (dict, float)}
-_DURATIONS = ("job_timeout", "target_wall")
-
-
-def dispatch_settings(store, **overrides) -> DispatchSettings:
-    """The store's `dispatch` settings (config.json, what the backend Space reads), with
-    `overrides` (command-line flags; None = not given) on top."""
-    from rexrank.store.config import read_config
-
-    config = read_config(store).get(CONFIG_KEY) or {}
-    where = f"{store.name}/{R.CONFIG_FILE}: {CONFIG_KEY}"
-    if not isinstance(config, dict):
-        raise StoreError(f"{where} must be a JSON object")
-    values = {}
-    for key, value in {**config, **{k: v for k, v in overrides.items() if v is not None}}.items():
-        kind = _SETTING_TYPES.get(key)
-        if kind is None:
-            raise StoreError(f"{where}: unknown setting {key!r}; known: {', '.join(sorted(_SETTING_TYPES))}")
-        if key in _DURATIONS and isinstance(value, str):
-            value = _seconds(key, value, where)
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kinds) or isinstance(value, bool):
-            raise StoreError(f"{where}: {key} must be {' or '.join(k.__name__ for k in kinds)}, got {value!r}")
-        values[key] = tuple(value) if key == "job_command" else value
-    settings = DispatchSettings(**values)
-    if settings.mode not in ("hf-jobs", "local"):
-        raise StoreError(f"dispatch mode {settings.mode!r}: expected hf-jobs or local (--dispatch)")
-    for key in ("max_jobs", "shard_attempts", "job_timeout"):
-        if getattr(settings, key) < 1:
-            raise StoreError(f"{key} must be at least 1 (--{key.replace('_', '-')} or {where})")
-    if settings.gpu_hours_ceiling is not None and settings.gpu_hours_ceiling <= 0:
-        raise StoreError(f"gpu_hours_ceiling must be positive (--gpu-hours-ceiling or {where})")
-    if settings.target_wall is not None and settings.target_wall < 1:
-        raise StoreError(f"target_wall must be at least 1 second (--target-wall or {where})")
-    return settings
-
-
-def _seconds(key: str, text: str, where: str) -> int:
-    factors = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    try:
-        return int(float(text[:-1]) * factors[text[-1]]) if text[-1:] in factors else int(text)
-    except (ValueError, KeyError):
-        raise StoreError(f"{where}: {key} {text!r}: expected seconds or e.g. 30m, 6h") from None
 
 
 def dispatcher_for(worker: Worker, *, dry_run: bool = False, **overrides) -> "Dispatcher | None":
@@ -212,45 +126,6 @@ def open_jobs(store, settings: DispatchSettings) -> Jobs:
 
 def _store_token(store) -> str | None:
     return getattr(store.requests, "token", None)
-
-
-def judge_backend(name: str, options: dict) -> str:
-    """The LLM backend the judge `name` uses with these options and this environment."""
-    from rexrank.llm.settings import LLMSettings
-    from rexrank.metrics.registry import metric_class
-
-    return LLMSettings(backend=options.get("backend"), base_url=options.get("base_url")).chosen_backend(
-        metric_class(name).default_backend)
-
-
-def job_llm_problem(worker: Worker, mode: str) -> str | None:
-    """Why an LLM judge of the store's set (or this dispatcher's --metrics) cannot run in a
-    Job, or None: no endpoint and no local checkpoint configured for it, an endpoint a Hub
-    Job cannot reach, weights in a folder of this machine."""
-    from urllib.parse import urlparse
-
-    from rexrank.metrics.llm_common import LLM_METRICS
-
-    if worker.not_scored:
-        names = ", ".join(sorted(worker.not_scored))
-        return (f"{names} (LLM judges of the store's metric set) cannot run in any Job: {next(iter(worker.not_scored.values()))}. "
-                "Give the dispatcher an endpoint every Job calls (REXRANK_LLM_BASE_URL and REXRANK_LLM_MODEL, a key in "
-                f"REXRANK_LLM_API_KEY), or have each Job run the checkpoint itself (--metric-option NAME.backend="
-                f"transformers); or score without them (--metrics, or --store-llm-metrics)")
-    if mode != "hf-jobs":
-        return None
-    for name in (m for m in worker.metrics if m in LLM_METRICS):
-        options = worker.metric_options.get(name, {})
-        url = options.get("base_url") or os.environ.get("REXRANK_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-        if judge_backend(name, options) == "openai" and url and urlparse(url).hostname in ("localhost", "127.0.0.1", "::1"):
-            return (f"{name}'s LLM endpoint {url} is this machine's: a Hub Job cannot reach it. Serve it at an "
-                    "address the Jobs reach (REXRANK_LLM_BASE_URL), or run the checkpoint in each Job "
-                    f"(--metric-option {name}.backend=transformers)")
-        path = options.get("model_path")
-        if path and os.path.exists(path):
-            return (f"{name}.model_path={path} is a folder of this machine: a Hub Job cannot read it. Give the "
-                    f"checkpoint's Hub id instead (--metric-option {name}.model=HUB_ID)")
-    return None
 
 
 @dataclass

@@ -188,3 +188,17 @@ def test_rexrank_cancel_cancels_the_jobs_of_a_request_no_dispatcher_holds(hub, t
     assert "3 running Job(s) cancelled" in capsys.readouterr().out
     assert {j.stage for j in hub.jobs.values()} == {"CANCELED"} and len(cancels(hub)) == 3
     assert store.get_request(req["id"])["status"] == "FAILED" and store.list_results() == []
+
+
+def test_a_passing_store_fault_before_scoring_puts_the_request_back_instead_of_failing_it(hub):
+    from rexrank.backend.worker import Worker
+
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    req = submit(store)
+    # the submission rules' read of the name index, once the worker holds the request: the Hub answers 503
+    hub.inject("GET", "/index/names/", 503)
+    assert Worker(store, metrics="bleu2", worker_id="w").run(once=True) == 2  # given back, then scored
+    assert len(hub.faults_served) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED and final["attempts"] == 1, final.get("error")
+    assert len(store.list_results()) == 1

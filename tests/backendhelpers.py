@@ -25,8 +25,9 @@ def predictions_key(predictions) -> str:
 
 class Counting(Metric):
     """Logs each scoring call (REXRANK_TEST_LOG) and can be slow (REXRANK_TEST_SLOW
-    seconds, after writing REXRANK_TEST_STARTED): lets tests count how often a submission
-    was scored and kill a worker mid-scoring. Score = prediction length / 100."""
+    seconds, after writing REXRANK_TEST_STARTED) or held (until the file REXRANK_TEST_HOLD
+    exists): lets tests count how often a submission was scored and act mid-scoring.
+    Score = prediction length / 100."""
 
     name = "counting"
 
@@ -38,6 +39,9 @@ class Counting(Metric):
         if os.environ.get("REXRANK_TEST_STARTED"):
             Path(os.environ["REXRANK_TEST_STARTED"]).write_text("started")
         time.sleep(float(os.environ.get("REXRANK_TEST_SLOW", "0")))
+        hold = os.environ.get("REXRANK_TEST_HOLD")
+        while hold and not Path(hold).exists():  # the test releases it by creating the file
+            time.sleep(0.05)
         return self._rows({self.name: [len(p) / 100 for p in predictions]})
 
 

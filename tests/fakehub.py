@@ -21,7 +21,8 @@ Test hooks: `hub.commits(repo)` counts commits, `hub.fail_next_commits` injects 
 `hub.drop_commit[repo_id] = "before" | "after"` cuts the connection of that repo's next
 commit before or after applying it (a network error half-way), `hub.requests` logs
 "METHOD path" of every call; `FakeHub(keep_versions=N)` keeps only the last N versions
-of each repo readable (a benchmark making thousands of commits keeps memory bounded).
+of each repo readable (a benchmark making thousands of commits keeps memory bounded);
+`hub.inject(method, path, *kinds)` answers calls with the Hub's passing faults (see "Faults").
 
 Accounts: without `accounts` any token may do anything (and whoami answers "tester").
 With `FakeHub(accounts={token: Account(name, orgs, role)})` the fake checks like the Hub:
@@ -241,6 +242,9 @@ class FakeHub:
         self.org_ids: dict[str, str] = {}  # organisation name -> id (made from the name unless set)
         self.requests: list[str] = []  # "METHOD path" log
         self.jobs: dict[str, FakeJob] = {}  # Jobs, by id (see "Jobs" below)
+        self.faults: list[Fault] = []  # passing faults to answer matching calls with (see "Faults" below)
+        self.faults_served: list[Fault] = []
+        self.job_prices: dict[str, float] = dict(JOB_PRICES)  # USD per hour, what /api/jobs/hardware lists
         self.app = self._build_app()
         self._server = None
         self._thread = None
@@ -565,6 +569,7 @@ class FakeHub:
         for rt in ("model", "dataset", "space"):
             _bind(app, rt, info, tree, preupload, commit, paths_info, resolve, settings, commits)
         _bind_jobs(app, hub)
+        _bind_faults(app, hub)
         return app
 
     # ---- server lifecycle ----
@@ -614,17 +619,73 @@ class FakeHub:
         self.jobs[job_id].kill("DELETED", "deleted")
         del self.jobs[job_id]
 
+    def inject(self, method: str, path: str, *kinds, retry_after: float | None = None) -> None:
+        """Answer the next calls of `method` whose path contains `path` with these faults, one
+        call each: an HTTP status (e.g. 503, 429) or "reset" (the connection drops mid-answer)."""
+        for kind in kinds:
+            self.faults.append(Fault(method, path, kind, retry_after))
+
 
 # ---- Jobs ---------------------------------------------------------------------------------
 # The routes huggingface_hub 2.4's HfApi calls: run_job / run_uv_job (POST /api/jobs/NS with
 # the spec _create_job_spec builds), inspect_job (GET /api/jobs/NS/ID), list_jobs (GET
 # /api/jobs/NS, repeated `label=K=V` and `stage=S` filters), cancel_job (POST .../cancel),
-# fetch_job_logs (GET .../logs, server-sent events `data: {"timestamp", "data"}`). A Job
-# runs its command here as a local subprocess (the image is not pulled) with the caller's
-# environment minus any Hugging Face token, plus the Job's env and secrets, and is killed
-# at its timeout (stage ERROR, "Job timeout"), as the Hub does.
+# fetch_job_logs (GET .../logs, server-sent events `data: {"timestamp", "data"}`) and
+# list_jobs_hardware (GET /api/jobs/hardware). As on the Hub: every call needs a token (401
+# without; with `accounts`, 403 outside the account's namespaces, and starting or cancelling
+# needs a write token); the flavour must be one of the Hub's hardware (`JobHardware`), else
+# 400; a spec field the fake does not know, or does not run (volumes, ports, ssh, network,
+# resource groups, attempts), is refused with 400 rather than ignored. A Job runs its command
+# here as a local subprocess (the image is not pulled) with only what the image gives
+# (IMAGE_ENVIRONMENT: PATH, and a home folder of its own) plus the Job's env and secrets,
+# nothing of the caller's environment, and is killed at its timeout (stage ERROR, "Job
+# timeout"). `JOB_SPEC_FIELDS` and `JOB_INFO_NOT_SERVED` say what the fake takes and answers;
+# tests/test_fakehub_jobs.py compares them with the installed huggingface_hub.
 
+# the spec fields run_job sends (huggingface_hub's _create_job_spec) -> run here (True) or refused (False)
+JOB_SPEC_FIELDS = {"command": True, "arguments": True, "environment": True, "secrets": True, "flavor": True,
+                   "timeoutSeconds": True, "labels": True, "dockerImage": True, "spaceId": True, "attempts": False,
+                   "volumes": False, "expose": False, "ssh": False, "network": False, "resourceGroupId": False}
+# run_job's parameters -> the spec field each becomes (None: not a spec field)
+RUN_JOB_PARAMETERS = {"image": "dockerImage", "command": "command", "env": "environment", "secrets": "secrets",
+                      "flavor": "flavor", "timeout": "timeoutSeconds", "attempts": "attempts", "name": "labels",
+                      "labels": "labels", "volumes": "volumes", "expose": "expose", "expose_public": "expose",
+                      "ssh": "ssh", "network_group": "network", "network_aliases": "network",
+                      "resource_group_id": "resourceGroupId", "namespace": None, "token": None}
+# JobInfo / JobStatus fields the fake's answers leave unset, and why
+JOB_INFO_NOT_SERVED = {"space_id": "Jobs here run a Docker image", "volumes": "refused when asked",
+                       "network": "refused when asked", "retry": "attempts are refused when asked",
+                       "expose": "refused when asked", "expose_public": "refused when asked"}
+JOB_STATUS_NOT_SERVED = {"expose_urls": "no port is exposed", "ssh_url": "ssh is refused when asked"}
+IMAGE_ENVIRONMENT = ("PATH",)
 TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+# USD per hour of each flavour (the Hub's Jobs pricing page, 2026-08-21); tests may change `hub.job_prices`
+JOB_PRICES = {"cpu-basic": 0.01, "cpu-upgrade": 0.03, "cpu-performance": 1.90, "cpu-xl": 1.00, "t4-small": 0.40,
+              "t4-medium": 0.60, "l4x1": 0.80, "l4x4": 3.80, "l40sx1": 1.80, "l40sx4": 8.30, "l40sx8": 23.50,
+              "a10g-small": 1.00, "a10g-large": 1.50, "a10g-largex2": 3.00, "a10g-largex4": 5.00, "a100-large": 2.50,
+              "a100x4": 10.00, "a100x8": 20.00, "h200": 5.00, "h200x2": 10.00, "h200x4": 20.00, "h200x8": 40.00,
+              "rtx-pro-6000": 2.75, "rtx-pro-6000x2": 5.50, "rtx-pro-6000x4": 11.00, "rtx-pro-6000x8": 22.00}
+
+
+def job_flavors() -> tuple[str, ...]:
+    from huggingface_hub import JobHardware
+
+    return tuple(flavor.value for flavor in JobHardware)
+
+
+def _hardware(name: str, usd_per_hour: float) -> dict:
+    """One entry of GET /api/jobs/hardware, as the Hub lists it (per-minute cost)."""
+    import re
+
+    count = re.search(r"x(\d+)$", name)
+    gpus = 0 if name.startswith("cpu-") else int(count.group(1)) if count else 1
+    model = re.sub(r"x\d+$", "", name).split("-")[0].upper()
+    per_minute = usd_per_hour / 60
+    return {"name": name, "prettyName": name, "cpu": f"{max(2, 8 * gpus)} vCPU", "ram": f"{max(16, 60 * gpus)} GB",
+            "ephemeralStorage": "50 GB",
+            "accelerator": {"type": "gpu", "model": model, "quantity": str(gpus), "vram": "48 GB",
+                            "manufacturer": "Nvidia"} if gpus else None,
+            "unitCostMicroUSD": round(per_minute * 1e6), "unitCostUSD": per_minute, "unitLabel": "minute"}
 
 
 @dataclass
@@ -632,6 +693,7 @@ class FakeJob:
     id: str
     namespace: str
     spec: dict
+    owner: dict
     created: float = field(default_factory=time.time)
     stage: str = "SCHEDULING"
     message: str | None = None
@@ -640,13 +702,17 @@ class FakeJob:
     logs: list[tuple[float, str]] = field(default_factory=list)
     proc: object = None
     reader: object = None
+    home: object = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
         import os
         import subprocess
+        import tempfile
 
-        env = {k: v for k, v in os.environ.items() if k not in TOKEN_VARIABLES}
+        self.home = tempfile.TemporaryDirectory(prefix="fake-job-home-")
+        env = {k: os.environ[k] for k in IMAGE_ENVIRONMENT if k in os.environ}
+        env["HOME"] = self.home.name
         env.update({k: str(v) for k, v in (self.spec.get("environment") or {}).items()})
         env.update({k: str(v) for k, v in (self.spec.get("secrets") or {}).items()})
         self.proc = subprocess.Popen(list(self.spec["command"]) + list(self.spec.get("arguments") or []), env=env,
@@ -661,6 +727,8 @@ class FakeJob:
             self.logs.append((time.time(), line.decode("utf-8", "replace").rstrip("\n")))
 
     def _wait(self) -> None:
+        import os
+        import signal
         import subprocess
 
         timeout = self.spec.get("timeoutSeconds")
@@ -669,8 +737,13 @@ class FakeJob:
         except subprocess.TimeoutExpired:
             self.kill("ERROR", "Job timeout")
             return
-        # a finished Job's logs are complete, as on the Hub: the exit can come before the last lines are read
-        self.reader.join(timeout=30)
+        # the container ends with its command (a child left behind goes with it); then the Job's logs are
+        # complete, as on the Hub: the exit can come before the last lines are read
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.reader.join()
         with self.lock:
             if self.finished is None:
                 self.stage = "COMPLETED" if rc == 0 else "ERROR"
@@ -694,37 +767,82 @@ class FakeJob:
         def iso(ts):
             return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z" if ts else None
 
+        now = time.time()
+        running = None if self.started is None else int((self.finished or now) - self.started)
         return {
             "id": self.id, "createdAt": iso(self.created), "startedAt": iso(self.started),
             "finishedAt": iso(self.finished), "dockerImage": self.spec.get("dockerImage"),
-            "spaceId": self.spec.get("spaceId"), "command": self.spec["command"],
+            "command": self.spec["command"],
             "arguments": self.spec.get("arguments") or [], "environment": self.spec.get("environment") or {},
             # the Hub shows a secret's name, never its value
             "secrets": sorted(self.spec.get("secrets") or {}), "flavor": self.spec.get("flavor"),
             "labels": self.spec.get("labels") or {},
             "owner": {"id": self.namespace, "name": self.namespace, "type": "org"},
+            "initiator": self.owner,
             "status": {"stage": self.stage, "message": self.message},
+            "durations": {"schedulingSecs": int((self.started or now) - self.created), "runningSecs": running,
+                          "totalSecs": int((self.finished or now) - self.created)},
         }
+
+
+def _job_spec_problem(spec: dict) -> str | None:
+    """Why the Hub would refuse this spec (or the fake cannot run it), or None."""
+    unknown = sorted(set(spec) - set(JOB_SPEC_FIELDS))
+    if unknown:
+        return f"unknown field(s) in the Job spec: {', '.join(unknown)}"
+    unsupported = sorted(k for k in spec if not JOB_SPEC_FIELDS[k])
+    if unsupported:
+        return f"the fake Hub does not run Jobs with {', '.join(unsupported)}"
+    if not isinstance(spec.get("command"), list) or not spec["command"]:
+        return "command must be a non-empty list"
+    if not spec.get("dockerImage"):
+        return "dockerImage is required (the fake runs no Space images)"
+    if spec.get("flavor") not in job_flavors():
+        return f"Invalid flavor {spec.get('flavor')!r}: expected one of {', '.join(job_flavors())}"
+    for key in ("environment", "secrets", "labels"):
+        value = spec.get(key) or {}
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            return f"{key} must be an object of strings"
+    return None
 
 
 def _bind_jobs(app: FastAPI, hub: "FakeHub") -> None:
     from fastapi.responses import StreamingResponse
 
+    def member(request: Request, ns: str, *, write: bool) -> JSONResponse | None:
+        """A token is required; with accounts, one of the namespace (a write token to start or cancel)."""
+        if not request.headers.get("authorization", "").startswith("Bearer "):
+            return _error(401, "You must be authenticated to access Jobs")
+        if write:
+            return hub._write_error(request, ns)
+        if (err := hub._auth_error(request)) is not None:
+            return err
+        account = hub._account(request)
+        if hub.accounts is not None and (account is None or (ns != account.name and ns not in account.orgs)):
+            return _error(403, f"You don't have access to the Jobs of {ns}", "Forbidden")
+        return None
+
+    @app.get("/api/jobs/hardware")
+    def hardware(request: Request):
+        return [_hardware(name, price) for name, price in hub.job_prices.items()]
+
     @app.post("/api/jobs/{ns}")
     async def run_job(request: Request, ns: str):
-        if (err := hub._write_error(request, ns)) is not None:
+        if (err := member(request, ns, write=True)) is not None:
             return err
         spec = await request.json()
-        if not isinstance(spec.get("command"), list) or not spec["command"]:
-            return _error(400, "command must be a non-empty list")
-        job = FakeJob(uuid.uuid4().hex[:24], ns, spec)
+        if (problem := _job_spec_problem(spec)) is not None:
+            return _error(400, problem)
+        account = hub._account(request)
+        initiator = {"type": "user", "id": account.name if account else "tester", "name": account.name if account else "tester"}
+        job = FakeJob(uuid.uuid4().hex[:24], ns, spec, initiator)
         hub.jobs[job.id] = job
         job.start()
         return job.info()
 
     @app.get("/api/jobs/{ns}")
     def list_jobs(request: Request, ns: str):
-        if (err := hub._auth_error(request)) is not None:
+        if (err := member(request, ns, write=False)) is not None:
             return err
         labels = [v.split("=", 1) for v in request.query_params.getlist("label")]
         stages = set(request.query_params.getlist("stage"))
@@ -734,6 +852,8 @@ def _bind_jobs(app: FastAPI, hub: "FakeHub") -> None:
 
     @app.get("/api/jobs/{ns}/{job_id}")
     def inspect_job(request: Request, ns: str, job_id: str):
+        if (err := member(request, ns, write=False)) is not None:
+            return err
         job = hub.jobs.get(job_id)
         if job is None or job.namespace != ns:
             return _error(404, f"Job {job_id} not found")
@@ -741,7 +861,7 @@ def _bind_jobs(app: FastAPI, hub: "FakeHub") -> None:
 
     @app.post("/api/jobs/{ns}/{job_id}/cancel")
     def cancel_job(request: Request, ns: str, job_id: str):
-        if (err := hub._write_error(request, ns)) is not None:
+        if (err := member(request, ns, write=True)) is not None:
             return err
         job = hub.jobs.get(job_id)
         if job is None or job.namespace != ns:
@@ -751,6 +871,8 @@ def _bind_jobs(app: FastAPI, hub: "FakeHub") -> None:
 
     @app.get("/api/jobs/{ns}/{job_id}/logs")
     def job_logs(request: Request, ns: str, job_id: str):
+        if (err := member(request, ns, write=False)) is not None:
+            return err
         job = hub.jobs.get(job_id)
         if job is None or job.namespace != ns:
             return _error(404, f"Job {job_id} not found")
@@ -765,3 +887,33 @@ def _bind_jobs(app: FastAPI, hub: "FakeHub") -> None:
 
 def _iso_now(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
+
+
+# ---- Faults --------------------------------------------------------------------------------
+# The Hub's passing faults, injected by tests (`hub.inject(method, path, *kinds)`): the next
+# call whose method matches and whose path contains `path` is answered with the fault instead
+# (each fault once): an HTTP status (5xx, or 429 with Retry-After) or a connection that drops
+# mid-answer. `hub.faults_served` lists those answered.
+
+@dataclass
+class Fault:
+    method: str
+    path: str
+    kind: int | str  # an HTTP status, or "reset"
+    retry_after: float | None = None
+
+
+def _bind_faults(app: FastAPI, hub: "FakeHub") -> None:
+    @app.middleware("http")
+    async def faults(request: Request, call_next):
+        with hub.lock:
+            fault = next((f for f in hub.faults if f.method == request.method and f.path in request.url.path), None)
+            if fault is not None:
+                hub.faults.remove(fault)
+                hub.faults_served.append(fault)
+        if fault is None:
+            return await call_next(request)
+        if fault.kind == "reset":
+            return _CutConnection(request.url.path)
+        headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+        return JSONResponse({"error": "the fake Hub's injected fault"}, status_code=int(fault.kind), headers=headers)

@@ -242,8 +242,8 @@ _register(
            ("tests/test_public_door.py::test_the_ledger_charges_each_request_once_within_its_window",
             "tests/test_public_door.py::test_the_worker_refuses_a_private_request_over_budget_before_scoring")),
     Mutant("track-ids-on-private", "a private set's predictions validated against the track's ids again",
-           "src/rexrank/backend/public_door.py", "every_id = sorted({*test.ids, *test.outside_ids})",
-           "every_id = sorted(test.ids)",
+           "src/rexrank/backend/public_door.py", "every_id = sorted({*studies.ids, *studies.outside_ids})",
+           "every_id = sorted(studies.ids)",
            ("tests/test_private_door.py::test_leaving_out_a_study_does_not_say_whether_it_has_findings",)),
 )
 
@@ -257,14 +257,37 @@ _register(
            "src/rexrank/backend/dispatch.py", "found = self.jobs.list({LABEL_REQUEST: rid})\n        recorded",
            "found = []\n        recorded", (_D + "test_a_restarted_dispatcher_adopts_the_running_jobs",)),
     Mutant("token-in-env", "the store token passed in the Job's environment instead of as a secret",
-           "src/rexrank/backend/dispatch.py", 'secrets = {"HF_TOKEN": token} if token else {}',
-           'secrets, env = {}, {**env, "HF_TOKEN": token or ""}', (_D + "test_the_store_token_is_a_job_secret_only",)),
+           "src/rexrank/backend/dispatch.py", '            secrets["HF_TOKEN"] = token\n',
+           '            env["HF_TOKEN"] = token\n', (_D + "test_the_store_token_is_a_job_secret_only",)),
     Mutant("cancel-leaves-jobs", "a cancelled request's Jobs go on running",
            "src/rexrank/backend/dispatch.py", "                    self.jobs.cancel(job.job_id)\n",
            "                    pass\n", (_D + "test_cancel_mid_run_cancels_every_job_and_publishes_nothing",)),
     Mutant("no-shard-retry", "a failed shard Job is not started again",
            "src/rexrank/backend/dispatch.py", "if shard.failures >= self.settings.shard_attempts:",
            "if shard.failures >= 1:", (_D + "test_a_shard_killed_mid_run_is_retried_and_published_once",)),
+)
+
+# ---- issue 38: scale-out on the real Hub (and issue 40's held-out bugs 2-4) ---------------------
+_P, _F = "tests/test_dispatch_plan.py::", "tests/test_dispatch_faults.py::"
+_register(
+    Mutant("speed-multiplies", "a flavour's relative speed multiplies the reference time (a slower GPU estimated faster)",
+           "src/rexrank/backend/shards.py", "    return h100 / factor\n", "    return h100 * factor\n",
+           (_P + "test_a_slower_gpu_takes_longer_and_costs_its_own_hours",)),
+    Mutant("jobs-cap-off-by-one", "max_jobs + 1 Jobs run at once",
+           "src/rexrank/backend/dispatch.py", "if running >= self.settings.max_jobs:",
+           "if running > self.settings.max_jobs:", (_P + "test_no_more_jobs_run_at_once_than_max_jobs",)),
+    Mutant("prices-over-config", "the price table merged over the store's flavor_prices instead of under them",
+           "src/rexrank/backend/shards.py", "PriceList({**self.per_hour, **prices},",
+           "PriceList({**prices, **self.per_hour},", (_P + "test_configured_prices_win_over_the_hubs_and_the_tables",)),
+    Mutant("takeover-cancels", "a dispatcher that lost its lease cancels the Jobs the new holder adopted",
+           "src/rexrank/backend/dispatch.py", "            if holder == GONE:\n                return self._let_go(rid)\n",
+           "            if holder == GONE:\n                self._stop_jobs(rid)\n                return self._let_go(rid)\n",
+           (_F + "test_a_dispatcher_that_lost_its_lease_leaves_the_running_jobs_to_the_new_holder",)),
+    Mutant("private-plan-by-track", "a private request planned (K, ceiling) from its track's size",
+           "src/rexrank/backend/dispatch.py",
+           "public = len(studies.ids) + len(studies.outside_ids) if resolved.private else None",
+           "public = None", (_P + "test_a_private_requests_ceiling_refusal_comes_from_the_sets_public_size",
+                             _P + "test_a_private_requests_jobs_labels_and_logs_do_not_depend_on_its_track")),
 )
 
 def run_one(mutant: Mutant, *, timeout: float) -> tuple[bool, float, str]:

@@ -52,6 +52,11 @@ SECONDS_PER_CHARACTER = 0.001
 MASK = 0.123456789  # what every noised number becomes (rounded as it was)
 MODEL = "probe-model"
 METRICS = "bleu2,timed"
+
+
+def WORLD_METRICS(registry) -> dict:
+    """The metric registry of a world: the real metrics, the backend tests' and `timed`."""
+    return {**registry.METRICS, **TEST_METRICS, "timed": ("neighbours:Timed", "core")}
 STORE = "hf://rexrank"
 
 
@@ -87,7 +92,7 @@ class Timed(Metric):
 
     def _score(self, predictions, references):
         CLOCK.advance(SECONDS_PER_CHARACTER * sum(len(r) for r in references))
-        return self._result_from_columns({self.name: [0.0] * len(predictions)})
+        return self._rows({self.name: [0.0] * len(predictions)})
 
 
 def masked_noise(real):
@@ -324,7 +329,7 @@ def run_world(tmp: Path, findings: dict[str, str | None], *, dispatched: bool = 
         mp.setattr(R, "now", clock.now)
         mp.setattr(privacy, "secure_rng", lambda: np.random.default_rng(seed))
         mp.setattr(privacy, "_published", masked_noise(privacy._published))
-        mp.setattr(registry, "METRICS", {**registry.METRICS, **TEST_METRICS, "timed": ("neighbours:Timed", "core")})
+        mp.setattr(registry, "METRICS", WORLD_METRICS(registry))
         spec = testsets.TEST_SETS["rexgradient"]
         mp.setitem(testsets.TEST_SETS, "rexgradient", dataclasses.replace(spec, n_studies=None))
         logger, level = logging.getLogger("rexrank"), logging.getLogger("rexrank").level

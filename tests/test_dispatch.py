@@ -50,7 +50,7 @@ def settings(**kw) -> DispatchSettings:
     # tiny shards (three for the example's 19 studies); each Job runs the test helper, which
     # is the rexrank command line with the test metrics registered
     base = dict(mode="hf-jobs", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.2,
-                job_command=(sys.executable, HELPER), job_env={"HF_HUB_OFFLINE": "0"}, job_timeout=300)
+                job_command=(sys.executable, HELPER), job_env={"HF_HUB_OFFLINE": "0"}, job_timeout=300, job_startup=0)
     return DispatchSettings(**{**base, **kw})
 
 
@@ -224,7 +224,8 @@ def test_the_store_token_is_a_job_secret_only(hub, tmp_path, caplog):
         shown = json.dumps({"command": info.command, "arguments": info.arguments, "labels": info.labels,
                             "environment": info.environment, "secrets": info.secrets})
         assert TOKEN not in shown and TOKEN not in json.dumps(job.spec["command"] + [job.spec["environment"]])
-        logs = list(api.fetch_job_logs(job_id=job.id, namespace=ORG))
+        # follow=True: read until the service says the Job ended (no 5 s read timeout, a flake under load)
+        logs = list(api.fetch_job_logs(job_id=job.id, namespace=ORG, follow=True))
         assert logs and TOKEN not in "\n".join(logs)
     assert TOKEN not in caplog.text and TOKEN not in json.dumps(final)
 
@@ -308,13 +309,14 @@ def test_the_worker_resolves_a_request_once(tmp_path, monkeypatch):
 def test_shard_boundaries_fall_between_the_official_llm_batches():
     from rexrank.backend.shards import PlanError, plan_shards
 
-    plan = plan_shards(10000, ["bleu2", "bertscore", "green"], flavor="h100", max_jobs=7)
+    plan = plan_shards(10000, ["bleu2", "bertscore", "green"], flavor="h200", max_jobs=7)
     assert plan.k == 7 and plan.align == 8 and plan.ranges[0][0] == 0 and plan.ranges[-1][1] == 10000
     assert all(start % 8 == 0 for start, _ in plan.ranges)  # every batch of 8 is the official one
     assert all(a[1] == b[0] for a, b in zip(plan.ranges, plan.ranges[1:]))
-    assert plan_shards(10000, ["green"], {"green": {"batch_size": 6}}, flavor="h100", max_jobs=5).align == 6
-    # the H100 figures: 1.50 s per study for GREEN, 15.4 s per 600 studies for the non-LLM suite
-    assert plan_shards(600, ["green"], flavor="h100", max_jobs=1).gpu_hours == pytest.approx(600 * 1.5 / 3600)
+    assert plan_shards(10000, ["green"], {"green": {"batch_size": 6}}, flavor="h200", max_jobs=5).align == 6
+    # the H100 figures: 1.50 s per study for GREEN, 15.4 s per 600 studies for the non-LLM suite; an H200 at 1.3x
+    assert plan_shards(600, ["green"], flavor="h200", max_jobs=1, startup=0).gpu_hours == \
+        pytest.approx(600 * 1.5 / 1.3 / 3600)
     # each metric says how it may be cut: SRR-BERT's sentence batches are rebuilt whole in each shard,
     # GREEN's length-sorted batches on a local model span the whole request
     small = dict(flavor="l4x1", max_jobs=8, target_shard_hours=1e-9)
@@ -324,7 +326,7 @@ def test_shard_boundaries_fall_between_the_official_llm_batches():
     assert plan_shards(10000, ["srr_bert"], {"srr_bert": {"batching": "distinct"}}, **small).k == 1
     with pytest.raises(PlanError, match="green need a GPU flavour"):
         plan_shards(100, ["green"], flavor="cpu-basic", max_jobs=2)
-    with pytest.raises(PlanError, match="unknown flavour 'a10'"):
+    with pytest.raises(PlanError, match="unknown flavour 'a10': not Hugging Face Jobs hardware"):
         plan_shards(100, ["bleu2"], flavor="a10", max_jobs=2)
 
 
@@ -341,7 +343,7 @@ def test_a_tiny_llm_judge_merges_into_the_single_worker_run(tmp_path):
 
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
-    s = DispatchSettings(mode="local", flavor="h100", max_jobs=3, target_shard_hours=1e-9, poll=0.3)
+    s = DispatchSettings(mode="local", flavor="h200", max_jobs=3, target_shard_hours=1e-9, poll=0.3)
     worker = Worker(store, metrics="green", metric_options=options("c1"), worker_id="d")
     assert Dispatcher(worker, LocalJobs(tmp_path / "jobs"), s).run(once=True) == 1
     final = store.get_request(req["id"])
@@ -456,7 +458,7 @@ def test_green_by_length_on_a_local_model_is_one_shard_and_equals_the_single_run
         return {"green": dict(model_path=str(model), batching="by_length", max_length=max(lengths) + 4, max_new_tokens=16,
                               batch_size=4, cache_dir=str(tmp_path / cache), keep_completions=True, progress=False)}
 
-    final, store, single_store = dispatched_and_single(tmp_path, "green", options, jobs="thread", flavor="h100")
+    final, store, single_store = dispatched_and_single(tmp_path, "green", options, jobs="thread", flavor="h200")
     assert final["status"] == FINISHED, final.get("error")
     assert final["dispatch"]["plan"]["ranges"] == [[0, 19]]  # the metric refuses a cut
     (record, per_study), (single, single_per_study) = published(store), published(single_store)

@@ -51,16 +51,9 @@ def worlds(tmp_path_factory):
     return get
 
 
-# the dispatched findings case: each shard Job logs its range of the track's studies ("shard 2 of
-# ID (studies [34, 50), attempt 1) written", rexrank.backend.shard_job.run_shard), and the plan
-# cuts the track's size (rexrank.backend.dispatch.Dispatcher.plan): 50 vs 49 in-track studies
-JOB_LOGS_COUNT_THE_TRACK = pytest.mark.xfail(
-    strict=True, reason="Job logs and shard plan from the track's size (shard_job.run_shard, Dispatcher.plan): jobs branch")
-
-
 @pytest.mark.parametrize("case, dispatched", [
     ("findings present or absent", False),
-    pytest.param("findings present or absent", True, marks=JOB_LOGS_COUNT_THE_TRACK),
+    ("findings present or absent", True),
     ("long or short reference", False),
     ("long or short reference", True),
 ], ids=["findings present or absent, single worker", "findings present or absent, dispatched",
@@ -76,17 +69,23 @@ def test_one_study_changes_no_public_byte_but_the_noised_numbers(worlds, case, d
 
 def ceiling_between(n_low: int, n_high: int) -> float:
     """A GPU-hour ceiling that a plan of n_high studies exceeds and one of n_low does not
-    (the dispatcher's plan for the harness's metrics on cpu-basic)."""
+    (the plan of the world's dispatcher: its metrics on cpu-basic, 3 Jobs, the default
+    start-up and Job timeout)."""
+    import rexrank.metrics.registry as registry
+    from rexrank.backend.dispatch_settings import DispatchSettings
     from rexrank.backend.shards import plan_shards
-    from neighbours import METRICS
+    from neighbours import METRICS, WORLD_METRICS
 
-    low, high = (plan_shards(n, METRICS.split(","), flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9).gpu_hours
-                 for n in (n_low, n_high))
+    defaults = DispatchSettings()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(registry, "METRICS", WORLD_METRICS(registry))
+        low, high = (plan_shards(n, METRICS.split(","), flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9,
+                                 startup=defaults.job_startup, job_timeout=defaults.job_timeout).gpu_hours
+                     for n in (n_low, n_high))
     assert low < high
     return (low + high) / 2
 
 
-@pytest.mark.xfail(strict=True, reason="ceiling from public sizes: jobs branch")
 def test_the_gpu_hour_ceiling_refuses_neighbours_alike(worlds):
     """Attack 8 through the whole path: a ceiling between the estimates for 49 and 50
     in-track studies refused one world and scored the other ("the estimated X GPU-hours",

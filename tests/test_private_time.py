@@ -83,14 +83,7 @@ def test_a_private_failure_after_scoring_is_settled_at_the_slot_too(tmp_path, mo
     assert [c["title"] for c in world.results_commits] == ["initial commit"]
 
 
-# the dispatcher fails a private request when a shard's last attempt fails, or the merge does
-# (rexrank.backend.dispatch.Dispatcher._process, _merge_and_publish): at once, so FAILED dates the
-# end of its scoring; they belong on the shared publish path the jobs branch builds
-DISPATCHER_FAILS_AT_ONCE = pytest.mark.xfail(
-    strict=True, reason="private failures in the dispatcher are settled when they happen (dispatch.py): jobs branch")
-
-
-@pytest.mark.parametrize("dispatched", [False, pytest.param(True, marks=DISPATCHER_FAILS_AT_ONCE)],
+@pytest.mark.parametrize("dispatched", [False, True],
                          ids=["single worker", "dispatched"])
 def test_a_private_internal_error_is_settled_at_the_slot(tmp_path, dispatched):
     """A metric that raises on the private set (backendhelpers' `crashing`, after the timed

@@ -265,19 +265,18 @@ def _results_header(predictions: Predictions, references: list[str], names: list
     }
 
 
-def _with_test_set_context(metric_options: dict | None, names: list[str], dataset: str, track: str, data_dir,
-                           ids: Sequence[str]) -> dict | None:
+def _with_test_set_context(metric_options: dict | None, names: list[str], test) -> dict | None:
     """crimson.patient_context="test_set": one context per study from the test set's rows."""
     from rexrank.metrics.crimson_context import FROM_TEST_SET, test_set_contexts
 
     crimson = (metric_options or {}).get("crimson", {})
     if "crimson" not in names or crimson.get("patient_context") != FROM_TEST_SET:
         return metric_options
-    from rexrank.testsets.loading import load_test_set
+    from rexrank.testsets.loading import track_rows
 
-    rows = load_test_set(dataset, track, data_dir=data_dir)
+    rows = track_rows(test)
     by_id = dict(zip(rows["id"], test_set_contexts(rows)))
-    return {**metric_options, "crimson": {**crimson, "patient_context": [by_id[i] for i in ids]}}
+    return {**metric_options, "crimson": {**crimson, "patient_context": [by_id[i] for i in test.studies.ids]}}
 
 
 def _select(predictions: Predictions, references: list[str], metric_options: dict | None, start: int, stop: int):
@@ -295,12 +294,58 @@ def _select(predictions: Predictions, references: list[str], metric_options: dic
     return part, references[start:stop], options, RequestPart(list(predictions.texts), references, start, stop)
 
 
+def test_set_info(test) -> dict[str, Any]:
+    """What a run's results say about its test set (`test`: a resolved test set)."""
+    return {
+        "name": test.spec.name,
+        "title": test.spec.title,
+        "split": test.spec.split,
+        "track": test.track,
+        "n_studies": len(test.studies.ids),
+        "n_studies_outside_track": len(test.studies.outside_ids),
+        "access": test.spec.access,
+    }
+
+
+def load_submission(test, predictions_path: str | Path, *, id_column: str | None = None,
+                    prediction_column: str | None = None) -> Predictions:
+    """A predictions file validated against a resolved test set's track."""
+    return load_predictions(
+        predictions_path, list(test.studies.ids), test_set=f"{test.spec.title}, {test.track} track",
+        outside_track_ids=test.studies.outside_ids, id_column=id_column, prediction_column=prediction_column,
+    )
+
+
+def run_header(test, predictions: Predictions, metrics: Sequence[str], *, bootstrap: int = 0,
+               seed: int = 0) -> dict[str, Any]:
+    """A whole run's results before any metric (test set, predictions, statistics): what
+    score_resolved writes, and the header of a dispatched request's merged shards."""
+    return _results_header(predictions, list(test.studies.references), list(metrics), bootstrap, seed,
+                           test_set_info(test))
+
+
 def score_submission(
     dataset: str,
     track: str,
     predictions_path: str | Path,
     *,
     data_dir: str | Path | None = None,
+    metrics: Sequence[str] | str | None = None,
+    **options: Any,
+) -> ScoreRun:
+    """Load the test set, validate the predictions file against it, run the metrics: the
+    test set looked up here, then `score_resolved` (its options)."""
+    from rexrank.testsets.loading import resolve_test_set
+
+    names = parse_metric_list(metrics)  # fail on a bad metric name before any loading
+    return score_resolved(resolve_test_set(dataset, track, data_dir=data_dir), predictions_path, metrics=names,
+                          **options)
+
+
+def score_resolved(
+    test,
+    predictions_path: str | Path,
+    *,
     metrics: Sequence[str] | str | None = None,
     metric_options: dict[str, dict] | None = None,
     bootstrap: int = 0,
@@ -311,48 +356,25 @@ def score_submission(
     id_column: str | None = None,
     prediction_column: str | None = None,
     nothing_scored_is_error: bool = True,
-    studies=None,
-    spec=None,
     select: tuple[int, int] | None = None,
 ) -> ScoreRun:
-    """Load the test set, validate the predictions file against it, run the metrics
+    """Validate the predictions file against a test set resolved already (`test`: its spec,
+    track, the track's studies and data folder: rexrank.testsets.loading.ResolvedTestSet,
+    or the backend's ResolvedRequest), nothing looked up again, and run the metrics
     (`keep_going`, `on_update`, `nothing_scored_is_error`: see score_predictions; `id_column`,
     `prediction_column`: the predictions file's column names when they are not the usual ones).
-    `studies`, `spec`: the track's studies and the test set's spec already resolved (the backend's
-    rexrank.backend.resolved.ResolvedRequest);
     `select` = (start, stop): score only those studies, in test-set order (one shard of
     a dispatched request; the whole file is still validated). A shard never fails for
     scoring none of its studies: that rule is the whole request's, applied where the shards
     merge (rexrank.backend.merge)."""
-    from rexrank.testsets.loading import track_studies
-    from rexrank.testsets.registry import check_track, get_spec
-
     names = parse_metric_list(metrics)  # fail on a bad metric name before any loading
-    if spec is None:
-        spec = get_spec(dataset)
-        check_track(track)
-    # cached per process by the file's SHA-256
-    test = studies if studies is not None else track_studies(dataset, track, data_dir=data_dir)
-    outside = test.outside_ids
-    predictions = load_predictions(
-        predictions_path, list(test.ids), test_set=f"{spec.title}, {track} track", outside_track_ids=outside,
-        id_column=id_column, prediction_column=prediction_column,
-    )
-    metric_options = _with_test_set_context(metric_options, names, dataset, track, data_dir, test.ids)
-    references = list(test.references)
+    predictions = load_submission(test, predictions_path, id_column=id_column, prediction_column=prediction_column)
+    metric_options = _with_test_set_context(metric_options, names, test)
+    references = list(test.studies.references)
     part = None
     if select is not None:
         predictions, references, metric_options, part = _select(predictions, references, metric_options, *select)
         nothing_scored_is_error = False
-    info = {
-        "name": dataset,
-        "title": spec.title,
-        "split": spec.split,
-        "track": track,
-        "n_studies": len(test.ids),
-        "n_studies_outside_track": len(outside),
-        "access": spec.access,
-    }
     return score_predictions(
         predictions,
         references,
@@ -361,7 +383,7 @@ def score_submission(
         bootstrap=bootstrap,
         seed=seed,
         progress=progress,
-        test_set_info=info,
+        test_set_info=test_set_info(test),
         keep_going=keep_going,
         on_update=on_update,
         nothing_scored_is_error=nothing_scored_is_error,

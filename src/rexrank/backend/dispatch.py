@@ -6,15 +6,29 @@ one request, so never score a shard twice), cuts it into shards (rexrank.backend
 starts one Job per shard (rexrank.backend.jobs: Hugging Face Jobs or local processes; the
 Jobs service schedules them, the dispatcher only starts, polls, retries and cancels),
 merges the shards' per-study files once all are in (rexrank.backend.merge) and publishes
-once with the worker's conditional commit.
+once with the worker's conditional commit. Claim, resolve, the submission rules, the
+privacy charge and publishing are the worker's own steps (Worker.admit, Worker.publish).
+
+A Job is self-contained: its spec (`Dispatcher.job_spec`) carries everything its shard
+needs: where the data is (the private data repo for Hub Jobs, the data folder for local
+ones), the LLM endpoint and settings its judges use (REXRANK_LLM_*, keys as secrets), the
+exact rexrank build, and the store token as the secret HF_TOKEN; the metric options are in
+the request's plan. A Job inherits nothing from the dispatcher's environment.
 
 Each Job carries the labels request, shard and attempt: a dispatcher that restarts (or
 takes over an expired lease) lists them and adopts the Jobs still running, starting no
 duplicate. A shard Job that fails, times out or disappears is started again, up to
 `shard_attempts`; then the request FAILs with the shard's cause and nothing is published.
-A cancelled request has all its Jobs cancelled. The plan, the Jobs (flavour, state,
-seconds, estimated cost) and the GPU-seconds per metric are kept in the request record,
-which only the organisers read (the requests repo).
+The Hub's passing faults never fail a request: the Jobs client retries them, and a poll
+that still meets one (Jobs API or store) is tried again later while its Jobs run on. A
+dispatcher that no longer holds a request (its lease passed to another dispatcher, or the
+request settled) leaves its Jobs and shard outputs alone; only a cancelled request
+(`rexrank cancel`) has its Jobs cancelled, and a request this dispatcher fails stops its
+own other Jobs. The plan, the Jobs (flavour, state, seconds, estimated cost) and the
+GPU-seconds per metric are kept in the request record, which only the organisers read (the
+requests repo). On a private test set the plan is sized from the test set's total (public)
+size, never the track's: the number of Jobs, their labels and the GPU-hour ceiling's
+refusal say nothing about the track.
 """
 from __future__ import annotations
 
@@ -23,14 +37,18 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from rexrank import __version__
 from rexrank.backend import public_door as door
+from rexrank.backend.dispatch_settings import CONFIG_KEY, DispatchSettings, dispatch_settings
+from rexrank.backend.job_environment import (LLM_JOB_ENVIRONMENT, LLM_JOB_SECRETS, LOCAL_MACHINE_ENVIRONMENT,
+                                             judge_backend, job_llm_problem)
 from rexrank.backend.jobs import Jobs, JobsError, JobState
-from rexrank.backend.shard_job import PRIVATE_DATA_REPO
-from rexrank.backend.shards import FLAVOR_PRICES, PlanError, ShardPlan, plan_shards
+from rexrank.backend.shard_job import PRIVATE_DATA_REPO, VERSION_VARIABLE
+from rexrank.backend.shards import PlanError, PriceList, ShardPlan, check_flavor, plan_shards
 from rexrank.backend.worker import BackendStop, LeaseKeeper, Worker
+from rexrank.errors import RexrankError, first_line
 from rexrank.store import records as R
 from rexrank.store.names import display
 from rexrank.store.repo import StoreError, transact
@@ -38,92 +56,55 @@ from rexrank.store.repo import StoreError, transact
 log = logging.getLogger("rexrank.backend")
 
 LABEL_REQUEST, LABEL_SHARD, LABEL_ATTEMPT = "rexrank-request", "rexrank-shard", "rexrank-attempt"
-DEFAULT_IMAGE = "pytorch/pytorch:2.6.0-cuda12.4-cudnn9-runtime"  # pinned: every shard runs on the same stack
-CONFIG_KEY = "dispatch"
-
-
-@dataclass(frozen=True)
-class DispatchSettings:
-    mode: str = "local"  # "hf-jobs" or "local"
-    flavor: str = "a10g-large"
-    llm_flavor: str | None = None  # flavour for a metric set with LLM judges (default: `flavor`)
-    max_jobs: int = 4
-    gpu_hours_ceiling: float | None = None  # per request
-    job_timeout: int = 6 * 3600  # seconds
-    shard_attempts: int = 3
-    poll: float = 10.0
-    target_shard_hours: float = 0.5
-    image: str = DEFAULT_IMAGE
-    install: str = f"rexrank[all]=={__version__}"  # or the wheel `rexrank hub deploy` published
-    namespace: str | None = None  # where Jobs run (default: the store's org)
-    job_command: tuple[str, ...] = ()  # the rexrank command inside a Job (default: installs `install` first)
-    job_env: dict = field(default_factory=dict)
-    jobs_dir: str | None = None  # local Jobs' state
-    flavor_prices: dict = field(default_factory=dict)
-    flavor_speed: dict = field(default_factory=dict)
-
-    def flavor_for(self, metrics) -> str:
-        from rexrank.metrics.llm_common import LLM_METRICS
-
-        return (self.llm_flavor or self.flavor) if set(metrics) & set(LLM_METRICS) else self.flavor
-
-
-_SETTING_TYPES = {"mode": str, "flavor": str, "llm_flavor": str, "max_jobs": int, "gpu_hours_ceiling": float,
-                  "job_timeout": int, "shard_attempts": int, "poll": float, "target_shard_hours": float, "image": str,
-                  "install": str, "namespace": str, "job_command": list, "job_env": dict, "jobs_dir": str,
-                  "flavor_prices": dict, "flavor_speed": dict}
-
-
-def dispatch_settings(store, **overrides) -> DispatchSettings:
-    """The store's `dispatch` settings (config.json, what the backend Space reads), with
-    `overrides` (command-line flags; None = not given) on top."""
-    from rexrank.store.config import read_config
-
-    config = read_config(store).get(CONFIG_KEY) or {}
-    where = f"{store.name}/{R.CONFIG_FILE}: {CONFIG_KEY}"
-    if not isinstance(config, dict):
-        raise StoreError(f"{where} must be a JSON object")
-    values = {}
-    for key, value in {**config, **{k: v for k, v in overrides.items() if v is not None}}.items():
-        kind = _SETTING_TYPES.get(key)
-        if kind is None:
-            raise StoreError(f"{where}: unknown setting {key!r}; known: {', '.join(sorted(_SETTING_TYPES))}")
-        if key == "job_timeout" and isinstance(value, str):
-            value = _seconds(value, where)
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise StoreError(f"{where}: {key} must be a {kind.__name__}, got {value!r}")
-        values[key] = tuple(value) if key == "job_command" else value
-    settings = DispatchSettings(**values)
-    if settings.mode not in ("hf-jobs", "local"):
-        raise StoreError(f"dispatch mode {settings.mode!r}: expected hf-jobs or local (--dispatch)")
-    for key in ("max_jobs", "shard_attempts", "job_timeout"):
-        if getattr(settings, key) < 1:
-            raise StoreError(f"{key} must be at least 1 (--{key.replace('_', '-')} or {where})")
-    if settings.gpu_hours_ceiling is not None and settings.gpu_hours_ceiling <= 0:
-        raise StoreError(f"gpu_hours_ceiling must be positive (--gpu-hours-ceiling or {where})")
-    return settings
-
-
-def _seconds(text: str, where: str) -> int:
-    factors = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    try:
-        return int(float(text[:-1]) * factors[text[-1]]) if text[-1:] in factors else int(text)
-    except (ValueError, KeyError):
-        raise StoreError(f"{where}: job_timeout {text!r}: expected seconds or e.g. 30m, 6h") from None
+MAX_FAULT_WAIT = 300.0  # seconds between polls at most while the Hub keeps failing
 
 
 def dispatcher_for(worker: Worker, *, dry_run: bool = False, **overrides) -> "Dispatcher | None":
     """The dispatcher the flags (`overrides`, None = not given) or the store's config ask
     for, else None (the worker scores requests itself, as without --dispatch). `dry_run`:
-    one that only plans (it reaches no Jobs service)."""
+    one that only plans (it starts no Job; it reads the Hub's prices when it can)."""
     from rexrank.store.config import read_config
 
     if overrides.get("mode") is None and not (read_config(worker.store).get(CONFIG_KEY) or {}).get("mode"):
         return None
     settings = dispatch_settings(worker.store, **overrides)
-    return Dispatcher(worker, None if dry_run else open_jobs(worker.store, settings), settings)
+    if not dry_run:
+        jobs = open_jobs(worker.store, settings)
+        return Dispatcher(worker, jobs, settings, prices=job_prices(jobs))
+    try:  # a plan only: the Hub's prices when its Jobs can be reached, else the table
+        jobs = open_jobs(worker.store, settings) if settings.mode == "hf-jobs" else None
+    except StoreError:
+        jobs = None
+    return Dispatcher(worker, None, settings, prices=job_prices(jobs))
+
+
+def cancel_request_jobs(store, request_id: str) -> int:
+    """`rexrank cancel`: cancel the running Jobs of a request the store's dispatcher started
+    (found by their labels, whichever dispatcher holds it, if any); how many were cancelled."""
+    from rexrank.store.config import read_config
+
+    if not (read_config(store).get(CONFIG_KEY) or {}).get("mode"):
+        return 0
+    jobs = open_jobs(store, dispatch_settings(store))
+    cancelled = 0
+    for job in jobs.list({LABEL_REQUEST: request_id}):
+        if job.running:
+            jobs.cancel(job.job_id)
+            cancelled += 1
+    return cancelled
+
+
+def job_prices(jobs) -> PriceList:
+    """The Hub's prices (`list_jobs_hardware()`) when its Jobs answer, else the dated table."""
+    hardware = getattr(jobs, "hardware", None)
+    if hardware is None:
+        return PriceList.table()
+    try:
+        return PriceList.from_hardware(hardware())
+    except JobsError as exc:
+        table = PriceList.table()
+        log.warning("could not read the Hub's Jobs prices (%s); estimating with %s", exc, table.source)
+        return table
 
 
 def open_jobs(store, settings: DispatchSettings) -> Jobs:
@@ -157,14 +138,29 @@ class _Shard:
     cause: str = ""
 
 
+HELD, GONE, CANCELLED = "held", "gone", "cancelled"
+_ALL_DONE = object()  # every shard of a request has its output
+
+
 class Dispatcher:
     """Claims requests and runs them as shard Jobs; `worker` provides the store, the metric
-    set, the policy check and what is published (result record, coverage, messages)."""
+    set, the steps before scoring and publishing (Worker.admit, Worker.publish). `prices`:
+    the Hub's, or the dated table (default); the store's flavor_prices go over them."""
 
-    def __init__(self, worker: Worker, jobs: Jobs | None, settings: DispatchSettings):
+    def __init__(self, worker: Worker, jobs: Jobs | None, settings: DispatchSettings, *,
+                 prices: PriceList | None = None):
         self.worker, self.jobs, self.settings = worker, jobs, settings
         self.store = worker.store
+        self.prices = (prices or PriceList.table()).configured(settings.flavor_prices)
         self._records: dict[str, list[dict]] = {}
+        for flavor in {settings.flavor, settings.llm_flavor} - {None}:
+            try:
+                check_flavor(flavor)
+            except PlanError as exc:
+                raise RexrankError(str(exc)) from None
+        problem = job_llm_problem(worker, settings.mode)
+        if problem is not None:
+            raise RexrankError(f"dispatch: {problem}")
 
     # ---- the loop ----------------------------------------------------------------------
     def run(self, *, once: bool = False, stop: threading.Event | None = None) -> int:
@@ -174,93 +170,163 @@ class Dispatcher:
 
     def process_next(self, stop: threading.Event | None = None) -> dict | None:
         stop = stop or threading.Event()
-        w = self.worker
-        request = self.store.claim(w.worker_id, lease_seconds=w.lease_seconds, max_attempts=w.max_attempts)
-        if request is None:
-            return None
-        rid = request["id"]
-        log.info("claimed %s to dispatch (attempt %d)", rid, request.get("attempts", 1))
-        with LeaseKeeper(self.store, rid, w.worker_id, w.lease_seconds) as keeper:
-            try:
-                return self._process(request, keeper, stop)
-            except BackendStop:
-                raise
-            except Exception as exc:
-                log.exception("%s: unexpected error in the dispatcher", rid)
-                self._cancel_all(rid)
-                if not keeper.lost.is_set():
-                    message, kind = w.failure_message(request, exc)
-                    self.store.fail(rid, w.worker_id, error=message, kind=kind)
-                return self.store.get_request(rid)
+        return self.worker.process_next(handle=lambda request, keeper: self._process(request, keeper, stop),
+                                        on_failed=self._stop_jobs)
 
     # ---- one request -------------------------------------------------------------------
+    def local_judges(self) -> int:
+        """LLM judges each Job generates with itself (no endpoint): their checkpoints are in its start-up."""
+        from rexrank.metrics.llm_common import LLM_METRICS
+
+        return sum(1 for m in self.worker.metrics
+                   if m in LLM_METRICS and judge_backend(m, self.worker.metric_options.get(m, {})) == "transformers")
+
     def plan(self, resolved) -> ShardPlan:
+        """The request's shards and estimates; on a private test set K and the estimates come
+        from the set's total size (public), the ranges split the track's studies."""
         w, s = self.worker, self.settings
-        return plan_shards(len(resolved.studies.ids), w.metrics, w.metric_options, flavor=s.flavor_for(w.metrics),
+        studies = resolved.studies
+        public = len(studies.ids) + len(studies.outside_ids) if resolved.private else None
+        return plan_shards(len(studies.ids), w.metrics, w.metric_options, flavor=s.flavor_for(w.metrics),
                            max_jobs=s.max_jobs, target_shard_hours=s.target_shard_hours, speed=s.flavor_speed,
-                           prices=s.flavor_prices)
+                           prices=self.prices, estimate_studies=public, startup=s.job_startup,
+                           local_judges=self.local_judges(), job_timeout=s.job_timeout, target_wall=s.target_wall)
+
+    def _plan_or_refusal(self, resolved, plans: dict) -> str | None:
+        try:
+            plan = plans["plan"] = self.plan(resolved)
+        except PlanError as exc:
+            return str(exc)
+        ceiling = self.settings.gpu_hours_ceiling
+        if ceiling is not None and plan.gpu_hours > ceiling:
+            return (f"the estimated {plan.gpu_hours:.2f} GPU-hours exceed this board's per-request ceiling of "
+                    f"{ceiling:g} (gpu_hours_ceiling); contact the maintainers")
+        return None
 
     def _process(self, request: dict, keeper: LeaseKeeper, stop: threading.Event) -> dict | None:
         w, rid = self.worker, request["id"]
-        if request.get("attempts", 1) > 1 and self.store.get_result(rid, test_set=request["test_set"],
-                                                                   track=request["track"]) is not None:
-            self.store.finish(rid, w.worker_id, result_id=rid)
-            return self.store.get_request(rid)
-        resolved, refusal = w.resolve(request)
-        if refusal is None:
-            refusal = w.policy_problem(request, resolved=resolved)
-        if refusal is None:
-            try:
-                plan = self.plan(resolved)
-            except PlanError as exc:
-                refusal = str(exc)
-        if refusal is None and self.settings.gpu_hours_ceiling is not None \
-                and plan.gpu_hours > self.settings.gpu_hours_ceiling:
-            refusal = (f"the estimated {plan.gpu_hours:.2f} GPU-hours exceed this board's per-request ceiling of "
-                       f"{self.settings.gpu_hours_ceiling:g} (gpu_hours_ceiling); contact the maintainers")
-        settled = w.refuse_or_charge(request, refusal)
+        if self.settings.mode == "hf-jobs" and door.is_private(request["test_set"]) and not self._private_data_repo():
+            w.store.release(rid, w.worker_id, reason="the dispatcher has no private data repo for its Jobs")
+            raise BackendStop(f"request {rid} is on the private test set {request['test_set']!r}: Hub Jobs read it "
+                              f"from a private data repo; set private_data_repo in {R.CONFIG_FILE}'s {CONFIG_KEY} "
+                              f"settings (or ${PRIVATE_DATA_REPO}) and start the dispatcher again; the request is "
+                              "PENDING again")
+        plans: dict = {}
+        resolved, settled = w.admit(request, also=lambda resolved: self._plan_or_refusal(resolved, plans))
         if settled is not None:
             return settled
+        plan = plans["plan"]
         previous = (request.get("dispatch") or {}).get("plan")
-        plan_json = {**plan.to_json(), "metric_options": w.metric_options}
+        plan_json = {**plan.to_json(), "metric_options": w.metric_options, "rexrank_version": __version__}
         if previous and previous.get("ranges") == plan_json["ranges"] and previous.get("metrics") == plan_json["metrics"]:
             plan_json = previous  # a restart: the shards already scored stay valid
         shards = [_Shard(i) for i in range(len(plan_json["ranges"]))]
         self._records[rid] = list((request.get("dispatch") or {}).get("jobs") or [])
-        self._adopt(rid, shards)
-        self._save(rid, plan_json)
         log.info("%s: %d shard(s) on %s, about %.2f GPU-hours ($%.2f)", rid, len(shards), plan.flavor,
                  plan.gpu_hours, plan.cost_usd)
+        settled = self._poll(rid, shards, plan_json, resolved, keeper, stop)
+        if settled is not _ALL_DONE:
+            return settled
+        return self._merge_and_publish(request, resolved, shards, plan_json, keeper, stop)
+
+    def _poll(self, rid: str, shards: list[_Shard], plan_json: dict, resolved, keeper: LeaseKeeper,
+              stop: threading.Event):
+        """Adopt, start and poll the request's Jobs until every shard is done (_ALL_DONE), or
+        the request is settled (failed, cancelled) or let go (the settled request, or None
+        when this dispatcher stops)."""
+        adopted, faults = False, 0
         while True:
             if stop.is_set():  # the dispatcher stops; its Jobs go on and the next one adopts them
                 return None
-            if keeper.lost.is_set() or self._withdrawn(rid):
-                self._cancel_all(rid)
-                self._drop_scratch(rid)
-                log.warning("%s: cancelled or taken over; its Jobs are cancelled and nothing is published", rid)
+            holder = self._holder(rid, keeper)
+            if holder == CANCELLED:
+                self._stop_jobs(rid)
+                log.warning("%s: cancelled; its Jobs are cancelled and nothing is published", rid)
                 return self.store.get_request(rid)
-            failure = self._step(rid, shards, plan_json)
-            if failure is None and self.settings.gpu_hours_ceiling is not None:
-                used = sum(j.get("seconds", 0.0) for j in self._records[rid]) / 3600
-                if used > self.settings.gpu_hours_ceiling:
-                    failure = (f"internal error while scoring: the Jobs used {used:.2f} GPU-hours, over this board's "
-                               f"per-request ceiling of {self.settings.gpu_hours_ceiling:g}", R.INTERNAL)
+            if holder == GONE:
+                return self._let_go(rid)
+            try:
+                if not adopted:  # the plan is in the record before any Job starts: its shards read it
+                    self._adopt(rid, shards)
+                    self._save(rid, plan_json)
+                    adopted = True
+                failure = self._step(rid, shards, plan_json) or self._over_ceiling(rid)
+                if failure is None:
+                    self._save(rid, plan_json)
+                faults = 0
+            except (StoreError, JobsError) as exc:
+                if isinstance(exc, JobsError) and not exc.transient:
+                    failure = (f"internal error while scoring: the Jobs service refused a call: {exc}", R.INTERNAL)
+                else:  # the Hub's moment: the Jobs run on, the lease decides who polls them
+                    faults += 1
+                    wait = min(MAX_FAULT_WAIT, self.settings.poll * 2 ** faults)
+                    log.warning("%s: %s; polling again in %.0f s", rid, first_line(exc), wait)
+                    stop.wait(wait)
+                    continue
             if failure is not None:
-                self._cancel_all(rid)
-                self._drop_scratch(rid)  # a shard's per-study values of a private set stay nowhere
-                self._save(rid, plan_json)
-                message, kind = failure
-                log.error("%s FAILED: %s", rid, display(message))
-                if resolved.private and kind == R.INTERNAL:  # a shard's cause (a Job's log) can quote private data
-                    message = door.PRIVATE_INTERNAL_ERROR
-                if not keeper.lost.is_set():
-                    self.store.fail(rid, w.worker_id, error=message, kind=kind)
-                return self.store.get_request(rid)
-            self._save(rid, plan_json)
+                return self._fail(rid, plan_json, failure, resolved, keeper)
             if all(s.done for s in shards):
-                break
+                return _ALL_DONE
             stop.wait(self.settings.poll)
-        return self._merge_and_publish(request, resolved, shards, plan_json, keeper)
+
+    def _private_data_repo(self) -> str | None:
+        return self.settings.private_data_repo or os.environ.get(PRIVATE_DATA_REPO) or None
+
+    def _holder(self, rid: str, keeper: LeaseKeeper) -> str:
+        """HELD while this dispatcher holds the request; CANCELLED once `rexrank cancel`
+        withdrew it; GONE when its lease passed to another or it settled otherwise."""
+        try:
+            current = self.store.get_request(rid)
+        except StoreError:  # the store is unreachable for a moment: the lease keeper decides
+            return GONE if keeper.lost.is_set() else HELD
+        if current["status"] == R.FAILED and current.get("failure_kind") == R.CANCELLED:
+            return CANCELLED
+        if keeper.lost.is_set() or current["status"] != R.RUNNING or current.get("worker") != self.worker.worker_id:
+            return GONE
+        return HELD
+
+    def _let_go(self, rid: str) -> dict | None:
+        log.warning("%s: no longer held by this dispatcher (its lease passed to another, or it settled): its Jobs and "
+                    "shard outputs are left to the holder", rid)
+        try:
+            return self.store.get_request(rid)
+        except StoreError:
+            return None
+
+    def _over_ceiling(self, rid: str) -> tuple[str, str] | None:
+        ceiling = self.settings.gpu_hours_ceiling
+        used = sum(j.get("seconds", 0.0) for j in self._records[rid]) / 3600
+        if ceiling is not None and used > ceiling:
+            return (f"internal error while scoring: the Jobs used {used:.2f} GPU-hours, over this board's "
+                    f"per-request ceiling of {ceiling:g}", R.INTERNAL)
+        return None
+
+    def _fail(self, rid: str, plan_json: dict, failure: tuple[str, str], resolved, keeper: LeaseKeeper) -> dict:
+        """FAIL the request this dispatcher holds, then stop its other Jobs and remove its shard
+        outputs; if it is no longer held, touch nothing."""
+        message, kind = failure
+        log.error("%s FAILED: %s", rid, display(message))
+        if resolved.private and kind == R.INTERNAL:  # a shard's cause (a Job's log) can quote private data
+            message = door.PRIVATE_INTERNAL_ERROR
+        try:
+            self._save(rid, plan_json)
+        except StoreError as exc:
+            log.warning("%s: could not record its Jobs: %s", rid, exc)
+        if resolved.private and not keeper.lost.is_set():
+            # when a private request failed is private too: its outcome waits for the publication
+            # slot, its Jobs (seen by the organisers only) stop now rather than run on meanwhile
+            self._cancel_all(rid)
+            self.worker.hold_for_slot(resolved)
+        if keeper.lost.is_set() or not self.store.fail(rid, self.worker.worker_id, error=message, kind=kind):
+            return self._let_go(rid)
+        self._stop_jobs(rid)
+        return self.store.get_request(rid)
+
+    def _stop_jobs(self, rid: str) -> None:
+        """A request this dispatcher settled FAILED, or one cancelled: its running Jobs are
+        cancelled and its shard outputs removed (a private set's per-study values stay nowhere)."""
+        self._cancel_all(rid)
+        self._drop_scratch(rid)
 
     def _adopt(self, rid: str, shards: list[_Shard]) -> None:
         """Jobs started for this request before (a restarted dispatcher, a previous holder):
@@ -331,31 +397,46 @@ class Dispatcher:
             if running >= self.settings.max_jobs:
                 continue
             if not self.store.renew_lease(rid, self.worker.worker_id, lease_seconds=self.worker.lease_seconds):
-                return None  # no longer ours: the next loop sees it and cancels
+                return None  # no longer ours: the next loop sees it and lets go
             shard.attempt += 1
             shard.job_id = self._start(rid, shard, plan_json)
             running += 1
         return None
 
-    def _start(self, rid: str, shard: _Shard, plan_json: dict) -> str:
-        s = self.settings
-        args = ["backend-shard", "--store", self.store.name, "--request", rid, "--shard", str(shard.index),
-                "--attempt", str(shard.attempt)]
-        env = {"HF_HUB_DISABLE_TELEMETRY": "1", "REXRANK_INSTALL": s.install, **s.job_env}
-        if os.environ.get(PRIVATE_DATA_REPO):  # the Job reads the private references from there itself
-            env.setdefault(PRIVATE_DATA_REPO, os.environ[PRIVATE_DATA_REPO])
+    def job_spec(self, rid: str, shard: int, attempt: int) -> tuple[list[str], dict[str, str], dict[str, str]]:
+        """(command, env, secrets) of a shard's Job: everything it needs, nothing inherited."""
+        s, w = self.settings, self.worker
+        args = ["backend-shard", "--store", self.store.name, "--request", rid, "--shard", str(shard),
+                "--attempt", str(attempt)]
+        env = {"HF_HUB_DISABLE_TELEMETRY": "1", VERSION_VARIABLE: __version__}
+        env.update({k: os.environ[k] for k in LLM_JOB_ENVIRONMENT if os.environ.get(k)})
+        secrets = {k: os.environ[k] for k in LLM_JOB_SECRETS if os.environ.get(k)}
+        token = _store_token(self.store)
+        if token:
+            secrets["HF_TOKEN"] = token
         endpoint = getattr(getattr(self.store.requests, "api", None), "endpoint", None)
         if endpoint and self.store.name.startswith("hf://"):
             env["HF_ENDPOINT"] = endpoint
+        if s.mode == "local":  # this machine: its data folder, model caches and GPUs
+            env.update({k: os.environ[k] for k in LOCAL_MACHINE_ENVIRONMENT if os.environ.get(k)})
+            if w.data_dir is not None:
+                env["REXRANK_DATA_DIR"] = str(w.data_dir.resolve())
+        else:  # a Hub machine: it installs this exact build and reads private data from the Hub
+            env["REXRANK_INSTALL"] = s.install
+            if self._private_data_repo():
+                env[PRIVATE_DATA_REPO] = self._private_data_repo()
+        env.update(s.job_env)
         if s.job_command or s.mode == "local":
             command = [*(s.job_command or default_job_command()), *args]
         else:  # the Job installs the dispatcher's own rexrank version, then runs the shard
             command = ["bash", "-c", 'pip install --quiet "$REXRANK_INSTALL" && exec rexrank "$@"', "rexrank-job", *args]
-        token = _store_token(self.store)
-        secrets = {"HF_TOKEN": token} if token else {}
+        return command, env, secrets
+
+    def _start(self, rid: str, shard: _Shard, plan_json: dict) -> str:
+        command, env, secrets = self.job_spec(rid, shard.index, shard.attempt)
         labels = {LABEL_REQUEST: rid, LABEL_SHARD: str(shard.index), LABEL_ATTEMPT: str(shard.attempt)}
         job_id = self.jobs.run(command=command, env=env, secrets=secrets, flavor=plan_json["flavor"],
-                               timeout=s.job_timeout, labels=labels)
+                               timeout=self.settings.job_timeout, labels=labels)
         log.info("%s: started Job %s (shard %d, attempt %d, %s)", rid, job_id, shard.index, shard.attempt,
                  plan_json["flavor"])
         self._note(rid, JobState(job_id, "SCHEDULING", labels=labels, flavor=plan_json["flavor"]), shard.index,
@@ -364,7 +445,7 @@ class Dispatcher:
 
     def _note(self, rid: str, job: JobState, shard: int, attempt: int) -> None:
         """Keep the Job's state, seconds and estimated cost for the request record."""
-        price = {**FLAVOR_PRICES, **self.settings.flavor_prices}.get(job.flavor, 0.0)
+        price = self.prices.per_hour.get(job.flavor, 0.0)
         seconds = round(job.seconds(), 1)
         entry = {"job_id": job.job_id, "shard": shard, "attempt": attempt, "flavor": job.flavor, "state": job.stage,
                  "seconds": seconds, "estimated_cost_usd": round(seconds / 3600 * price, 4)}
@@ -380,13 +461,6 @@ class Dispatcher:
         if gpu_seconds is not None:
             dispatch["gpu_seconds"] = gpu_seconds
         self.store.record_dispatch(rid, self.worker.worker_id, dispatch)
-
-    def _withdrawn(self, rid: str) -> bool:
-        try:
-            current = self.store.get_request(rid)
-        except StoreError:
-            return False  # the store is unreachable for a moment: the lease keeper decides
-        return current["status"] != R.RUNNING or current.get("worker") != self.worker.worker_id
 
     def _cancel_all(self, rid: str) -> None:
         try:
@@ -405,49 +479,56 @@ class Dispatcher:
             self._note(rid, replace(job, stage="CANCELED" if job.running else job.stage), shard, attempt)
 
     # ---- merge and publish -------------------------------------------------------------
-    def _merge_and_publish(self, request: dict, resolved, shards: list[_Shard], plan_json: dict,
-                           keeper: LeaseKeeper) -> dict:
-        from rexrank.backend.merge import merge_shards
+    def _read_shards(self, rid: str, shards: list[_Shard], keeper: LeaseKeeper, stop: threading.Event):
+        """Every shard's output, read again over the Hub's passing faults while this
+        dispatcher holds the request; None once it does not."""
         from rexrank.backend.shard_job import read_shard
 
+        faults = 0
+        while not stop.is_set() and not keeper.lost.is_set():
+            try:
+                return [read_shard(self.store, rid, s.index, s.attempt) for s in shards]
+            except StoreError as exc:
+                faults += 1
+                wait = min(MAX_FAULT_WAIT, self.settings.poll * 2 ** faults)
+                log.warning("%s: %s; reading its shards again in %.0f s", rid, first_line(exc), wait)
+                stop.wait(wait)
+        return None
+
+    def _merge_and_publish(self, request: dict, resolved, shards: list[_Shard], plan_json: dict,
+                           keeper: LeaseKeeper, stop: threading.Event) -> dict | None:
+        from rexrank.backend.merge import merge_shards
+
         rid, w = request["id"], self.worker
-        parts = [read_shard(self.store, rid, s.index, s.attempt) for s in shards]
+        parts = self._read_shards(rid, shards, keeper, stop)
+        if parts is None:
+            return self._let_go(rid)
+        # shards with no study (a private set's tiny track, K sized from the whole set) add nothing
+        scored = [(part, r) for part, r in zip(parts, plan_json["ranges"]) if r[0] < r[1]]
         t0 = time.perf_counter()
         gpu_seconds: dict = {}
-        try:  # "nothing scored" and the coverage rule are the whole request's, as a single worker's
-            results, table = merge_shards(parts, plan_ranges=plan_json["ranges"], header=self._header(resolved),
-                                          nothing_scored_is_error=not resolved.private)
+        try:
+            try:  # "nothing scored" and the coverage rule are the whole request's, as a single worker's
+                results, table = merge_shards([p for p, _ in scored], plan_ranges=[r for _, r in scored],
+                                              header=w.whole_header(resolved),
+                                              nothing_scored_is_error=not resolved.private)
+            except Exception:
+                w.hold_for_slot(resolved)  # a private outcome waits for its slot (published_parts holds its own)
+                raise
             gpu_seconds = {name: summary["seconds"] for name, summary in results["metrics"].items()}
             record, per_study = w.published_parts(resolved, results, table)
         except Exception as exc:
             message, kind = w.failure_message(request, exc, resolved=resolved)
             self._save(rid, plan_json, gpu_seconds)
-            if not keeper.lost.is_set():
-                self.store.fail(rid, w.worker_id, error=message, kind=kind)
+            if not keeper.lost.is_set() and self.store.fail(rid, w.worker_id, error=message, kind=kind):
+                self._drop_scratch(rid)
             return self.store.get_request(rid)
         log.info("%s: merged %d shard(s) in %.3f s", rid, len(shards), time.perf_counter() - t0)
         self._save(rid, plan_json, gpu_seconds)
         settled = w.publish(request, record, per_study, keeper)
-        self._drop_scratch(rid)
+        if settled["status"] == R.FINISHED and settled.get("worker") == w.worker_id:
+            self._drop_scratch(rid)  # published by this dispatcher: its shard outputs are no longer needed
         return settled
-
-    def _header(self, resolved) -> dict:
-        """The whole run's results header, as a single worker's score_submission writes it."""
-        from rexrank.scoring import _results_header
-        from rexrank.store.scratch import ScratchDir
-        from rexrank.submissions import load_predictions
-
-        request, spec, studies = resolved.request, resolved.spec, resolved.studies
-        with ScratchDir("merge") as tmp:
-            path = tmp / "predictions.parquet"
-            path.write_bytes(self.store.read_predictions(request))
-            predictions = load_predictions(path, list(studies.ids), test_set=f"{spec.title}, {resolved.track} track",
-                                           outside_track_ids=studies.outside_ids)
-        info = {"name": spec.name, "title": spec.title, "split": spec.split, "track": resolved.track,
-                "n_studies": len(studies.ids), "n_studies_outside_track": len(studies.outside_ids), "access": spec.access}
-        header = _results_header(predictions, list(studies.references), list(self.worker.metrics), 0, 0, info)
-        header["predictions_ids"] = list(predictions.ids)
-        return header
 
     def _drop_scratch(self, rid: str) -> None:
         prefix = f"{R.SCRATCH_DIR}{rid}/"
@@ -466,7 +547,8 @@ def describe_jobs(dispatch: dict) -> str:
     """`rexrank status ID --store ...`: a dispatched request's plan, each Job and the GPU-seconds per metric."""
     plan = dispatch.get("plan") or {}
     lines = [f"dispatched: {len(plan.get('ranges') or [])} shard(s) on {plan.get('flavor')}, estimated "
-             f"{plan.get('estimated_gpu_hours', 0):.2f} GPU-hours (${plan.get('estimated_cost_usd', 0):.2f})"]
+             f"{plan.get('estimated_gpu_hours', 0):.2f} GPU-hours (${plan.get('estimated_cost_usd', 0):.2f}"
+             + (f"; prices: {plan['price_source']}" if plan.get("price_source") else "") + ")"]
     jobs = dispatch.get("jobs") or []
     if jobs:
         lines.append("  job id                    shard  attempt  flavour       state       seconds  est. cost")
@@ -488,7 +570,11 @@ def describe_plans(dispatcher: Dispatcher) -> str:
         if refusal is not None:
             lines.append(f"{request['id']}: would be refused: {refusal}")
             continue
-        plan = dispatcher.plan(resolved)
+        try:
+            plan = dispatcher.plan(resolved)
+        except PlanError as exc:
+            lines.append(f"{request['id']} ({request['test_set']}/{request['track']}): would be refused: {exc}")
+            continue
         ceiling = dispatcher.settings.gpu_hours_ceiling
         over = f" — over the ceiling of {ceiling:g} GPU-hours: would be refused" if ceiling and plan.gpu_hours > ceiling else ""
         lines.append(f"{request['id']} ({request['test_set']}/{request['track']}):{over}\n{plan.describe()}")
@@ -497,7 +583,8 @@ def describe_plans(dispatcher: Dispatcher) -> str:
     s = dispatcher.settings
     head = (f"dispatch {s.mode}: up to {s.max_jobs} Job(s) at once, Job timeout {s.job_timeout} s, "
             f"{s.shard_attempts} attempt(s) per shard" + (f", ceiling {s.gpu_hours_ceiling:g} GPU-hours per request"
-                                                           if s.gpu_hours_ceiling else ""))
+                                                           if s.gpu_hours_ceiling else "")
+            + (f", target wall {s.target_wall} s" if s.target_wall else "") + f"; prices: {dispatcher.prices.source}")
     return "\n".join([head, *lines])
 
 

@@ -120,17 +120,15 @@ def _causes(failures: dict, *, shown: int = 3) -> str:
 
 # ---- validation on a private set -----------------------------------------------------------
 
-def check_private_ids(predictions_file, test_set: str, track: str, *, data_dir=None) -> None:
-    """A private set's predictions against ALL of its ids, whatever the track: leaving out
-    a study fails the same way whether or not the track scores it (SubmissionError with
+def check_private_ids(predictions_file, studies, *, title: str) -> None:
+    """A private set's predictions against ALL of its ids, whatever the track (`studies`: the
+    track's, rexrank.testsets.loading.TrackStudies, with the set's other ids): leaving out a
+    study fails the same way whether or not the track scores it (SubmissionError with
     counts, rendered by `failure`)."""
     from rexrank.submissions import read_raw_predictions, validate_predictions
-    from rexrank.testsets.loading import track_studies
-    from rexrank.testsets.registry import get_spec
 
-    test = track_studies(test_set, track, data_dir=data_dir)
-    every_id = sorted({*test.ids, *test.outside_ids})
-    validate_predictions(read_raw_predictions(predictions_file), every_id, test_set=get_spec(test_set).title)
+    every_id = sorted({*studies.ids, *studies.outside_ids})
+    validate_predictions(read_raw_predictions(predictions_file), every_id, test_set=title)
 
 
 # ---- the result record -----------------------------------------------------------------------

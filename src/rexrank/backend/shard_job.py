@@ -2,8 +2,13 @@
 request and its plan from the store, score the shard's studies, write the per-study file
 and the summaries to the store's scratch area, keyed by request, shard and attempt.
 
-The store token arrives as the Job's HF_TOKEN secret; a private test set is read here,
-inside the Job, from its private data repo: nothing of it is on the command line.
+The Job gets everything from its spec (rexrank.backend.dispatch.Dispatcher.job_spec): the
+store token as the secret HF_TOKEN; a private test set read here, inside the Job, from its
+private data repo (or a local Job's data folder): nothing of it is on the command line. It
+scores only under the rexrank build the dispatcher runs (the plan names it), or the shards
+would not merge. On a private test set its log names no study range or count: the track's
+size is private (its shard count comes from the whole set's public size, so a shard may
+hold no study at all).
 A failure the submitter must hear about (their predictions do not match the test set, a
 metric cannot run) is written as the shard's outcome, already in the words the public
 may read (Worker.failure_message), so the dispatcher fails the request without retrying.
@@ -13,7 +18,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 
+from rexrank import __version__
 from rexrank.errors import TestSetError
 from rexrank.store import records as R
 from rexrank.store.repo import transact
@@ -24,13 +31,12 @@ log = logging.getLogger("rexrank.backend")
 FINAL_KINDS = (R.VALIDATION, R.COVERAGE, R.REFUSED)
 # a private Hub dataset holding the test sets' folder (as the backend Space reads it)
 PRIVATE_DATA_REPO = "REXRANK_PRIVATE_DATA_REPO"
+VERSION_VARIABLE = "REXRANK_VERSION"  # the dispatcher's build, in the Job's env
 
 
 def job_data_dir(data_dir):
     """The data folder inside a Job: the private data repo, downloaded here with the Job's
     token (HF_TOKEN, a secret), when one is named; else `data_dir`."""
-    import os
-
     repo = os.environ.get(PRIVATE_DATA_REPO)
     if not repo:
         return data_dir
@@ -55,12 +61,23 @@ def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None
         log.warning("%s is %s: shard %d not scored", request_id, request["status"], shard)
         return 3
     start, stop = plan["ranges"][shard]
+    json_path, parquet_path = R.shard_paths(request_id, shard, attempt)
+    wanted = plan.get("rexrank_version") or os.environ.get(VERSION_VARIABLE)
+    if wanted and wanted != __version__:  # shards of two builds do not merge: another attempt cannot help here
+        _write(store, {json_path: _outcome(request_id, shard, attempt, "machine",
+                                           f"the Job runs rexrank {__version__} and the dispatcher {wanted}: install "
+                                           "the dispatcher's build in its Jobs (the dispatch setting `install`)")})
+        return 1
     data_dir = job_data_dir(data_dir)
     options = plan.get("metric_options") or {}
     worker = Worker(store, data_dir=data_dir, metrics=plan["metrics"], metric_options=options,
                     worker_id=f"job-{shard}-{attempt}", progress=progress)
     resolved = resolve_request(request, data_dir)
-    json_path, parquet_path = R.shard_paths(request_id, shard, attempt)
+    if start >= stop:  # no study of this request falls in the shard
+        _write(store, {json_path: R.dumps({"request_id": request_id, "shard": shard, "attempt": attempt, "empty": True}),
+                       parquet_path: _empty_table()})
+        _log_written(resolved, request_id, shard, attempt, start, stop)
+        return 0
     try:
         run = worker.score_studies(resolved, (start, stop))
     except TestSetError as exc:  # this machine's problem: another attempt may succeed
@@ -79,8 +96,23 @@ def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None
     buf = io.BytesIO()
     shard_table(run).to_parquet(buf, index=False)
     _write(store, {json_path: R.dumps(R.jsonable(meta)), parquet_path: buf.getvalue()})
-    log.info("shard %d of %s (studies [%d, %d), attempt %d) written", shard, request_id, start, stop, attempt)
+    _log_written(resolved, request_id, shard, attempt, start, stop)
     return 0
+
+
+def _log_written(resolved, request_id: str, shard: int, attempt: int, start: int, stop: int) -> None:
+    if resolved.private:  # the same line whatever the shard holds: the track's size is private
+        log.info("shard %d of %s (attempt %d) written", shard, request_id, attempt)
+    else:
+        log.info("shard %d of %s (studies [%d, %d), attempt %d) written", shard, request_id, start, stop, attempt)
+
+
+def _empty_table() -> bytes:
+    import pandas as pd
+
+    buf = io.BytesIO()
+    pd.DataFrame({"id": pd.Series([], dtype=str)}).to_parquet(buf, index=False)
+    return buf.getvalue()
 
 
 def _outcome(request_id: str, shard: int, attempt: int, kind: str, message: str) -> bytes:

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import traceback
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn, Sequence
 
@@ -54,6 +55,15 @@ def min_coverage_from(percent: float | None) -> float:
 
 class BackendStop(RexrankError):
     """The worker cannot go on (it cannot load a test set); the request it held is PENDING again."""
+
+
+def passing_fault(exc: BaseException) -> bool:
+    """The Hub's passing fault (a 5xx, a 429, a dropped connection that outlasted the
+    retries), not the request's: it goes back to the queue instead of failing."""
+    from rexrank.backend.jobs import JobsError
+    from rexrank.store.repo import StoreUnreachable
+
+    return isinstance(exc, StoreUnreachable) or (isinstance(exc, JobsError) and exc.transient)
 
 
 def default_worker_id() -> str:
@@ -164,8 +174,11 @@ class Worker:
             stop.wait(poll)
         return done
 
-    def process_next(self) -> dict | None:
-        """Claim and process one request; the settled request, or None if none is waiting."""
+    def process_next(self, handle=None, on_failed=None) -> dict | None:
+        """Claim and process one request; the settled request, or None if none is waiting.
+        `handle(request, keeper)`: what processes it (default: score it here; the
+        dispatcher's own); `on_failed(request_id)`: called once this worker has settled it
+        FAILED after an unexpected error (the dispatcher stops its Jobs)."""
         request = self.store.claim(self.worker_id, lease_seconds=self.lease_seconds, max_attempts=self.max_attempts)
         if request is None:
             return None
@@ -174,28 +187,45 @@ class Worker:
                  display(request["test_set"]), display(request["track"]), request.get("attempts", 1))
         with LeaseKeeper(self.store, rid, self.worker_id, self.lease_seconds) as keeper:
             try:
-                return self._process(request, keeper)
+                return (handle or self._process)(request, keeper)
             except BackendStop:
                 raise
             except Exception as exc:  # whatever one request does, the worker settles it and goes on
+                if passing_fault(exc):  # the Hub's moment, not the request's: back to the queue
+                    log.warning("%s: %s; the request is PENDING again", rid, display(str(exc)))
+                    if not keeper.lost.is_set():
+                        self.store.release(rid, self.worker_id, reason="the Hub did not answer for a moment")
+                    return self.store.get_request(rid)
                 log.exception("%s: unexpected error", rid)
                 if not keeper.lost.is_set():
                     message, kind = self.failure_message(request, exc)
-                    self.store.fail(rid, self.worker_id, error=message, kind=kind)
+                    if self.store.fail(rid, self.worker_id, error=message, kind=kind) and on_failed is not None:
+                        on_failed(rid)
                 return self.store.get_request(rid)
 
-    def _process(self, request: dict, keeper: LeaseKeeper) -> dict:
+    def admit(self, request: dict, *, also=None) -> tuple[ResolvedRequest | None, dict | None]:
+        """The steps before scoring, one sequence for the worker and the dispatcher: a result
+        already written (a previous holder died before FINISHED), the request resolved once,
+        the submission rules, `also(resolved)` (the dispatcher's plan: a refusal or None),
+        the privacy budget charged. (resolved, None) to go on scoring, or (None, the settled
+        request)."""
         rid = request["id"]
         if request.get("attempts", 1) > 1 and self.store.get_result(rid, test_set=request["test_set"],
                                                                    track=request["track"]) is not None:
-            # a previous worker wrote the result and died before marking it FINISHED
             log.info("%s already has its result; marking it FINISHED", rid)
             self.store.finish(rid, self.worker_id, result_id=rid)
-            return self.store.get_request(rid)
+            return None, self.store.get_request(rid)
         resolved, refusal = self.resolve(request)
         if refusal is None:
             refusal = self.policy_problem(request, resolved=resolved)
+        if refusal is None and also is not None:
+            refusal = also(resolved)
         settled = self.refuse_or_charge(request, refusal)
+        return (None, settled) if settled is not None else (resolved, None)
+
+    def _process(self, request: dict, keeper: LeaseKeeper) -> dict:
+        rid = request["id"]
+        resolved, settled = self.admit(request)
         if settled is not None:
             return settled
         try:
@@ -320,24 +350,37 @@ class Worker:
     def score_studies(self, resolved: ResolvedRequest, studies: tuple[int, int] | None = None):
         """A ScoreRun of the request's studies [start, stop) (`studies`; None: all), in
         test-set order: the single worker's run, or one shard of a dispatched request."""
-        from rexrank.scoring import score_submission
+        from rexrank.scoring import score_resolved
 
-        request = resolved.request
-        with ScratchDir("backend") as tmp:
-            preds_file = tmp / "predictions.parquet"
-            preds_file.write_bytes(self.store.read_predictions(request))
+        with self._predictions_file(resolved) as preds_file:
             try:
                 if resolved.private:  # against all of the set's ids: track membership stays private
-                    door.check_private_ids(preds_file, request["test_set"], request["track"], data_dir=self.data_dir)
-                return score_submission(
-                    request["test_set"], request["track"], preds_file, data_dir=self.data_dir,
-                    metrics=self.metrics, metric_options=self.metric_options, progress=self.progress,
-                    studies=resolved.studies, spec=resolved.spec, select=studies,
+                    door.check_private_ids(preds_file, resolved.studies, title=resolved.spec.title)
+                return score_resolved(
+                    resolved, preds_file, metrics=self.metrics, metric_options=self.metric_options,
+                    progress=self.progress, select=studies,
                     nothing_scored_is_error=not resolved.private,  # on a private set, the noisy coverage rule decides
                 )
             except SubmissionError as exc:
                 # name the submitter's predictions, not this worker's temporary file
                 raise SubmissionError(str(exc).replace(str(preds_file), "predictions"), details=exc.details) from None
+
+    def whole_header(self, resolved: ResolvedRequest) -> dict:
+        """The whole request's results header, as its single run writes it (the dispatcher
+        merges its shards under it), with the predictions' ids in test-set order."""
+        from rexrank.scoring import load_submission, run_header
+
+        with self._predictions_file(resolved) as preds_file:
+            predictions = load_submission(resolved, preds_file)
+        return {**run_header(resolved, predictions, self.metrics), "predictions_ids": list(predictions.ids)}
+
+    @contextmanager
+    def _predictions_file(self, resolved: ResolvedRequest):
+        """The request's predictions in a scratch file (removed after)."""
+        with ScratchDir("backend") as tmp:
+            path = tmp / "predictions.parquet"
+            path.write_bytes(self.store.read_predictions(resolved.request))
+            yield path
 
     def published_parts(self, resolved: ResolvedRequest, results: dict, per_study_table) -> tuple[dict, bytes | None]:
         """What publishing writes, from a whole request's results and per-study table (a

@@ -47,12 +47,18 @@ def register(subparsers) -> None:
     jobs.add_argument("--dispatch", choices=["hf-jobs", "local"], default=None,
                       help="run as a dispatcher: Hugging Face Jobs, or local processes (default: score here, "
                       "unless the store's config sets it)")
-    jobs.add_argument("--flavor", help="Job hardware, e.g. l4x1, a10g-large, a100-large, h100 (default a10g-large)")
+    jobs.add_argument("--flavor", help="Job hardware, one of the Hub's single-GPU or CPU flavours (huggingface_hub.JobHardware), "
+                      "e.g. l4x1, a10g-large, l40sx1, a100-large, h200 (default a10g-large); several GPUs: more Jobs instead")
     jobs.add_argument("--llm-flavor", help="Job hardware when the metric set has LLM judges (default: --flavor)")
     jobs.add_argument("--max-jobs", type=int, help="Jobs running at once (default 4)")
     jobs.add_argument("--gpu-hours-ceiling", type=float, help="refuse a request estimated above this many GPU-hours, "
                       "and fail one whose Jobs use more")
-    jobs.add_argument("--job-timeout", help="a Job's time limit: seconds or e.g. 6h (default 6h)")
+    jobs.add_argument("--job-timeout", help="a Job's time limit: seconds or e.g. 6h (default 6h); shards are planned to "
+                      "end within 80 %% of it, start-up included")
+    jobs.add_argument("--target-wall", help="plan the Jobs that finish each request within this time, all at once: "
+                      "seconds or e.g. 1h (refused if --max-jobs allows fewer)")
+    jobs.add_argument("--job-startup", type=float, help="seconds from a Job's start to its first study (image, install, "
+                      "model downloads; default: the planner's stated default per flavour)")
     jobs.add_argument("--shard-attempts", type=int, help="start a failed shard's Job again up to this many times (default 3)")
     jobs.add_argument("--dry-run", action="store_true",
                       help="print each PENDING request's plan (shards, flavour, estimated GPU-hours and cost) and exit")
@@ -149,6 +155,7 @@ def _dispatcher(args: argparse.Namespace, store, worker):
 
     return dispatcher_for(worker, dry_run=args.dry_run, mode=args.dispatch, flavor=args.flavor, llm_flavor=args.llm_flavor,
                           max_jobs=args.max_jobs, gpu_hours_ceiling=args.gpu_hours_ceiling, job_timeout=args.job_timeout,
+                          target_wall=args.target_wall, job_startup=args.job_startup,
                           shard_attempts=args.shard_attempts, poll=None if args.poll == 60.0 else args.poll)
 
 

@@ -23,8 +23,12 @@ def run(args: argparse.Namespace) -> int:
     from rexrank.backend.public_door import charge_cancelled
     from rexrank.store import open_store
 
+    from rexrank.backend.dispatch import cancel_request_jobs
+
     store = open_store(args.store, create=False)
     request = store.cancel(args.id, reason=args.reason)
     charge_cancelled(store, request)
     print(f"{request['id']}: {request['status']} ({request['error']})")
+    if request.get("dispatch"):  # its shard Jobs stop now, whether or not a dispatcher still holds it
+        print(f"{cancel_request_jobs(store, request['id'])} running Job(s) cancelled")
     return 0

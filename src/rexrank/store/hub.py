@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 
-from rexrank.store.repo import ConflictError, Snapshot, StoreError, StoreWriteError, git_blob_oid
+from rexrank.store.repo import ConflictError, Snapshot, StoreError, StoreUnreachable, StoreWriteError, git_blob_oid
 
 MAX_CACHED_BYTES = 256 * 1024 * 1024
 
@@ -26,6 +26,13 @@ def _hub_errors():
 
 def _status(exc: Exception) -> int | None:
     return getattr(getattr(exc, "response", None), "status_code", None)
+
+
+def _read_error(message: str, exc: Exception) -> StoreError:
+    """StoreUnreachable for the Hub's passing faults (5xx, 429, a dropped connection), else StoreError."""
+    from rexrank.http_faults import transient_fault
+
+    return (StoreUnreachable if transient_fault(exc) else StoreError)(f"{message}: {type(exc).__name__}: {exc}")
 
 
 def _entry_not_found(exc: Exception) -> bool:
@@ -68,7 +75,7 @@ class HubRepo:
         try:
             return self.api.dataset_info(self.repo_id, expand=["sha"]).sha
         except Exception as exc:  # HTTP errors and the client's connection errors
-            raise StoreError(f"{self.name}: cannot read the repo's version: {type(exc).__name__}: {exc}") from None
+            raise _read_error(f"{self.name}: cannot read the repo's version", exc) from None
 
     def snapshot(self, *folders: str, at: str | None = None) -> Snapshot:
         from huggingface_hub.hf_api import RepoFile
@@ -83,7 +90,7 @@ class HubRepo:
             except Exception as exc:  # HTTP errors and the client's connection errors
                 if folder and _entry_not_found(exc):
                     continue  # the folder does not exist (yet): nothing in it
-                raise StoreError(f"{self.name}: cannot list {folder or 'the repo'}: {type(exc).__name__}: {exc}") from None
+                raise _read_error(f"{self.name}: cannot list {folder or 'the repo'}", exc) from None
         return Snapshot(sha, files, tuple(folders))
 
     def read(self, snapshot: Snapshot, path: str) -> bytes:
@@ -110,7 +117,7 @@ class HubRepo:
                 return None
             hf_raise_for_status(response)
         except Exception as exc:
-            raise StoreError(f"{self.name}: cannot download {path}: {type(exc).__name__}: {exc}") from None
+            raise _read_error(f"{self.name}: cannot download {path}", exc) from None
         data = response.content
         self._remember(git_blob_oid(data), data)
         if blob is None:

@@ -29,6 +29,11 @@ class StoreWriteError(StoreError):
     read-only store, the Hub refusing it): nothing of it was written."""
 
 
+class StoreUnreachable(StoreError):
+    """The store's server did not answer for a moment (a 5xx, a 429, a dropped connection):
+    the same call may work later; nothing is wrong with the request or the store."""
+
+
 class ConflictError(StoreError):
     """A commit was made against a stale version of the repo."""
 

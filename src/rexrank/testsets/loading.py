@@ -203,11 +203,21 @@ def load_test_set(
 def apply_track(studies: "datasets.Dataset", track: str) -> "datasets.Dataset":
     """Keep the track's studies and add its `reference` column."""
     check_track(track)
+    return _apply_track(studies, track)
+
+
+def _apply_track(studies: "datasets.Dataset", track: str) -> "datasets.Dataset":
     with datasets_quiet():
         if track == "findings":
             kept = studies.filter(lambda s: s["section_findings"] is not None)
             return kept.add_column(REFERENCE_COLUMN, kept["section_findings"])
         return studies.add_column(REFERENCE_COLUMN, studies["findings_impression"])
+
+
+def track_rows(test: "ResolvedTestSet") -> "datasets.Dataset":
+    """The rows of a test set resolved already (`ResolvedTestSet`, or the backend's request),
+    its track applied: nothing is looked up again."""
+    return _apply_track(_read_studies(test.spec.name, resolve_file(test.spec, test.data_dir)), test.track)
 
 
 @dataclass(frozen=True)
@@ -255,3 +265,23 @@ def track_studies(name: str, track: str = "findings", *, data_dir: str | Path | 
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return loaded
+
+
+@dataclass(frozen=True, eq=False)
+class ResolvedTestSet:
+    """A test set and track looked up once (what scoring reads: the spec, the track's
+    studies, the data folder); the backend's rexrank.backend.resolved.ResolvedRequest has
+    the same fields."""
+
+    spec: TestSetSpec
+    track: str
+    studies: TrackStudies
+    data_dir: Path | None = None
+
+
+def resolve_test_set(name: str, track: str, *, data_dir: str | Path | None = None) -> ResolvedTestSet:
+    """Look the test set and track up, and load the track's studies (cached per process)."""
+    spec = get_spec(name)
+    check_track(track)
+    return ResolvedTestSet(spec, track, track_studies(name, track, data_dir=data_dir),
+                           Path(data_dir) if data_dir else None)

@@ -210,8 +210,9 @@ class Worker:
         the privacy budget charged. (resolved, None) to go on scoring, or (None, the settled
         request)."""
         rid = request["id"]
-        if request.get("attempts", 1) > 1 and self.store.get_result(rid, test_set=request["test_set"],
-                                                                   track=request["track"]) is not None:
+        # whatever its attempt count says (a give-back lowers it): scoring it again would publish
+        # a second result, on a private set with a second noise draw for one charge
+        if self.store.get_result(rid, test_set=request["test_set"], track=request["track"]) is not None:
             log.info("%s already has its result; marking it FINISHED", rid)
             self.store.finish(rid, self.worker_id, result_id=rid)
             return None, self.store.get_request(rid)
@@ -262,11 +263,19 @@ class Worker:
             published = True
             notes = door.notes(self.not_scored)
             finished = self.store.finish(rid, self.worker_id, result_id=record["id"], notes=notes)
-        except StoreWriteError as exc:  # a full disk, a read-only store: nothing of that commit was written
-            if published:  # the result is out: the next worker to claim the request marks it FINISHED
+        except Exception as exc:
+            if not published:
+                if isinstance(exc, StoreWriteError):  # a full disk, a read-only store: nothing of that commit was written
+                    self._give_back(rid, str(exc))
+                raise
+            # the result is out: never given back or failed (a second claim would score and publish it
+            # again); the request stays RUNNING until its lease ends, and the next claim marks it FINISHED
+            if isinstance(exc, StoreWriteError):
                 raise BackendStop(f"cannot write: {exc}; the result of {rid} is published and the request stays "
                                   "RUNNING until its lease ends — free space and start the worker again") from None
-            self._give_back(rid, str(exc))
+            log.warning("%s: its result is published but FINISHED could not be written (%s); the next claim after "
+                        "its lease marks it FINISHED", rid, display(str(exc)))
+            return request
         if not finished:
             log.warning("%s: lease lost before FINISHED; the holder settles it (same result id)", rid)
         else:

@@ -1,0 +1,55 @@
+"""A give-back after our own fault (the Hub's passing fault, a machine-side kill of the
+predictions reader) is neither a failure of the request, nor a second publication with a
+second noise draw, nor a loop that claims the same request again at once."""
+from __future__ import annotations
+
+import time
+
+from rexrank.backend.worker import Worker
+from rexrank.store import FINISHED, PENDING, Quota, open_store
+from rexrank.store.repo import StoreUnreachable
+from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
+from test_store import submit
+
+
+def fail_once(obj, name: str, exc: Exception) -> list:
+    """`obj.name` raises `exc` at its first call, then works; the list counts the calls."""
+    real, calls = getattr(obj, name), []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise exc
+        return real(*args, **kwargs)
+
+    setattr(obj, name, flaky)
+    return calls
+
+
+def noise_draws(monkeypatch) -> list:
+    """Each time a private result's numbers are noised (rexrank.backend.privacy.private_results)."""
+    from rexrank.backend import privacy
+
+    draws, real = [], privacy.private_results
+    monkeypatch.setattr(privacy, "private_results", lambda results, **kw: draws.append(1) or real(results, **kw))
+    return draws
+
+
+def test_a_private_result_whose_finish_met_a_passing_fault_is_published_once(tmp_path, private_set, monkeypatch):
+    """FINISHED's commit meets a 503 after the result is out: the request is not given back
+    to be scored and published again with a fresh noise draw (one ε charge, two draws)."""
+    data_dir, preds = private_set
+    draws = noise_draws(monkeypatch)
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store, preds, test_set="rexgradient")
+    fail_once(store, "finish", StoreUnreachable("the Hub answered 503"))
+    worker = Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="w", min_coverage=0.5, lease_seconds=0.5)
+    worker.run(once=True)
+    held = store.get_request(req["id"])
+    assert held["status"] == "RUNNING" and not any(h.get("given_back") for h in held["history"])  # not given back
+    deadline = time.time() + 60
+    while store.get_request(req["id"])["status"] != FINISHED:  # its lease ends; the next claim settles it
+        assert time.time() < deadline, store.get_request(req["id"])
+        worker.run(once=True)
+        time.sleep(0.1)
+    assert draws == [1] and len(store.list_results()) == 1

@@ -53,3 +53,45 @@ def test_a_private_result_whose_finish_met_a_passing_fault_is_published_once(tmp
         worker.run(once=True)
         time.sleep(0.1)
     assert draws == [1] and len(store.list_results()) == 1
+
+
+def given_back(request: dict) -> bool:
+    return any(h.get("given_back") for h in request["history"])
+
+
+def test_a_passing_fault_reading_the_predictions_gives_the_request_back(tmp_path):
+    """The stored predictions' read meets a 503 while the worker scores: PENDING again, then
+    scored (it used to FAIL as an internal error, counting against the quota)."""
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    fail_once(store, "read_predictions", StoreUnreachable("the Hub answered 503"))
+    worker = Worker(store, metrics="bleu2", worker_id="w")
+    worker.run(once=True)
+    worker.run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert given_back(final) and [h["status"] for h in final["history"]].count("FAILED") == 0
+
+
+def dispatcher(tmp_path, store, **settings):
+    from rexrank.backend.dispatch import Dispatcher, DispatchSettings
+    from test_dispatch import ThreadJobs
+
+    s = DispatchSettings(**{**dict(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.05),
+                            **settings})
+    return Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), ThreadJobs(str(tmp_path / "s"), None), s)
+
+
+def test_a_passing_fault_at_the_dispatchers_merge_gives_the_request_back(tmp_path):
+    """The merge's read of the predictions (the whole request's header) meets a 503: the
+    request is given back and merged from the same shards (it used to FAIL)."""
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    d = dispatcher(tmp_path, store)
+    reads = fail_once(store, "read_predictions", StoreUnreachable("the Hub answered 503"))
+    d.run(once=True)
+    d.run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert given_back(final) and len(reads) == 2
+    assert len(d.jobs.jobs) == 3  # the shards scored once, adopted after the give-back

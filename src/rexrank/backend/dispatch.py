@@ -47,7 +47,7 @@ from rexrank.backend.job_environment import (LLM_JOB_ENVIRONMENT, LLM_JOB_SECRET
 from rexrank.backend.jobs import Jobs, JobsError, JobState
 from rexrank.backend.shard_job import PRIVATE_DATA_REPO, VERSION_VARIABLE
 from rexrank.backend.shards import PlanError, PriceList, ShardPlan, check_flavor, plan_shards
-from rexrank.backend.worker import BackendStop, LeaseKeeper, Worker
+from rexrank.backend.worker import BackendStop, LeaseKeeper, Worker, passing_fault
 from rexrank.errors import RexrankError, first_line
 from rexrank.store import records as R
 from rexrank.store.names import display
@@ -518,6 +518,8 @@ class Dispatcher:
             gpu_seconds = {name: summary["seconds"] for name, summary in results["metrics"].items()}
             record, per_study = w.published_parts(resolved, results, table)
         except Exception as exc:
+            if passing_fault(exc):  # the Hub's moment: given back (process_next); the shards' outputs stay for the next claim
+                raise
             message, kind = w.failure_message(request, exc, resolved=resolved)
             self._save(rid, plan_json, gpu_seconds)
             if not keeper.lost.is_set() and self.store.fail(rid, w.worker_id, error=message, kind=kind):

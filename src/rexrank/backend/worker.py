@@ -238,6 +238,8 @@ class Worker:
                               "again — fix the worker's data (--data-dir) and start it again, or withdraw the request "
                               f"with `rexrank cancel {rid}`") from None
         except Exception as exc:
+            if passing_fault(exc):  # the Hub's moment (e.g. reading the predictions): process_next gives it back
+                raise
             if isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS:  # e.g. no space for scratch files
                 self._give_back(rid, f"{exc.strerror or exc} (scratch space: {tempfile.gettempdir()})")
             message, kind = self.failure_message(request, exc, resolved=resolved)

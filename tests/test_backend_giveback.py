@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from rexrank.backend.worker import Worker
 from rexrank.store import FINISHED, PENDING, Quota, open_store
 from rexrank.store.repo import StoreUnreachable
@@ -73,13 +75,15 @@ def test_a_passing_fault_reading_the_predictions_gives_the_request_back(tmp_path
     assert given_back(final) and [h["status"] for h in final["history"]].count("FAILED") == 0
 
 
-def dispatcher(tmp_path, store, **settings):
+def dispatcher(tmp_path, store, *, data_dir=None, metrics: str = "bleu2", **settings):
+    """A dispatcher on the local store tmp_path/s whose Jobs run in this process's threads."""
     from rexrank.backend.dispatch import Dispatcher, DispatchSettings
     from test_dispatch import ThreadJobs
 
     s = DispatchSettings(**{**dict(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.05),
                             **settings})
-    return Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), ThreadJobs(str(tmp_path / "s"), None), s)
+    worker = Worker(store, data_dir=data_dir, metrics=metrics, worker_id="d", min_coverage=0.5)
+    return Dispatcher(worker, ThreadJobs(str(tmp_path / "s"), data_dir), s)
 
 
 def test_a_passing_fault_at_the_dispatchers_merge_gives_the_request_back(tmp_path):
@@ -95,3 +99,23 @@ def test_a_passing_fault_at_the_dispatchers_merge_gives_the_request_back(tmp_pat
     assert final["status"] == FINISHED, final.get("error")
     assert given_back(final) and len(reads) == 2
     assert len(d.jobs.jobs) == 3  # the shards scored once, adopted after the give-back
+
+
+def test_a_dispatcher_that_cannot_load_the_test_set_gives_the_request_back_and_stops(tmp_path, private_set):
+    """As the worker does: the plan reads the test set, this machine has no copy of it (an
+    empty --data-dir). It used to FAIL the request (counting against the quota on a
+    private set), and `--dry-run` crashed."""
+    from rexrank.backend.dispatch import describe_plans
+    from rexrank.backend.worker import BackendStop
+
+    _, preds = private_set
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store, preds, test_set="rexgradient")
+    empty = tmp_path / "no-data"
+    empty.mkdir()
+    d = dispatcher(tmp_path, store, data_dir=empty)
+    assert "cannot load test set" in describe_plans(d)
+    with pytest.raises(BackendStop, match=r"cannot load test set 'rexgradient' .* PENDING again .*--data-dir"):
+        d.run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == PENDING and given_back(final) and d.jobs.jobs == {}

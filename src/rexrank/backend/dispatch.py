@@ -48,7 +48,7 @@ from rexrank.backend.jobs import Jobs, JobsError, JobState
 from rexrank.backend.shard_job import PRIVATE_DATA_REPO, VERSION_VARIABLE
 from rexrank.backend.shards import PlanError, PriceList, ShardPlan, check_flavor, plan_shards
 from rexrank.backend.worker import BackendStop, LeaseKeeper, Worker, passing_fault
-from rexrank.errors import RexrankError, first_line
+from rexrank.errors import RexrankError, TestSetError, first_line
 from rexrank.store import records as R
 from rexrank.store.names import display
 from rexrank.store.repo import StoreError, transact
@@ -212,7 +212,10 @@ class Dispatcher:
                               f"settings (or ${PRIVATE_DATA_REPO}) and start the dispatcher again; the request is "
                               "PENDING again")
         plans: dict = {}
-        resolved, settled = w.admit(request, also=lambda resolved: self._plan_or_refusal(resolved, plans))
+        try:  # the plan reads the test set's size
+            resolved, settled = w.admit(request, also=lambda resolved: self._plan_or_refusal(resolved, plans))
+        except TestSetError as exc:
+            w.cannot_load(request, exc)
         if settled is not None:
             return settled
         plan = plans["plan"]
@@ -576,6 +579,10 @@ def describe_plans(dispatcher: Dispatcher) -> str:
             plan = dispatcher.plan(resolved)
         except PlanError as exc:
             lines.append(f"{request['id']} ({request['test_set']}/{request['track']}): would be refused: {exc}")
+            continue
+        except TestSetError as exc:  # the dispatcher would give it back and stop
+            lines.append(f"{request['id']} ({request['test_set']}/{request['track']}): cannot load test set "
+                         f"{request['test_set']!r} ({exc}); the dispatcher would stop — fix its --data-dir")
             continue
         ceiling = dispatcher.settings.gpu_hours_ceiling
         over = f" — over the ceiling of {ceiling:g} GPU-hours: would be refused" if ceiling and plan.gpu_hours > ceiling else ""

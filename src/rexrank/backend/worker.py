@@ -232,11 +232,7 @@ class Worker:
         try:
             record, per_study = self.score(resolved)
         except TestSetError as exc:
-            # the worker's problem, not the submitter's: give the request back and stop
-            self.store.release(rid, self.worker_id, reason="the backend could not load the test set")
-            raise BackendStop(f"cannot load test set {request['test_set']!r} ({exc}); request {rid} is PENDING "
-                              "again — fix the worker's data (--data-dir) and start it again, or withdraw the request "
-                              f"with `rexrank cancel {rid}`") from None
+            self.cannot_load(request, exc)
         except Exception as exc:
             if passing_fault(exc):  # the Hub's moment (e.g. reading the predictions): process_next gives it back
                 raise
@@ -283,6 +279,15 @@ class Worker:
         else:
             log.info("%s FINISHED", rid)
         return self.store.get_request(rid)
+
+    def cannot_load(self, request: dict, exc: TestSetError) -> NoReturn:
+        """This machine cannot load the request's test set: the worker's problem, not the
+        submitter's. The request is given back and the worker (or dispatcher) stops."""
+        rid = request["id"]
+        self.store.release(rid, self.worker_id, reason="the backend could not load the test set")
+        raise BackendStop(f"cannot load test set {request['test_set']!r} ({exc}); request {rid} is PENDING "
+                          "again — fix the worker's data (--data-dir) and start it again, or withdraw the request "
+                          f"with `rexrank cancel {rid}`") from None
 
     def _give_back(self, rid: str, why: str) -> NoReturn:
         """The machine, not the request, failed (no space, a read-only store): the request

@@ -119,3 +119,49 @@ def test_a_dispatcher_that_cannot_load_the_test_set_gives_the_request_back_and_s
         d.run(once=True)
     final = store.get_request(req["id"])
     assert final["status"] == PENDING and given_back(final) and d.jobs.jobs == {}
+
+
+class RecordingClock:
+    """The machine's time, with each wait for a publication slot recorded (and not waited)."""
+
+    def __init__(self, events: list):
+        self.events = events
+
+    def now(self) -> float:
+        return time.time()
+
+    def wait_until(self, when: float) -> None:
+        self.events.append("slot")
+
+
+def record_calls(obj, name: str, events: list) -> None:
+    real = getattr(obj, name)
+    setattr(obj, name, lambda *a, **kw: events.append(name) or real(*a, **kw))
+
+
+def test_a_damaged_shard_output_fails_a_private_request_at_its_slot(tmp_path, private_set, monkeypatch):
+    """A shard's JSON that does not parse (a ValueError, not a store error) while the
+    dispatcher polls: the private request FAILs with the fixed sentence at its publication
+    slot, its Jobs stopped (it used to reach the loop's catch-all: FAILED at once)."""
+    from rexrank.backend import shard_job
+    from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR
+    from rexrank.store import FAILED
+    from rexrank.store import records as R
+
+    def damaged(store, request_id, shard, attempt, **kw):
+        json_path, _ = R.shard_paths(request_id, shard, attempt)
+        shard_job._write(store, {json_path: b'{"request_id": '})
+        return 0
+
+    monkeypatch.setattr(shard_job, "run_shard", damaged)
+    data_dir, preds = private_set
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store, preds, test_set="rexgradient")
+    d = dispatcher(tmp_path, store, data_dir=data_dir)
+    events: list = []
+    d.worker.clock = RecordingClock(events)
+    record_calls(store, "fail", events)
+    d.run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["error"] == PRIVATE_INTERNAL_ERROR
+    assert events == ["slot", "fail"]

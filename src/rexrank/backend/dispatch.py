@@ -266,6 +266,9 @@ class Dispatcher:
                     log.warning("%s: %s; polling again in %.0f s", rid, first_line(exc), wait)
                     stop.wait(wait)
                     continue
+            except Exception as exc:  # e.g. a damaged shard output: settled by _fail (a private one at its slot)
+                log.exception("%s: unexpected error while polling its Jobs", rid)
+                failure = (f"internal error while scoring ({type(exc).__name__}: {exc})", R.INTERNAL)
             if failure is not None:
                 return self._fail(rid, plan_json, failure, resolved, keeper)
             if all(s.done for s in shards):
@@ -503,15 +506,15 @@ class Dispatcher:
         from rexrank.backend.merge import merge_shards
 
         rid, w = request["id"], self.worker
-        parts = self._read_shards(rid, shards, keeper, stop)
-        if parts is None:
-            return self._let_go(rid)
-        # shards with no study (a private set's tiny track, K sized from the whole set) add nothing
-        scored = [(part, r) for part, r in zip(parts, plan_json["ranges"]) if r[0] < r[1]]
-        t0 = time.perf_counter()
         gpu_seconds: dict = {}
         try:
             try:  # "nothing scored" and the coverage rule are the whole request's, as a single worker's
+                parts = self._read_shards(rid, shards, keeper, stop)
+                if parts is None:
+                    return self._let_go(rid)
+                # shards with no study (a private set's tiny track, K sized from the whole set) add nothing
+                scored = [(part, r) for part, r in zip(parts, plan_json["ranges"]) if r[0] < r[1]]
+                t0 = time.perf_counter()
                 results, table = merge_shards([p for p, _ in scored], plan_ranges=[r for _, r in scored],
                                               header=w.whole_header(resolved),
                                               nothing_scored_is_error=not resolved.private)

@@ -3,6 +3,7 @@ predictions reader) is neither a failure of the request, nor a second publicatio
 second noise draw, nor a loop that claims the same request again at once."""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -11,6 +12,7 @@ from rexrank.backend.worker import Worker
 from rexrank.store import FINISHED, PENDING, Quota, open_store
 from rexrank.store.repo import StoreUnreachable
 from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
+from test_dispatch import in_thread
 from test_store import submit
 
 
@@ -165,3 +167,59 @@ def test_a_damaged_shard_output_fails_a_private_request_at_its_slot(tmp_path, pr
     final = store.get_request(req["id"])
     assert final["status"] == FAILED and final["error"] == PRIVATE_INTERNAL_ERROR
     assert events == ["slot", "fail"]
+
+
+@pytest.mark.parametrize("stale", [{"rexrank_version": "0.0.1"}, {"metric_options": {"bleu2": {"smoothing": "x"}}}],
+                         ids=["an earlier rexrank", "other metric options"])
+def test_a_restarted_dispatcher_replans_when_its_build_or_options_changed(tmp_path, stale):
+    """The record keeps the plan of a dispatcher that ran an earlier build (or other metric
+    options) over the same ranges and metrics: after the upgrade the plan is made again
+    (it was reused, its version and options won in every Job, and the request FAILED)."""
+    from rexrank import __version__
+    from rexrank.backend.resolved import resolve_request
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    d = dispatcher(tmp_path, store)
+    old = {**d.plan(resolve_request(req)).to_json(), "metric_options": {}, "rexrank_version": __version__, **stale}
+    claimed = store.claim("old-dispatcher", lease_seconds=60)
+    store.record_dispatch(req["id"], "old-dispatcher", {"plan": old, "jobs": []})
+    # the old dispatcher's Jobs: shard 0 finished (its output is of the old plan), shard 1 still running
+    finished = old_job(d.jobs, req["id"], 0, "COMPLETED")
+    write_old_output(store, req["id"], 0)
+    running = old_job(d.jobs, req["id"], 1, "RUNNING")
+    store.release(req["id"], "old-dispatcher", reason="stopped for the upgrade")
+    assert claimed["id"] == req["id"]
+    stop = threading.Event()  # (a dispatcher that adopted the old Jobs would wait for the running one for ever)
+    thread = in_thread(lambda: d.run(once=True, stop=stop))
+    thread.join(timeout=120)
+    stop.set()
+    thread.join(timeout=30)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    plan = final["dispatch"]["plan"]
+    assert plan["rexrank_version"] == __version__ and plan["metric_options"] == {}
+    assert running.stage == "CANCELED" and finished.stage == "COMPLETED"
+    assert attempts(final) == [(0, 2, "COMPLETED"), (1, 1, "CANCELED"), (1, 2, "COMPLETED"), (2, 1, "COMPLETED")]
+
+
+def old_job(jobs, request_id: str, shard: int, stage: str):
+    """A Job an earlier dispatcher started (attempt 1), in the in-process Jobs service."""
+    job = jobs.State(f"old{shard}", stage, None, {"rexrank-request": request_id, "rexrank-shard": str(shard),
+                                                  "rexrank-attempt": "1"}, "cpu-basic", time.time())
+    jobs.jobs[job.job_id] = job
+    return job
+
+
+def write_old_output(store, request_id: str, shard: int) -> None:
+    """An output of an earlier build for attempt 1 of `shard` (the merge refuses it)."""
+    from rexrank.backend import shard_job
+    from rexrank.store import records as R
+
+    json_path, parquet_path = R.shard_paths(request_id, shard, 1)
+    shard_job._write(store, {json_path: R.dumps({"format": 2, "code": "0.0.1+old", "request_id": request_id}),
+                             parquet_path: shard_job._empty_table()})
+
+
+def attempts(request) -> list[tuple[int, int, str]]:
+    return sorted((j["shard"], j["attempt"], j["state"]) for j in request["dispatch"]["jobs"])

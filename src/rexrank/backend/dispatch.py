@@ -57,6 +57,8 @@ log = logging.getLogger("rexrank.backend")
 
 LABEL_REQUEST, LABEL_SHARD, LABEL_ATTEMPT = "rexrank-request", "rexrank-shard", "rexrank-attempt"
 MAX_FAULT_WAIT = 300.0  # seconds between polls at most while the Hub keeps failing
+# what makes a recorded plan's shard outputs this dispatcher's own (a restart reuses it then)
+PLAN_IDENTITY = ("ranges", "metrics", "metric_options", "rexrank_version")
 
 
 def dispatcher_for(worker: Worker, *, dry_run: bool = False, **overrides) -> "Dispatcher | None":
@@ -221,22 +223,25 @@ class Dispatcher:
         plan = plans["plan"]
         previous = (request.get("dispatch") or {}).get("plan")
         plan_json = {**plan.to_json(), "metric_options": w.metric_options, "rexrank_version": __version__}
-        if previous and previous.get("ranges") == plan_json["ranges"] and previous.get("metrics") == plan_json["metrics"]:
-            plan_json = previous  # a restart: the shards already scored stay valid
+        # a restart: the shards already scored stay valid, if they are what this dispatcher would score
+        # (after an upgrade or an options change they are not: their Jobs would refuse or mismatch)
+        reused = bool(previous) and all(previous.get(k) == plan_json[k] for k in PLAN_IDENTITY)
+        if reused:
+            plan_json = previous
         shards = [_Shard(i) for i in range(len(plan_json["ranges"]))]
         self._records[rid] = list((request.get("dispatch") or {}).get("jobs") or [])
         log.info("%s: %d shard(s) on %s, about %.2f GPU-hours ($%.2f)", rid, len(shards), plan.flavor,
                  plan.gpu_hours, plan.cost_usd)
-        settled = self._poll(rid, shards, plan_json, resolved, keeper, stop)
+        settled = self._poll(rid, shards, plan_json, resolved, keeper, stop, replanned=bool(previous) and not reused)
         if settled is not _ALL_DONE:
             return settled
         return self._merge_and_publish(request, resolved, shards, plan_json, keeper, stop)
 
     def _poll(self, rid: str, shards: list[_Shard], plan_json: dict, resolved, keeper: LeaseKeeper,
-              stop: threading.Event):
+              stop: threading.Event, *, replanned: bool = False):
         """Adopt, start and poll the request's Jobs until every shard is done (_ALL_DONE), or
         the request is settled (failed, cancelled) or let go (the settled request, or None
-        when this dispatcher stops)."""
+        when this dispatcher stops). `replanned`: the recorded plan was replaced (_adopt)."""
         adopted, faults = False, 0
         while True:
             if stop.is_set():  # the dispatcher stops; its Jobs go on and the next one adopts them
@@ -250,7 +255,7 @@ class Dispatcher:
                 return self._let_go(rid)
             try:
                 if not adopted:  # the plan is in the record before any Job starts: its shards read it
-                    self._adopt(rid, shards)
+                    self._adopt(rid, shards, replanned=replanned)
                     self._save(rid, plan_json)
                     adopted = True
                 failure = self._step(rid, shards, plan_json) or self._over_ceiling(rid)
@@ -334,20 +339,29 @@ class Dispatcher:
         self._cancel_all(rid)
         self._drop_scratch(rid)
 
-    def _adopt(self, rid: str, shards: list[_Shard]) -> None:
+    def _adopt(self, rid: str, shards: list[_Shard], *, replanned: bool = False) -> None:
         """Jobs started for this request before (a restarted dispatcher, a previous holder):
-        the running ones are adopted, a finished one with its output counts as done."""
+        the running ones are adopted, a finished one with its output counts as done. After
+        `replanned` (the recorded plan was another build's, options or ranges) they are of the
+        replaced plan: only their attempt numbers count, and the running ones are cancelled."""
         from rexrank.backend.shard_job import read_shard
 
         found = self.jobs.list({LABEL_REQUEST: rid})
         recorded = {entry["job_id"] for entry in self._records.get(rid, [])}  # this round's (requeue clears it)
         for job in sorted(found, key=lambda j: int(j.labels.get(LABEL_ATTEMPT, 0))):
+            if replanned and job.running:  # scoring for the replaced plan: its output would not merge
+                self.jobs.cancel(job.job_id)
+                log.info("%s: cancelled Job %s of the replaced plan", rid, job.job_id)
+                self._note(rid, replace(job, stage="CANCELED"), int(job.labels.get(LABEL_SHARD, -1)),
+                           int(job.labels.get(LABEL_ATTEMPT, 0)))
             try:
                 shard = shards[int(job.labels[LABEL_SHARD])]
                 attempt = int(job.labels[LABEL_ATTEMPT])
             except (KeyError, ValueError, IndexError):
                 continue
             shard.attempt = max(shard.attempt, attempt)
+            if replanned:
+                continue
             out = read_shard(self.store, rid, shard.index, attempt) if job.stage == "COMPLETED" else None
             if job.running:
                 shard.job_id = job.job_id

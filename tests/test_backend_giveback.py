@@ -12,7 +12,7 @@ from rexrank.backend.worker import Worker
 from rexrank.store import FINISHED, PENDING, Quota, open_store
 from rexrank.store.repo import StoreUnreachable
 from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
-from test_dispatch import in_thread
+from test_dispatch import ThreadJobs, in_thread
 from test_store import submit
 
 
@@ -80,7 +80,6 @@ def test_a_passing_fault_reading_the_predictions_gives_the_request_back(tmp_path
 def dispatcher(tmp_path, store, *, data_dir=None, metrics: str = "bleu2", **settings):
     """A dispatcher on the local store tmp_path/s whose Jobs run in this process's threads."""
     from rexrank.backend.dispatch import Dispatcher, DispatchSettings
-    from test_dispatch import ThreadJobs
 
     s = DispatchSettings(**{**dict(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.05),
                             **settings})
@@ -223,3 +222,90 @@ def write_old_output(store, request_id: str, shard: int) -> None:
 
 def attempts(request) -> list[tuple[int, int, str]]:
     return sorted((j["shard"], j["attempt"], j["state"]) for j in request["dispatch"]["jobs"])
+
+
+class FrozenJobs(ThreadJobs):
+    """A Jobs service whose Jobs run until cancelled (they score nothing)."""
+
+    def __init__(self):
+        super().__init__("", None)
+
+    def run(self, *, command, env, secrets, flavor, timeout, labels):
+        job = self.State(f"f{len(self.jobs)}", "RUNNING", None, dict(labels), flavor, time.time())
+        self.jobs[job.job_id] = job
+        return job.job_id
+
+
+def shard_outputs(tmp_path, rid: str) -> list:
+    return list((tmp_path / "s" / "requests" / "scratch").glob(f"{rid}/*"))
+
+
+def wait_for(condition, what: str, timeout: float = 60.0) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_a_dispatched_request_held_for_review_has_its_jobs_and_shard_outputs_stopped(tmp_path, caplog):
+    """An original filed later (its content reached the Hub first) holds the request a
+    dispatcher runs: its Jobs are cancelled and its shard outputs removed (the dispatcher
+    used to read HELD as "taken over" and leave both with no owner), and the log says held."""
+    import logging
+
+    from rexrank.backend.dispatch import Dispatcher, DispatchSettings
+    from rexrank.backend.shard_job import _write
+    from rexrank.store import records as R
+    from test_store import example_rows, write_jsonl
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    rows = example_rows()
+    copy = submit(store, write_jsonl(tmp_path / "b.jsonl", rows), submitter="bob", model_name="B")
+    jobs = FrozenJobs()
+    s = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.05)
+    d = Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), jobs, s)
+    stop = threading.Event()
+    thread = in_thread(lambda: d.run(stop=stop))
+    try:
+        wait_for(lambda: len(jobs.jobs) == 3, "three running Jobs")
+        json_path, _ = R.shard_paths(copy["id"], 0, 1)
+        _write(store, {json_path: b'{"request_id": "..."}'})  # a shard's output, as a Job writes it
+        caplog.set_level(logging.INFO, logger="rexrank")
+        earlier = R.parse_iso(copy["submitted_time"]) - 60
+        submit(store, write_jsonl(tmp_path / "a.jsonl", rows), submitter="alice", model_name="A", now=earlier)
+        assert store.get_request(copy["id"])["status"] == "HELD"
+        wait_for(lambda: all(j.stage == "CANCELED" for j in jobs.jobs.values() if j.labels["rexrank-request"] == copy["id"])
+                 and not shard_outputs(tmp_path, copy["id"]), "the Jobs cancelled and the outputs removed")
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert f"{copy['id']}: held for the maintainers' review" in caplog.text
+    assert "its lease passed to another" not in caplog.text
+
+
+def test_a_held_request_is_rejected_with_its_shard_outputs_and_jobs_and_not_cancelled(tmp_path, capsys, monkeypatch):
+    """`rexrank review --reject` removes a held request's shard outputs and cancels its Jobs;
+    `rexrank cancel` on a held request says to use review."""
+    from rexrank.backend import dispatch
+    from rexrank.backend.shard_job import _write
+    from rexrank.cli.main import main
+    from rexrank.store import records as R
+    from test_store import example_rows, write_jsonl
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    rows = example_rows()
+    copy = submit(store, write_jsonl(tmp_path / "b.jsonl", rows), submitter="bob", model_name="B")
+    claimed = store.claim("d", lease_seconds=60)
+    store.record_dispatch(claimed["id"], "d", {"plan": {"ranges": [[0, 19]]}, "jobs": []})
+    json_path, _ = R.shard_paths(copy["id"], 0, 1)
+    _write(store, {json_path: b'{"request_id": "..."}'})
+    submit(store, write_jsonl(tmp_path / "a.jsonl", rows), submitter="alice", model_name="A",
+           now=R.parse_iso(copy["submitted_time"]) - 60)
+    assert store.get_request(copy["id"])["status"] == "HELD"
+    assert main(["cancel", copy["id"], "--store", str(tmp_path / "s")]) == 1
+    assert f"reject it with `rexrank review --reject {copy['id']}`" in capsys.readouterr().err
+    cancelled = []
+    monkeypatch.setattr(dispatch, "cancel_request_jobs", lambda store, rid: cancelled.append(rid) or 2)
+    assert main(["review", "--store", str(tmp_path / "s"), "--reject", copy["id"]]) == 0
+    assert "2 running Job(s) cancelled" in capsys.readouterr().out
+    assert cancelled == [copy["id"]] and not shard_outputs(tmp_path, copy["id"])

@@ -51,7 +51,7 @@ from rexrank.backend.worker import BackendStop, LeaseKeeper, Worker, passing_fau
 from rexrank.errors import RexrankError, TestSetError, first_line
 from rexrank.store import records as R
 from rexrank.store.names import display
-from rexrank.store.repo import StoreError, transact
+from rexrank.store.repo import StoreError
 
 log = logging.getLogger("rexrank.backend")
 
@@ -297,12 +297,20 @@ class Dispatcher:
         return HELD
 
     def _let_go(self, rid: str) -> dict | None:
+        """No longer this dispatcher's: its Jobs and shard outputs are left to the holder,
+        unless it was held for review (no holder: they stop, as at a cancel)."""
+        try:
+            current = self.store.get_request(rid)
+        except StoreError:
+            current = None
+        if current is not None and current["status"] == R.HELD:
+            self._stop_jobs(rid)
+            log.warning("%s: held for the maintainers' review (rexrank review): its Jobs are cancelled and its shard "
+                        "outputs removed; released, it is scored again", rid)
+            return current
         log.warning("%s: no longer held by this dispatcher (its lease passed to another, or it settled): its Jobs and "
                     "shard outputs are left to the holder", rid)
-        try:
-            return self.store.get_request(rid)
-        except StoreError:
-            return None
+        return current
 
     def _over_ceiling(self, rid: str) -> tuple[str, str] | None:
         ceiling = self.settings.gpu_hours_ceiling
@@ -550,17 +558,13 @@ class Dispatcher:
         settled = w.publish(request, record, per_study, keeper)
         if settled["status"] == R.FINISHED and settled.get("worker") == w.worker_id:
             self._drop_scratch(rid)  # published by this dispatcher: its shard outputs are no longer needed
+        elif settled["status"] == R.HELD:  # held for review before its publication
+            return self._let_go(rid)
         return settled
 
     def _drop_scratch(self, rid: str) -> None:
-        prefix = f"{R.SCRATCH_DIR}{rid}/"
-
-        def decide(snap):
-            gone = {path: None for path in snap.paths(prefix)}
-            return (gone, f"remove the shard outputs of {rid}", None) if gone else None
-
         try:
-            transact(self.store.requests, decide, folders=(prefix,))
+            self.store.drop_shard_outputs(rid)
         except StoreError as exc:  # left for the maintainers: nothing public depends on it
             log.warning("%s: could not remove its shard outputs: %s", rid, exc)
 

@@ -241,6 +241,9 @@ class QueueOperations:
         be cancelled (StoreError)."""
         ts = R.now()
         current = self.get_request(request_id)
+        if current["status"] == R.HELD:
+            raise StoreError(f"request {request_id} is HELD for review; reject it with `rexrank review --reject "
+                             f"{request_id}` (or release it for scoring with `rexrank review --release {request_id}`)")
         if current["status"] not in (R.PENDING, R.RUNNING):
             raise StoreError(f"request {request_id} is {current['status']}; only PENDING or RUNNING requests can be cancelled")
         message = "cancelled by the maintainers" + (f": {reason}" if reason else "")
@@ -253,6 +256,18 @@ class QueueOperations:
             return transition(r, R.FAILED, ts, error=message, failure_kind=R.CANCELLED, worker=None, lease_expires=None)
 
         return self._update(request_id, change, "cancel") or self.get_request(request_id)
+
+    def drop_shard_outputs(self, request_id: str) -> None:
+        """Remove a dispatched request's shard outputs (scratch/<id>/, rexrank.backend.dispatch):
+        once it is published, failed, cancelled or held, nothing needs them, and on a private
+        test set they hold per-study values."""
+        prefix = f"{R.SCRATCH_DIR}{R.check_request_id(request_id)}/"
+
+        def decide(snap: Snapshot):
+            gone = {path: None for path in snap.paths(prefix)}
+            return (gone, f"remove the shard outputs of {request_id}", None) if gone else None
+
+        transact(self.requests, decide, folders=(prefix,))
 
     def policy_problem(self, request: dict) -> str | None:
         """The backend's own check of the submission rules (rexrank.store.policy) for a

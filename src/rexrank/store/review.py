@@ -178,9 +178,10 @@ class ReviewOperations:
         return self._update(request_id, release, "release from review") or self.get_request(request_id)
 
     def reject_held(self, request_id: str, *, reason: str = "") -> dict:
-        """HELD -> FAILED, kind "rejected" (counts against the quota). A listed scored
-        request: its result is withdrawn from the results repo and the request marked
-        rejected."""
+        """HELD -> FAILED, kind "rejected" (counts against the quota), its shard outputs
+        removed (its Jobs are cancelled by `rexrank review`: rexrank.backend.dispatch). A
+        listed scored request: its result is withdrawn from the results repo and the request
+        marked rejected."""
         from rexrank.store.queue import transition
 
         message = REJECTED_MESSAGE + (f": {reason}" if reason else "")
@@ -199,7 +200,10 @@ class ReviewOperations:
             return transition(r, R.FAILED, ts, error=message, failure_kind=R.REJECTED, worker=None,
                               lease_expires=None, review={**(r.get("review") or {}), "rejected": R.iso(ts)})
 
-        return self._update(request_id, reject, "reject after review") or self.get_request(request_id)
+        rejected = self._update(request_id, reject, "reject after review") or self.get_request(request_id)
+        if rejected.get("dispatch"):  # held while a dispatcher ran it: its shards' outputs go (its Jobs: the caller)
+            self.drop_shard_outputs(request_id)
+        return rejected
 
     def _unlist(self, request_id: str) -> None:
         def decide(snap: Snapshot):

@@ -11,8 +11,7 @@ requests repo; the public answers of rexrank.backend.public_door leave it out).
 """
 from __future__ import annotations
 
-import io
-
+from rexrank.errors import RexrankError
 from rexrank.store import copies
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit
@@ -84,14 +83,21 @@ class ReviewOperations:
         return filing
 
     def _fingerprint_stored(self, request: dict, key: bytes, *, received: float | None = None) -> copies.Filing:
-        """`received`: None for the time the store recorded when it was filed (to the second)."""
-        import pandas as pd
+        """`received`: None for the time the store recorded when it was filed (to the second).
+        The stored parquet is as untrusted as any predictions file (a request file written by
+        hand names its own): read by the sandboxed reader (rexrank.sandbox), never parsed here.
+        A SubmissionError when it cannot be read."""
+        from rexrank.store.scratch import ScratchDir
+        from rexrank.submissions import read_raw_predictions
 
-        table = pd.read_parquet(io.BytesIO(self.read_predictions(request)))
-        prints = copies.fingerprints(key, table["id"].astype(str), table["prediction"].fillna("").astype(str))
+        with ScratchDir("fingerprint") as tmp:
+            path = tmp / "predictions.parquet"
+            path.write_bytes(self.read_predictions(request))
+            rows = read_raw_predictions(path).rows
+        prints = copies.fingerprints(key, [sid for sid, _, _ in rows], [text for _, text, _ in rows])
         if received is None:
             received = R.parse_iso(request["submitted_time"])
-        return copies.Filing.of(request, prints, n=len(table), content_time=received, content_from=copies.FROM_FILING)
+        return copies.Filing.of(request, prints, n=len(rows), content_time=received, content_from=copies.FROM_FILING)
 
     def hold_if_copied(self, request: dict, worker_id: str) -> dict | None:
         """The backend's check before scoring (after every other rule): a request that
@@ -132,7 +138,7 @@ class ReviewOperations:
         for request in missing:
             try:
                 filings.append(self._fingerprint_stored(request, key))
-            except (StoreError, KeyError, ValueError, OSError):
+            except (RexrankError, KeyError, ValueError, OSError):  # (a SubmissionError: the reader refused it)
                 continue  # no readable predictions: nothing to compare
 
         def decide(snap: Snapshot):

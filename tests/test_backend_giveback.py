@@ -309,3 +309,26 @@ def test_a_held_request_is_rejected_with_its_shard_outputs_and_jobs_and_not_canc
     assert main(["review", "--store", str(tmp_path / "s"), "--reject", copy["id"]]) == 0
     assert "2 running Job(s) cancelled" in capsys.readouterr().out
     assert cancelled == [copy["id"]] and not shard_outputs(tmp_path, copy["id"])
+
+
+def test_a_persistent_passing_fault_is_given_back_once_per_poll_not_in_a_loop(tmp_path):
+    """The Hub keeps answering 503 to the predictions' read: each give-back ends the step,
+    so the worker waits its poll before claiming again and `--once` ends (it used to claim
+    and give back the same request in a tight loop, for ever with --once)."""
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    claims = []
+    real_claim = store.claim
+    store.claim = lambda *a, **kw: claims.append(1) or real_claim(*a, **kw)
+
+    def unreachable(request):
+        raise StoreUnreachable("the Hub answered 503")
+
+    store.read_predictions = unreachable
+    done = []
+    thread = in_thread(lambda: done.append(Worker(store, metrics="bleu2", worker_id="w").run(once=True)))
+    thread.join(timeout=60)
+    assert not thread.is_alive() and done == [0]
+    assert len(claims) == 1
+    final = store.get_request(req["id"])
+    assert final["status"] == PENDING and final["attempts"] == 0 and given_back(final)

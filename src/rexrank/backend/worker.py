@@ -175,7 +175,8 @@ class Worker:
         return done
 
     def process_next(self, handle=None, on_failed=None) -> dict | None:
-        """Claim and process one request; the settled request, or None if none is waiting.
+        """Claim and process one request; the settled request, or None if none is waiting
+        (or the one claimed was given back after the Hub's passing fault).
         `handle(request, keeper)`: what processes it (default: score it here; the
         dispatcher's own); `on_failed(request_id)`: called once this worker has settled it
         FAILED after an unexpected error (the dispatcher stops its Jobs)."""
@@ -195,7 +196,7 @@ class Worker:
                     log.warning("%s: %s; the request is PENDING again", rid, display(str(exc)))
                     if not keeper.lost.is_set():
                         self.store.release(rid, self.worker_id, reason="the Hub did not answer for a moment")
-                    return self.store.get_request(rid)
+                    return None  # as if nothing waited: the loop waits its poll (--once ends) before claiming again
                 log.exception("%s: unexpected error", rid)
                 if not keeper.lost.is_set():
                     message, kind = self.failure_message(request, exc)

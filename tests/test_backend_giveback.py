@@ -332,3 +332,52 @@ def test_a_persistent_passing_fault_is_given_back_once_per_poll_not_in_a_loop(tm
     assert len(claims) == 1
     final = store.get_request(req["id"])
     assert final["status"] == PENDING and final["attempts"] == 0 and given_back(final)
+
+
+def test_a_predictions_reader_killed_by_the_machine_gives_the_request_back(tmp_path, monkeypatch):
+    """The reader's child is stopped by the wall clock (an overloaded machine), not by a
+    limit the file broke: the request is PENDING again, its attempt not counted (it used
+    to FAIL as the submitter's validation error, final and counted on a private set)."""
+    import sandbox_targets as T
+    from rexrank import sandbox
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    real, calls = sandbox.run, []
+
+    def stuck_once(function, args, **kw):  # the first read's child never answers: the server kills it
+        calls.append(1)
+        if len(calls) == 1:
+            return real(T.wait_forever, [], source=kw["source"], limits=sandbox.Limits(wall_seconds=1))
+        return real(function, args, **kw)
+
+    monkeypatch.setattr(sandbox, "run", stuck_once)
+    worker = Worker(store, metrics="bleu2", worker_id="w")
+    worker.run(once=True)
+    held = store.get_request(req["id"])
+    assert held["status"] == PENDING and held["attempts"] == 0 and given_back(held), held.get("error")
+    worker.run(once=True)
+    assert store.get_request(req["id"])["status"] == FINISHED
+
+
+def test_a_shard_whose_reader_the_machine_killed_is_tried_again(tmp_path, monkeypatch):
+    """The same in a dispatched shard: another attempt, not a final validation failure."""
+    import sandbox_targets as T
+    from rexrank import sandbox
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    real, calls = sandbox.run, []
+
+    def stuck_once(function, args, **kw):
+        calls.append(1)
+        if len(calls) == 1:
+            return real(T.wait_forever, [], source=kw["source"], limits=sandbox.Limits(wall_seconds=1))
+        return real(function, args, **kw)
+
+    monkeypatch.setattr(sandbox, "run", stuck_once)
+    d = dispatcher(tmp_path, store, max_jobs=1)
+    d.run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert [j["attempt"] for j in final["dispatch"]["jobs"] if j["shard"] == 0] == [1, 2]

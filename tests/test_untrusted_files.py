@@ -185,6 +185,24 @@ def test_each_limit_of_the_child_is_a_refusal_that_names_it():
                                       "strings, all of one width")
 
 
+def test_a_reader_stopped_by_the_machine_is_told_apart_from_one_stopped_by_the_file():
+    """The wall clock (a stuck or overloaded machine) and a SIGKILL that no CPU limit explains
+    (the kernel's out-of-memory killer) say nothing of the file: ReaderKilled, which the
+    backend gives back; the limits a file can break stay the file's refusals."""
+    from rexrank.errors import ReaderKilled
+
+    def raised(function, *args, **limits):
+        with pytest.raises(SubmissionError) as caught:
+            sandbox.run(function, list(args), source="p.parquet", limits=sandbox.Limits(**limits))
+        return type(caught.value)
+
+    assert raised(T.wait_forever, wall_seconds=1) is ReaderKilled
+    assert raised(T.die_by, "SIGKILL") is ReaderKilled
+    assert raised(T.spin, cpu_seconds=1) is SubmissionError
+    assert raised(T.allocate, 256 << 20, memory_bytes=64 << 20) is SubmissionError
+    assert raised(T.die_by, "SIGSEGV") is SubmissionError
+
+
 def test_the_child_works_in_the_callers_folder_and_is_not_its_child(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     [(folder, parent)] = sandbox.run(T.where_am_i, [], source="p")

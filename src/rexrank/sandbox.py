@@ -28,7 +28,8 @@ reason:
 The answer comes over a pipe as a simple frame: rows of UTF-8 strings with 32-bit lengths, or
 a refusal (a SubmissionError's text and details, as JSON). Nothing is pickled, so a child can
 send back nothing but strings. A child stopped by a limit becomes a SubmissionError that names
-the limit and the fix, never a traceback.
+the limit and the fix, never a traceback; one stopped by the machine (the wall clock, a SIGKILL
+no limit explains) a ReaderKilled, which the backend gives back rather than blame the file.
 
 Linux only: RLIMIT_AS, /proc/self/status, and file descriptors passed over a Unix socket.
 """
@@ -50,7 +51,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from rexrank.errors import RexrankError, SubmissionError, first_line
+from rexrank.errors import ReaderKilled, RexrankError, SubmissionError, first_line
 
 # what the readers import: loaded once in the server, so that each forked child has them
 PRELOAD = ("rexrank.submissions", "pyarrow.parquet", "pyarrow.compute", "pyarrow.ipc", "pandas")
@@ -171,16 +172,16 @@ def _outcome(data: bytes, too_long: bool, ended: dict, limits: Limits, source: s
     cpu = float(ended.get("cpu_seconds", 0.0))
     signum = ended.get("signal")
     # a child stopped by a limit may have written part of an answer: how it ended comes first
-    if ended.get("timed_out"):
-        raise SubmissionError(f"reading it took longer than {limits.wall_seconds:g} s, the wall-clock limit of the "
+    if ended.get("timed_out"):  # a regular file is read without waiting: the machine was stuck or overloaded
+        raise ReaderKilled(f"reading it took longer than {limits.wall_seconds:g} s, the wall-clock limit of the "
                               "reader: a predictions file within the input limits is read in seconds; check that it "
                               "is an ordinary file of one of the accepted formats", source=source)
     if signum == signal.SIGXCPU or (signum == signal.SIGKILL and cpu >= limits.cpu_seconds):
         raise SubmissionError(f"reading it used more than {limits.cpu_seconds} s of CPU time, the CPU time limit of "
                               "the reader (RLIMIT_CPU): a predictions file within the input limits takes about a "
                               "second; this one expands to far more than it holds", source=source)
-    if signum == signal.SIGKILL:  # the kernel's out-of-memory killer, or someone else
-        raise SubmissionError("the reader was killed (SIGKILL) while reading it: most likely the machine ran out "
+    if signum == signal.SIGKILL:  # the kernel's out-of-memory killer, or someone else: the machine's doing
+        raise ReaderKilled("the reader was killed (SIGKILL) while reading it: most likely the machine ran out "
                               f"of memory below the memory limit of the reader ({_mib(limits.memory_bytes)}); try "
                               "again later, and report it if it persists", source=source)
     if signum:

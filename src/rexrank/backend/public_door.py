@@ -27,7 +27,7 @@ from collections import Counter
 from typing import Iterable
 
 from rexrank.backend import privacy as P
-from rexrank.errors import MetricError, RexrankError, SubmissionError
+from rexrank.errors import MetricError, ReaderKilled, RexrankError, SubmissionError
 from rexrank.store import records as R
 
 PRIVATE_INTERNAL_ERROR = (
@@ -214,7 +214,7 @@ def failure(request: dict, exc: BaseException, *, known_paths: Iterable[str] = (
             private = get_spec(request["test_set"]).private
         except RexrankError:
             private = False
-    if isinstance(exc, SubmissionError):
+    if isinstance(exc, SubmissionError) and not isinstance(exc, ReaderKilled):  # (that one is the machine's)
         kind = R.VALIDATION
         message = (P.validation_message(exc, exc.details.get("n_expected")) if private
                    else f"the predictions do not match the test set: {exc}")

@@ -21,7 +21,7 @@ import logging
 import os
 
 from rexrank import __version__
-from rexrank.errors import TestSetError
+from rexrank.errors import ReaderKilled, TestSetError
 from rexrank.store import records as R
 from rexrank.store.repo import transact
 
@@ -82,6 +82,9 @@ def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None
         run = worker.score_studies(resolved, (start, stop))
     except TestSetError as exc:  # this machine's problem: another attempt may succeed
         _write(store, {json_path: _outcome(request_id, shard, attempt, "machine", f"cannot load the test set: {exc}")})
+        return 1
+    except ReaderKilled as exc:  # the machine stopped the predictions reader, not the file: the same
+        _write(store, {json_path: _outcome(request_id, shard, attempt, "machine", str(exc))})
         return 1
     except Exception as exc:
         message, kind = worker.failure_message(request, exc, resolved=resolved)

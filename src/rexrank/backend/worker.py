@@ -26,7 +26,7 @@ from rexrank.backend.privacy import DEFAULT_MIN_COVERAGE, find_leaks, public_mes
 from rexrank.backend.publication_slot import SYSTEM_CLOCK, hold_until_slot, slot_seconds
 from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR, CoverageError  # noqa: F401 (their old home)
 from rexrank.backend.resolved import ResolvedRequest, resolve_request
-from rexrank.errors import RexrankError, SubmissionError, TestSetError
+from rexrank.errors import ReaderKilled, RexrankError, SubmissionError, TestSetError
 from rexrank.store import records as R
 from rexrank.store.names import display
 from rexrank.store.repo import StoreError, StoreWriteError
@@ -59,11 +59,12 @@ class BackendStop(RexrankError):
 
 def passing_fault(exc: BaseException) -> bool:
     """The Hub's passing fault (a 5xx, a 429, a dropped connection that outlasted the
-    retries), not the request's: it goes back to the queue instead of failing."""
+    retries), or this machine's (the predictions reader killed by it, not by the file's
+    limits), not the request's: it goes back to the queue instead of failing."""
     from rexrank.backend.jobs import JobsError
     from rexrank.store.repo import StoreUnreachable
 
-    return isinstance(exc, StoreUnreachable) or (isinstance(exc, JobsError) and exc.transient)
+    return isinstance(exc, (StoreUnreachable, ReaderKilled)) or (isinstance(exc, JobsError) and exc.transient)
 
 
 def default_worker_id() -> str:
@@ -380,7 +381,7 @@ class Worker:
                 )
             except SubmissionError as exc:
                 # name the submitter's predictions, not this worker's temporary file
-                raise SubmissionError(str(exc).replace(str(preds_file), "predictions"), details=exc.details) from None
+                raise exc.renamed(str(preds_file), "predictions") from None
 
     def whole_header(self, resolved: ResolvedRequest) -> dict:
         """The whole request's results header, as its single run writes it (the dispatcher

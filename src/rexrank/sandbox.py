@@ -10,8 +10,9 @@ strings. It never holds what a file expands to.
 The children are forked from a small server process (`python -m rexrank.sandbox`, one per
 calling process, started at its first read). The server imports the readers once (pyarrow,
 pandas; never torch), so a read costs a fork, not an interpreter start
-(benchmarks/input_limits.py measures both). Each child gets hard limits, and each limit has a
-reason:
+(benchmarks/input_limits.py measures both). The server starts with an allow-listed environment
+(INHERITED_ENV), never the caller's secrets (the store token, the LLM keys). Each child gets hard
+limits, and each limit has a reason:
 
     address space (RLIMIT_AS)   what the child has at the fork plus `Limits.memory_bytes`. A
                                 page, batch or JSON document that expands past it is a
@@ -62,6 +63,11 @@ WARM_UP = "rexrank.submissions:warm_up"
 # space a child starts with small and the same from run to run (jemalloc and mimalloc reserve
 # gigabytes of address space they never use, which RLIMIT_AS would count)
 SERVER_ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1"}
+# all the server takes of the caller's environment: what finds programs, libraries, the home and
+# temporary folders and the locale. Never the rest: the children parse hostile files, and the
+# caller's environment holds the store token (HF_TOKEN) and the LLM judges' keys.
+INHERITED_ENV = ("PATH", "HOME", "TMPDIR", "TEMP", "TMP", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "PYTHONHOME",
+                 "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE")
 _ROWS, _REFUSED, _MEMORY, _FAILED = b"R", b"E", b"M", b"F"
 _U32 = struct.Struct("<I")
 # the caller waits this much past the wall-clock limit for the server's own kill before it gives up
@@ -260,7 +266,8 @@ class _Server:
     def __init__(self) -> None:
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         paths = [os.path.abspath(p or os.curdir) for p in sys.path]
-        env = {**os.environ, **SERVER_ENV, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+        env = {k: v for k, v in os.environ.items() if k in INHERITED_ENV or k.startswith("LC_")}
+        env.update({**SERVER_ENV, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))})
         try:
             # its own session: a Ctrl-C in the terminal stops the caller, which closes the socket
             self.process = subprocess.Popen([sys.executable, "-m", "rexrank.sandbox", str(there.fileno())],

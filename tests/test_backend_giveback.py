@@ -381,3 +381,21 @@ def test_a_shard_whose_reader_the_machine_killed_is_tried_again(tmp_path, monkey
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
     assert [j["attempt"] for j in final["dispatch"]["jobs"] if j["shard"] == 0] == [1, 2]
+
+
+def test_a_plan_the_organisers_settings_cannot_make_stops_the_dispatcher_instead_of_refusing(tmp_path):
+    """A Job timeout too short for any shard is the organisers' setting, not the submitter's
+    fault: the request is given back and the dispatcher stops naming the setting (it used
+    to be REFUSED for good); --dry-run says the same."""
+    from rexrank.backend.dispatch import describe_plans
+    from rexrank.backend.worker import BackendStop
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    d = dispatcher(tmp_path, store, job_timeout=1)
+    assert "the dispatcher would stop" in describe_plans(d) and "--job-timeout" in describe_plans(d)
+    with pytest.raises(BackendStop, match=r"cannot plan request .* with this dispatcher's settings: .*raise "
+                                          r"--job-timeout.*PENDING again"):
+        d.run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == PENDING and given_back(final) and final.get("error") is None

@@ -195,10 +195,9 @@ class Dispatcher:
                            local_judges=self.local_judges(), job_timeout=s.job_timeout, target_wall=s.target_wall)
 
     def _plan_or_refusal(self, resolved, plans: dict) -> str | None:
-        try:
-            plan = plans["plan"] = self.plan(resolved)
-        except PlanError as exc:
-            return str(exc)
+        """The GPU-hour ceiling's refusal (the board's per-request policy), or None; a
+        PlanError (the settings cannot plan it) is raised."""
+        plan = plans["plan"] = self.plan(resolved)
         ceiling = self.settings.gpu_hours_ceiling
         if ceiling is not None and plan.gpu_hours > ceiling:
             return (f"the estimated {plan.gpu_hours:.2f} GPU-hours exceed this board's per-request ceiling of "
@@ -218,6 +217,10 @@ class Dispatcher:
             resolved, settled = w.admit(request, also=lambda resolved: self._plan_or_refusal(resolved, plans))
         except TestSetError as exc:
             w.cannot_load(request, exc)
+        except PlanError as exc:  # the organisers' settings (each names its own), never the submitter's doing
+            w.store.release(rid, w.worker_id, reason="the dispatcher's settings cannot plan it")
+            raise BackendStop(f"cannot plan request {rid} with this dispatcher's settings: {exc}; the request is "
+                              "PENDING again — change the setting and start the dispatcher again") from None
         if settled is not None:
             return settled
         plan = plans["plan"]
@@ -599,7 +602,8 @@ def describe_plans(dispatcher: Dispatcher) -> str:
         try:
             plan = dispatcher.plan(resolved)
         except PlanError as exc:
-            lines.append(f"{request['id']} ({request['test_set']}/{request['track']}): would be refused: {exc}")
+            lines.append(f"{request['id']} ({request['test_set']}/{request['track']}): the dispatcher would stop "
+                         f"(its settings cannot plan it): {exc}")
             continue
         except TestSetError as exc:  # the dispatcher would give it back and stop
             lines.append(f"{request['id']} ({request['test_set']}/{request['track']}): cannot load test set "

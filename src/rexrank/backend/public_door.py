@@ -191,7 +191,8 @@ def result_record(request: dict, results: dict, *, private: bool, worker_id: str
             **({} if private else {"scored_time": results["created"]}),
             "python": results.get("python"),
             "worker": worker_id,
-            "attempt": request.get("attempts"),
+            # how often scoring was interrupted (a crash can depend on the track): public sets only
+            **({} if private else {"attempt": request.get("attempts")}),
             "metrics": provenance,
             "test_set": test_set,
             "predictions": predictions_provenance(request, results, private=private),
@@ -343,8 +344,7 @@ PUBLIC_FIELDS = {
     "summary": {"scores", "rounding_decimals", "privacy", "higher_is_better"},
     "summary.scores": {"mean", "ci95"},  # noised
     "summary.privacy": {"mechanism", "epsilon_per_number", "studies_at_least", "study_coupling"},  # public settings
-    "provenance": {"rexrank_version", "python", "worker", "attempt", "metrics", "test_set",
-                   "predictions", "statistics"},
+    "provenance": {"rexrank_version", "python", "worker", "metrics", "test_set", "predictions", "statistics"},
     "provenance.test_set": set(PRIVATE_TEST_SET_FIELDS),
     "provenance.predictions": {"sha256", "source", "revision", "n", "n_empty"},  # the submitter's own file
 }

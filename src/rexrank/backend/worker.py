@@ -188,6 +188,8 @@ class Worker:
         log.info("claimed %s (%s on %s/%s, attempt %d)", rid, display(request["model_name"]),
                  display(request["test_set"]), display(request["track"]), request.get("attempts", 1))
         with LeaseKeeper(self.store, rid, self.worker_id, self.lease_seconds) as keeper:
+            if request.get("out_of_attempts"):
+                return self._fail_out_of_attempts(request, keeper, on_failed)
             try:
                 return (handle or self._process)(request, keeper)
             except BackendStop:
@@ -204,6 +206,19 @@ class Worker:
                     if self.store.fail(rid, self.worker_id, error=message, kind=kind) and on_failed is not None:
                         on_failed(rid)
                 return self.store.get_request(rid)
+
+    def _fail_out_of_attempts(self, request: dict, keeper: LeaseKeeper, on_failed) -> dict:
+        """A private request whose workers died scoring it `max_attempts` times (claimed so by
+        the queue): FAILED with the door's fixed sentence at its publication slot, since when
+        it was interrupted depends on the scoring it died in."""
+        rid = request["id"]
+        log.error("%s: interrupted %d times (workers stopped or timed out); FAILED at its publication slot", rid,
+                  request.get("attempts", 0))
+        hold_until_slot(rid, seconds=self.slot_seconds, clock=self.clock)
+        if not keeper.lost.is_set() and self.store.fail(rid, self.worker_id, error=door.PRIVATE_INTERNAL_ERROR,
+                                                        kind=R.INTERNAL) and on_failed is not None:
+            on_failed(rid)
+        return self.store.get_request(rid)
 
     def admit(self, request: dict, *, also=None) -> tuple[ResolvedRequest | None, dict | None]:
         """The steps before scoring, one sequence for the worker and the dispatcher: a result

@@ -14,7 +14,7 @@ from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.accounts import index_name, submitter_of
 from rexrank.store.index import IndexEdit, load_index, load_json_object
-from rexrank.store.policy import check_policy
+from rexrank.store.policy import check_policy, is_private
 from rexrank.store.repo import Snapshot, StoreError, consistent_reads, transact
 
 log = logging.getLogger("rexrank.store")
@@ -61,7 +61,9 @@ class QueueOperations:
     def claim(self, worker_id: str, *, lease_seconds: float, max_attempts: int = 3) -> dict | None:
         """Atomically take the oldest PENDING request, or a RUNNING one whose lease expired
         (its worker died): it becomes RUNNING with this worker's id and a lease. A request
-        interrupted `max_attempts` times is FAILED instead. None if nothing to do.
+        interrupted `max_attempts` times is FAILED instead; on a private test set it is
+        claimed marked `out_of_attempts`, and the worker fails it at its publication slot
+        (rexrank.backend.worker). None if nothing to do.
 
         Settled requests still in queue/ (settled by an older worker) are moved to done/
         and indexed in the same commit; a store of the earlier layout (every request in
@@ -89,6 +91,13 @@ class QueueOperations:
                 expired = req["status"] == R.RUNNING and leases.expired(req, lease_seconds)
                 if req["status"] != R.PENDING and not expired:
                     continue
+                if expired and req.get("attempts", 0) >= max_attempts and is_private(req["test_set"]):
+                    # when it was interrupted is private (the scoring it died in): claimed to be failed by
+                    # this worker at its publication slot, in the door's words (Worker.process_next)
+                    claimed = transition(req, R.RUNNING, ts, worker=worker_id, lease_expires=ts + lease_seconds,
+                                         out_of_attempts=True, **new_lease(lease_seconds))
+                    changes.update(edit.move_request(path, req, claimed))
+                    break
                 if expired and req.get("attempts", 0) >= max_attempts:
                     changes.update(edit.move_request(path, req, transition(
                         req, R.FAILED, ts, failure_kind=R.INTERNAL,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -211,3 +212,28 @@ def test_the_index_is_kept_in_the_users_cache_with_path_hash_and_size(iu_copy, o
     path = Path(entry["path"])
     assert path == (iu_copy / "ReXRank_IUXray_test.json").resolve()
     assert entry["sha256"] == sha256_of(path) and entry["size"] == path.stat().st_size
+
+
+def test_a_remembered_copy_other_than_the_pinned_download_is_not_used(iu_copy, monkeypatch):
+    """IU-Xray has a pinned download: a copy of other content given once with --data-dir
+    must not become every later command's test set."""
+    from rexrank.testsets.loading import locate
+    from rexrank.testsets.registry import get_spec
+
+    path = iu_copy / "ReXRank_IUXray_test.json"
+    data = bytearray(path.read_bytes())
+    at = data.index(b"the")
+    data[at:at + 3] = b"The"
+    path.write_bytes(bytes(data))
+    assert score("--data-dir", str(iu_copy)) == 0  # remembered: it loaded
+    pinned = shared_path("data", "iu_xray", "ReXRank_IUXray_test.json")
+    monkeypatch.setattr(download, "fetch_pinned", lambda *args, **kwargs: pinned)
+    located = locate(get_spec("iu_xray"), None)
+    assert (located.origin, located.path) == ("download", pinned)
+
+    def refuse(*args, **kwargs):
+        raise TestSetError("ReXRank_IUXray_test.json is not cached (test)")
+
+    monkeypatch.setattr(download, "fetch_pinned", refuse)
+    with pytest.raises(TestSetError, match=re.escape(f"{path.resolve()} is not the pinned file (its SHA-256 differs)")):
+        locate(get_spec("iu_xray"), None)

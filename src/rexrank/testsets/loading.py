@@ -91,8 +91,9 @@ def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, downlo
                 f"{spec.title}: none of {', '.join(spec.filenames)} found in {origin} {data_dir} "
                 f"or its {spec.name}/ sub-folder. {spec.how_to_get}"
             )
-    elif not spec.embedded:
-        found = locations.usable(spec.name)
+    pinned = spec.download.sha256 if spec.download else None  # a remembered copy must be the pinned file
+    if data_dir is None and not spec.embedded:
+        found = locations.usable(spec.name, pinned=pinned)
         if found:
             return Located(found[0].path, "remembered", found[0].when)
     if spec.embedded:
@@ -100,7 +101,7 @@ def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, downlo
 
         return Located(data_path(spec.embedded), "embedded")
     not_used = "".join(f" (not used: the file remembered from an earlier use, {why}; pass its folder again "
-                       "with --data-dir)" for why in locations.stale(spec.name)[:1]) if data_dir is None else ""
+                       "with --data-dir)" for why in locations.stale(spec.name, pinned=pinned)[:1]) if data_dir is None else ""
     if spec.download:
         from rexrank.testsets.download import fetch_pinned
 

@@ -83,11 +83,14 @@ def remember(test_set: str, path: Path) -> None:
     _write(index)
 
 
-def _unchanged(entry: Remembered) -> str | None:
-    """Why a remembered file cannot be used as it is now, or None when it can."""
+def _unusable(entry: Remembered, pinned: str | None = None) -> str | None:
+    """Why a remembered file cannot be used as it is now, or None when it can. `pinned`: the
+    SHA-256 of the test set's pinned download, the only content taken for it."""
     from rexrank.errors import TestSetError
     from rexrank.testsets.download import sha256_of
 
+    if pinned is not None and entry.sha256 != pinned:
+        return "is not the pinned file (its SHA-256 differs)"
     try:
         if not entry.path.is_file():
             return "is no longer there"
@@ -100,15 +103,16 @@ def _unchanged(entry: Remembered) -> str | None:
     return None
 
 
-def usable(test_set: str) -> list[Remembered]:
-    """Files remembered for `test_set`, most recent first, that are still as they were."""
-    return [e for e in _read().get(test_set, []) if _unchanged(e) is None]
+def usable(test_set: str, *, pinned: str | None = None) -> list[Remembered]:
+    """Files remembered for `test_set`, most recent first, that are still as they were (and
+    have the content `pinned`, for a test set with a pinned download)."""
+    return [e for e in _read().get(test_set, []) if _unusable(e, pinned) is None]
 
 
 def remembered(test_set: str) -> list[Path]:
     return [e.path for e in usable(test_set)]
 
 
-def stale(test_set: str) -> list[str]:
-    """What is wrong with each remembered file that is no longer usable: "PATH is no longer there"."""
-    return [f"{e.path} {why}" for e in _read().get(test_set, []) for why in [_unchanged(e)] if why]
+def stale(test_set: str, *, pinned: str | None = None) -> list[str]:
+    """What is wrong with each remembered file that is not usable: "PATH is no longer there"."""
+    return [f"{e.path} {why}" for e in _read().get(test_set, []) for why in [_unusable(e, pinned)] if why]

@@ -93,9 +93,9 @@ def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, downlo
             )
     pinned = spec.download.sha256 if spec.download else None  # a remembered copy must be the pinned file
     if data_dir is None and not spec.embedded:
-        found = locations.usable(spec.name, pinned=pinned)
+        found = next(locations.usable(spec.name, pinned=pinned), None)
         if found:
-            return Located(found[0].path, "remembered", found[0].when)
+            return Located(found.path, "remembered", found.when)
     if spec.embedded:
         from rexrank.data import data_path
 

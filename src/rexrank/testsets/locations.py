@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from rexrank.testsets.download import cache_root
 
@@ -103,10 +104,11 @@ def _unusable(entry: Remembered, pinned: str | None = None) -> str | None:
     return None
 
 
-def usable(test_set: str, *, pinned: str | None = None) -> list[Remembered]:
+def usable(test_set: str, *, pinned: str | None = None) -> Iterator[Remembered]:
     """Files remembered for `test_set`, most recent first, that are still as they were (and
-    have the content `pinned`, for a test set with a pinned download)."""
-    return [e for e in _read().get(test_set, []) if _unusable(e, pinned) is None]
+    have the content `pinned`, for a test set with a pinned download). Each is hashed only
+    when the one before it has been passed over: the first usable one costs one hash."""
+    return (e for e in _read().get(test_set, []) if _unusable(e, pinned) is None)
 
 
 def remembered(test_set: str) -> list[Path]:

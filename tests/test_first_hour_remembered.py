@@ -237,3 +237,29 @@ def test_a_remembered_copy_other_than_the_pinned_download_is_not_used(iu_copy, m
     monkeypatch.setattr(download, "fetch_pinned", refuse)
     with pytest.raises(TestSetError, match=re.escape(f"{path.resolve()} is not the pinned file (its SHA-256 differs)")):
         locate(get_spec("iu_xray"), None)
+
+
+def test_analyze_uses_no_remembered_file_when_none_has_the_runs_references(tmp_path, iu_copy, offline, capsys):
+    """The runs were scored with a copy that is gone since; the pinned copy, with other
+    references, is remembered: analyze must not take its attributes from that one."""
+    path = iu_copy / "ReXRank_IUXray_test.json"
+    studies = json.loads(path.read_text())
+    first = next(s for s in studies.values() if s.get("section_findings"))
+    first["section_findings"] = "Edited findings."
+    path.write_text(json.dumps(studies))
+    runs = []
+    for name in ("a", "b"):
+        assert score("--data-dir", str(iu_copy), "--per-study", str(tmp_path / f"{name}.parquet")) == 0
+        runs.append(f"{name}={tmp_path / f'{name}.parquet'}")
+    pinned = tmp_path / "pinned"
+    pinned.mkdir()
+    shutil.copy(shared_path("data", "iu_xray", "ReXRank_IUXray_test.json"), pinned)
+    assert score("--data-dir", str(pinned)) == 0
+    path.unlink()
+    capsys.readouterr()
+    assert main(["analyze", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "10", "--no-progress"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert str(pinned) not in printed and "SHA-256 is unchanged" not in printed
+    assert ("no file remembered on this machine has the references the per-study files were scored with "
+            "(1 passed over), so none is used; pass --data-dir") in printed
+    assert "study attributes of iu_xray (named by the per-study files) were not loaded" in printed

@@ -64,12 +64,14 @@ class Located:
         return f"{self.path} ({how})"
 
 
-def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, download_url: str | None = None) -> Located:
+def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, download_url: str | None = None,
+           remembered: bool = True) -> Located:
     """Where the test set's JSON is. `data_dir` (else $REXRANK_DATA_DIR) has one meaning in
     every command: the JSON file itself, one test set's folder, or a folder holding test sets
     in sub-folders. Without either: the file remembered from an earlier use on this machine
-    while it is unchanged (rexrank.testsets.locations), else the test set's public source
-    (the embedded copy or the pinned download, content checked); a non-public one is an error."""
+    while it is unchanged (rexrank.testsets.locations; not with `remembered=False`), else the
+    test set's public source (the embedded copy or the pinned download, content checked); a
+    non-public one is an error."""
     from rexrank.testsets import locations
 
     if isinstance(data_dir, Located):  # found already (and said so) by the caller
@@ -92,7 +94,7 @@ def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, downlo
                 f"or its {spec.name}/ sub-folder. {spec.how_to_get}"
             )
     pinned = spec.download.sha256 if spec.download else None  # a remembered copy must be the pinned file
-    if data_dir is None and not spec.embedded:
+    if data_dir is None and not spec.embedded and remembered:
         found = next(locations.usable(spec.name, pinned=pinned), None)
         if found:
             return Located(found.path, "remembered", found.when)

@@ -12,7 +12,7 @@ import sys
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -219,8 +219,19 @@ def _apply_track(studies: "datasets.Dataset", track: str) -> "datasets.Dataset":
 
 def track_rows(test: "ResolvedTestSet") -> "datasets.Dataset":
     """The rows of a test set resolved already (`ResolvedTestSet`, or the backend's request),
-    its track applied: nothing is looked up again."""
-    return _apply_track(_read_studies(test.spec.name, resolve_file(test.spec, test.data_dir)), test.track)
+    its track applied, from the very file its studies were read from (nothing is looked up
+    again; the file's SHA-256 must still be the one the studies were read with)."""
+    from rexrank.testsets.download import sha256_of
+
+    studies = test.studies
+    changed = TestSetError(f"{test.spec.title}: {studies.path} has changed since its studies were loaded; "
+                           "score again with the file as it is now")
+    if sha256_of(studies.path) != studies.file_sha256:
+        raise changed
+    rows = _apply_track(_read_studies(test.spec.name, studies.path), test.track)
+    if tuple(rows["id"]) != studies.ids:  # changed between the check and the read
+        raise changed
+    return rows
 
 
 @dataclass(frozen=True)
@@ -232,6 +243,7 @@ class TrackStudies:
     name: str
     track: str
     file_sha256: str  # of the test set's file: the cache key
+    path: Path  # the file they were read from (track_rows reads its rows from it again)
     ids: tuple[str, ...]
     references: tuple[str, ...]
     outside_ids: frozenset[str]
@@ -257,12 +269,13 @@ def track_studies(name: str, track: str = "findings", *, data_dir: str | Path | 
         if key in _cache:
             _cache.move_to_end(key)
             remember_if_given(spec, located)
-            return _cache[key]
+            return replace(_cache[key], path=located.path)  # the same content, perhaps another copy
     studies = _read_studies(name, located.path)
     remember_if_given(spec, located)
     test = apply_track(studies, track)
     ids = tuple(test["id"])
-    loaded = TrackStudies(name, track, key[2], ids, tuple(test[REFERENCE_COLUMN]), frozenset(studies["id"]) - set(ids))
+    loaded = TrackStudies(name, track, key[2], located.path, ids, tuple(test[REFERENCE_COLUMN]),
+                          frozenset(studies["id"]) - set(ids))
     with _cache_lock:
         _cache[key] = loaded
         while len(_cache) > _CACHE_SIZE:

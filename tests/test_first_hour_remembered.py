@@ -49,8 +49,9 @@ def score(*args: str) -> int:
                  "--no-progress", *args])
 
 
-def test_a_folder_given_once_is_reused_by_every_command_and_named(tmp_path, iu_copy, offline, capsys):
+def test_a_folder_given_once_is_reused_by_every_command_and_named(tmp_path, iu_copy, offline, capsys, monkeypatch):
     import rexrank
+    import rexrank.testsets.loading as loading
 
     given = str(iu_copy / "ReXRank_IUXray_test.json")
     assert score("--data-dir", str(iu_copy.parent), "--per-study", str(tmp_path / "a.parquet")) == 0
@@ -70,6 +71,7 @@ def test_a_folder_given_once_is_reused_by_every_command_and_named(tmp_path, iu_c
                  "--bootstrap", "10", "--no-progress", "--strata", "split"]) == 0
     out = capsys.readouterr().out
     assert f"study attributes: IU-Xray (test), {given} (remembered" in out and "were not loaded" not in out
+    monkeypatch.setattr(loading, "_told", set())  # Python in a process of its own: it names the file once
     test = rexrank.load_test_set("iu_xray")
     assert len(test) > 0 and f"read from {given} (remembered" in capsys.readouterr().err
 
@@ -263,3 +265,22 @@ def test_analyze_uses_no_remembered_file_when_none_has_the_runs_references(tmp_p
     assert ("no file remembered on this machine has the references the per-study files were scored with "
             "(1 passed over), so none is used; pass --data-dir") in printed
     assert "study attributes of iu_xray (named by the per-study files) were not loaded" in printed
+
+
+def test_python_scoring_and_the_backend_name_a_remembered_file_once_per_process(iu_copy, offline):
+    """track_studies / resolve_test_set (Python scoring, the store, the Worker, the dispatcher)
+    say on stderr which remembered file they read, as load_test_set does: once per file."""
+    import rexrank
+
+    rexrank.load_test_set("iu_xray", data_dir=iu_copy)  # remembered
+    code = ("import rexrank\n"
+            "from rexrank.testsets.loading import resolve_test_set, track_studies\n"
+            "resolve_test_set('iu_xray', 'findings')\n"
+            "track_studies('iu_xray', 'findings_impression')\n"
+            "print('then load_test_set', file=__import__('sys').stderr)\n"
+            "rexrank.load_test_set('iu_xray')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    line = f"rexrank: IU-Xray (test) read from {(iu_copy / 'ReXRank_IUXray_test.json').resolve()} (remembered"
+    before, after = done.stderr.split("then load_test_set")
+    assert before.count(line) == 1 and line not in after, done.stderr

@@ -64,14 +64,28 @@ class Located:
         return f"{self.path} ({how})"
 
 
+_told: set[Path] = set()  # remembered files named in this process
+_told_lock = threading.Lock()
+
+
+def mark_told(located: Located) -> bool:
+    """Note that a remembered file has been named in this process; True the first time."""
+    with _told_lock:
+        if located.path in _told:
+            return False
+        _told.add(located.path)
+        return True
+
+
 def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, download_url: str | None = None,
-           remembered: bool = True) -> Located:
+           remembered: bool = True, tell: bool = True) -> Located:
     """Where the test set's JSON is. `data_dir` (else $REXRANK_DATA_DIR) has one meaning in
     every command: the JSON file itself, one test set's folder, or a folder holding test sets
     in sub-folders. Without either: the file remembered from an earlier use on this machine
     while it is unchanged (rexrank.testsets.locations; not with `remembered=False`), else the
     test set's public source (the embedded copy or the pinned download, content checked); a
-    non-public one is an error."""
+    non-public one is an error. A remembered file is a file nobody named: it is named on
+    stderr, once per process (`tell=False`: the caller names it, and calls mark_told)."""
     from rexrank.testsets import locations
 
     if isinstance(data_dir, Located):  # found already (and said so) by the caller
@@ -97,7 +111,10 @@ def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, downlo
     if data_dir is None and not spec.embedded and remembered:
         found = next(locations.usable(spec.name, pinned=pinned), None)
         if found:
-            return Located(found.path, "remembered", found.when)
+            located = Located(found.path, "remembered", found.when)
+            if tell and mark_told(located):
+                print(f"rexrank: {spec.title} read from {located.describe()}", file=sys.stderr, flush=True)
+            return located
     if spec.embedded:
         from rexrank.data import data_path
 
@@ -153,8 +170,6 @@ def load_all_studies(
     """Every study of the test set, whatever sections it has (no track applied)."""
     spec = get_spec(name)
     located = locate(spec, data_dir, download_url=download_url)
-    if data_dir is None and located.origin == "remembered":  # a file nobody named: say which, as the commands do
-        print(f"rexrank: {spec.title} read from {located.describe()}", file=sys.stderr)
     studies = _read_studies(name, located.path, cache_dir)
     remember_if_given(spec, located)
     return studies

@@ -111,10 +111,6 @@ def usable(test_set: str, *, pinned: str | None = None) -> Iterator[Remembered]:
     return (e for e in _read().get(test_set, []) if _unusable(e, pinned) is None)
 
 
-def remembered(test_set: str) -> list[Path]:
-    return [e.path for e in usable(test_set)]
-
-
 def stale(test_set: str, *, pinned: str | None = None) -> list[str]:
     """What is wrong with each remembered file that is not usable: "PATH is no longer there"."""
     return [f"{e.path} {why}" for e in _read().get(test_set, []) for why in [_unusable(e, pinned)] if why]

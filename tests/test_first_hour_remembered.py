@@ -81,7 +81,18 @@ def test_python_data_dir_is_remembered_for_the_commands(iu_copy, offline, capsys
 
     rexrank.load_test_set("iu_xray", data_dir=iu_copy)  # the same rule from Python
     assert score() == 0
-    assert "(remembered from an earlier --data-dir" in capsys.readouterr().out
+    assert "(remembered from an earlier data_dir=: it worked on" in capsys.readouterr().out
+
+
+def test_a_folder_given_in_the_environment_is_remembered_as_such(iu_copy, offline, capsys, monkeypatch):
+    monkeypatch.setenv("REXRANK_DATA_DIR", str(iu_copy))
+    assert score() == 0
+    monkeypatch.delenv("REXRANK_DATA_DIR")
+    capsys.readouterr()
+    assert score() == 0
+    out = capsys.readouterr().out
+    assert "(remembered from an earlier $REXRANK_DATA_DIR: it worked on" in out
+    assert "SHA-256 is unchanged; --data-dir names another)" in out  # what this command would take instead
 
 
 @pytest.mark.parametrize("change", ["edited", "moved"])

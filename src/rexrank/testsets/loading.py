@@ -39,25 +39,45 @@ def data_dir_candidates(spec: TestSetSpec, folder: Path) -> list[Path]:
     return [f / name for f in folders for name in spec.filenames]
 
 
+# What a folder given by the caller is called: Python's keyword, or the command line's flag
+# while a command runs (rexrank.cli.main). A remembered file says how it was given.
+_data_dir_option = "data_dir="
+
+
+@contextmanager
+def data_dir_option(name: str):
+    """Within: a folder given by the caller is called `name` ("--data-dir" in a command)."""
+    global _data_dir_option
+    before, _data_dir_option = _data_dir_option, name
+    try:
+        yield
+    finally:
+        _data_dir_option = before
+
+
 @dataclass(frozen=True)
 class Located:
     """Where a test set's file was found, and how (`origin`): "--data-dir" or "$REXRANK_DATA_DIR"
     (given), "remembered" (a file given before on this machine, unchanged since: `when` it last
-    worked), "embedded" (ships with rexrank) or "download" (the pinned public file)."""
+    worked, `given_as` how it was given then), "embedded" (ships with rexrank) or "download"
+    (the pinned public file)."""
 
     path: Path
     origin: str
     when: str = ""
+    given_as: str = ""
 
     @property
     def given(self) -> bool:
         return self.origin in ("--data-dir", f"${DATA_DIR_ENV}")
 
     def describe(self) -> str:
-        """"/data/iu_xray/ReXRank_IUXray_test.json (remembered: it worked on 2026-05-01 and is unchanged)"."""
+        """"/data/iu_xray/ReXRank_IUXray_test.json (remembered from an earlier --data-dir: it worked
+        on 2026-05-01 and its SHA-256 is unchanged; --data-dir names another)"."""
+        earlier = f"an earlier {self.given_as}" if self.given_as else "an earlier use"
         how = {
-            "remembered": f"remembered from an earlier --data-dir: it worked on {self.when} and its SHA-256 is unchanged; "
-                          "--data-dir names another",
+            "remembered": f"remembered from {earlier}: it worked on {self.when} and its SHA-256 is unchanged; "
+                          f"{_data_dir_option} names another",
             "embedded": "ships with rexrank",
             "download": "the pinned public file, in the cache",
         }.get(self.origin, f"from {self.origin}")
@@ -111,7 +131,7 @@ def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, downlo
     if data_dir is None and not spec.embedded and remembered:
         found = next(locations.usable(spec.name, pinned=pinned), None)
         if found:
-            located = Located(found.path, "remembered", found.when)
+            located = Located(found.path, "remembered", found.when, found.given_as)
             if tell and mark_told(located):
                 print(f"rexrank: {spec.title} read from {located.describe()}", file=sys.stderr, flush=True)
             return located
@@ -143,7 +163,7 @@ def remember_if_given(spec: TestSetSpec, located: Located) -> None:
     if located.given:
         from rexrank.testsets.locations import remember
 
-        remember(spec.name, located.path)
+        remember(spec.name, located.path, given_as=_data_dir_option if located.origin == "--data-dir" else located.origin)
 
 
 @contextmanager

@@ -28,6 +28,7 @@ class Remembered:
     sha256: str
     size: int
     when: str  # ISO date it last worked
+    given_as: str = ""  # "--data-dir", "$REXRANK_DATA_DIR" or "data_dir=" ("": an index of an earlier version)
 
 
 def _index_path() -> Path:
@@ -42,7 +43,8 @@ def _entry(item) -> Remembered | None:
     path, sha, size = item.get("path"), item.get("sha256"), item.get("size")
     if not isinstance(path, str) or not isinstance(sha, str) or not isinstance(size, int) or isinstance(size, bool):
         return None
-    return Remembered(Path(path), sha, size, str(item.get("when", "")))
+    given_as = item.get("given_as")
+    return Remembered(Path(path), sha, size, str(item.get("when", "")), given_as if isinstance(given_as, str) else "")
 
 
 def _read() -> dict[str, list[Remembered]]:
@@ -57,7 +59,8 @@ def _read() -> dict[str, list[Remembered]]:
 
 def _write(index: dict[str, list[Remembered]]) -> None:
     target = _index_path()
-    doc = {name: [{"path": str(e.path), "sha256": e.sha256, "size": e.size, "when": e.when} for e in entries]
+    doc = {name: [{"path": str(e.path), "sha256": e.sha256, "size": e.size, "when": e.when, "given_as": e.given_as}
+                  for e in entries]
            for name, entries in index.items()}
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -68,17 +71,17 @@ def _write(index: dict[str, list[Remembered]]) -> None:
         pass  # a read-only cache only costs the convenience
 
 
-def remember(test_set: str, path: Path) -> None:
-    """Put `path` (a test-set file that has just loaded) first among those remembered for
-    `test_set`, with its size and SHA-256 now."""
+def remember(test_set: str, path: Path, *, given_as: str = "") -> None:
+    """Put `path` (a test-set file that has just loaded, given as `given_as`) first among
+    those remembered for `test_set`, with its size and SHA-256 now."""
     from rexrank.testsets.download import sha256_of
 
     path = Path(path).resolve()
     entry = Remembered(path, sha256_of(path), path.stat().st_size,
-                       datetime.now(timezone.utc).date().isoformat())
+                       datetime.now(timezone.utc).date().isoformat(), given_as)
     index = _read()
     kept = index.get(test_set, [])
-    if kept and (kept[0].path, kept[0].sha256, kept[0].size, kept[0].when) == (entry.path, entry.sha256, entry.size, entry.when):
+    if kept and kept[0] == entry:
         return  # already first, as it is: nothing to write (a backend loads its test set per request)
     index[test_set] = [entry, *(e for e in kept if e.path != path)][:_KEPT_PER_TEST_SET]
     _write(index)

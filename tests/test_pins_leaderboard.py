@@ -59,7 +59,8 @@ def test_a_records_row_holds_its_numbers_as_floats_and_nan_for_what_is_missing()
 
 def test_a_records_identity_fields_are_shown_without_invisible_characters_and_default_to_empty():
     row = R.check_record(rec(model_name="Med\u202eVersa\u200b", institution=None, submitter="x\x1b[31my"))
-    assert row["model_name"] == "MedVersa" and row["institution"] == "" and row["submitter"] == "xy"
+    # no namespace: filed under its submitter (store.accounts.namespace_of), as the board names it
+    assert row["model_name"] == "xy / MedVersa" and row["institution"] == "" and row["submitter"] == "xy"
     missing = rec()
     for field in ("institution", "model_url", "date", "submitter", "source"):
         del missing[field]
@@ -240,13 +241,13 @@ def test_coverage_notes_name_each_value_computed_on_fewer_studies():
     ]
     frame = R.frame_from_rows(rows)
     assert R.coverage_notes(frame) == [
-        "Short on IU-Xray / Findings: BLEU n = 586, BertScore n = 500 of 590 studies",
-        "Also short on MIMIC-CXR / Findings + Impression: RaTEScore n = 2300 of 2347 studies",
-        "Toy on Example (synthetic) / Findings: GREEN n = 9 of 10 studies",
+        "someone / Short on IU-Xray / Findings: BLEU n = 586, BertScore n = 500 of 590 studies",
+        "someone / Also short on MIMIC-CXR / Findings + Impression: RaTEScore n = 2300 of 2347 studies",
+        "someone / Toy on Example (synthetic) / Findings: GREEN n = 9 of 10 studies",
     ]
     # a test set or track without a label is named as it is
     odd = frame.iloc[[4]].assign(test_set="nih_cxr", track="impression")
-    assert R.coverage_notes(odd) == ["Toy on nih_cxr / impression: GREEN n = 9 of 10 studies"]
+    assert R.coverage_notes(odd) == ["someone / Toy on nih_cxr / impression: GREEN n = 9 of 10 studies"]
     assert R.coverage_notes(frame.iloc[[1, 2]]) == []
 
 

@@ -101,6 +101,8 @@ def check_record(record: dict, *, value_problems: list[str] | None = None) -> di
     if unknown:
         raise RexrankError(f"result record {rid}: unknown leaderboard column(s) {unknown} (known: {list(COLUMNS_BY_KEY)})")
     row = {f: display(record.get(f) or "") for f in IDENTITY}
+    if record.get("source") != "published" and not row["namespace"]:
+        row["namespace"] = row["submitter"]  # filed before namespaces: under its submitter (store.accounts.namespace_of)
     row["model_name"] = model_title(row["namespace"], row["model_name"])
     wrong_date = check_date(row["date"]) if row["date"] else None
     if wrong_date:

@@ -391,7 +391,8 @@ def test_a_published_row_without_the_ranking_metric_says_not_published():
 def test_csv_rows_by_hand():
     plain = T.test_set_view(T.ranked(board(), "iu_xray", "findings"), "iu_xray", "findings", "radcliq_v1_inv", "").plain
     nan = math.nan
-    columns = ["Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set"]
+    columns = ["Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set",
+               "Lookalike name"]
     for label in LABELS:
         columns += [label, f"{label} 95% CI ±"]
     expected = pd.DataFrame({
@@ -399,7 +400,7 @@ def test_csv_rows_by_hand():
         "Rank": pd.array([1, 1, 3, None], dtype="Int64"), "Tier": pd.array([None] * 4, dtype="Int64"),
         "Model": ["A", "B", "C", "D"], "Institution": ["Lab A", "Uni_B", "C (inst)", "D"],
         "Date": ["2026-03-04", "2024", "2025-01", ""], "n": pd.array([590, None, 590, None], dtype="Int64"),
-        "Trained on this test set": ["yes", "", "", ""],
+        "Trained on this test set": ["yes", "", "", ""], "Lookalike name": ["", "", "", ""],
         **{label: [nan] * 4 for label in LABELS}, **{f"{label} 95% CI ±": [nan] * 4 for label in LABELS},
         "Source": ["submitted", "published", "submitted", "submitted"],
         "Model URL": ["https://a.example/m", "javascript:alert(1)", "", "http://d.example"],

@@ -129,6 +129,22 @@ def test_two_namespaces_with_one_name_are_no_lookalikes_but_lookalike_namespaces
         "stanford-aimi / CheXagent-3": True, "stanford-aiml / CheXagent-3": True}
 
 
+def test_a_lookalike_is_marked_in_the_overview_the_csv_download_and_its_model_page():
+    rows = [{**PUBLISHED[0], "id": f"r{i}", "model_name": "CheXagent-3", "namespace": ns, "source": "rexrank",
+             "values": {"bleu2": {"mean": 0.2 + i / 100, "ci95": None, "n": None}}}
+            for i, ns in enumerate(("alice", "stanford-aimi", "stanford-aiml"))]
+    frame = records_frame(rows)
+    views = tables.page_views(frame, "findings", "bleu2", test_sets=("iu_xray",))
+    overview, plain = views.overview["IU-Xray"].tolist(), views.overview_plain["IU-Xray"].tolist()
+    for cells in (overview, plain):
+        assert [tables.LOOKALIKE_MARK in c for c in cells] == [True, True, False], cells  # best first
+    csv = views.tables["iu_xray"].plain
+    assert dict(zip(csv["Model"], csv["Lookalike name"])) == {
+        "stanford-aiml / CheXagent-3": "yes", "stanford-aimi / CheXagent-3": "yes", "alice / CheXagent-3": ""}
+    assert tables.LOOKALIKE_MARK in model_header(frame, "stanford-aiml / CheXagent-3")
+    assert tables.LOOKALIKE_MARK not in model_header(frame, "alice / CheXagent-3")
+
+
 def test_a_record_from_before_namespaces_is_its_submitters_as_the_rules_have_it():
     """A request without a namespace files under its submitter (store.accounts.namespace_of):
     its record, written before namespaces existed, is the same model as the submitter's new one."""

@@ -397,9 +397,10 @@ def overview_cells(table: pd.DataFrame, top: int | None = 10) -> tuple[list[str]
     table = table[table["rank"].notna()]
     if top is not None:
         table = table.head(top)
-    rows = table[["model_name", "model_url", "trained", "institution"]].to_dict("records")
+    rows = table[["model_name", "model_url", "trained", "institution", "lookalike"]].to_dict("records")
     return ([f"{model_cell(r, link=False)} ({md_escape(r['institution'])})" for r in rows],
-            [f"{r['model_name']}{' ' + TRAINED_MARK if r['trained'] else ''} ({r['institution']})" for r in rows])
+            [f"{r['model_name']}{' ' + TRAINED_MARK if r['trained'] else ''}"
+             f"{' ' + LOOKALIKE_MARK if r['lookalike'] else ''} ({r['institution']})" for r in rows])
 
 
 def all_views(frame: pd.DataFrame, rank_by: str = DEFAULT_RANK_KEY, tracks=("findings", "findings_impression")) -> dict:
@@ -420,7 +421,8 @@ def track_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY
     return views.overview, {t: v.display for t, v in views.tables.items()}
 
 
-CSV_FIXED = ("Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set")
+CSV_FIXED = ("Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set",
+             "Lookalike name")
 
 
 def _ints(values) -> pd.array:
@@ -448,6 +450,7 @@ def csv_table(table: pd.DataFrame, test_set: str, track: str, *, rank_by: str = 
         "Date": table["date"],
         "n": _ints(n),
         "Trained on this test set": ["yes" if t else "" for t in table["trained"]],
+        "Lookalike name": ["yes" if look else "" for look in table["lookalike"]],  # reads like another row's (`lookalikes`)
         **{COLUMNS_BY_KEY[k].display: table[k] for k in METRIC_KEYS},
         **{f"{COLUMNS_BY_KEY[k].display} 95% CI ±": table[f"{k}_ci"] for k in METRIC_KEYS},
         "Source": [source_label(x) for x in table["source"]],

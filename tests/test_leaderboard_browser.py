@@ -805,6 +805,13 @@ def test_submits_link_opens_the_board_with_the_bleu_only_row_ranked_on_the_first
     # the address now holds the view itself: a reload reproduces it, a cleared search stays cleared
     address = wait_for_address(page, f"q={TITLE_Q}")
     assert "rank=bleu2" in address and "tab=iu_xray" in address
+    assert "model=" not in address  # the search holds the model now: a model= left behind would focus again
+    search_for(page, "")
+    page.wait_for_function("() => !new URL(window.location.href).searchParams.has('q')", timeout=STATE_TIMEOUT_MS)
+    page.reload()
+    wait_view_ready(page)
+    wait_until(page, "table-iu_xray", lambda rows: len(rows) >= 3)  # a search cleared stays cleared after a reload
+    assert "model=" not in page.url and "q=" not in page.url
     # the full table, by the default ranking: the row says where it stands by BLEU
     open_page(page, url + "?tab=iu_xray")
     rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) >= 3)

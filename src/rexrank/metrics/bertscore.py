@@ -189,9 +189,6 @@ class BertScore(Metric):
 
         return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
-    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
-        return self._score_part(predictions, references, 0, len(predictions))
-
     def _score_part(self, predictions: list[str], references: list[str], start: int, stop: int) -> StudyRows:
         """Studies [start, stop); idf counts over all the run's references (tokenised only),
         so a shard weighs its tokens as the whole run does."""

@@ -82,9 +82,6 @@ class RadCliQ(Metric):
             return ShardRule(refusal="; ".join(refusals))
         return ShardRule(align=math.lcm(*(rule.align for rule in rules.values())))
 
-    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
-        return self._score_part(predictions, references, 0, len(predictions))
-
     def _score_part(self, predictions: list[str], references: list[str], start: int, stop: int) -> StudyRows:
         """Each component scores studies [start, stop) as its own run over all the pairs
         scores them (BERTScore's idf counts over every reference)."""

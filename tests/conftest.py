@@ -38,6 +38,16 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+def grid(frame, test_set: str, track: str, rank_by: str | None = None, query: str = "", **options):
+    """A test-set tab's grid as the page builds it (rexrank.leaderboard.tables.page_views;
+    `options`: its filters, columns, per_study)."""
+    from rexrank.leaderboard import tables
+    from rexrank.results_schema import DEFAULT_RANK_KEY
+
+    views = tables.page_views(frame, track, rank_by or DEFAULT_RANK_KEY, query, test_sets=(test_set,), **options)
+    return views.tables[test_set].display
+
+
 @pytest.fixture(autouse=True)
 def _isolated_caches(tmp_path_factory, monkeypatch, request):
     """Keep every test's caches (rexrank, HF datasets/evaluate) out of the user's home.

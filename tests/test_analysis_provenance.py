@@ -128,3 +128,20 @@ def test_statistical_notes_are_rendered_not_shown_as_markdown(tmp_path):
     page = render_html(Analysis(title="t", statistical_notes="- **Ranks.** `p_holm` <script>x</script>\n- two"))
     assert "<li><strong>Ranks.</strong> <code>p_holm</code> &lt;script&gt;x&lt;/script&gt;</li>" in page
     assert "**" not in page and "<script>" not in page
+
+
+@pytest.mark.parametrize("failing", ["write", "rename"])
+def test_a_results_file_that_cannot_be_written_leaves_no_temporary_file(tmp_path, monkeypatch, failing):
+    import rexrank.per_study_file as per_study_file
+
+    def refuse(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    if failing == "write":
+        monkeypatch.setattr(per_study_file, "follow_umask", refuse)
+    else:
+        monkeypatch.setattr(per_study_file.os, "replace", refuse)
+    target = tmp_path / "results.json"
+    with pytest.raises(OSError, match="No space left"):
+        per_study_file.write_json_atomic(target, {"a": 1})
+    assert list(tmp_path.iterdir()) == []

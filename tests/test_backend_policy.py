@@ -332,6 +332,52 @@ def test_temporary_files_of_a_killed_worker_are_removed_at_the_next_start(tmp_pa
     assert not alive.path.exists()
 
 
+def test_a_scratch_folder_is_never_taken_for_a_dead_workers_while_it_is_being_made(tmp_path, monkeypatch):
+    """Another worker's remove_stale() running between a new folder's owner file and its lock
+    (shard Jobs starting side by side) left the folder deleted under its living owner."""
+    import fcntl
+
+    from rexrank.store import scratch
+
+    monkeypatch.setattr(scratch, "scratch_root", lambda: tmp_path)
+    real_flock = fcntl.flock
+    swept = []
+
+    def flock_after_a_sweep(fd, op):
+        if not swept:  # the owner's own lock: another worker sweeps first
+            swept.append(scratch.remove_stale(tmp_path))
+        return real_flock(fd, op)
+
+    monkeypatch.setattr(scratch.fcntl, "flock", flock_after_a_sweep)
+    made = scratch.ScratchDir("shard")
+    monkeypatch.setattr(scratch.fcntl, "flock", real_flock)
+    assert swept == [[]] and made.path.is_dir() and (made.path / scratch.OWNER_FILE).exists()
+    assert scratch.remove_stale(tmp_path) == [] and made.path.is_dir()  # alive: its owner holds the lock
+    made.cleanup()
+
+
+def test_a_folder_removed_while_stale_ones_are_swept_is_passed_over(tmp_path, monkeypatch):
+    """A folder without its owner file that its owner removes while remove_stale() looks at it
+    (a shard finishing beside another one starting) raised FileNotFoundError in the new one."""
+    from pathlib import Path
+
+    from rexrank.store import scratch
+
+    going = tmp_path / "backend-going"
+    going.mkdir()
+    real_stat, looks = Path.stat, []
+
+    def stat(path, *a, **k):
+        if path == going:
+            looks.append(path)
+            if len(looks) > 1:  # listed as a folder, then gone when its age is read
+                raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_stat(path, *a, **k)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    assert scratch.remove_stale(tmp_path) == [] and len(looks) == 2
+
+
 def test_dating_a_request_back_escapes_neither_quota_nor_copy_review(tmp_path, rogue):
     store = open_store(tmp_path / "s", quota=Quota(1, 7))
     now = time.time()

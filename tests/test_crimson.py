@@ -190,7 +190,11 @@ def test_the_optional_column_shows_only_where_a_result_has_it():
         table = ranked(records_frame(records), "example", "findings")
         headers = list(display_table(table, best_values(table)).columns)
         assert any(h.startswith("CRIMSON") for h in headers) is shown
-        assert ("CRIMSON" in model_results(records_frame(records), records[-1]["model_name"]).columns) is shown
-    assert "CRIMSON" not in model_results(records_frame(with_crimson), "a").columns  # a's own results lack it
+        frame = records_frame(records)
+        page = model_results(frame, frame["model_name"].iloc[-1])
+        assert len(page) == 1 and ("CRIMSON" in page.columns) is shown
+    frame = records_frame(with_crimson)
+    page = model_results(frame, frame["model_name"].iloc[0])  # a's own results lack it
+    assert len(page) == 1 and "CRIMSON" not in page.columns
     table = ranked(records_frame(plain), "example", "findings", "crimson")  # ranked by it: shown, even empty
     assert any(h.startswith("CRIMSON") for h in display_table(table, best_values(table), "crimson").columns)

@@ -172,3 +172,18 @@ def test_two_results_of_a_model_on_one_track_are_not_guessed_between(tmp_path, s
     store.add_result({**SUBMITTED, "id": "req-0003"})
     assert export(tmp_path, "--model", "CXR-Writer", "--org", "rexrank") == 1
     assert "2 results on iu_xray/findings (req-0001, req-0003)" in capsys.readouterr().err
+
+
+def test_a_model_is_named_as_the_board_names_it_and_a_bare_name_only_when_it_is_one_namespaces(tmp_path, store, capsys):
+    store.add_result({**SUBMITTED, "id": "req-0003", "namespace": "bob", "submitter": "bob"})
+    # the board's title: bob's result only (alice's, filed before namespaces, is "alice / CXR-Writer")
+    assert export(tmp_path, "--model", "bob / CXR-Writer", "--org", "rexrank") == 0
+    entries = yaml.safe_load((tmp_path / "out" / ".eval_results" / "rexrank_iu_xray_findings.yaml").read_text())
+    assert entries[0]["notes"].endswith("result req-0003")
+    capsys.readouterr()
+    # a bare name in two namespaces: which one is not guessed
+    assert export(tmp_path, "--model", "cxr-writer", "--org", "rexrank") == 1
+    err = capsys.readouterr().err
+    assert "'cxr-writer' is a model of 2 namespaces" in err and "'alice / CXR-Writer', 'bob / CXR-Writer'" in err
+    # a bare name of one namespace is that model
+    assert export(tmp_path, "--model", "MedVersa", "--org", "rexrank") == 0

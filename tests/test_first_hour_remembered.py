@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -48,8 +49,9 @@ def score(*args: str) -> int:
                  "--no-progress", *args])
 
 
-def test_a_folder_given_once_is_reused_by_every_command_and_named(tmp_path, iu_copy, offline, capsys):
+def test_a_folder_given_once_is_reused_by_every_command_and_named(tmp_path, iu_copy, offline, capsys, monkeypatch):
     import rexrank
+    import rexrank.testsets.loading as loading
 
     given = str(iu_copy / "ReXRank_IUXray_test.json")
     assert score("--data-dir", str(iu_copy.parent), "--per-study", str(tmp_path / "a.parquet")) == 0
@@ -69,6 +71,7 @@ def test_a_folder_given_once_is_reused_by_every_command_and_named(tmp_path, iu_c
                  "--bootstrap", "10", "--no-progress", "--strata", "split"]) == 0
     out = capsys.readouterr().out
     assert f"study attributes: IU-Xray (test), {given} (remembered" in out and "were not loaded" not in out
+    monkeypatch.setattr(loading, "_told", set())  # Python in a process of its own: it names the file once
     test = rexrank.load_test_set("iu_xray")
     assert len(test) > 0 and f"read from {given} (remembered" in capsys.readouterr().err
 
@@ -78,7 +81,18 @@ def test_python_data_dir_is_remembered_for_the_commands(iu_copy, offline, capsys
 
     rexrank.load_test_set("iu_xray", data_dir=iu_copy)  # the same rule from Python
     assert score() == 0
-    assert "(remembered from an earlier --data-dir" in capsys.readouterr().out
+    assert "(remembered from an earlier data_dir=: it worked on" in capsys.readouterr().out
+
+
+def test_a_folder_given_in_the_environment_is_remembered_as_such(iu_copy, offline, capsys, monkeypatch):
+    monkeypatch.setenv("REXRANK_DATA_DIR", str(iu_copy))
+    assert score() == 0
+    monkeypatch.delenv("REXRANK_DATA_DIR")
+    capsys.readouterr()
+    assert score() == 0
+    out = capsys.readouterr().out
+    assert "(remembered from an earlier $REXRANK_DATA_DIR: it worked on" in out
+    assert "SHA-256 is unchanged; --data-dir names another)" in out  # what this command would take instead
 
 
 @pytest.mark.parametrize("change", ["edited", "moved"])
@@ -211,3 +225,73 @@ def test_the_index_is_kept_in_the_users_cache_with_path_hash_and_size(iu_copy, o
     path = Path(entry["path"])
     assert path == (iu_copy / "ReXRank_IUXray_test.json").resolve()
     assert entry["sha256"] == sha256_of(path) and entry["size"] == path.stat().st_size
+
+
+def test_a_remembered_copy_other_than_the_pinned_download_is_not_used(iu_copy, monkeypatch):
+    """IU-Xray has a pinned download: a copy of other content given once with --data-dir
+    must not become every later command's test set."""
+    from rexrank.testsets.loading import locate
+    from rexrank.testsets.registry import get_spec
+
+    path = iu_copy / "ReXRank_IUXray_test.json"
+    data = bytearray(path.read_bytes())
+    at = data.index(b"the")
+    data[at:at + 3] = b"The"
+    path.write_bytes(bytes(data))
+    assert score("--data-dir", str(iu_copy)) == 0  # remembered: it loaded
+    pinned = shared_path("data", "iu_xray", "ReXRank_IUXray_test.json")
+    monkeypatch.setattr(download, "fetch_pinned", lambda *args, **kwargs: pinned)
+    located = locate(get_spec("iu_xray"), None)
+    assert (located.origin, located.path) == ("download", pinned)
+
+    def refuse(*args, **kwargs):
+        raise TestSetError("ReXRank_IUXray_test.json is not cached (test)")
+
+    monkeypatch.setattr(download, "fetch_pinned", refuse)
+    with pytest.raises(TestSetError, match=re.escape(f"{path.resolve()} is not the pinned file (its SHA-256 differs)")):
+        locate(get_spec("iu_xray"), None)
+
+
+def test_analyze_uses_no_remembered_file_when_none_has_the_runs_references(tmp_path, iu_copy, offline, capsys):
+    """The runs were scored with a copy that is gone since; the pinned copy, with other
+    references, is remembered: analyze must not take its attributes from that one."""
+    path = iu_copy / "ReXRank_IUXray_test.json"
+    studies = json.loads(path.read_text())
+    first = next(s for s in studies.values() if s.get("section_findings"))
+    first["section_findings"] = "Edited findings."
+    path.write_text(json.dumps(studies))
+    runs = []
+    for name in ("a", "b"):
+        assert score("--data-dir", str(iu_copy), "--per-study", str(tmp_path / f"{name}.parquet")) == 0
+        runs.append(f"{name}={tmp_path / f'{name}.parquet'}")
+    pinned = tmp_path / "pinned"
+    pinned.mkdir()
+    shutil.copy(shared_path("data", "iu_xray", "ReXRank_IUXray_test.json"), pinned)
+    assert score("--data-dir", str(pinned)) == 0
+    path.unlink()
+    capsys.readouterr()
+    assert main(["analyze", *runs, "--out", str(tmp_path / "r"), "--bootstrap", "10", "--no-progress"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert str(pinned) not in printed and "SHA-256 is unchanged" not in printed
+    assert ("no file remembered on this machine has the references the per-study files were scored with "
+            "(1 passed over), so none is used; pass --data-dir") in printed
+    assert "study attributes of iu_xray (named by the per-study files) were not loaded" in printed
+
+
+def test_python_scoring_and_the_backend_name_a_remembered_file_once_per_process(iu_copy, offline):
+    """track_studies / resolve_test_set (Python scoring, the store, the Worker, the dispatcher)
+    say on stderr which remembered file they read, as load_test_set does: once per file."""
+    import rexrank
+
+    rexrank.load_test_set("iu_xray", data_dir=iu_copy)  # remembered
+    code = ("import rexrank\n"
+            "from rexrank.testsets.loading import resolve_test_set, track_studies\n"
+            "resolve_test_set('iu_xray', 'findings')\n"
+            "track_studies('iu_xray', 'findings_impression')\n"
+            "print('then load_test_set', file=__import__('sys').stderr)\n"
+            "rexrank.load_test_set('iu_xray')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    line = f"rexrank: IU-Xray (test) read from {(iu_copy / 'ReXRank_IUXray_test.json').resolve()} (remembered"
+    before, after = done.stderr.split("then load_test_set")
+    assert before.count(line) == 1 and line not in after, done.stderr

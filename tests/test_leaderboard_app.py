@@ -147,6 +147,7 @@ def test_submit_files_a_request_and_reports_errors(served, tmp_path):
     # the request records the uploaded file's own name, not the server's temporary copy
     assert request["predictions"]["source"] == "example_predictions.json"
     assert queue["data"][0][0] == request["id"]
+    assert queue["data"][0][1] == "alice / My model"  # named as the board will name it
     assert answer["filed"] and answer["request"]["id"] == request["id"] and answer["request"]["submitter"] == "alice"
     # the same predictions again: refused by the store, with its reason shown
     msg, _, _ = client.predict(handle_file(predictions), "", *args, "alice", api_name="/submit")

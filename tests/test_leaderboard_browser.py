@@ -751,6 +751,10 @@ def bleu_only_store(tmp_path_factory):
         demo.close()
 
 
+# MyModel as the board names it: its namespace (the submitter, `me`) and its name (issue 37)
+TITLE, TITLE_Q = "me / MyModel", "me+%2F+MyModel"
+
+
 def bleu_rank_among_published(bleu: dict) -> tuple[int, int]:
     """MyModel's place by BLEU among the published IU-Xray findings results, and how many
     results have BLEU (computed from the published CSV, not by the page)."""
@@ -782,7 +786,7 @@ ROW_ON_SCREEN = """([sel, model, k]) => {
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1400px", "390px"])
 def test_submits_link_opens_the_board_with_the_bleu_only_row_ranked_on_the_first_screen(bleu_only_store, browser, viewport):
     _, url, link, bleu = bleu_only_store
-    assert link.startswith("http://127.0.0.1:7860/?tab=iu_xray&model=MyModel"), link
+    assert link.startswith(f"http://127.0.0.1:7860/?tab=iu_xray&model={TITLE_Q}"), link
     width = viewport["width"]
     page = browser.new_page(viewport=viewport)
     open_page(page, urljoin(url, link.removeprefix("http://127.0.0.1:7860/")))
@@ -791,25 +795,32 @@ def test_submits_link_opens_the_board_with_the_bleu_only_row_ranked_on_the_first
     note = wait_text(page, "#address-note", lambda t: "Ranked by BLEU" in t)
     assert "it has no 1/RadCliQ-v1 value" in note
     rank, n = bleu_rank_among_published(bleu)
-    rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) == 1 and rows[0][1] == "MyModel")
+    rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) == 1 and rows[0][1] == TITLE)
     assert rows[0][0] == str(rank) and rows[0][2] == shown(bleu), (rows, rank, bleu)
     assert f"1 of {n} results matches the search." in wait_text(page, "#note-iu_xray", lambda t: "matches" in t)
     settle(page)
     page.screenshot(path=str(ARTIFACTS / f"leaderboard_39_submit_link_{width}.png"))
-    cells = page.evaluate(ROW_ON_SCREEN, ["#table-iu_xray", "MyModel", 3])
+    cells = page.evaluate(ROW_ON_SCREEN, ["#table-iu_xray", TITLE, 3])
     assert cells and all(c["seen"] for c in cells), f"at {width} px MyModel's rank, name and BLEU are not all on the first screen: {cells}"
     # the address now holds the view itself: a reload reproduces it, a cleared search stays cleared
-    address = wait_for_address(page, "q=MyModel")
+    address = wait_for_address(page, f"q={TITLE_Q}")
     assert "rank=bleu2" in address and "tab=iu_xray" in address
+    assert "model=" not in address  # the search holds the model now: a model= left behind would focus again
+    search_for(page, "")
+    page.wait_for_function("() => !new URL(window.location.href).searchParams.has('q')", timeout=STATE_TIMEOUT_MS)
+    page.reload()
+    wait_view_ready(page)
+    wait_until(page, "table-iu_xray", lambda rows: len(rows) >= 3)  # a search cleared stays cleared after a reload
+    assert "model=" not in page.url and "q=" not in page.url
     # the full table, by the default ranking: the row says where it stands by BLEU
     open_page(page, url + "?tab=iu_xray")
     rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) >= 3)
     page.evaluate("() => document.querySelector('#table-iu_xray .virtual-table-viewport').scrollTop = 1e6")
-    rows = wait_until(page, "table-iu_xray", lambda rows: any(r[1] == "MyModel" for r in rows))
-    mine = next(r for r in rows if r[1] == "MyModel")
+    rows = wait_until(page, "table-iu_xray", lambda rows: any(r[1] == TITLE for r in rows))
+    mine = next(r for r in rows if r[1] == TITLE)
     assert mine[0] == "–" and mine[2] == f"– not scored · {tables_ordinal(rank)} of {n} by BLEU", mine
     page.evaluate("""() => [...document.querySelectorAll('#table-iu_xray [role=gridcell]')]
-        .find(c => c.innerText.trim() === 'MyModel').scrollIntoView({block: 'center'})""")
+        .find(c => c.innerText.trim() === 'me / MyModel').scrollIntoView({block: 'center'})""")
     settle(page)
     page.screenshot(path=str(ARTIFACTS / f"leaderboard_39_unranked_row_{width}.png"))
     page.close()
@@ -832,8 +843,8 @@ def test_a_search_on_the_default_tab_names_the_tab_where_it_matches(bleu_only_st
     page.screenshot(path=str(ARTIFACTS / "leaderboard_39_search_elsewhere_390.png"), full_page=True)
     link.click()  # opens that tab, in this window, with the same search
     wait_for_address(page, "tab=iu_xray")
-    rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) == 1 and rows[0][1] == "MyModel")
-    assert rows[0][1] == "MyModel"
+    rows = wait_until(page, "table-iu_xray", lambda rows: len(rows) == 1 and rows[0][1] == TITLE)
+    assert rows[0][1] == TITLE
     page.close()
 
 
@@ -850,7 +861,7 @@ def test_the_model_page_shows_where_the_run_stands_with_its_score_on_screen(bleu
     _, url, _, bleu = bleu_only_store
     rank, n = bleu_rank_among_published(bleu)
     page = browser.new_page(viewport=viewport)
-    open_page(page, url + "?model=MyModel")
+    open_page(page, url + f"?model={TITLE_Q}")
     wait_text(page, "#model-header", lambda t: "Where it stands" in t)
     lines = page.evaluate(STANDING_SEEN)
     expected = f"IU-Xray · Findings: no 1/RadCliQ-v1 value (not scored); {tables_ordinal(rank)} of {n} by BLEU ({shown(bleu)})"

@@ -15,7 +15,7 @@ from rexrank.leaderboard.model_page import model_results, neighbour_significance
 from rexrank.leaderboard.published import load_seed_records
 from rexrank.leaderboard.records import records_frame
 from rexrank.leaderboard.source import LeaderboardSource
-from tests.conftest import shared_path
+from tests.conftest import grid, shared_path
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_ranking_matches_the_csv_sorted_independently(frame, csv_name, test_set,
     csv["Model Name"] = csv["Model Name"].str.replace("_", "-")
     values = csv[column].where(~((csv[column] == 0) & column.startswith("1/")))
     csv = csv.assign(v=values).sort_values(["v", "Model Name"], ascending=[False, True], na_position="last")
-    view = tables.leaderboard_view(frame, test_set, track, key)
+    view = grid(frame, test_set, track, key)
     assert [_model(c) for c in view["Model"]] == csv["Model Name"].tolist()
     # ties share the best rank; unranked rows (no value) show a dash
     expected_ranks = csv["v"].rank(method="min", ascending=False)
@@ -65,7 +65,7 @@ def test_ranking_matches_the_csv_sorted_independently(frame, csv_name, test_set,
 
 def test_best_value_per_column_is_bold_and_only_there(frame):
     csv = pd.read_csv(shared_path("data", "published", "current", "findings_result_mimiccxr.csv"))
-    view = tables.leaderboard_view(frame, "mimic_cxr", "findings")
+    view = grid(frame, "mimic_cxr", "findings")
     for header in ["BLEU", "BertScore", "SembScore", "RadGraph", "1/RadCliQ-v1", "RaTEScore", "GREEN", "1/FineRadScore"]:
         col = next(c for c in view.columns if c.startswith(header + " "))
         best = csv[header].max()
@@ -74,14 +74,14 @@ def test_best_value_per_column_is_bold_and_only_there(frame):
 
 
 def test_search_keeps_best_from_the_full_table(frame):
-    view = tables.leaderboard_view(frame, "iu_xray", "findings", query="csiro")
+    view = grid(frame, "iu_xray", "findings", query="csiro")
     assert set(view["Institution"]) == {"CSIRO"} and len(view) == 4
     # CSIRO holds no column's best on IU-Xray findings: the search must not bold anything
     assert not any(str(c).startswith("**") for c in view.drop(columns=["Model"]).to_numpy().ravel())
     # all words must match, in model name or institution, any case
-    view = tables.leaderboard_view(frame, "iu_xray", "findings", query="chexpertplus STANFORD mimic")
+    view = grid(frame, "iu_xray", "findings", query="chexpertplus STANFORD mimic")
     assert sorted(_model(c) for c in view["Model"]) == ["CheXpertPlus-CheX-MIMIC", "CheXpertPlus-MIMIC"]
-    assert tables.leaderboard_view(frame, "iu_xray", "findings", query="no such model").empty
+    assert grid(frame, "iu_xray", "findings", query="no such model").empty
 
 
 def test_ci_display_and_trained_marker():
@@ -90,7 +90,7 @@ def test_ci_display_and_trained_marker():
         record("B", trained_on=["mimic_cxr"], bleu2=(0.4, 0.01), radcliq_v1_inv=(1.2, 0.04)),
         record("C", bleu2=0.3, radcliq_v1_inv=0.9),
     ])
-    view = tables.leaderboard_view(frame, "iu_xray", "findings")
+    view = grid(frame, "iu_xray", "findings")
     assert [_model(c) for c in view["Model"]] == ["A", "B", "C"]
     assert view["Rank"].tolist() == ["1", "1", "3"]  # tie on 1/RadCliQ-v1
     assert view["Model"][0].endswith("\\*") and not view["Model"][1].endswith("\\*")  # B trained on another set
@@ -106,14 +106,14 @@ def test_markdown_is_escaped_and_only_web_links_are_linked():
     bad = record("x](javascript:alert(1))", bleu2=0.1)
     bad["model_url"] = "javascript:alert(1)"
     frame = records_frame([bad, record("ok", bleu2=0.2)])
-    view = tables.leaderboard_view(frame, "iu_xray", "findings", "bleu2")
+    view = grid(frame, "iu_xray", "findings", "bleu2")
     assert view["Model"][1] == "x\\]\\(javascript:alert\\(1\\)\\)"
     assert view["Model"][0] == "[ok](https://example.org/ok)"
 
 
 def test_unknown_rank_key_is_an_error(frame):
     with pytest.raises(RexrankError, match="cannot rank by 'bleu4'"):
-        tables.leaderboard_view(frame, "iu_xray", "findings", "bleu4")
+        grid(frame, "iu_xray", "findings", "bleu4")
 
 
 def test_bad_records_raise_or_are_listed():

@@ -17,7 +17,7 @@ from rexrank.leaderboard.records import records_frame
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.leaderboard.tiers import table_tiers
 from rexrank.results_schema import COLUMNS_BY_KEY
-from tests.conftest import shared_path
+from tests.conftest import grid, shared_path
 
 MOERAD_SCORES = ("validation", "moerad_iu", "report_scores.csv")
 
@@ -189,7 +189,7 @@ def test_a_lower_is_better_metric_ranks_lowest_first_and_marks_it(monkeypatch):
     frame = records_frame([result("X", mean=1.0, bleu=0.3), result("Y", mean=1.0, bleu=0.1), result("Z", mean=1.0, bleu=0.2)])
     table = tables.ranked(frame, "iu_xray", "findings", "bleu2")
     assert table["model_name"].tolist() == ["Y", "Z", "X"]  # best (lowest) first
-    view = tables.leaderboard_view(frame, "iu_xray", "findings", "bleu2")
+    view = grid(frame, "iu_xray", "findings", "bleu2")
     assert "BLEU ↓ ▲" in view.columns  # ▲: the values rise down the table
     assert view["BLEU ↓ ▲"].tolist()[0] == "**0.100**"
     assert tables.rank_key_for_header("BLEU ↓ ▲") == "bleu2"

@@ -16,6 +16,7 @@ import pytest
 from rexrank.errors import RexrankError
 from rexrank.leaderboard import records as R
 from rexrank.leaderboard import tables as T
+from tests.conftest import grid
 
 
 def rec(**changes) -> dict:
@@ -59,7 +60,8 @@ def test_a_records_row_holds_its_numbers_as_floats_and_nan_for_what_is_missing()
 
 def test_a_records_identity_fields_are_shown_without_invisible_characters_and_default_to_empty():
     row = R.check_record(rec(model_name="Med\u202eVersa\u200b", institution=None, submitter="x\x1b[31my"))
-    assert row["model_name"] == "MedVersa" and row["institution"] == "" and row["submitter"] == "xy"
+    # no namespace: filed under its submitter (store.accounts.namespace_of), as the board names it
+    assert row["model_name"] == "xy / MedVersa" and row["institution"] == "" and row["submitter"] == "xy"
     missing = rec()
     for field in ("institution", "model_url", "date", "submitter", "source"):
         del missing[field]
@@ -240,13 +242,13 @@ def test_coverage_notes_name_each_value_computed_on_fewer_studies():
     ]
     frame = R.frame_from_rows(rows)
     assert R.coverage_notes(frame) == [
-        "Short on IU-Xray / Findings: BLEU n = 586, BertScore n = 500 of 590 studies",
-        "Also short on MIMIC-CXR / Findings + Impression: RaTEScore n = 2300 of 2347 studies",
-        "Toy on Example (synthetic) / Findings: GREEN n = 9 of 10 studies",
+        "someone / Short on IU-Xray / Findings: BLEU n = 586, BertScore n = 500 of 590 studies",
+        "someone / Also short on MIMIC-CXR / Findings + Impression: RaTEScore n = 2300 of 2347 studies",
+        "someone / Toy on Example (synthetic) / Findings: GREEN n = 9 of 10 studies",
     ]
     # a test set or track without a label is named as it is
     odd = frame.iloc[[4]].assign(test_set="nih_cxr", track="impression")
-    assert R.coverage_notes(odd) == ["Toy on nih_cxr / impression: GREEN n = 9 of 10 studies"]
+    assert R.coverage_notes(odd) == ["someone / Toy on nih_cxr / impression: GREEN n = 9 of 10 studies"]
     assert R.coverage_notes(frame.iloc[[1, 2]]) == []
 
 
@@ -302,7 +304,7 @@ def test_ties_on_the_published_mimic_table_share_the_best_rank_and_follow_by_nam
     """The published MIMIC-CXR findings table ranked by BERTScore (three pairs of ties):
     pandas' own min rank of the published column, descending, ties broken by name."""
     from rexrank.leaderboard.published import load_seed_records
-    from tests.conftest import shared_path
+    from tests.conftest import grid, shared_path
 
     csv = pd.read_csv(shared_path("data", "published", "current", "findings_result_mimiccxr.csv"))
     csv["Model Name"] = csv["Model Name"].str.replace("_", "-")
@@ -382,7 +384,7 @@ def test_test_set_view_cells_by_hand():
 def test_a_published_row_without_the_ranking_metric_says_not_published():
     frame = R.records_frame([board_record("p", "P", source="published", bleu2=0.2),
                              board_record("q", "Q", bleu2=0.1, radcliq_v1_inv=1.0)])
-    view = T.leaderboard_view(frame, "iu_xray", "findings")
+    view = grid(frame, "iu_xray", "findings")
     assert view["1/RadCliQ-v1 ↑ ▼"].tolist() == ["**1.000**", "– not published · 1st of 2 by BLEU"]
     assert view["Rank"].tolist() == ["1", "–"] and "n" not in view.columns  # no row says its n
 
@@ -390,7 +392,8 @@ def test_a_published_row_without_the_ranking_metric_says_not_published():
 def test_csv_rows_by_hand():
     plain = T.test_set_view(T.ranked(board(), "iu_xray", "findings"), "iu_xray", "findings", "radcliq_v1_inv", "").plain
     nan = math.nan
-    columns = ["Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set"]
+    columns = ["Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set",
+               "Lookalike name"]
     for label in LABELS:
         columns += [label, f"{label} 95% CI ±"]
     expected = pd.DataFrame({
@@ -398,7 +401,7 @@ def test_csv_rows_by_hand():
         "Rank": pd.array([1, 1, 3, None], dtype="Int64"), "Tier": pd.array([None] * 4, dtype="Int64"),
         "Model": ["A", "B", "C", "D"], "Institution": ["Lab A", "Uni_B", "C (inst)", "D"],
         "Date": ["2026-03-04", "2024", "2025-01", ""], "n": pd.array([590, None, 590, None], dtype="Int64"),
-        "Trained on this test set": ["yes", "", "", ""],
+        "Trained on this test set": ["yes", "", "", ""], "Lookalike name": ["", "", "", ""],
         **{label: [nan] * 4 for label in LABELS}, **{f"{label} 95% CI ±": [nan] * 4 for label in LABELS},
         "Source": ["submitted", "published", "submitted", "submitted"],
         "Model URL": ["https://a.example/m", "javascript:alert(1)", "", "http://d.example"],
@@ -614,20 +617,21 @@ def test_overview_cells_keep_the_top_ranked_rows():
 
 def test_every_view_of_both_tracks_and_the_system_table():
     frame = board()
-    views = T.all_views(frame)
-    assert set(views) == {(t, track) for t in ("overview", "rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus")
-                          for track in ("findings", "findings_impression")}
-    assert views[("iu_xray", "findings_impression")]["Model"].tolist() == ["F"]
-    assert views[("iu_xray", "findings")]["Model"].tolist() == ["[A](https://a.example/m) \\*", "B", "C",
-                                                                "[D](http://d.example)"]
-    assert views[("overview", "findings")].columns.tolist() == ["Rank", "ReXGradient (private)", "MIMIC-CXR", "IU-Xray",
-                                                                "CheXpert Plus"]
-    by_bleu = T.all_views(frame, "bleu2", tracks=("findings",))
-    assert set(by_bleu) == {(t, "findings") for t in ("overview", "rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus")}
-    assert by_bleu[("chexpert_plus", "findings")]["Rank"].tolist() == ["1"]
-    over, tables_ = T.track_views(frame, "findings", "radcliq_v1_inv", "lab", test_sets=("iu_xray", "mimic_cxr"))
+    views = {track: T.page_views(frame, track) for track in ("findings", "findings_impression")}
+    for track, view in views.items():
+        assert set(view.tables) == {"rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus"}, track
+    assert views["findings_impression"].tables["iu_xray"].display["Model"].tolist() == ["F"]
+    assert views["findings"].tables["iu_xray"].display["Model"].tolist() == ["[A](https://a.example/m) \\*", "B", "C",
+                                                                           "[D](http://d.example)"]
+    assert views["findings"].overview.columns.tolist() == ["Rank", "ReXGradient (private)", "MIMIC-CXR", "IU-Xray",
+                                                           "CheXpert Plus"]
+    by_bleu = T.page_views(frame, "findings", "bleu2")
+    assert set(by_bleu.tables) == {"rexgradient", "mimic_cxr", "iu_xray", "chexpert_plus"}
+    assert by_bleu.tables["chexpert_plus"].display["Rank"].tolist() == ["1"]
+    searched = T.page_views(frame, "findings", "radcliq_v1_inv", "lab", test_sets=("iu_xray", "mimic_cxr"))
+    tables_ = {t: v.display for t, v in searched.tables.items()}
     assert set(tables_) == {"iu_xray", "mimic_cxr"} and tables_["iu_xray"]["Model"].tolist() == ["[A](https://a.example/m) \\*"]
-    assert over["MIMIC-CXR"].tolist() == ["E (Lab E)", "", ""]  # the overview is not searched: IU-Xray's 3 ranked rows
+    assert searched.overview["MIMIC-CXR"].tolist() == ["E (Lab E)", "", ""]  # the overview is not searched: IU-Xray's 3 ranked rows
     system = T.system_table(frame, "iu_xray", "findings")
     assert system.index.tolist() == ["A", "D", "C", "B"] and system.index.name == "system"
     assert system.columns.tolist() == list(KEYS) and system.loc["B", "bleu2"] == 0.3
@@ -690,7 +694,7 @@ def test_the_n_column_falls_back_to_the_results_n_where_the_ranking_metric_does_
     shown = T.shown_n(table, "green")
     assert shown[0] == 590 and shown[1] == 590 and math.isnan(shown[2]) and math.isnan(shown[3])  # A: max(590, 588)
     assert T.csv_table(table, "iu_xray", "findings", rank_by="green")["n"].tolist() == [590, 590, pd.NA, pd.NA]
-    assert T.leaderboard_view(board(), "iu_xray", "findings", "green")["n"].tolist() == ["590", "590", "–", "–"]
+    assert grid(board(), "iu_xray", "findings", "green")["n"].tolist() == ["590", "590", "–", "–"]
 
 
 def test_a_searched_tables_csv_keeps_each_rows_own_values():
@@ -703,18 +707,18 @@ def test_a_searched_tables_csv_keeps_each_rows_own_values():
     assert plain["Test set"].tolist() == ["IU-Xray"] and plain["Track"].tolist() == ["Findings"]
 
 
-def test_leaderboard_view_passes_its_filters_columns_and_tiers():
+def test_a_grid_follows_its_filters_columns_and_tiers():
     frame = board()
-    hidden = T.leaderboard_view(frame, "iu_xray", "findings", filters=T.Filters(hide_trained=True))
+    hidden = grid(frame, "iu_xray", "findings", filters=T.Filters(hide_trained=True))
     assert hidden["Model"].tolist() == ["B", "C", "[D](http://d.example)"] and hidden["Rank"].tolist() == ["1", "2", "–"]
-    chosen = T.leaderboard_view(frame, "iu_xray", "findings", columns=["green"])
+    chosen = grid(frame, "iu_xray", "findings", columns=["green"])
     assert list(chosen.columns) == ["Rank", "Model", "1/RadCliQ-v1 ↑ ▼", "n", "Institution", "Date", "GREEN ↑", "Source"]
     scores = {"a": [1.0, 2.0, 3.0, 4.0], "c": [2.0, 3.0, 4.0, 5.5]}  # a tier apart (see the page_views test)
-    tiered = T.leaderboard_view(frame, "iu_xray", "findings", "radcliq_v1_inv", "lab",
+    tiered = grid(frame, "iu_xray", "findings", "radcliq_v1_inv", "lab",
                                 per_study=lambda rid: pd.DataFrame({"id": ["s1", "s2", "s3", "s4"], "radcliq_v1": scores[rid]})
                                 if rid in scores else None)
     assert list(tiered.columns)[:5] == ["Rank", "Model", "1/RadCliQ-v1 ↑ ▼", "n", "Tier"] and tiered["Tier"].tolist() == ["1"]
-    assert "Tier" not in T.leaderboard_view(frame, "iu_xray", "findings").columns
+    assert "Tier" not in grid(frame, "iu_xray", "findings").columns
 
 
 def test_a_views_columns_n_and_note_follow_its_ranking_metric_and_choice():

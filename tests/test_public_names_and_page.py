@@ -129,6 +129,32 @@ def test_two_namespaces_with_one_name_are_no_lookalikes_but_lookalike_namespaces
         "stanford-aimi / CheXagent-3": True, "stanford-aiml / CheXagent-3": True}
 
 
+def test_a_lookalike_is_marked_in_the_overview_the_csv_download_and_its_model_page():
+    rows = [{**PUBLISHED[0], "id": f"r{i}", "model_name": "CheXagent-3", "namespace": ns, "source": "rexrank",
+             "values": {"bleu2": {"mean": 0.2 + i / 100, "ci95": None, "n": None}}}
+            for i, ns in enumerate(("alice", "stanford-aimi", "stanford-aiml"))]
+    frame = records_frame(rows)
+    views = tables.page_views(frame, "findings", "bleu2", test_sets=("iu_xray",))
+    overview, plain = views.overview["IU-Xray"].tolist(), views.overview_plain["IU-Xray"].tolist()
+    for cells in (overview, plain):
+        assert [tables.LOOKALIKE_MARK in c for c in cells] == [True, True, False], cells  # best first
+    csv = views.tables["iu_xray"].plain
+    assert dict(zip(csv["Model"], csv["Lookalike name"])) == {
+        "stanford-aiml / CheXagent-3": "yes", "stanford-aimi / CheXagent-3": "yes", "alice / CheXagent-3": ""}
+    assert tables.LOOKALIKE_MARK in model_header(frame, "stanford-aiml / CheXagent-3")
+    assert tables.LOOKALIKE_MARK not in model_header(frame, "alice / CheXagent-3")
+
+
+def test_a_record_from_before_namespaces_is_its_submitters_as_the_rules_have_it():
+    """A request without a namespace files under its submitter (store.accounts.namespace_of):
+    its record, written before namespaces existed, is the same model as the submitter's new one."""
+    old = {**PUBLISHED[0], "id": "old", "model_name": "MyModel", "submitter": "alice", "source": "rexrank"}
+    new = {**old, "id": "new", "namespace": "alice", "date": "2025-06-01"}
+    frame = records_frame([old, new, PUBLISHED[1]])
+    assert list(frame["model_name"]) == ["alice / MyModel", "alice / MyModel", "MedGemma"]
+    assert list(frame["namespace"]) == ["alice", "alice", ""]  # a published entry has none
+
+
 def test_a_record_written_by_hand_shows_no_default_ignorable_character():
     rec = record("Med\u034fVersa\ufe0f\u115f\u17b4", rid="r1", bleu2=0.1)
     rec["institution"] = "Lab\u180b\U000e0100"
@@ -195,7 +221,7 @@ def test_a_plain_web_url_and_an_accented_institution_pass(tmp_path):
 
 def record(name, *, rid=None, test_set="iu_xray", track="findings", date="2025", per_study=False, **values):
     out = {"id": rid or f"rexrank/{test_set}/{track}/{name}", "model_name": name, "institution": "Lab",
-           "model_url": "", "submitter": "alice", "date": date, "test_set": test_set, "track": track, "source": "rexrank",
+           "model_url": "", "date": date, "test_set": test_set, "track": track, "source": "rexrank",
            "per_study_available": per_study, "values": {}}
     for key, v in values.items():
         mean, ci, n = (v + (None, None))[:3] if isinstance(v, tuple) else (v, None, None)

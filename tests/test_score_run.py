@@ -45,10 +45,10 @@ def test_results_are_on_disk_before_the_next_metric_ends(tmp_path, monkeypatch):
     """Interrupted during the second metric (Ctrl-C, a killed job): the first one's scores are there."""
     import rexrank.metrics.bertscore as bertscore
 
-    def interrupted(self, predictions, references):
+    def interrupted(self, predictions, references, start, stop):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(bertscore.BertScore, "_score", interrupted)
+    monkeypatch.setattr(bertscore.BertScore, "_score_part", interrupted)
     assert score(tmp_path, "bleu2,bertscore") == 130
     results = json.loads((tmp_path / "r.json").read_text())
     assert list(results["metrics"]) == ["bleu2"] and results["pending"] == ["bertscore"]

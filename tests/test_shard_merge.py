@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -93,3 +94,47 @@ def test_green_unparseable_failed_and_completions_merge_into_the_single_run(tmp_
     assert len(details["completions"]) == 12 and details["completions"][9] is None
     assert results["metrics"]["green"]["corpus"]["green_zero_error_rate_a"] == pytest.approx(4 / 11)
     assert_same_run(results, table, whole)
+
+
+def test_bertscore_and_radcliq_with_idf_merge_into_the_single_run(tmp_path):
+    """idf weighs tokens by their document frequency over all the run's references, so a
+    shard weighs its studies' tokens as the whole run does (not by its own references)."""
+    from rexrank.backend.shards import shard_rules
+    from tiny_report_models import make_tiny_radcliq_models
+
+    m = make_tiny_radcliq_models(tmp_path / "models")
+    bertscore = {"model": str(m["roberta"]), "num_layers": 2, "rescale_with_baseline": False, "idf": True}
+    options = {"bertscore": {**bertscore, "cache": False, "progress": False},
+               "radcliq": {"bertscore_options": {**bertscore, "baseline": (0.8, 0.81, 0.805),
+                                                 "rescale_with_baseline": True},
+                           "sembscore_options": {"checkpoint_path": str(m["chexbert"]), "tokenizer": str(m["tokenizer"])},
+                           "radgraph_options": {"model_path": str(m["radgraph"])}, "cache": False, "progress": False}}
+    assert all(not rule.refusal for rule in shard_rules(["bertscore", "radcliq"], options).values())
+    references = ["No acute process.", "Small pleural effusions.", "Lungs are clear. No effusion.",
+                  "Heart size normal.", "No pneumothorax. Lungs clear.", "Mild cardiomegaly."]
+    predictions = ["No acute cardiopulmonary process.", "Bilateral effusions.", "The lungs are clear.",
+                   "Normal heart.", "No pneumothorax.", "Cardiomegaly."]
+    results, table, whole = merged_and_whole("bertscore,radcliq", options, predictions, references, [(0, 2), (2, 6)])
+    # batch mates change only float rounding (an encoder metric merges within 1e-6)
+    for column in ("bertscore", "bertscore_precision", "bertscore_recall", "radcliq", "radcliq_bertscore"):
+        np.testing.assert_allclose(table[column], whole.per_study[column], rtol=0, atol=1e-6, err_msg=column)
+    for name in ("bertscore", "radcliq"):
+        merged, alone = results["metrics"][name]["corpus"], whole.results["metrics"][name]["corpus"]
+        assert merged.keys() == alone.keys()
+        for key, value in alone.items():
+            assert merged[key] == pytest.approx(value, abs=2e-6), (name, key)
+
+
+def test_radcliq_shards_as_its_components_allow_under_their_options(monkeypatch):
+    from rexrank.metrics.base import ShardRule
+    from rexrank.metrics.radcliq import RadCliQ
+    from rexrank.metrics.radgraph import RadGraph
+    from rexrank.metrics.sembscore import SembScore
+
+    monkeypatch.setattr(SembScore, "shard_rule", classmethod(
+        lambda cls, options: ShardRule(align=options.get("batch_size", 1))))
+    monkeypatch.setattr(RadGraph, "shard_rule", classmethod(
+        lambda cls, options: ShardRule(refusal="coupled") if options.get("coupled") else ShardRule(align=6)))
+    assert RadCliQ.shard_rule({"sembscore_options": {"batch_size": 4}}) == ShardRule(align=12)
+    rule = RadCliQ.shard_rule({"radgraph_options": {"coupled": True}})
+    assert rule.refusal == "radgraph: coupled"

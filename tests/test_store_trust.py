@@ -309,7 +309,7 @@ def test_a_full_disk_at_submission_is_one_line_and_leaves_nothing_behind(tmp_pat
     out = tmp_path / "out"
     out.mkdir()
     submit_cmd = (f"{RX} submit --store {disk}/s --dataset example --predictions {big_predictions(tmp_path)} "
-                  "--model-name m --submitter alice")
+                  "--model-name m --submitter alice --no-progress")
     script = (f"mount -t tmpfs -o size=64k tmpfs {disk} || exit 99\n"
               f"{submit_cmd} > {out}/submit.out 2> {out}/submit.err; echo $? > {out}/submit.rc\n"
               f"cd {disk}/s && find . > {out}/files.out; echo 0 > {out}/files.rc; : > {out}/files.err")

@@ -285,3 +285,26 @@ def test_iu_xray_download_failures_are_clear(file_server, monkeypatch, tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(TestSetError, match="not cached and HF_HUB_OFFLINE=1"):
         load_test_set("iu_xray")
+
+
+def test_track_rows_reads_the_file_the_studies_came_from_and_checks_it(tmp_path, monkeypatch):
+    """CRIMSON's patient_context="test_set" reads the test set's rows after the studies were
+    resolved: they must come from that same file, not from a second look-up."""
+    from rexrank.data import data_path
+    from rexrank.testsets.loading import resolve_test_set, track_rows
+
+    studies = json.loads(data_path("example_test.json").read_text())
+    for study in studies.values():
+        study["context"] = "Indication: from the given copy."
+    given = _write(tmp_path / "example_test.json", studies)
+    monkeypatch.setenv("REXRANK_DATA_DIR", str(given))
+    test = resolve_test_set("example", "findings")
+    monkeypatch.delenv("REXRANK_DATA_DIR")  # a second look-up would now find the embedded copy
+    rows = track_rows(test)
+    assert list(rows["id"]) == list(test.studies.ids)
+    assert set(rows["context"]) == {"Indication: from the given copy."}
+    for study in studies.values():
+        study["context"] = "Indication: edited since."
+    _write(given, studies)
+    with pytest.raises(TestSetError, match="has changed since its studies were loaded"):
+        track_rows(test)

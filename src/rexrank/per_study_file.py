@@ -66,8 +66,12 @@ def write_json_atomic(path: str | Path, document: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(document, indent=2, allow_nan=True)  # fails before any file is touched
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False,
-                                     encoding="utf-8") as tmp:
-        follow_umask(tmp.fileno())
-        tmp.write(text)
-    os.replace(tmp.name, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            follow_umask(fh.fileno())
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)  # a full disk: no half-written file left beside the results
+        raise

@@ -69,23 +69,26 @@ def _label(told: dict | None) -> str | None:
 def scored_with(told: dict | None):
     """The test-set file a run was scored with on this machine (rexrank.testsets.loading.Located):
     the remembered, unchanged file whose track references have the fingerprint the per-study
-    files record (None if none has)."""
+    files record (None if none has); and the remembered files passed over."""
     from rexrank.errors import TestSetError
     from rexrank.scoring import texts_fingerprint
     from rexrank.testsets.loading import Located, track_studies
     from rexrank.testsets.locations import usable
 
+    passed_over: list[Located] = []
     if not told or not told.get("name") or not told.get("track") or not told.get("references_sha256"):
-        return None
+        return None, passed_over
     for entry in usable(told["name"]):
         located = Located(entry.path, "remembered", entry.when)
         try:
             studies = track_studies(told["name"], told["track"], data_dir=located)
         except TestSetError:
+            passed_over.append(located)
             continue
         if texts_fingerprint(studies.references) == told["references_sha256"]:
-            return located
-    return None
+            return located, passed_over
+        passed_over.append(located)
+    return None, passed_over
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,11 +105,15 @@ def run(args: argparse.Namespace) -> int:
     dataset = _dataset(args.dataset, runs.test_set)
     attrs = references = None
     if dataset:
-        data_dir = args.data_dir
+        data_dir, passed_over = args.data_dir, []
         if data_dir is None and not os.environ.get(DATA_DIR_ENV):
-            data_dir = scored_with(runs.test_set)
+            data_dir, passed_over = scored_with(runs.test_set)
+        if passed_over and data_dir is None:  # none has the references the files record: none is used
+            print(f"study attributes: {get_spec(dataset).title}: no file remembered on this machine has the "
+                  f"references the per-study files were scored with ({len(passed_over)} passed over), so none is "
+                  "used; pass --data-dir with the test set they were scored with", flush=True)
         try:
-            located = locate(get_spec(dataset), data_dir)
+            located = locate(get_spec(dataset), data_dir, remembered=not passed_over)
             print(f"study attributes: {get_spec(dataset).title}, {located.describe()}", flush=True)
             attrs, references = attributes_from_test_set(dataset, data_dir=located)
         except TestSetError as exc:

@@ -30,8 +30,9 @@ def register(subparsers) -> None:
     )
     which = e.add_mutually_exclusive_group(required=True)
     which.add_argument("result_id", nargs="?", metavar="RESULT_ID", help="a result id (as `rexrank status` shows it)")
-    which.add_argument("--model", default=None, metavar="NAME", help="every result of this model (names compared "
-                       "ignoring case, width, invisible characters and lookalike letters)")
+    which.add_argument("--model", default=None, metavar="NAME", help="every result of this model, named as the "
+                       "board names it (NAMESPACE / NAME; a bare NAME when one namespace has it; compared ignoring "
+                       "case, width, invisible characters and lookalike letters)")
     e.add_argument("--store", default=None, help="store folder or hf://ORG (default: $REXRANK_STORE or ./rexrank-store)")
     e.add_argument("--org", default=None, help="Hub organisation of the benchmark datasets and the leaderboard "
                    f"(default: ORG of an hf://ORG store, else the store's config \"org\", else {DEFAULT_ORG})")
@@ -42,16 +43,14 @@ def register(subparsers) -> None:
 
 def chosen_records(store, result_id: str | None, model: str | None) -> list[dict]:
     from rexrank.hub.eval_results import ExportError, exportable
-    from rexrank.store.names import display, same_name
+    from rexrank.store.names import display
 
     if result_id:
         record = store.get_result(result_id)
         if record is None:
             raise ExportError(f"no result {result_id!r} in {store.name} (`rexrank status` lists the requests and their result ids)")
         return [record]
-    records = [r for r in store.list_results() if same_name(str(r.get("model_name", "")), model)]
-    if not records:
-        raise ExportError(f"no result of a model named {display(model)!r} in {store.name}")
+    records = board_model(store.list_results(), model, store.name)
     kept = []
     for r in records:
         why = exportable(r)
@@ -70,6 +69,26 @@ def chosen_records(store, result_id: str | None, model: str | None) -> list[dict
     if not kept:
         raise ExportError(f"model {display(model)!r} has no result on a test set published on the Hub")
     return kept
+
+
+def board_model(records: list[dict], model: str, where: str) -> list[dict]:
+    """The results of `model` as the board names it ("namespace / name"); a bare name when
+    its results are of one namespace (else an error listing the titles to choose from)."""
+    from rexrank.hub.eval_results import ExportError
+    from rexrank.leaderboard.records import board_title
+    from rexrank.store.names import display, same_name
+
+    titled = [r for r in records if same_name(board_title(r), model)]
+    if titled:
+        return titled
+    bare = [r for r in records if same_name(str(r.get("model_name", "")), model)]
+    if not bare:
+        raise ExportError(f"no result of a model named {display(model)!r} in {where}")
+    titles = sorted({board_title(r) for r in bare}, key=str.casefold)
+    if len(titles) > 1:
+        raise ExportError(f"{display(model)!r} is a model of {len(titles)} namespaces: name the one you mean as the "
+                          f"board does ({', '.join(repr(t) for t in titles)})")
+    return bare
 
 
 def run(args: argparse.Namespace) -> int:

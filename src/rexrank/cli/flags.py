@@ -25,8 +25,10 @@ def add_data_dir(parser: argparse.ArgumentParser, extra: str = "") -> None:
 def say_test_set_file(dataset: str, data_dir, *, file=None) -> None:
     """Which file of the test set a command reads, and why that one ("remembered: ..."):
     a folder given once is reused without --data-dir, so the output names it."""
-    from rexrank.testsets.loading import locate
+    from rexrank.testsets.loading import locate, mark_told
     from rexrank.testsets.registry import get_spec
 
     spec = get_spec(dataset)
-    print(f"test set: {spec.title}, {locate(spec, data_dir).describe()}", file=file, flush=True)
+    located = locate(spec, data_dir, tell=False)
+    mark_told(located)  # named here: the scoring's own look-up does not name it again
+    print(f"test set: {spec.title}, {located.describe()}", file=file, flush=True)

@@ -50,8 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
+    from rexrank.testsets.loading import data_dir_option
+
     try:
-        return args.run(args) or 0
+        with data_dir_option("--data-dir"):  # a folder a command is given is its --data-dir
+            return args.run(args) or 0
     except RexrankError as exc:
         from rexrank.store.names import display  # a name quoted in a message cannot drive the terminal
 

@@ -84,6 +84,20 @@ METRIC_KEYS_BY_NAME = {c.display: k for k, c in COLUMNS_BY_KEY.items()}
 QUEUE_HEADERS = ["Request", "Model", "Submitter", "Test set", "Track", "Status", "Submitted (UTC)", "Error"]
 
 
+def queue_table(requests: list[dict]) -> pd.DataFrame:
+    """The Submit tab's queue: each request's model named as the board will name it
+    ("namespace / name"; a request filed before namespaces, under its submitter)."""
+    from rexrank.store.accounts import namespace_of
+    from rexrank.store.names import model_title
+
+    def cell(request: dict, column: str) -> str:
+        if column == "model_name":
+            return model_title(display(namespace_of(request).name), display(request.get("model_name") or ""))
+        return display(request.get(column) or "")
+
+    return pd.DataFrame([[cell(r, c) for c in QUEUE_COLUMNS] for r in requests], columns=QUEUE_HEADERS)
+
+
 @dataclass(frozen=True)
 class SizedGrid:
     """A test-set grid's table and its column widths (which follow the columns shown)."""
@@ -304,9 +318,7 @@ def build_app(source: LeaderboardSource):
     def queue():
         if store is None:
             return pd.DataFrame(columns=QUEUE_HEADERS)
-        reqs = store.queue_view()  # open requests and the latest settled ones, newest first
-        rows = [[display(r.get(c) or "") for c in QUEUE_COLUMNS] for r in reqs]
-        return pd.DataFrame(rows, columns=QUEUE_HEADERS)
+        return queue_table(store.queue_view())  # open requests and the latest settled ones, newest first
 
     def plots(test_set: str, track: str):
         return _plots(source, test_set, track)

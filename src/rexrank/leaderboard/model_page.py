@@ -10,11 +10,13 @@ import pandas as pd
 
 from rexrank.leaderboard.records import LEADERBOARD_TEST_SETS, METRIC_KEYS, TEST_SET_LABELS, TRACK_LABELS
 from rexrank.leaderboard.tables import (
+    LOOKALIKE_MARK,
     MISSING,
     UNRANKED_WHY,
     PartCache,
     best_values,
     format_value,
+    lookalikes,
     md_escape,
     ordinal,
     plural,
@@ -149,12 +151,26 @@ def model_standing(frame: pd.DataFrame, model: str, rank_by: str = DEFAULT_RANK_
     return "\n".join(lines)
 
 
+def marked_lookalike(frame: pd.DataFrame, model: str) -> bool:
+    """Whether a table that has the model marks it as a lookalike (`tables.lookalikes`, as
+    the test-set tables mark it)."""
+    for test_set, track in _order(frame[frame["model_name"] == model]):
+        part = frame[(frame["test_set"] == test_set) & (frame["track"] == track)]
+        if any(look and name == model for look, name in zip(lookalikes(part), part["model_name"])):
+            return True
+    return False
+
+
 def model_header(frame: pd.DataFrame, model: str) -> str:
     rows = frame[frame["model_name"] == model]
     if rows.empty:
         return NO_SUCH_MODEL
     first = rows.iloc[0]
-    lines = [f"### {md_escape(model)}"]
+    lookalike = marked_lookalike(frame, model)
+    lines = [f"### {md_escape(model)}" + (f" {LOOKALIKE_MARK}" if lookalike else "")]
+    if lookalike:
+        lines.append("Its name reads like another model's on this board (letters that look alike, case or invisible "
+                     "characters): check the namespace and institution.")
     if first["institution"]:
         lines.append(f"Institution: {md_escape(first['institution'])}")
     url = web_url(first["model_url"])

@@ -79,6 +79,20 @@ def _value_problem(key: str, mean: float, ci: float, n: float, test_set: str) ->
     return None
 
 
+def record_namespace(record: dict) -> str:
+    """The namespace the board shows a result under: its own; a submission filed before
+    namespaces existed, its submitter's (as store.accounts.namespace_of files it); a
+    published ReXrank entry has none."""
+    if record.get("namespace") or record.get("source") == "published":
+        return str(record.get("namespace") or "")
+    return str(record.get("submitter") or "")
+
+
+def board_title(record: dict) -> str:
+    """The model's name as the board shows it: "namespace / name" (`record_namespace`)."""
+    return model_title(display(record_namespace(record)), display(record.get("model_name") or ""))
+
+
 def check_record(record: dict, *, value_problems: list[str] | None = None) -> dict:
     """One frame row from a record; every problem is an error naming the record. A value
     that cannot be ranked (`_value_problem`) is an error too, unless `value_problems` is
@@ -101,6 +115,7 @@ def check_record(record: dict, *, value_problems: list[str] | None = None) -> di
     if unknown:
         raise RexrankError(f"result record {rid}: unknown leaderboard column(s) {unknown} (known: {list(COLUMNS_BY_KEY)})")
     row = {f: display(record.get(f) or "") for f in IDENTITY}
+    row["namespace"] = display(record_namespace(record))
     row["model_name"] = model_title(row["namespace"], row["model_name"])
     wrong_date = check_date(row["date"]) if row["date"] else None
     if wrong_date:

@@ -360,16 +360,6 @@ def metric_cells(means: np.ndarray, cis: np.ndarray, best: float) -> list[str]:
     return text.tolist()
 
 
-def leaderboard_view(frame: pd.DataFrame, test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
-                     *, filters: Filters = NO_FILTERS, columns=None, per_study=None) -> pd.DataFrame:
-    """The table a test-set tab shows. Best values are taken over the whole table, before
-    the search filter, so a search never makes a weaker model look best."""
-    table = ranked(frame, test_set, track, rank_by, filters)
-    tiers = table_tiers(table, rank_by, per_study) if per_study else None
-    return display_table(search(table, query), best_values(table), rank_by, columns=columns, tiers=tiers,
-                         placed=standings(table, rank_by))
-
-
 def overview(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, top: int | None = 10,
              test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None, markdown: bool = True,
              cells: dict | None = None) -> pd.DataFrame:
@@ -397,30 +387,14 @@ def overview_cells(table: pd.DataFrame, top: int | None = 10) -> tuple[list[str]
     table = table[table["rank"].notna()]
     if top is not None:
         table = table.head(top)
-    rows = table[["model_name", "model_url", "trained", "institution"]].to_dict("records")
+    rows = table[["model_name", "model_url", "trained", "institution", "lookalike"]].to_dict("records")
     return ([f"{model_cell(r, link=False)} ({md_escape(r['institution'])})" for r in rows],
-            [f"{r['model_name']}{' ' + TRAINED_MARK if r['trained'] else ''} ({r['institution']})" for r in rows])
+            [f"{r['model_name']}{' ' + TRAINED_MARK if r['trained'] else ''}"
+             f"{' ' + LOOKALIKE_MARK if r['lookalike'] else ''} ({r['institution']})" for r in rows])
 
 
-def all_views(frame: pd.DataFrame, rank_by: str = DEFAULT_RANK_KEY, tracks=("findings", "findings_impression")) -> dict:
-    """Every test-set table and the overview per track (what the app renders at start)."""
-    views = {}
-    for track in tracks:
-        over, per_test_set = track_views(frame, track, rank_by)
-        views[("overview", track)] = over
-        for test_set, table in per_test_set.items():
-            views[(test_set, track)] = table
-    return views
-
-
-def track_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, query: str = "",
-                test_sets=LEADERBOARD_TEST_SETS) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The overview and every test-set table of one track, each table ranked once."""
-    views = page_views(frame, track, rank_by, query, test_sets)
-    return views.overview, {t: v.display for t, v in views.tables.items()}
-
-
-CSV_FIXED = ("Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set")
+CSV_FIXED = ("Test set", "Track", "Rank", "Tier", "Model", "Institution", "Date", "n", "Trained on this test set",
+             "Lookalike name")
 
 
 def _ints(values) -> pd.array:
@@ -448,6 +422,7 @@ def csv_table(table: pd.DataFrame, test_set: str, track: str, *, rank_by: str = 
         "Date": table["date"],
         "n": _ints(n),
         "Trained on this test set": ["yes" if t else "" for t in table["trained"]],
+        "Lookalike name": ["yes" if look else "" for look in table["lookalike"]],  # reads like another row's (`lookalikes`)
         **{COLUMNS_BY_KEY[k].display: table[k] for k in METRIC_KEYS},
         **{f"{COLUMNS_BY_KEY[k].display} 95% CI ±": table[f"{k}_ci"] for k in METRIC_KEYS},
         "Source": [source_label(x) for x in table["source"]],

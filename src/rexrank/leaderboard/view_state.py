@@ -126,9 +126,20 @@ VIEW_URL_JS = f"""(track, rank, q, hideTrained, sources, columns) => {{
 
 
 # The load chain's last step, given the view's controls: from now on the view is written to
-# the address, starting with the view the load has set (a link's `model=` has become a search
-# and a ranking: the address then reproduces them, and a search cleared stays cleared).
-VIEW_READY_JS = f"(...view) => {{ {READY} = true; ({VIEW_URL_JS})(...view); }}"
+# the address, starting with the view the load has set. A link's `model=` that the load has
+# made the search (the search box holds it, the address no `q`: app.on_load's focus) leaves
+# the address: `q=` and `rank=` reproduce the view, and a search cleared stays cleared after
+# a reload (a `model=` left behind would focus the table again).
+VIEW_READY_JS = f"""(...view) => {{
+  {READY} = true;
+  const [, , q] = view;  // VIEW_URL_JS's arguments
+  const url = new URL(window.location.href), p = url.searchParams, model = (p.get('model') || '').trim();
+  if (model && !(p.get('q') || '').trim() && (q || '').trim() === model) {{
+    p.delete('model');
+    window.history.replaceState(window.history.state, '', url);
+  }}
+  ({VIEW_URL_JS})(...view);
+}}"""
 
 
 def tab_url_js(tab: str) -> str:

@@ -10,8 +10,9 @@ runs of spaces. What that computes, and what we reproduce:
   the tokenizer, decided from config.model_type); special tokens added; truncation at the
   tokenizer's model_max_length (512);
 - greedy matching on L2-normalised token embeddings; token weights 1, or idf from the
-  references (ln((M+1)/(df+1)), M = number of references); [CLS]/[SEP] (<s>/</s>) weigh 0
-  but still take part in the similarity matrix;
+  references (ln((M+1)/(df+1)), M = number of references; always all the run's references,
+  in a shard of a dispatched request too); [CLS]/[SEP] (<s>/</s>) weigh 0 but still take
+  part in the similarity matrix;
 - a candidate or reference that is empty after strip (only the 2 special tokens): raw P and
   R are 0, F is 0; F NaN -> 0;
 - baseline rescaling of P, R and F separately: (x - b) / (1 - b), with the published
@@ -188,14 +189,17 @@ class BertScore(Metric):
 
         return shared_outputs(self.run_context, self.name, self._model_key(), side, texts, compute)
 
-    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
+    def _score_part(self, predictions: list[str], references: list[str], start: int, stop: int) -> StudyRows:
+        """Studies [start, stop); idf counts over all the run's references (tokenised only),
+        so a shard weighs its tokens as the whole run does."""
         from rexrank.metrics.run_context import shared_pairs
 
+        specials = self.embedder.special_ids
+        weight_of = self._weights(references, specials)
+        predictions, references = predictions[start:stop], references[start:stop]
         # uncached references and predictions embedded together, as bert_score does
         hyps, refs = shared_pairs(self, self._reference_cache, [preprocess(t) for t in predictions],
                                   [preprocess(t) for t in references], self._embed_texts)
-        specials = self.embedder.special_ids
-        weight_of = self._weights(refs, specials)
         n = len(predictions)
         precision = np.zeros(n)
         recall = np.zeros(n)
@@ -227,16 +231,18 @@ class BertScore(Metric):
             result.details = {"n_empty_pairs": n_empty}
         return result
 
-    def _weights(self, refs, specials: set[int]):
-        """Token id -> weight function: 1 (no idf) or idf over the references; specials 0."""
+    def _weights(self, references: list[str], specials: set[int]):
+        """Token id -> weight function: 1 (no idf) or idf over these references; specials 0."""
         if not self.idf:
             def weight_of(ids: np.ndarray) -> np.ndarray:
                 return np.where(np.isin(ids, list(specials)), 0.0, 1.0)
             return weight_of
-        n_docs = len(refs)  # every reference counts, duplicates included (bert_score get_idf_dict)
+        texts = Counter(preprocess(t) for t in references)
+        n_docs = len(references)  # every reference counts, duplicates included (bert_score get_idf_dict)
         df = Counter()
-        for ids, _ in refs:
-            df.update(set(ids.tolist()))
+        for ids, copies in zip(self.embedder.token_ids(list(texts)), texts.values()):
+            for tok in set(ids):
+                df[tok] += copies
         unseen = math.log(n_docs + 1)
         idf = {tok: math.log((n_docs + 1) / (count + 1)) for tok, count in df.items()}
         for tok in specials:

@@ -10,12 +10,13 @@ RadEval's RadCliQ turns idf on: pass bertscore_options={"idf": True} to reproduc
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from rexrank.errors import MetricError
-from rexrank.metrics.base import Metric, MetricResult, StudyRows
+from rexrank.metrics.base import Metric, MetricResult, ShardRule, StudyRows
 from rexrank.metrics.radcliq_formula import radcliq_from_components
 
 COMPONENTS = ("radgraph", "bertscore", "sembscore", "bleu2")
@@ -69,17 +70,33 @@ class RadCliQ(Metric):
             "components": {name: self._producers.get(name, metric).provenance() for name, metric in self.components.items()},
         }
 
-    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
+    @classmethod
+    def shard_rule(cls, options: dict) -> ShardRule:
+        """The components' rules under their options: a cut each of them allows."""
+        from rexrank.metrics.registry import metric_class
+
+        keys = {"bertscore": "bertscore_options", "sembscore": "sembscore_options", "radgraph": "radgraph_options"}
+        rules = {name: metric_class(name).shard_rule(dict(options.get(keys.get(name, "")) or {})) for name in COMPONENTS}
+        refusals = [f"{name}: {rule.refusal}" for name, rule in rules.items() if rule.refusal]
+        if refusals:
+            return ShardRule(refusal="; ".join(refusals))
+        return ShardRule(align=math.lcm(*(rule.align for rule in rules.values())))
+
+    def _score_part(self, predictions: list[str], references: list[str], start: int, stop: int) -> StudyRows:
+        """Each component scores studies [start, stop) as its own run over all the pairs
+        scores them (BERTScore's idf counts over every reference)."""
         values: dict[str, np.ndarray] = {}
         failures: dict[int, str] = {}
         reused = []
+        part_predictions, part_references = predictions[start:stop], references[start:stop]
         for name, metric in self.components.items():
-            earlier = self.run_context.result_like(metric, predictions, references) if self.run_context else None
+            earlier = (self.run_context.result_like(metric, part_predictions, part_references)
+                       if self.run_context else None)
             if earlier is not None:
                 result, self._producers[name] = earlier
                 reused.append(name)
             else:
-                result = metric.score(predictions, references)
+                result = metric.score(predictions, references, part=(start, stop))
                 self._producers[name] = metric
             values[name] = result.primary
             for i, why in result.failures.items():

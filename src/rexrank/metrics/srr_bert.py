@@ -199,9 +199,6 @@ class SRRBert(Metric):
                                      "(batching='radeval', the default, shards)")
         return ShardRule()  # a shard classifies the whole run's batches that hold its sentences
 
-    def _score(self, predictions: list[str], references: list[str]) -> StudyRows:
-        return self._score_part(predictions, references, 0, len(predictions))
-
     def _score_part(self, predictions: list[str], references: list[str], start: int, stop: int) -> StudyRows:
         if start == stop:
             return self._rows({self.name: [], "srr_bert_precision": [], "srr_bert_recall": []})

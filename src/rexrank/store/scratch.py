@@ -38,8 +38,12 @@ class ScratchDir:
         root = scratch_root()
         root.mkdir(parents=True, exist_ok=True)
         self.path = Path(tempfile.mkdtemp(prefix=f"{prefix}-", dir=root))
-        handle = open(self.path / OWNER_FILE, "wb")
+        # locked under another name, then renamed: `.owner` is never seen unlocked, so another
+        # worker's remove_stale() cannot take it for a dead owner's between open and flock
+        claim = self.path / f"{OWNER_FILE}.new"
+        handle = open(claim, "wb")
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        claim.rename(self.path / OWNER_FILE)
         self._finalizer = weakref.finalize(self, _release, self.path, handle)
 
     def cleanup(self) -> None:
@@ -67,8 +71,11 @@ def remove_stale(root: Path | None = None) -> list[Path]:
         except BlockingIOError:
             continue  # alive
         except FileNotFoundError:
-            if time.time() - folder.stat().st_mtime < GRACE_SECONDS:
-                continue
+            try:
+                if time.time() - folder.stat().st_mtime < GRACE_SECONDS:
+                    continue
+            except FileNotFoundError:
+                continue  # removed meanwhile (its owner finished, or another worker cleaned it)
         except OSError:
             continue
         shutil.rmtree(folder, ignore_errors=True)

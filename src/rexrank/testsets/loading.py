@@ -12,7 +12,7 @@ import sys
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,37 +39,73 @@ def data_dir_candidates(spec: TestSetSpec, folder: Path) -> list[Path]:
     return [f / name for f in folders for name in spec.filenames]
 
 
+# What a folder given by the caller is called: Python's keyword, or the command line's flag
+# while a command runs (rexrank.cli.main). A remembered file says how it was given.
+_data_dir_option = "data_dir="
+
+
+@contextmanager
+def data_dir_option(name: str):
+    """Within: a folder given by the caller is called `name` ("--data-dir" in a command)."""
+    global _data_dir_option
+    before, _data_dir_option = _data_dir_option, name
+    try:
+        yield
+    finally:
+        _data_dir_option = before
+
+
 @dataclass(frozen=True)
 class Located:
     """Where a test set's file was found, and how (`origin`): "--data-dir" or "$REXRANK_DATA_DIR"
     (given), "remembered" (a file given before on this machine, unchanged since: `when` it last
-    worked), "embedded" (ships with rexrank) or "download" (the pinned public file)."""
+    worked, `given_as` how it was given then), "embedded" (ships with rexrank) or "download"
+    (the pinned public file)."""
 
     path: Path
     origin: str
     when: str = ""
+    given_as: str = ""
 
     @property
     def given(self) -> bool:
         return self.origin in ("--data-dir", f"${DATA_DIR_ENV}")
 
     def describe(self) -> str:
-        """"/data/iu_xray/ReXRank_IUXray_test.json (remembered: it worked on 2026-05-01 and is unchanged)"."""
+        """"/data/iu_xray/ReXRank_IUXray_test.json (remembered from an earlier --data-dir: it worked
+        on 2026-05-01 and its SHA-256 is unchanged; --data-dir names another)"."""
+        earlier = f"an earlier {self.given_as}" if self.given_as else "an earlier use"
         how = {
-            "remembered": f"remembered from an earlier --data-dir: it worked on {self.when} and its SHA-256 is unchanged; "
-                          "--data-dir names another",
+            "remembered": f"remembered from {earlier}: it worked on {self.when} and its SHA-256 is unchanged; "
+                          f"{_data_dir_option} names another",
             "embedded": "ships with rexrank",
             "download": "the pinned public file, in the cache",
         }.get(self.origin, f"from {self.origin}")
         return f"{self.path} ({how})"
 
 
-def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, download_url: str | None = None) -> Located:
+_told: set[Path] = set()  # remembered files named in this process
+_told_lock = threading.Lock()
+
+
+def mark_told(located: Located) -> bool:
+    """Note that a remembered file has been named in this process; True the first time."""
+    with _told_lock:
+        if located.path in _told:
+            return False
+        _told.add(located.path)
+        return True
+
+
+def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, download_url: str | None = None,
+           remembered: bool = True, tell: bool = True) -> Located:
     """Where the test set's JSON is. `data_dir` (else $REXRANK_DATA_DIR) has one meaning in
     every command: the JSON file itself, one test set's folder, or a folder holding test sets
     in sub-folders. Without either: the file remembered from an earlier use on this machine
-    while it is unchanged (rexrank.testsets.locations), else the test set's public source
-    (the embedded copy or the pinned download, content checked); a non-public one is an error."""
+    while it is unchanged (rexrank.testsets.locations; not with `remembered=False`), else the
+    test set's public source (the embedded copy or the pinned download, content checked); a
+    non-public one is an error. A remembered file is a file nobody named: it is named on
+    stderr, once per process (`tell=False`: the caller names it, and calls mark_told)."""
     from rexrank.testsets import locations
 
     if isinstance(data_dir, Located):  # found already (and said so) by the caller
@@ -91,16 +127,20 @@ def locate(spec: TestSetSpec, data_dir: "str | Path | Located | None", *, downlo
                 f"{spec.title}: none of {', '.join(spec.filenames)} found in {origin} {data_dir} "
                 f"or its {spec.name}/ sub-folder. {spec.how_to_get}"
             )
-    elif not spec.embedded:
-        found = locations.usable(spec.name)
+    pinned = spec.download.sha256 if spec.download else None  # a remembered copy must be the pinned file
+    if data_dir is None and not spec.embedded and remembered:
+        found = next(locations.usable(spec.name, pinned=pinned), None)
         if found:
-            return Located(found[0].path, "remembered", found[0].when)
+            located = Located(found.path, "remembered", found.when, found.given_as)
+            if tell and mark_told(located):
+                print(f"rexrank: {spec.title} read from {located.describe()}", file=sys.stderr, flush=True)
+            return located
     if spec.embedded:
         from rexrank.data import data_path
 
         return Located(data_path(spec.embedded), "embedded")
     not_used = "".join(f" (not used: the file remembered from an earlier use, {why}; pass its folder again "
-                       "with --data-dir)" for why in locations.stale(spec.name)[:1]) if data_dir is None else ""
+                       "with --data-dir)" for why in locations.stale(spec.name, pinned=pinned)[:1]) if data_dir is None else ""
     if spec.download:
         from rexrank.testsets.download import fetch_pinned
 
@@ -123,7 +163,7 @@ def remember_if_given(spec: TestSetSpec, located: Located) -> None:
     if located.given:
         from rexrank.testsets.locations import remember
 
-        remember(spec.name, located.path)
+        remember(spec.name, located.path, given_as=_data_dir_option if located.origin == "--data-dir" else located.origin)
 
 
 @contextmanager
@@ -150,8 +190,6 @@ def load_all_studies(
     """Every study of the test set, whatever sections it has (no track applied)."""
     spec = get_spec(name)
     located = locate(spec, data_dir, download_url=download_url)
-    if data_dir is None and located.origin == "remembered":  # a file nobody named: say which, as the commands do
-        print(f"rexrank: {spec.title} read from {located.describe()}", file=sys.stderr)
     studies = _read_studies(name, located.path, cache_dir)
     remember_if_given(spec, located)
     return studies
@@ -216,8 +254,19 @@ def _apply_track(studies: "datasets.Dataset", track: str) -> "datasets.Dataset":
 
 def track_rows(test: "ResolvedTestSet") -> "datasets.Dataset":
     """The rows of a test set resolved already (`ResolvedTestSet`, or the backend's request),
-    its track applied: nothing is looked up again."""
-    return _apply_track(_read_studies(test.spec.name, resolve_file(test.spec, test.data_dir)), test.track)
+    its track applied, from the very file its studies were read from (nothing is looked up
+    again; the file's SHA-256 must still be the one the studies were read with)."""
+    from rexrank.testsets.download import sha256_of
+
+    studies = test.studies
+    changed = TestSetError(f"{test.spec.title}: {studies.path} has changed since its studies were loaded; "
+                           "score again with the file as it is now")
+    if sha256_of(studies.path) != studies.file_sha256:
+        raise changed
+    rows = _apply_track(_read_studies(test.spec.name, studies.path), test.track)
+    if tuple(rows["id"]) != studies.ids:  # changed between the check and the read
+        raise changed
+    return rows
 
 
 @dataclass(frozen=True)
@@ -229,6 +278,7 @@ class TrackStudies:
     name: str
     track: str
     file_sha256: str  # of the test set's file: the cache key
+    path: Path  # the file they were read from (track_rows reads its rows from it again)
     ids: tuple[str, ...]
     references: tuple[str, ...]
     outside_ids: frozenset[str]
@@ -254,12 +304,13 @@ def track_studies(name: str, track: str = "findings", *, data_dir: str | Path | 
         if key in _cache:
             _cache.move_to_end(key)
             remember_if_given(spec, located)
-            return _cache[key]
+            return replace(_cache[key], path=located.path)  # the same content, perhaps another copy
     studies = _read_studies(name, located.path)
     remember_if_given(spec, located)
     test = apply_track(studies, track)
     ids = tuple(test["id"])
-    loaded = TrackStudies(name, track, key[2], ids, tuple(test[REFERENCE_COLUMN]), frozenset(studies["id"]) - set(ids))
+    loaded = TrackStudies(name, track, key[2], located.path, ids, tuple(test[REFERENCE_COLUMN]),
+                          frozenset(studies["id"]) - set(ids))
     with _cache_lock:
         _cache[key] = loaded
         while len(_cache) > _CACHE_SIZE:

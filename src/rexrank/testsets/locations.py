@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from rexrank.testsets.download import cache_root
 
@@ -27,6 +28,7 @@ class Remembered:
     sha256: str
     size: int
     when: str  # ISO date it last worked
+    given_as: str = ""  # "--data-dir", "$REXRANK_DATA_DIR" or "data_dir=" ("": an index of an earlier version)
 
 
 def _index_path() -> Path:
@@ -41,7 +43,8 @@ def _entry(item) -> Remembered | None:
     path, sha, size = item.get("path"), item.get("sha256"), item.get("size")
     if not isinstance(path, str) or not isinstance(sha, str) or not isinstance(size, int) or isinstance(size, bool):
         return None
-    return Remembered(Path(path), sha, size, str(item.get("when", "")))
+    given_as = item.get("given_as")
+    return Remembered(Path(path), sha, size, str(item.get("when", "")), given_as if isinstance(given_as, str) else "")
 
 
 def _read() -> dict[str, list[Remembered]]:
@@ -56,7 +59,8 @@ def _read() -> dict[str, list[Remembered]]:
 
 def _write(index: dict[str, list[Remembered]]) -> None:
     target = _index_path()
-    doc = {name: [{"path": str(e.path), "sha256": e.sha256, "size": e.size, "when": e.when} for e in entries]
+    doc = {name: [{"path": str(e.path), "sha256": e.sha256, "size": e.size, "when": e.when, "given_as": e.given_as}
+                  for e in entries]
            for name, entries in index.items()}
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -67,27 +71,30 @@ def _write(index: dict[str, list[Remembered]]) -> None:
         pass  # a read-only cache only costs the convenience
 
 
-def remember(test_set: str, path: Path) -> None:
-    """Put `path` (a test-set file that has just loaded) first among those remembered for
-    `test_set`, with its size and SHA-256 now."""
+def remember(test_set: str, path: Path, *, given_as: str = "") -> None:
+    """Put `path` (a test-set file that has just loaded, given as `given_as`) first among
+    those remembered for `test_set`, with its size and SHA-256 now."""
     from rexrank.testsets.download import sha256_of
 
     path = Path(path).resolve()
     entry = Remembered(path, sha256_of(path), path.stat().st_size,
-                       datetime.now(timezone.utc).date().isoformat())
+                       datetime.now(timezone.utc).date().isoformat(), given_as)
     index = _read()
     kept = index.get(test_set, [])
-    if kept and (kept[0].path, kept[0].sha256, kept[0].size, kept[0].when) == (entry.path, entry.sha256, entry.size, entry.when):
+    if kept and kept[0] == entry:
         return  # already first, as it is: nothing to write (a backend loads its test set per request)
     index[test_set] = [entry, *(e for e in kept if e.path != path)][:_KEPT_PER_TEST_SET]
     _write(index)
 
 
-def _unchanged(entry: Remembered) -> str | None:
-    """Why a remembered file cannot be used as it is now, or None when it can."""
+def _unusable(entry: Remembered, pinned: str | None = None) -> str | None:
+    """Why a remembered file cannot be used as it is now, or None when it can. `pinned`: the
+    SHA-256 of the test set's pinned download, the only content taken for it."""
     from rexrank.errors import TestSetError
     from rexrank.testsets.download import sha256_of
 
+    if pinned is not None and entry.sha256 != pinned:
+        return "is not the pinned file (its SHA-256 differs)"
     try:
         if not entry.path.is_file():
             return "is no longer there"
@@ -100,15 +107,13 @@ def _unchanged(entry: Remembered) -> str | None:
     return None
 
 
-def usable(test_set: str) -> list[Remembered]:
-    """Files remembered for `test_set`, most recent first, that are still as they were."""
-    return [e for e in _read().get(test_set, []) if _unchanged(e) is None]
+def usable(test_set: str, *, pinned: str | None = None) -> Iterator[Remembered]:
+    """Files remembered for `test_set`, most recent first, that are still as they were (and
+    have the content `pinned`, for a test set with a pinned download). Each is hashed only
+    when the one before it has been passed over: the first usable one costs one hash."""
+    return (e for e in _read().get(test_set, []) if _unusable(e, pinned) is None)
 
 
-def remembered(test_set: str) -> list[Path]:
-    return [e.path for e in usable(test_set)]
-
-
-def stale(test_set: str) -> list[str]:
-    """What is wrong with each remembered file that is no longer usable: "PATH is no longer there"."""
-    return [f"{e.path} {why}" for e in _read().get(test_set, []) for why in [_unchanged(e)] if why]
+def stale(test_set: str, *, pinned: str | None = None) -> list[str]:
+    """What is wrong with each remembered file that is not usable: "PATH is no longer there"."""
+    return [f"{e.path} {why}" for e in _read().get(test_set, []) for why in [_unusable(e, pinned)] if why]

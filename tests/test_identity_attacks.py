@@ -308,19 +308,57 @@ def test_a_newcomer_who_takes_a_freed_name_inherits_nothing(hub, tmp_path):
     assert len(ledger.charges(s, accounts.Account("alice-renamed", "id-alice"), "rexgradient")) == 1
 
 
-def test_requests_recorded_by_name_load_and_bind_to_nobodys_id(hub, tmp_path):
-    """A store filed before ids (the organisers' route records a name only): it loads, and a
-    Hub account of that name neither inherits its quota nor is blocked by it."""
+def test_requests_recorded_by_name_load_and_bind_to_the_first_id_filing_under_that_name(hub, tmp_path):
+    """A store filed before ids (the organisers' route records a name only): it loads; the
+    name's requests and ledger charges are bound to the first account with an id that files
+    under it, which keeps them after a rename, and a newcomer who takes the freed name
+    inherits none of them."""
+    from huggingface_hub import HfApi
+
+    from rexrank.store import accounts, ledger
+
+    cost = _private_budget_of_one_request(hub)
     legacy = store().submit(test_set="example", track="findings", predictions=str(write_jsonl(tmp_path / "l.jsonl",
                             rows("legacy"))), model_name="Legacy", submitter="alice")
-    assert "submitter_id" not in legacy
-    filed = file("hf_alice", write_jsonl(tmp_path / "a.jsonl", rows("alice")), model_name="AliceNet")
-    assert filed["status"] == PENDING and store().get_request(filed["id"])["submitter_id"] == "id-alice"
-    score_all()
-    assert set(results()) == {legacy["id"], filed["id"]}
-    from rexrank.store import accounts
+    probe = store().submit(test_set="rexgradient", track="findings", model_name="OldProbe", submitter="alice",
+                           predictions=str(write_jsonl(tmp_path / "lp.jsonl", {"RG00001": "x"})))
+    assert "submitter_id" not in legacy and "submitter_id" not in probe
+    assert cli("cancel", probe["id"], "--store", "hf://rexrank")[0] == 0  # charged to the name's ledger
+    # alice's own filings by name count in her quota and her spend
+    message = refusal("hf_alice", write_jsonl(tmp_path / "a.jsonl", rows("alice")), model_name="AliceNet")
+    assert message.startswith("submitter 'alice' already has 1 submission(s) on example/findings")
+    message = refusal("hf_alice", write_jsonl(tmp_path / "p.jsonl", {"RG00002": "y"}), model_name="Probe",
+                      test_set="rexgradient")
+    assert "alice has spent" in message and "privacy budget" in message
+    filed = file("hf_alice", write_jsonl(tmp_path / "b.jsonl", rows("alice")), model_name="AliceNet",
+                 track="findings_impression")  # her first filing: the name is bound to her id
+    assert filed["status"] == PENDING
+    bindings = json.loads(hub.files("rexrank/requests")[accounts.LEGACY_BINDINGS])
+    assert {key: b["id"] for key, b in bindings.items()} == {"alice": "id-alice"}
 
-    assert accounts.submitter_key(legacy) == "name:alice" != accounts.submitter_key(store().get_request(filed["id"]))
+    hub.rename("hf_alice", "alice-renamed")
+    hub.accounts["hf_newcomer"] = Account("alice", id="id-newcomer")  # the freed name, taken
+    HfApi(endpoint=hub.url, token=BOT).upload_file(  # the private set opened to all: the ledger alone decides
+        path_or_fileobj=json.dumps({"privacy_budget": {"rexgradient": cost}}).encode(), path_in_repo="config.json",
+        repo_id="rexrank/requests", repo_type="dataset")
+    assert file("hf_newcomer", write_jsonl(tmp_path / "n.jsonl", rows("newcomer")), model_name="NewNet")["status"] \
+        == PENDING
+    assert file("hf_newcomer", write_jsonl(tmp_path / "n2.jsonl", {"RG00003": "w"}), model_name="NewProbe",
+                test_set="rexgradient")["status"] == PENDING
+    # the original owner keeps both after the binding, under her new name
+    message = refusal("hf_alice", write_jsonl(tmp_path / "c.jsonl", rows("alice again")), model_name="AliceNet2")
+    assert message.startswith("submitter 'alice-renamed' already has 1 submission(s) on example/findings")
+    message = refusal("hf_alice", write_jsonl(tmp_path / "p2.jsonl", {"RG00004": "v"}), model_name="Probe2",
+                      test_set="rexgradient")
+    assert "alice-renamed has spent" in message
+    s = store()
+    assert ledger.charges(s, accounts.Account("alice", "id-newcomer"), "rexgradient") == {}
+    assert list(ledger.charges(s, accounts.Account("alice-renamed", "id-alice"), "rexgradient")) == [probe["id"]]
+    assert json.loads(hub.files("rexrank/requests")[accounts.LEGACY_BINDINGS]) == bindings  # bound once, for good
+    # the backend's own check reads the binding alike: the name's request was alice's first
+    assert store().policy_problem(store().get_request(legacy["id"])) is None
+    assert "already has 1 submission(s)" in store().policy_problem(dict(store().get_request(filed["id"]),
+                                                                        track="findings"))
 
 
 # ---- 10: a give-back after a machine fault is the same round ---------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -399,3 +400,40 @@ def test_a_plan_the_organisers_settings_cannot_make_stops_the_dispatcher_instead
         d.run(once=True)
     final = store.get_request(req["id"])
     assert final["status"] == PENDING and given_back(final) and final.get("error") is None
+
+
+@pytest.mark.parametrize("outcome", ["finished", "failed"])
+def test_a_shard_jobs_private_data_download_is_removed_when_the_shard_ends(tmp_path, private_set, monkeypatch,
+                                                                            outcome):
+    """A Job that downloads the private data repo (REXRANK_PRIVATE_DATA_REPO, no data folder)
+    into a scratch folder removes it when its shard is written or has failed, not at the
+    process's exit (the folder was let go at once, and the download made it again for good)."""
+    import shutil
+
+    import huggingface_hub
+
+    from rexrank.backend.dispatch import Dispatcher, DispatchSettings
+    from rexrank.store import FAILED
+
+    data_dir, preds = private_set
+    downloads: list = []
+
+    def download(repo_id, *, repo_type, local_dir, token=None):
+        assert (repo_id, repo_type) == ("board/private-data", "dataset")
+        shutil.copytree(data_dir, local_dir, dirs_exist_ok=True)
+        downloads.append(local_dir)
+        return local_dir
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    monkeypatch.setenv("REXRANK_PRIVATE_DATA_REPO", "board/private-data")
+    if outcome == "failed":
+        monkeypatch.setattr(Worker, "score_studies", lambda *a, **kw: 1 / 0)
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store, preds, test_set="rexgradient")
+    settings = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.05)
+    worker = Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="d", min_coverage=0.5)
+    worker.clock = RecordingClock([])  # a private request's failure waits for its slot: not here
+    Dispatcher(worker, ThreadJobs(str(tmp_path / "s"), None), settings).run(once=True)
+    assert store.get_request(req["id"])["status"] == (FINISHED if outcome == "finished" else FAILED)
+    assert downloads and all(not Path(folder).exists() for folder in downloads)
+

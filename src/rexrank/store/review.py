@@ -17,8 +17,9 @@ from rexrank.store import records as R
 from rexrank.store.index import IndexEdit
 from rexrank.store.repo import Snapshot, StoreError, transact
 
-HELD_MESSAGE = ("held for review by the maintainers: its predictions match predictions filed by another account; "
-                "the maintainers release it for scoring or reject it")
+# neutral: saying why (another account's predictions) would answer "did anyone file these?"
+HELD_MESSAGE = ("held for review by the maintainers before it is scored: they either release it, and it is scored "
+                "and published as usual, or reject it, and this status then says so; nothing needs doing meanwhile")
 REJECTED_MESSAGE = "rejected by the maintainers after review: its predictions match predictions another account had first"
 
 

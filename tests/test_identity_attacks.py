@@ -364,6 +364,25 @@ def test_requests_recorded_by_name_load_and_bind_to_the_first_id_filing_under_th
                                                                         track="findings"))
 
 
+def test_a_name_bound_to_an_id_owns_the_predictions_it_filed_by_name(hub, tmp_path):
+    """The copy rule reads the binding too: the first id filing under a name is that name's
+    party, so filing again what it filed by name is no copy; a newcomer with the freed name is
+    another party."""
+    from huggingface_hub import HfApi
+
+    predictions = write_jsonl(tmp_path / "l.jsonl", rows("legacy"))
+    store().submit(test_set="example", track="findings", predictions=str(predictions), model_name="Legacy",
+                   submitter="alice")
+    HfApi(endpoint=hub.url, token=BOT).upload_file(  # no quota: the copy rule alone decides
+        path_or_fileobj=json.dumps({"quota": "0"}).encode(), path_in_repo="config.json", repo_id="rexrank/requests",
+        repo_type="dataset")
+    assert file("hf_alice", predictions, model_name="AliceNet")["status"] == PENDING  # hers: bound at this filing
+    hub.rename("hf_alice", "alice-renamed")
+    assert file("hf_alice", predictions, model_name="AliceNet2")["status"] == PENDING
+    hub.accounts["hf_newcomer"] = Account("alice", id="id-newcomer")
+    assert file("hf_newcomer", predictions, model_name="NewNet")["status"] == "HELD"
+
+
 # ---- 10: a give-back after a machine fault is the same round ---------------------------------------
 
 def _ledger_charges(hub, test_set: str) -> dict:

@@ -131,6 +131,12 @@ def bound_id(name: str, legacy: dict) -> str | None:
     return str(binding["id"]) if isinstance(binding, dict) and binding.get("id") else None
 
 
+def bound_key(key: str, legacy: dict) -> str:
+    """An account's key (Account.key) with a name recorded before ids as the id it is bound to."""
+    found = bound_id(key[len("name:"):], legacy) if key.startswith("name:") else None
+    return f"id:{found}" if found else key
+
+
 def owner(account: Account, legacy: dict) -> Account:
     """`account` as its entries are kept: an account without an id whose name is bound is
     the bound account."""

@@ -39,11 +39,12 @@ class ReviewOperations:
 
     # ---- filing ------------------------------------------------------------------------
     def judge_copies(self, snap: Snapshot, edit: IndexEdit, request: dict, filing: copies.Filing,
-                     ts: float) -> tuple[dict, dict[str, bytes | None]]:
+                     ts: float, legacy: dict | None = None) -> tuple[dict, dict[str, bytes | None]]:
         """At filing (in the filing's commit): `request` held if another party had its
         predictions first; earlier filings that copy it held (while waiting) or listed for
-        review (once scored). Returns (the request to write, the other changes)."""
-        index = copies.CopyIndex(self.requests, snap)
+        review (once scored). `legacy`: the names bound to ids as of this commit
+        (copies.CopyIndex). Returns (the request to write, the other changes)."""
+        index = copies.CopyIndex(self.requests, snap, legacy)
         originals, later = copies.judge(filing, index.matches(filing))
         changes: dict[str, bytes | None] = {}
         if originals:

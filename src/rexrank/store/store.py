@@ -460,7 +460,7 @@ class Store(QueueOperations, ReviewOperations):
             # other way is dated when the backend first sees it
             edit = IndexEdit(self.requests, snap)
             edit.receive(rid, R.iso(ts))
-            request, judged = self.judge_copies(snap, edit, request, filing, ts)
+            request, judged = self.judge_copies(snap, edit, request, filing, ts, legacy)
             changes = {**judged, **approval, **bound, **new_key, R.request_path(rid): R.dumps(request),
                        R.predictions_path(rid): parquet, **edit.changes()}
             return changes, f"submit {rid}: {model_name} on {test_set}/{track}", request

@@ -13,7 +13,7 @@ from rexrank.backend.worker import Worker
 from rexrank.store import FINISHED, PENDING, Quota, open_store
 from rexrank.store.repo import StoreUnreachable
 from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
-from test_dispatch import ThreadJobs, in_thread
+from test_dispatch import ThreadJobs, in_thread, wait_for
 from test_store import submit
 
 
@@ -412,6 +412,7 @@ def test_a_shard_jobs_private_data_download_is_removed_when_the_shard_ends(tmp_p
 
     import huggingface_hub
 
+    from rexrank.backend import shard_job
     from rexrank.backend.dispatch import Dispatcher, DispatchSettings
     from rexrank.store import FAILED
 
@@ -424,6 +425,16 @@ def test_a_shard_jobs_private_data_download_is_removed_when_the_shard_ends(tmp_p
         downloads.append(local_dir)
         return local_dir
 
+    ended: list = []  # shards whose run_shard returned (a cancelled Job's thread runs on until then)
+    real_run_shard = shard_job.run_shard
+
+    def run_shard(*args, **kw):
+        try:
+            return real_run_shard(*args, **kw)
+        finally:
+            ended.append(args[2])
+
+    monkeypatch.setattr(shard_job, "run_shard", run_shard)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
     monkeypatch.setenv("REXRANK_PRIVATE_DATA_REPO", "board/private-data")
     if outcome == "failed":
@@ -433,7 +444,45 @@ def test_a_shard_jobs_private_data_download_is_removed_when_the_shard_ends(tmp_p
     settings = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.05)
     worker = Worker(store, data_dir=data_dir, metrics="bleu2", worker_id="d", min_coverage=0.5)
     worker.clock = RecordingClock([])  # a private request's failure waits for its slot: not here
-    Dispatcher(worker, ThreadJobs(str(tmp_path / "s"), None), settings).run(once=True)
+    jobs = ThreadJobs(str(tmp_path / "s"), None)
+    Dispatcher(worker, jobs, settings).run(once=True)
     assert store.get_request(req["id"])["status"] == (FINISHED if outcome == "finished" else FAILED)
+    wait_for(lambda: len(ended) == len(jobs.jobs), timeout=120, what="every shard Job to end")
     assert downloads and all(not Path(folder).exists() for folder in downloads)
 
+
+def test_a_failed_dispatched_request_keeps_its_other_jobs_canceled_in_its_record(tmp_path, monkeypatch):
+    """A shard's final failure fails the request: its other running Jobs are cancelled once
+    each, and the record says CANCELED (they were cancelled after the record was saved, so
+    it kept them RUNNING)."""
+    from rexrank.backend import shard_job
+    from rexrank.store import FAILED
+    from rexrank.store import records as R
+
+    release = threading.Event()
+
+    def run_shard(store, request_id, shard, attempt, **kw):
+        if shard == 0:
+            json_path, _ = R.shard_paths(request_id, shard, attempt)
+            shard_job._write(store, {json_path: shard_job._outcome(request_id, shard, attempt, R.VALIDATION,
+                                                                   "the predictions do not fit")})
+            return 1
+        release.wait(120)  # scoring until cancelled
+        return 3
+
+    monkeypatch.setattr(shard_job, "run_shard", run_shard)
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    d = dispatcher(tmp_path, store)
+    cancelled: list = []
+    real_cancel = d.jobs.cancel
+    d.jobs.cancel = lambda job_id: cancelled.append(job_id) or real_cancel(job_id)
+    try:
+        d.run(once=True)
+    finally:
+        release.set()
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["error"] == "the predictions do not fit"
+    others = [j for j in final["dispatch"]["jobs"] if j["shard"] != 0]
+    assert others and {j["state"] for j in others} == {"CANCELED"}
+    assert sorted(cancelled) == sorted(j["job_id"] for j in others)  # each once

@@ -324,29 +324,32 @@ class Dispatcher:
         return None
 
     def _fail(self, rid: str, plan_json: dict, failure: tuple[str, str], resolved, keeper: LeaseKeeper) -> dict:
-        """FAIL the request this dispatcher holds, then stop its other Jobs and remove its shard
-        outputs; if it is no longer held, touch nothing."""
+        """Stop the other Jobs of the request this dispatcher holds and record their states,
+        FAIL it, and remove its shard outputs; if it is no longer held, touch nothing."""
         message, kind = failure
         log.error("%s FAILED: %s", rid, display(message))
         if resolved.private and kind == R.INTERNAL:  # a shard's cause (a Job's log) can quote private data
             message = door.PRIVATE_INTERNAL_ERROR
+        if not keeper.lost.is_set():
+            # before the record is saved, so that it keeps them CANCELED (once FAILED it is not
+            # this dispatcher's to write); a private request's Jobs (seen by the organisers only)
+            # stop now rather than run on while its outcome waits for the publication slot
+            self._cancel_all(rid)
         try:
             self._save(rid, plan_json)
         except StoreError as exc:
             log.warning("%s: could not record its Jobs: %s", rid, exc)
-        if resolved.private and not keeper.lost.is_set():
-            # when a private request failed is private too: its outcome waits for the publication
-            # slot, its Jobs (seen by the organisers only) stop now rather than run on meanwhile
-            self._cancel_all(rid)
+        if resolved.private and not keeper.lost.is_set():  # when a private request failed is private too
             self.worker.hold_for_slot(resolved)
         if keeper.lost.is_set() or not self.store.fail(rid, self.worker.worker_id, error=message, kind=kind):
             return self._let_go(rid)
-        self._stop_jobs(rid)
+        self._drop_scratch(rid)
         return self.store.get_request(rid)
 
     def _stop_jobs(self, rid: str) -> None:
-        """A request this dispatcher settled FAILED, or one cancelled: its running Jobs are
-        cancelled and its shard outputs removed (a private set's per-study values stay nowhere)."""
+        """A request cancelled, held for review, or failed by the worker's loop (not `_fail`): its
+        running Jobs are cancelled and its shard outputs removed (a private set's per-study
+        values stay nowhere)."""
         self._cancel_all(rid)
         self._drop_scratch(rid)
 

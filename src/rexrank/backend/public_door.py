@@ -29,6 +29,7 @@ from typing import Iterable
 from rexrank.backend import privacy as P
 from rexrank.errors import MetricError, ReaderKilled, RexrankError, SubmissionError
 from rexrank.store import records as R
+from rexrank.store.accounts import Account
 
 PRIVATE_INTERNAL_ERROR = (
     "scoring failed with an internal error on the private test set; details are kept out of the "
@@ -266,7 +267,9 @@ def _store_request_cost(store) -> tuple[float, int]:
 
 def charge_cancelled(store, request: dict) -> None:
     """A cancelled request on a private set is charged like one the backend scored (once;
-    one the backend had taken up is charged already): cancelling is no way around the ledger."""
+    one the backend had taken up is charged already): cancelling is no way around the ledger.
+    Only a PENDING or RUNNING request can be cancelled (Store.cancel), the states a worker
+    takes up (Store.claim); a HELD one is rejected instead, never taken up nor charged."""
     from rexrank.store import ledger
 
     if not is_private(request["test_set"]):
@@ -275,9 +278,11 @@ def charge_cancelled(store, request: dict) -> None:
     ledger.charge(store, request, cost=cost, numbers=numbers, decisions=1, limit=ledger.Budget(0.0, P.LEDGER_DAYS))
 
 
-def filing_budget_problem(store, *, submitter: str, test_set: str, now: float | None = None) -> str | None:
+def filing_budget_problem(store, *, submitter: Account | str, test_set: str,
+                          now: float | None = None) -> str | None:
     """At filing (a courtesy: the backend charges and checks again before scoring): the
-    refusal if the submitter's ledger cannot pay for a request of the store's metric set."""
+    refusal if the submitter's ledger (an account, by its id; a name on a local store)
+    cannot pay for a request of the store's metric set."""
     from rexrank.store import ledger
 
     if not is_private(test_set):
@@ -286,7 +291,7 @@ def filing_budget_problem(store, *, submitter: str, test_set: str, now: float | 
     if limit.total <= 0:
         return None
     cost, _ = _store_request_cost(store)
-    charges = ledger.charges(store, submitter, test_set)  # an Account (its id), or a name
+    charges = ledger.charges(store, submitter, test_set)
     ts = R.now() if now is None else now
     spent = limit.spent(charges, ts)
     if spent + cost <= limit.total + 1e-9:

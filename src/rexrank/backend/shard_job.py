@@ -28,8 +28,9 @@ from rexrank.store.repo import transact
 
 log = logging.getLogger("rexrank.backend")
 
-# failure kinds a retry cannot change
-FINAL_KINDS = (R.VALIDATION, R.COVERAGE, R.REFUSED)
+# failure kinds a retry cannot change (Worker.failure_message's; the rules' refusals are the
+# dispatcher's, before any Job)
+FINAL_KINDS = (R.VALIDATION, R.COVERAGE)
 # a private Hub dataset holding the test sets' folder (as the backend Space reads it)
 PRIVATE_DATA_REPO = "REXRANK_PRIVATE_DATA_REPO"
 VERSION_VARIABLE = "REXRANK_VERSION"  # the dispatcher's build, in the Job's env

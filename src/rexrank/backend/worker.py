@@ -234,8 +234,8 @@ class Worker:
             self.store.finish(rid, self.worker_id, result_id=rid)
             return None, self.store.get_request(rid)
         resolved, refusal = self.resolve(request)
-        if refusal is None:
-            refusal = self.policy_problem(request, resolved=resolved)
+        if refusal is None:  # the submission rules, checked here whatever the submitting client did
+            refusal = self.store.policy_problem(request)
         if refusal is None and also is not None:
             refusal = also(resolved)
         settled = self.refuse_or_charge(request, refusal)
@@ -323,14 +323,6 @@ class Worker:
             return resolve_request(request, self.data_dir), None
         except RexrankError as exc:
             return None, str(exc)
-
-    def policy_problem(self, request: dict, *, resolved: ResolvedRequest | None = None) -> str | None:
-        """The submission rules, checked here whatever the submitting client did."""
-        if resolved is None:
-            resolved, refusal = self.resolve(request)
-            if refusal is not None:
-                return refusal
-        return self.store.policy_problem(request)
 
     def refuse_or_charge(self, request: dict, refusal: str | None) -> dict | None:
         """Settle a request the rules refuse (`refusal`) or its submitter's privacy budget

@@ -173,12 +173,6 @@ def legacy_binding(submitter: Account) -> dict:
             "how": "the first filing under this name by an account with an id"}
 
 
-def same_party(a: dict, b: dict) -> bool:
-    """Two filings by one party: the same submitter, or the same namespace (members of
-    one organisation filing its model)."""
-    return submitter_key(a) == submitter_key(b) or namespace_key(a) == namespace_key(b)
-
-
 def request_fields(submitter: Account, namespace: Account) -> dict:
     """What a request records of who filed it and under which namespace."""
     fields = {"submitter": submitter.name, "namespace": namespace.name}

@@ -295,10 +295,12 @@ class World:
 
 
 def run_world(tmp: Path, findings: dict[str, str | None], *, dispatched: bool = False, config: dict | None = None,
-              predictions: dict[str, str] | None = None, seed: int = 37, metrics: str = METRICS) -> World:
+              predictions: dict[str, str] | None = None, seed: int = 37, metrics: str = METRICS,
+              interrupted: int = 0) -> World:
     """The whole path on one private set (see the module's note); `config`: the store's
     config.json; `predictions`: the filer's (default: one sentence for every study);
-    `metrics`: the backend's (tests/backendhelpers.py's test metrics may be named too)."""
+    `metrics`: the backend's (tests/backendhelpers.py's test metrics may be named too);
+    `interrupted`: workers that claimed the request and died scoring it before the backend's."""
     import gradio.oauth
     import huggingface_hub.constants as constants
     import numpy as np
@@ -339,6 +341,7 @@ def run_world(tmp: Path, findings: dict[str, str | None], *, dispatched: bool = 
             app = _space(store)
             filed = _file(app, upload)
             request_id = filed["answer"]["request"]["id"]
+            _die_scoring(store, findings, clock, interrupted)
             jobs = _score(store, data_dir, clock, metrics, dispatched=dispatched, ended=ended)
             public = {"space submit": json.dumps(public_form(filed), indent=1, sort_keys=True),
                       **public_repos(hub), **space_endpoints(app, request_id=request_id), **jobs_view(jobs)}
@@ -385,6 +388,19 @@ def _file(app, upload: Path) -> dict:
                                  oauth_token=gr.OAuthToken(token=PROBER, scope="", expires_at=0))
     assert answer["filed"], answer["error"]
     return {"page": page, "answer": answer, "queue": queue}
+
+
+def _die_scoring(store, findings: dict[str, str | None], clock: ControlledClock, times: int) -> None:
+    """`times` workers that claimed the request and died scoring it, each after the time its
+    scoring took (`Timed`'s rate over the track's references: private), their short leases
+    left to end (a lease is measured on this host's monotonic clock: a short real wait)."""
+    import time
+
+    track_characters = sum(len(text) for text in findings.values() if text)
+    for i in range(times):
+        assert store.claim(f"died-{i}", lease_seconds=0.05, max_attempts=times + 1) is not None
+        clock.advance(SECONDS_PER_CHARACTER * track_characters)
+        time.sleep(0.1)
 
 
 def _score(store, data_dir: Path, clock: ControlledClock, metrics: str, *, dispatched: bool, ended: list[float]):

@@ -47,3 +47,8 @@ def loaded(module: str) -> list[tuple[str, ...]]:
     import sys
 
     return [(str(module in sys.modules),)]
+
+
+def environment(*names: str) -> list[tuple[str, str]]:
+    """What a hostile file's parser could read of its environment: each variable, "<unset>" if absent."""
+    return [(name, os.environ.get(name, "<unset>")) for name in names]

@@ -48,7 +48,7 @@ def rogue(monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(store_module, "check_policy", lambda *a, **k: None)
             m.setattr(store_module, "check_names", lambda **k: None)
-            m.setattr(store_module.Store, "judge_copies", lambda self, snap, edit, request, filing, ts: (request, {}))
+            m.setattr(store_module.Store, "judge_copies", lambda self, snap, edit, request, *_: (request, {}))
             return submit(store, *args, **kw)
 
     return file

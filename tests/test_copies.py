@@ -130,3 +130,22 @@ def test_filings_made_before_the_copy_index_are_fingerprinted_by_a_reindex(tmp_p
     third = submit(store, write_jsonl(tmp_path / "c.jsonl", rows), submitter="carol", model_name="C")
     assert third["status"] == "HELD"
     assert [m["request_id"] for m in store.get_request(third["id"])["review"]["matches"]][0] == old["id"]
+
+
+def test_stored_predictions_are_fingerprinted_through_the_sandboxed_reader(tmp_path, monkeypatch):
+    """A filing the copy index lacks is fingerprinted from its stored parquet, which is as
+    untrusted as any predictions file: read in the reader's limited child (rexrank.sandbox),
+    never parsed in the backend's process; the fingerprints are the filing's own."""
+    from rexrank import sandbox
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    request = submit(store, write_jsonl(tmp_path / "a.jsonl", example_rows()), submitter="alice", model_name="A")
+    indexed = store.filing_of(request)
+    for path in (tmp_path / "s" / "requests" / "copies").rglob("*.json"):  # as a store of an earlier version
+        if path.name != "key.json":
+            path.unlink()
+    reads, real = [], sandbox.run
+    monkeypatch.setattr(sandbox, "run", lambda function, args, **kw: reads.append(function.__name__) or real(function, args, **kw))
+    again = store.filing_of(request)
+    assert reads == ["read_rows_here"]
+    assert again.prints == indexed.prints and again.n == indexed.n

@@ -266,6 +266,14 @@ def test_config_settings_are_checked(tmp_path):
     (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"max_job": 8}}))
     with pytest.raises(StoreError, match="unknown setting 'max_job'"):
         dispatch_settings(store)
+    # durations are read as the publication slot's are (one parser), and a bad one names its setting
+    (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"target_wall": " 1.5 h"}}))
+    assert dispatch_settings(store).target_wall == 5400
+    for bad in ("soon", "0s", "-5m", "2w"):
+        (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"job_timeout": bad}}))
+        with pytest.raises(StoreError, match=r"config\.json: dispatch: job_timeout .* is not a duration; give "
+                                             r"positive seconds \(3600\) or a duration such as \"15m\""):
+            dispatch_settings(store)
 
 
 def test_two_dispatchers_on_one_store_never_score_a_shard_twice(hub, tmp_path, test_metrics):

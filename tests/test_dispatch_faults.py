@@ -197,7 +197,9 @@ def test_a_passing_store_fault_before_scoring_puts_the_request_back_instead_of_f
     req = submit(store)
     # the submission rules' read of the name index, once the worker holds the request: the Hub answers 503
     hub.inject("GET", "/index/names/", 503)
-    assert Worker(store, metrics="bleu2", worker_id="w").run(once=True) == 2  # given back, then scored
+    worker = Worker(store, metrics="bleu2", worker_id="w")
+    assert worker.run(once=True) == 0 and store.get_request(req["id"])["status"] == "PENDING"  # given back
+    assert worker.run(once=True) == 1 and store.get_request(req["id"])["status"] == FINISHED  # then scored
     assert len(hub.faults_served) == 1
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED and final["attempts"] == 1, final.get("error")

@@ -369,6 +369,6 @@ def test_the_command_line_plans_the_jobs_a_target_wall_time_needs(tmp_path):
     assert "1.0 min of start-up" in out.stdout and f"as of {PRICE_TABLE_DATE} (an estimate" in out.stdout
     capped = subprocess.run(command, capture_output=True, text=True, timeout=120)  # --max-jobs 4
     assert capped.returncode == 0, capped.stderr
-    assert "would be refused: 19 studies within 60 min need 19 Jobs at once and --max-jobs allows 4: raise " \
+    assert "the dispatcher would stop (its settings cannot plan it): 19 studies within 60 min need 19 Jobs at once and --max-jobs allows 4: raise " \
            "--max-jobs to 19" in capped.stdout
     assert store.get_request(req["id"])["status"] == "PENDING"

@@ -187,7 +187,10 @@ def test_a_held_copy_says_the_same_whatever_the_other_filing_is(hub, tmp_path):
     assert {tuple(sorted(a)) for a in answers} == {tuple(sorted(answers[0]))}  # the same fields, nothing more
     for answer in answers:
         text = json.dumps(answer)
-        assert not [leak for leak in ("victor", "VicNet", original["id"], '"review"', "matches") if leak in text]
+        assert not [leak for leak in ("victor", "VicNet", original["id"], '"review"', "match", "another", "account",
+                                      "copy", "copies") if leak in text.lower()]
+    # it says what it waits for and what comes next
+    assert all(words in HELD_MESSAGE for words in ("review by the maintainers", "scored", "published", "reject"))
 
 
 def test_whitespace_or_one_study_in_a_hundred_does_not_evade_the_copy_rule(hub, tmp_path):
@@ -308,19 +311,76 @@ def test_a_newcomer_who_takes_a_freed_name_inherits_nothing(hub, tmp_path):
     assert len(ledger.charges(s, accounts.Account("alice-renamed", "id-alice"), "rexgradient")) == 1
 
 
-def test_requests_recorded_by_name_load_and_bind_to_nobodys_id(hub, tmp_path):
-    """A store filed before ids (the organisers' route records a name only): it loads, and a
-    Hub account of that name neither inherits its quota nor is blocked by it."""
+def test_requests_recorded_by_name_load_and_bind_to_the_first_id_filing_under_that_name(hub, tmp_path):
+    """A store filed before ids (the organisers' route records a name only): it loads; the
+    name's requests and ledger charges are bound to the first account with an id that files
+    under it, which keeps them after a rename, and a newcomer who takes the freed name
+    inherits none of them."""
+    from huggingface_hub import HfApi
+
+    from rexrank.store import accounts, ledger
+
+    cost = _private_budget_of_one_request(hub)
     legacy = store().submit(test_set="example", track="findings", predictions=str(write_jsonl(tmp_path / "l.jsonl",
                             rows("legacy"))), model_name="Legacy", submitter="alice")
-    assert "submitter_id" not in legacy
-    filed = file("hf_alice", write_jsonl(tmp_path / "a.jsonl", rows("alice")), model_name="AliceNet")
-    assert filed["status"] == PENDING and store().get_request(filed["id"])["submitter_id"] == "id-alice"
-    score_all()
-    assert set(results()) == {legacy["id"], filed["id"]}
-    from rexrank.store import accounts
+    probe = store().submit(test_set="rexgradient", track="findings", model_name="OldProbe", submitter="alice",
+                           predictions=str(write_jsonl(tmp_path / "lp.jsonl", {"RG00001": "x"})))
+    assert "submitter_id" not in legacy and "submitter_id" not in probe
+    assert cli("cancel", probe["id"], "--store", "hf://rexrank")[0] == 0  # charged to the name's ledger
+    # alice's own filings by name count in her quota and her spend
+    message = refusal("hf_alice", write_jsonl(tmp_path / "a.jsonl", rows("alice")), model_name="AliceNet")
+    assert message.startswith("submitter 'alice' already has 1 submission(s) on example/findings")
+    message = refusal("hf_alice", write_jsonl(tmp_path / "p.jsonl", {"RG00002": "y"}), model_name="Probe",
+                      test_set="rexgradient")
+    assert "alice has spent" in message and "privacy budget" in message
+    filed = file("hf_alice", write_jsonl(tmp_path / "b.jsonl", rows("alice")), model_name="AliceNet",
+                 track="findings_impression")  # her first filing: the name is bound to her id
+    assert filed["status"] == PENDING
+    bindings = json.loads(hub.files("rexrank/requests")[accounts.LEGACY_BINDINGS])
+    assert {key: b["id"] for key, b in bindings.items()} == {"alice": "id-alice"}
 
-    assert accounts.submitter_key(legacy) == "name:alice" != accounts.submitter_key(store().get_request(filed["id"]))
+    hub.rename("hf_alice", "alice-renamed")
+    hub.accounts["hf_newcomer"] = Account("alice", id="id-newcomer")  # the freed name, taken
+    HfApi(endpoint=hub.url, token=BOT).upload_file(  # the private set opened to all: the ledger alone decides
+        path_or_fileobj=json.dumps({"privacy_budget": {"rexgradient": cost}}).encode(), path_in_repo="config.json",
+        repo_id="rexrank/requests", repo_type="dataset")
+    assert file("hf_newcomer", write_jsonl(tmp_path / "n.jsonl", rows("newcomer")), model_name="NewNet")["status"] \
+        == PENDING
+    assert file("hf_newcomer", write_jsonl(tmp_path / "n2.jsonl", {"RG00003": "w"}), model_name="NewProbe",
+                test_set="rexgradient")["status"] == PENDING
+    # the original owner keeps both after the binding, under her new name
+    message = refusal("hf_alice", write_jsonl(tmp_path / "c.jsonl", rows("alice again")), model_name="AliceNet2")
+    assert message.startswith("submitter 'alice-renamed' already has 1 submission(s) on example/findings")
+    message = refusal("hf_alice", write_jsonl(tmp_path / "p2.jsonl", {"RG00004": "v"}), model_name="Probe2",
+                      test_set="rexgradient")
+    assert "alice-renamed has spent" in message
+    s = store()
+    assert ledger.charges(s, accounts.Account("alice", "id-newcomer"), "rexgradient") == {}
+    assert list(ledger.charges(s, accounts.Account("alice-renamed", "id-alice"), "rexgradient")) == [probe["id"]]
+    assert json.loads(hub.files("rexrank/requests")[accounts.LEGACY_BINDINGS]) == bindings  # bound once, for good
+    # the backend's own check reads the binding alike: the name's request was alice's first
+    assert store().policy_problem(store().get_request(legacy["id"])) is None
+    assert "already has 1 submission(s)" in store().policy_problem(dict(store().get_request(filed["id"]),
+                                                                        track="findings"))
+
+
+def test_a_name_bound_to_an_id_owns_the_predictions_it_filed_by_name(hub, tmp_path):
+    """The copy rule reads the binding too: the first id filing under a name is that name's
+    party, so filing again what it filed by name is no copy; a newcomer with the freed name is
+    another party."""
+    from huggingface_hub import HfApi
+
+    predictions = write_jsonl(tmp_path / "l.jsonl", rows("legacy"))
+    store().submit(test_set="example", track="findings", predictions=str(predictions), model_name="Legacy",
+                   submitter="alice")
+    HfApi(endpoint=hub.url, token=BOT).upload_file(  # no quota: the copy rule alone decides
+        path_or_fileobj=json.dumps({"quota": "0"}).encode(), path_in_repo="config.json", repo_id="rexrank/requests",
+        repo_type="dataset")
+    assert file("hf_alice", predictions, model_name="AliceNet")["status"] == PENDING  # hers: bound at this filing
+    hub.rename("hf_alice", "alice-renamed")
+    assert file("hf_alice", predictions, model_name="AliceNet2")["status"] == PENDING
+    hub.accounts["hf_newcomer"] = Account("alice", id="id-newcomer")
+    assert file("hf_newcomer", predictions, model_name="NewNet")["status"] == "HELD"
 
 
 # ---- 10: a give-back after a machine fault is the same round ---------------------------------------

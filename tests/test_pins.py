@@ -170,22 +170,22 @@ def whoami_server(monkeypatch):
 
 @pytest.mark.parametrize("kind", ["org", "app", "space"])
 def test_an_organisation_or_app_token_is_no_submitter(whoami_server, kind):
-    from rexrank.leaderboard.identity import verified_user
+    from rexrank.leaderboard.identity import verified_submitter
 
     endpoint, answer = whoami_server
     answer["body"] = {"type": kind, "name": "acme", "id": "a1"}
     with pytest.raises(SubmissionError) as err:
-        verified_user("hf_token", endpoint=endpoint)
+        verified_submitter("hf_token", endpoint=endpoint)
     assert str(err.value) == "the token sent is not a user's token: submit with your own account's token"
     answer["body"] = {"type": "user", "name": "", "id": "u1"}
     with pytest.raises(SubmissionError, match="not a user's token"):
-        verified_user("hf_token", endpoint=endpoint)
+        verified_submitter("hf_token", endpoint=endpoint)
     answer["body"] = {"type": "user", "name": "alice", "id": "u1"}
-    assert verified_user("hf_token", endpoint=endpoint) == "alice"
+    assert verified_submitter("hf_token", endpoint=endpoint).user.name == "alice"
 
 
 def test_a_submitter_is_whoamis_id_with_its_name_and_its_organisations(whoami_server):
-    from rexrank.leaderboard.identity import verified_accounts, verified_submitter
+    from rexrank.leaderboard.identity import verified_submitter
     from rexrank.store.accounts import Account
 
     endpoint, answer = whoami_server
@@ -193,7 +193,7 @@ def test_a_submitter_is_whoamis_id_with_its_name_and_its_organisations(whoami_se
                       "orgs": [{"type": "org", "name": "acme", "id": "o1"}, {"name": "no-id"}, "junk"]}
     who = verified_submitter("hf_token", endpoint=endpoint)
     assert who.user == Account("alice", "u1") and who.orgs == (Account("acme", "o1"),)
-    assert verified_accounts("hf_token", endpoint=endpoint) == ("alice", "acme")
+    assert tuple(a.name for a in who.accounts) == ("alice", "acme")
     answer["body"] = {"type": "user", "name": "alice"}  # no id: a renamed account could not be told apart
     with pytest.raises(SubmissionError) as err:
         verified_submitter("hf_token", endpoint=endpoint)
@@ -801,40 +801,40 @@ def test_the_progress_figure_of_a_lower_is_better_metric_says_so(monkeypatch):
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_a_refused_token_says_so_and_never_echoes_the_token(whoami_server, status):
-    from rexrank.leaderboard.identity import REFUSED, verified_user
+    from rexrank.leaderboard.identity import REFUSED, verified_submitter
 
     endpoint, answer = whoami_server
     answer.update(status=status, body={"error": "Invalid credentials"})
     with pytest.raises(SubmissionError) as err:
-        verified_user("hf_secret_token", endpoint=endpoint)
+        verified_submitter("hf_secret_token", endpoint=endpoint)
     assert str(err.value) == REFUSED and "hf_secret_token" not in str(err.value)
     assert REFUSED.startswith("the Hugging Face token sent was refused by the Hub (invalid or expired)")
     assert answer["tokens"] == ["Bearer hf_secret_token"]  # the token asked about is the one sent
 
 
 def test_whoami_failures_other_than_a_refusal(whoami_server, monkeypatch):
-    from rexrank.leaderboard.identity import verified_user
+    from rexrank.leaderboard.identity import verified_submitter
 
     endpoint, answer = whoami_server
     answer.update(status=503, body={"error": "busy"})
     with pytest.raises(SubmissionError) as err:
-        verified_user("hf_x", endpoint=endpoint)
+        verified_submitter("hf_x", endpoint=endpoint)
     assert str(err.value) == "cannot check the token with the Hub (HTTP 503); try again later"
     with pytest.raises(SubmissionError) as err:
-        verified_user("hf_x", endpoint="http://127.0.0.1:9")  # nothing listens on the discard port
+        verified_submitter("hf_x", endpoint="http://127.0.0.1:9")  # nothing listens on the discard port
     # the message names the connection error's class (the HTTP client's), not the study or the token
     assert re.fullmatch(r"cannot reach the Hub to check the token \((?!NoneType)\w+\); try again later", str(err.value))
     answer.update(status=200, body={"type": "user", "name": "bob", "id": "u2"})
     monkeypatch.setenv("HF_ENDPOINT", endpoint)
-    assert verified_user("hf_x") == "bob"  # the endpoint from the environment
+    assert verified_submitter("hf_x").user.name == "bob"  # the endpoint from the environment
 
 
 @pytest.mark.parametrize("token", [None, "", 42])
 def test_no_token_is_no_submitter(token):
-    from rexrank.leaderboard.identity import NO_TOKEN, verified_user
+    from rexrank.leaderboard.identity import NO_TOKEN, verified_submitter
 
     with pytest.raises(SubmissionError) as err:
-        verified_user(token)
+        verified_submitter(token)
     assert str(err.value) == NO_TOKEN
     assert NO_TOKEN.startswith("no Hugging Face token was sent: sign in with Hugging Face (the button above)")
 
@@ -842,12 +842,12 @@ def test_no_token_is_no_submitter(token):
 def test_an_offline_server_cannot_check_a_token(monkeypatch):
     import huggingface_hub.constants as constants
 
-    from rexrank.leaderboard.identity import verified_user
+    from rexrank.leaderboard.identity import verified_submitter
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
     with pytest.raises(SubmissionError) as err:
-        verified_user("hf_x", endpoint="http://127.0.0.1:9")
+        verified_submitter("hf_x", endpoint="http://127.0.0.1:9")
     assert str(err.value) == "cannot check the token: this server runs with HF_HUB_OFFLINE set"
 
 

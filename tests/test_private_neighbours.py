@@ -128,3 +128,21 @@ def test_a_private_result_takes_its_decimals_and_stated_coupling_from_the_whole_
     assert published["bleu2"]["rounding_decimals"]["bleu2"] == rounding_for("bleu2", N) == {"mean": 1, "ci95": 0}
     assert published["bleu2"]["scores"]["bleu2"] == {"mean": 0.3, "ci95": 0.0}
     assert published["green"]["privacy"]["study_coupling"] == N
+
+
+def test_a_request_its_workers_died_scoring_fails_alike_at_the_slot(worlds):
+    """Three workers claimed the request and died scoring it, each after a time that counts
+    the track's references: the backend's claim finds it out of attempts. It used to FAIL
+    it there, at a time that counts them, with the queue's own message; it is now FAILED at
+    the publication slot with the door's fixed sentence, alike in both worlds."""
+    from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR
+    from rexrank.store import records as R
+    from test_private_time import HOUR
+
+    a, b = worlds("findings present or absent", False, interrupted=3)
+    diff = differences(a.public, b.public)
+    assert not diff, f"public bytes that depend on the private set:\n{diff}"
+    for world in (a, b):
+        assert world.status["request"]["status"] == "FAILED"
+        assert world.status["request"]["error"] == PRIVATE_INTERNAL_ERROR
+        assert world.request["finished_time"] == R.iso(HOUR) and world.scoring_ended is None

@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 import pytest
 
 from neighbours import ControlledClock, START, run_world
-from rexrank.backend.publication_slot import next_slot, parse_slot
+from rexrank.backend.publication_slot import next_slot
+from rexrank.store.config import parse_duration
 from rexrank.store import records as R
 
 HOUR = datetime(2026, 3, 2, 11, 0, tzinfo=timezone.utc).timestamp()  # the slot after START (10:10 UTC)
@@ -130,5 +131,5 @@ def test_the_next_slot_is_the_first_multiple_strictly_after():
     assert next_slot(HOUR - 0.001, 3600) == HOUR
     assert next_slot(HOUR, 3600) == HOUR + 3600  # a scoring that ends on the hour waits a whole slot
     assert next_slot(START, 900) == START + 300
-    assert [parse_slot(v, where="w") for v in (3600, 90.5, "1h", "15m", "30s", "2d", " 5 m ")] == \
-           [3600, 90.5, 3600, 900, 30, 172800, 300]
+    assert [parse_duration(v, setting="publication_slot", where="w")
+            for v in (3600, 90.5, "1h", "15m", "30s", "2d", " 5 m ")] == [3600, 90.5, 3600, 900, 30, 172800, 300]

@@ -55,6 +55,7 @@ def test_every_public_field_of_a_private_request_has_a_decision(tmp_path, privat
                  if names - door.PUBLIC_FIELDS[place]}
     assert undecided == {}
     assert found["summary.scores"] == {"mean", "ci95"}  # and no counts, failures or timings
+    assert "attempt" not in record["provenance"]  # how often scoring was interrupted: a crash can count the track
     assert all(v["n"] is None for v in record["values"].values())
     assert exportable(record) is not None  # a private set's results are not exported as Eval Results
     # a GREEN summary says how many studies its batches couple

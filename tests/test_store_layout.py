@@ -133,7 +133,7 @@ def test_the_backend_rules_see_the_settled_history(tmp_path):
 
     original, judged = store_module.check_policy, store_module.Store.judge_copies
     store_module.check_policy = lambda *a, **k: None  # a client that skips the rules
-    store_module.Store.judge_copies = lambda self, snap, edit, request, filing, ts: (request, {})
+    store_module.Store.judge_copies = lambda self, snap, edit, request, *_: (request, {})
     try:
         again = submit(rogue, variant(tmp_path, 0), model_name="M0", submitter="team0")
         copy = submit(rogue, variant(tmp_path, 0), model_name="not-m0", submitter="mallory")

@@ -185,6 +185,42 @@ def test_each_limit_of_the_child_is_a_refusal_that_names_it():
                                       "strings, all of one width")
 
 
+def test_a_reader_stopped_by_the_machine_is_told_apart_from_one_stopped_by_the_file():
+    """The wall clock (a stuck or overloaded machine) and a SIGKILL that no CPU limit explains
+    (the kernel's out-of-memory killer) say nothing of the file: ReaderKilled, which the
+    backend gives back; the limits a file can break stay the file's refusals."""
+    from rexrank.errors import ReaderKilled
+
+    def raised(function, *args, **limits):
+        with pytest.raises(SubmissionError) as caught:
+            sandbox.run(function, list(args), source="p.parquet", limits=sandbox.Limits(**limits))
+        return type(caught.value)
+
+    assert raised(T.wait_forever, wall_seconds=1) is ReaderKilled
+    assert raised(T.die_by, "SIGKILL") is ReaderKilled
+    assert raised(T.spin, cpu_seconds=1) is SubmissionError
+    assert raised(T.allocate, 256 << 20, memory_bytes=64 << 20) is SubmissionError
+    assert raised(T.die_by, "SIGSEGV") is SubmissionError
+
+
+def test_the_reader_holds_none_of_the_callers_secrets(monkeypatch):
+    """The children that parse hostile files see an allow-listed environment: the backend's
+    store token and LLM keys stay in the caller (they used to inherit all of it)."""
+    secrets = {"HF_TOKEN": "hf_store_secret", "REXRANK_LLM_API_KEY": "sk-judge", "OPENAI_API_KEY": "sk-openai",
+               "AWS_SECRET_ACCESS_KEY": "aws"}
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    sandbox.stop()  # the next read starts a server with this environment
+    try:
+        seen = dict(sandbox.run(T.environment, [*secrets, "PATH", "LC_ALL", *sandbox.SERVER_ENV], source="p"))
+    finally:
+        sandbox.stop()
+    assert {name: seen[name] for name in secrets} == dict.fromkeys(secrets, "<unset>")
+    assert seen["PATH"] == os.environ["PATH"] and seen["LC_ALL"] == "C.UTF-8"
+    assert all(seen[name] == value for name, value in sandbox.SERVER_ENV.items())
+
+
 def test_the_child_works_in_the_callers_folder_and_is_not_its_child(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     [(folder, parent)] = sandbox.run(T.where_am_i, [], source="p")

@@ -20,6 +20,18 @@ class SubmissionError(RexrankError):
         self.details = details or {}
         super().__init__(f"{source}: {message}" if source else message)
 
+    def renamed(self, path: str, name: str) -> "SubmissionError":
+        """The same error (same type and details) naming `name` where it named `path`, a
+        temporary copy of the file."""
+        return type(self)(str(self).replace(path, name), details=self.details)
+
+
+class ReaderKilled(SubmissionError):
+    """The predictions reader's child was stopped by this machine (its wall clock: a stuck or
+    overloaded machine; a SIGKILL no limit of the reader explains: the kernel's out-of-memory
+    killer), not by a limit the file broke. A filer reads it as any refusal ("try again
+    later"); the backend gives the request back instead of failing it (rexrank.sandbox)."""
+
 
 class MetricError(RexrankError):
     """A metric is unknown, misconfigured, or its model cannot be loaded."""

@@ -10,8 +10,9 @@ strings. It never holds what a file expands to.
 The children are forked from a small server process (`python -m rexrank.sandbox`, one per
 calling process, started at its first read). The server imports the readers once (pyarrow,
 pandas; never torch), so a read costs a fork, not an interpreter start
-(benchmarks/input_limits.py measures both). Each child gets hard limits, and each limit has a
-reason:
+(benchmarks/input_limits.py measures both). The server starts with an allow-listed environment
+(INHERITED_ENV), never the caller's secrets (the store token, the LLM keys). Each child gets hard
+limits, and each limit has a reason:
 
     address space (RLIMIT_AS)   what the child has at the fork plus `Limits.memory_bytes`. A
                                 page, batch or JSON document that expands past it is a
@@ -28,7 +29,8 @@ reason:
 The answer comes over a pipe as a simple frame: rows of UTF-8 strings with 32-bit lengths, or
 a refusal (a SubmissionError's text and details, as JSON). Nothing is pickled, so a child can
 send back nothing but strings. A child stopped by a limit becomes a SubmissionError that names
-the limit and the fix, never a traceback.
+the limit and the fix, never a traceback; one stopped by the machine (the wall clock, a SIGKILL
+no limit explains) a ReaderKilled, which the backend gives back rather than blame the file.
 
 Linux only: RLIMIT_AS, /proc/self/status, and file descriptors passed over a Unix socket.
 """
@@ -50,7 +52,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from rexrank.errors import RexrankError, SubmissionError, first_line
+from rexrank.errors import ReaderKilled, RexrankError, SubmissionError, first_line
 
 # what the readers import: loaded once in the server, so that each forked child has them
 PRELOAD = ("rexrank.submissions", "pyarrow.parquet", "pyarrow.compute", "pyarrow.ipc", "pandas")
@@ -61,6 +63,11 @@ WARM_UP = "rexrank.submissions:warm_up"
 # space a child starts with small and the same from run to run (jemalloc and mimalloc reserve
 # gigabytes of address space they never use, which RLIMIT_AS would count)
 SERVER_ENV = {"ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1"}
+# all the server takes of the caller's environment: what finds programs, libraries, the home and
+# temporary folders and the locale. Never the rest: the children parse hostile files, and the
+# caller's environment holds the store token (HF_TOKEN) and the LLM judges' keys.
+INHERITED_ENV = ("PATH", "HOME", "TMPDIR", "TEMP", "TMP", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "PYTHONHOME",
+                 "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE")
 _ROWS, _REFUSED, _MEMORY, _FAILED = b"R", b"E", b"M", b"F"
 _U32 = struct.Struct("<I")
 # the caller waits this much past the wall-clock limit for the server's own kill before it gives up
@@ -171,16 +178,16 @@ def _outcome(data: bytes, too_long: bool, ended: dict, limits: Limits, source: s
     cpu = float(ended.get("cpu_seconds", 0.0))
     signum = ended.get("signal")
     # a child stopped by a limit may have written part of an answer: how it ended comes first
-    if ended.get("timed_out"):
-        raise SubmissionError(f"reading it took longer than {limits.wall_seconds:g} s, the wall-clock limit of the "
+    if ended.get("timed_out"):  # a regular file is read without waiting: the machine was stuck or overloaded
+        raise ReaderKilled(f"reading it took longer than {limits.wall_seconds:g} s, the wall-clock limit of the "
                               "reader: a predictions file within the input limits is read in seconds; check that it "
                               "is an ordinary file of one of the accepted formats", source=source)
     if signum == signal.SIGXCPU or (signum == signal.SIGKILL and cpu >= limits.cpu_seconds):
         raise SubmissionError(f"reading it used more than {limits.cpu_seconds} s of CPU time, the CPU time limit of "
                               "the reader (RLIMIT_CPU): a predictions file within the input limits takes about a "
                               "second; this one expands to far more than it holds", source=source)
-    if signum == signal.SIGKILL:  # the kernel's out-of-memory killer, or someone else
-        raise SubmissionError("the reader was killed (SIGKILL) while reading it: most likely the machine ran out "
+    if signum == signal.SIGKILL:  # the kernel's out-of-memory killer, or someone else: the machine's doing
+        raise ReaderKilled("the reader was killed (SIGKILL) while reading it: most likely the machine ran out "
                               f"of memory below the memory limit of the reader ({_mib(limits.memory_bytes)}); try "
                               "again later, and report it if it persists", source=source)
     if signum:
@@ -259,7 +266,8 @@ class _Server:
     def __init__(self) -> None:
         here, there = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         paths = [os.path.abspath(p or os.curdir) for p in sys.path]
-        env = {**os.environ, **SERVER_ENV, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+        env = {k: v for k, v in os.environ.items() if k in INHERITED_ENV or k.startswith("LC_")}
+        env.update({**SERVER_ENV, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))})
         try:
             # its own session: a Ctrl-C in the terminal stops the caller, which closes the socket
             self.process = subprocess.Popen([sys.executable, "-m", "rexrank.sandbox", str(there.fileno())],

@@ -47,16 +47,18 @@ from rexrank.backend.job_environment import (LLM_JOB_ENVIRONMENT, LLM_JOB_SECRET
 from rexrank.backend.jobs import Jobs, JobsError, JobState
 from rexrank.backend.shard_job import PRIVATE_DATA_REPO, VERSION_VARIABLE
 from rexrank.backend.shards import PlanError, PriceList, ShardPlan, check_flavor, plan_shards
-from rexrank.backend.worker import BackendStop, LeaseKeeper, Worker
-from rexrank.errors import RexrankError, first_line
+from rexrank.backend.worker import BackendStop, LeaseKeeper, Worker, passing_fault
+from rexrank.errors import RexrankError, TestSetError, first_line
 from rexrank.store import records as R
 from rexrank.store.names import display
-from rexrank.store.repo import StoreError, transact
+from rexrank.store.repo import StoreError
 
 log = logging.getLogger("rexrank.backend")
 
 LABEL_REQUEST, LABEL_SHARD, LABEL_ATTEMPT = "rexrank-request", "rexrank-shard", "rexrank-attempt"
 MAX_FAULT_WAIT = 300.0  # seconds between polls at most while the Hub keeps failing
+# what makes a recorded plan's shard outputs this dispatcher's own (a restart reuses it then)
+PLAN_IDENTITY = ("ranges", "metrics", "metric_options", "rexrank_version")
 
 
 def dispatcher_for(worker: Worker, *, dry_run: bool = False, **overrides) -> "Dispatcher | None":
@@ -193,10 +195,9 @@ class Dispatcher:
                            local_judges=self.local_judges(), job_timeout=s.job_timeout, target_wall=s.target_wall)
 
     def _plan_or_refusal(self, resolved, plans: dict) -> str | None:
-        try:
-            plan = plans["plan"] = self.plan(resolved)
-        except PlanError as exc:
-            return str(exc)
+        """The GPU-hour ceiling's refusal (the board's per-request policy), or None; a
+        PlanError (the settings cannot plan it) is raised."""
+        plan = plans["plan"] = self.plan(resolved)
         ceiling = self.settings.gpu_hours_ceiling
         if ceiling is not None and plan.gpu_hours > ceiling:
             return (f"the estimated {plan.gpu_hours:.2f} GPU-hours exceed this board's per-request ceiling of "
@@ -212,28 +213,38 @@ class Dispatcher:
                               f"settings (or ${PRIVATE_DATA_REPO}) and start the dispatcher again; the request is "
                               "PENDING again")
         plans: dict = {}
-        resolved, settled = w.admit(request, also=lambda resolved: self._plan_or_refusal(resolved, plans))
+        try:  # the plan reads the test set's size
+            resolved, settled = w.admit(request, also=lambda resolved: self._plan_or_refusal(resolved, plans))
+        except TestSetError as exc:
+            w.cannot_load(request, exc)
+        except PlanError as exc:  # the organisers' settings (each names its own), never the submitter's doing
+            w.store.release(rid, w.worker_id, reason="the dispatcher's settings cannot plan it")
+            raise BackendStop(f"cannot plan request {rid} with this dispatcher's settings: {exc}; the request is "
+                              "PENDING again — change the setting and start the dispatcher again") from None
         if settled is not None:
             return settled
         plan = plans["plan"]
         previous = (request.get("dispatch") or {}).get("plan")
         plan_json = {**plan.to_json(), "metric_options": w.metric_options, "rexrank_version": __version__}
-        if previous and previous.get("ranges") == plan_json["ranges"] and previous.get("metrics") == plan_json["metrics"]:
-            plan_json = previous  # a restart: the shards already scored stay valid
+        # a restart: the shards already scored stay valid, if they are what this dispatcher would score
+        # (after an upgrade or an options change they are not: their Jobs would refuse or mismatch)
+        reused = bool(previous) and all(previous.get(k) == plan_json[k] for k in PLAN_IDENTITY)
+        if reused:
+            plan_json = previous
         shards = [_Shard(i) for i in range(len(plan_json["ranges"]))]
         self._records[rid] = list((request.get("dispatch") or {}).get("jobs") or [])
         log.info("%s: %d shard(s) on %s, about %.2f GPU-hours ($%.2f)", rid, len(shards), plan.flavor,
                  plan.gpu_hours, plan.cost_usd)
-        settled = self._poll(rid, shards, plan_json, resolved, keeper, stop)
+        settled = self._poll(rid, shards, plan_json, resolved, keeper, stop, replanned=bool(previous) and not reused)
         if settled is not _ALL_DONE:
             return settled
         return self._merge_and_publish(request, resolved, shards, plan_json, keeper, stop)
 
     def _poll(self, rid: str, shards: list[_Shard], plan_json: dict, resolved, keeper: LeaseKeeper,
-              stop: threading.Event):
+              stop: threading.Event, *, replanned: bool = False):
         """Adopt, start and poll the request's Jobs until every shard is done (_ALL_DONE), or
         the request is settled (failed, cancelled) or let go (the settled request, or None
-        when this dispatcher stops)."""
+        when this dispatcher stops). `replanned`: the recorded plan was replaced (_adopt)."""
         adopted, faults = False, 0
         while True:
             if stop.is_set():  # the dispatcher stops; its Jobs go on and the next one adopts them
@@ -247,7 +258,7 @@ class Dispatcher:
                 return self._let_go(rid)
             try:
                 if not adopted:  # the plan is in the record before any Job starts: its shards read it
-                    self._adopt(rid, shards)
+                    self._adopt(rid, shards, replanned=replanned)
                     self._save(rid, plan_json)
                     adopted = True
                 failure = self._step(rid, shards, plan_json) or self._over_ceiling(rid)
@@ -263,6 +274,9 @@ class Dispatcher:
                     log.warning("%s: %s; polling again in %.0f s", rid, first_line(exc), wait)
                     stop.wait(wait)
                     continue
+            except Exception as exc:  # e.g. a damaged shard output: settled by _fail (a private one at its slot)
+                log.exception("%s: unexpected error while polling its Jobs", rid)
+                failure = (f"internal error while scoring ({type(exc).__name__}: {exc})", R.INTERNAL)
             if failure is not None:
                 return self._fail(rid, plan_json, failure, resolved, keeper)
             if all(s.done for s in shards):
@@ -286,12 +300,20 @@ class Dispatcher:
         return HELD
 
     def _let_go(self, rid: str) -> dict | None:
+        """No longer this dispatcher's: its Jobs and shard outputs are left to the holder,
+        unless it was held for review (no holder: they stop, as at a cancel)."""
+        try:
+            current = self.store.get_request(rid)
+        except StoreError:
+            current = None
+        if current is not None and current["status"] == R.HELD:
+            self._stop_jobs(rid)
+            log.warning("%s: held for the maintainers' review (rexrank review): its Jobs are cancelled and its shard "
+                        "outputs removed; released, it is scored again", rid)
+            return current
         log.warning("%s: no longer held by this dispatcher (its lease passed to another, or it settled): its Jobs and "
                     "shard outputs are left to the holder", rid)
-        try:
-            return self.store.get_request(rid)
-        except StoreError:
-            return None
+        return current
 
     def _over_ceiling(self, rid: str) -> tuple[str, str] | None:
         ceiling = self.settings.gpu_hours_ceiling
@@ -302,46 +324,58 @@ class Dispatcher:
         return None
 
     def _fail(self, rid: str, plan_json: dict, failure: tuple[str, str], resolved, keeper: LeaseKeeper) -> dict:
-        """FAIL the request this dispatcher holds, then stop its other Jobs and remove its shard
-        outputs; if it is no longer held, touch nothing."""
+        """Stop the other Jobs of the request this dispatcher holds and record their states,
+        FAIL it, and remove its shard outputs; if it is no longer held, touch nothing."""
         message, kind = failure
         log.error("%s FAILED: %s", rid, display(message))
         if resolved.private and kind == R.INTERNAL:  # a shard's cause (a Job's log) can quote private data
             message = door.PRIVATE_INTERNAL_ERROR
+        if not keeper.lost.is_set():
+            # before the record is saved, so that it keeps them CANCELED (once FAILED it is not
+            # this dispatcher's to write); a private request's Jobs (seen by the organisers only)
+            # stop now rather than run on while its outcome waits for the publication slot
+            self._cancel_all(rid)
         try:
             self._save(rid, plan_json)
         except StoreError as exc:
             log.warning("%s: could not record its Jobs: %s", rid, exc)
-        if resolved.private and not keeper.lost.is_set():
-            # when a private request failed is private too: its outcome waits for the publication
-            # slot, its Jobs (seen by the organisers only) stop now rather than run on meanwhile
-            self._cancel_all(rid)
+        if resolved.private and not keeper.lost.is_set():  # when a private request failed is private too
             self.worker.hold_for_slot(resolved)
         if keeper.lost.is_set() or not self.store.fail(rid, self.worker.worker_id, error=message, kind=kind):
             return self._let_go(rid)
-        self._stop_jobs(rid)
+        self._drop_scratch(rid)
         return self.store.get_request(rid)
 
     def _stop_jobs(self, rid: str) -> None:
-        """A request this dispatcher settled FAILED, or one cancelled: its running Jobs are
-        cancelled and its shard outputs removed (a private set's per-study values stay nowhere)."""
+        """A request cancelled, held for review, or failed by the worker's loop (not `_fail`): its
+        running Jobs are cancelled and its shard outputs removed (a private set's per-study
+        values stay nowhere)."""
         self._cancel_all(rid)
         self._drop_scratch(rid)
 
-    def _adopt(self, rid: str, shards: list[_Shard]) -> None:
+    def _adopt(self, rid: str, shards: list[_Shard], *, replanned: bool = False) -> None:
         """Jobs started for this request before (a restarted dispatcher, a previous holder):
-        the running ones are adopted, a finished one with its output counts as done."""
+        the running ones are adopted, a finished one with its output counts as done. After
+        `replanned` (the recorded plan was another build's, options or ranges) they are of the
+        replaced plan: only their attempt numbers count, and the running ones are cancelled."""
         from rexrank.backend.shard_job import read_shard
 
         found = self.jobs.list({LABEL_REQUEST: rid})
         recorded = {entry["job_id"] for entry in self._records.get(rid, [])}  # this round's (requeue clears it)
         for job in sorted(found, key=lambda j: int(j.labels.get(LABEL_ATTEMPT, 0))):
+            if replanned and job.running:  # scoring for the replaced plan: its output would not merge
+                self.jobs.cancel(job.job_id)
+                log.info("%s: cancelled Job %s of the replaced plan", rid, job.job_id)
+                self._note(rid, replace(job, stage="CANCELED"), int(job.labels.get(LABEL_SHARD, -1)),
+                           int(job.labels.get(LABEL_ATTEMPT, 0)))
             try:
                 shard = shards[int(job.labels[LABEL_SHARD])]
                 attempt = int(job.labels[LABEL_ATTEMPT])
             except (KeyError, ValueError, IndexError):
                 continue
             shard.attempt = max(shard.attempt, attempt)
+            if replanned:
+                continue
             out = read_shard(self.store, rid, shard.index, attempt) if job.stage == "COMPLETED" else None
             if job.running:
                 shard.job_id = job.job_id
@@ -500,15 +534,15 @@ class Dispatcher:
         from rexrank.backend.merge import merge_shards
 
         rid, w = request["id"], self.worker
-        parts = self._read_shards(rid, shards, keeper, stop)
-        if parts is None:
-            return self._let_go(rid)
-        # shards with no study (a private set's tiny track, K sized from the whole set) add nothing
-        scored = [(part, r) for part, r in zip(parts, plan_json["ranges"]) if r[0] < r[1]]
-        t0 = time.perf_counter()
         gpu_seconds: dict = {}
         try:
             try:  # "nothing scored" and the coverage rule are the whole request's, as a single worker's
+                parts = self._read_shards(rid, shards, keeper, stop)
+                if parts is None:
+                    return self._let_go(rid)
+                # shards with no study (a private set's tiny track, K sized from the whole set) add nothing
+                scored = [(part, r) for part, r in zip(parts, plan_json["ranges"]) if r[0] < r[1]]
+                t0 = time.perf_counter()
                 results, table = merge_shards([p for p, _ in scored], plan_ranges=[r for _, r in scored],
                                               header=w.whole_header(resolved),
                                               nothing_scored_is_error=not resolved.private)
@@ -518,6 +552,8 @@ class Dispatcher:
             gpu_seconds = {name: summary["seconds"] for name, summary in results["metrics"].items()}
             record, per_study = w.published_parts(resolved, results, table)
         except Exception as exc:
+            if passing_fault(exc):  # the Hub's moment: given back (process_next); the shards' outputs stay for the next claim
+                raise
             message, kind = w.failure_message(request, exc, resolved=resolved)
             self._save(rid, plan_json, gpu_seconds)
             if not keeper.lost.is_set() and self.store.fail(rid, w.worker_id, error=message, kind=kind):
@@ -528,17 +564,13 @@ class Dispatcher:
         settled = w.publish(request, record, per_study, keeper)
         if settled["status"] == R.FINISHED and settled.get("worker") == w.worker_id:
             self._drop_scratch(rid)  # published by this dispatcher: its shard outputs are no longer needed
+        elif settled["status"] == R.HELD:  # held for review before its publication
+            return self._let_go(rid)
         return settled
 
     def _drop_scratch(self, rid: str) -> None:
-        prefix = f"{R.SCRATCH_DIR}{rid}/"
-
-        def decide(snap):
-            gone = {path: None for path in snap.paths(prefix)}
-            return (gone, f"remove the shard outputs of {rid}", None) if gone else None
-
         try:
-            transact(self.store.requests, decide, folders=(prefix,))
+            self.store.drop_shard_outputs(rid)
         except StoreError as exc:  # left for the maintainers: nothing public depends on it
             log.warning("%s: could not remove its shard outputs: %s", rid, exc)
 
@@ -573,7 +605,12 @@ def describe_plans(dispatcher: Dispatcher) -> str:
         try:
             plan = dispatcher.plan(resolved)
         except PlanError as exc:
-            lines.append(f"{request['id']} ({request['test_set']}/{request['track']}): would be refused: {exc}")
+            lines.append(f"{request['id']} ({request['test_set']}/{request['track']}): the dispatcher would stop "
+                         f"(its settings cannot plan it): {exc}")
+            continue
+        except TestSetError as exc:  # the dispatcher would give it back and stop
+            lines.append(f"{request['id']} ({request['test_set']}/{request['track']}): cannot load test set "
+                         f"{request['test_set']!r} ({exc}); the dispatcher would stop — fix its --data-dir")
             continue
         ceiling = dispatcher.settings.gpu_hours_ceiling
         over = f" — over the ceiling of {ceiling:g} GPU-hours: would be refused" if ceiling and plan.gpu_hours > ceiling else ""

@@ -52,7 +52,7 @@ _DURATIONS = ("job_timeout", "target_wall")
 def dispatch_settings(store, **overrides) -> DispatchSettings:
     """The store's `dispatch` settings (config.json, what the backend Space reads), with
     `overrides` (command-line flags; None = not given) on top."""
-    from rexrank.store.config import read_config
+    from rexrank.store.config import parse_duration, read_config
 
     config = read_config(store).get(CONFIG_KEY) or {}
     where = f"{store.name}/{R.CONFIG_FILE}: {CONFIG_KEY}"
@@ -63,8 +63,8 @@ def dispatch_settings(store, **overrides) -> DispatchSettings:
         kind = _SETTING_TYPES.get(key)
         if kind is None:
             raise StoreError(f"{where}: unknown setting {key!r}; known: {', '.join(sorted(_SETTING_TYPES))}")
-        if key in _DURATIONS and isinstance(value, str):
-            value = _seconds(key, value, where)
+        if key in _DURATIONS and isinstance(value, str):  # "6h": whole seconds
+            value = int(parse_duration(value, setting=key, where=where))
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if float in kinds and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
@@ -82,11 +82,3 @@ def dispatch_settings(store, **overrides) -> DispatchSettings:
     if settings.target_wall is not None and settings.target_wall < 1:
         raise StoreError(f"target_wall must be at least 1 second (--target-wall or {where})")
     return settings
-
-
-def _seconds(key: str, text: str, where: str) -> int:
-    factors = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    try:
-        return int(float(text[:-1]) * factors[text[-1]]) if text[-1:] in factors else int(text)
-    except (ValueError, KeyError):
-        raise StoreError(f"{where}: {key} {text!r}: expected seconds or e.g. 30m, 6h") from None

@@ -126,6 +126,15 @@ land in different slots with probability about d / slot (0.14 % for the 5.1 s ab
 the hourly slot, 0.03 % for the benchmark's 1 s), which the ledger does not count. The
 cost is latency: half a slot on average (30 min with the hourly default), at most one slot.
 
+Workers that die scoring a private request (killed, out of memory, past their lease) leave
+it RUNNING; the next worker's claim scores it again, settled at its own slot. One
+interrupted `max_attempts` times is failed by the worker whose claim finds it so, at the
+slot after that claim, with the door's fixed internal-error sentence (the queue fails a
+public one at the claim, naming the count). The claim comes a lease after the last death,
+and the death can come at a time that depends on the scoring: that time reaches the public
+only as the slot, with the probability above. How often a request was interrupted is not
+published either: a private record's provenance has no `attempt`.
+
 tests/test_private_door.py runs GREEN's length probe and the findings-track probe through
 the leaderboard's /submit and /status, and checks what the probes one ledger allows can
 learn against these bounds.

@@ -27,8 +27,9 @@ from collections import Counter
 from typing import Iterable
 
 from rexrank.backend import privacy as P
-from rexrank.errors import MetricError, RexrankError, SubmissionError
+from rexrank.errors import MetricError, ReaderKilled, RexrankError, SubmissionError
 from rexrank.store import records as R
+from rexrank.store.accounts import Account
 
 PRIVATE_INTERNAL_ERROR = (
     "scoring failed with an internal error on the private test set; details are kept out of the "
@@ -191,7 +192,8 @@ def result_record(request: dict, results: dict, *, private: bool, worker_id: str
             **({} if private else {"scored_time": results["created"]}),
             "python": results.get("python"),
             "worker": worker_id,
-            "attempt": request.get("attempts"),
+            # how often scoring was interrupted (a crash can depend on the track): public sets only
+            **({} if private else {"attempt": request.get("attempts")}),
             "metrics": provenance,
             "test_set": test_set,
             "predictions": predictions_provenance(request, results, private=private),
@@ -214,7 +216,7 @@ def failure(request: dict, exc: BaseException, *, known_paths: Iterable[str] = (
             private = get_spec(request["test_set"]).private
         except RexrankError:
             private = False
-    if isinstance(exc, SubmissionError):
+    if isinstance(exc, SubmissionError) and not isinstance(exc, ReaderKilled):  # (that one is the machine's)
         kind = R.VALIDATION
         message = (P.validation_message(exc, exc.details.get("n_expected")) if private
                    else f"the predictions do not match the test set: {exc}")
@@ -265,7 +267,9 @@ def _store_request_cost(store) -> tuple[float, int]:
 
 def charge_cancelled(store, request: dict) -> None:
     """A cancelled request on a private set is charged like one the backend scored (once;
-    one the backend had taken up is charged already): cancelling is no way around the ledger."""
+    one the backend had taken up is charged already): cancelling is no way around the ledger.
+    Only a PENDING or RUNNING request can be cancelled (Store.cancel), the states a worker
+    takes up (Store.claim); a HELD one is rejected instead, never taken up nor charged."""
     from rexrank.store import ledger
 
     if not is_private(request["test_set"]):
@@ -274,9 +278,11 @@ def charge_cancelled(store, request: dict) -> None:
     ledger.charge(store, request, cost=cost, numbers=numbers, decisions=1, limit=ledger.Budget(0.0, P.LEDGER_DAYS))
 
 
-def filing_budget_problem(store, *, submitter: str, test_set: str, now: float | None = None) -> str | None:
+def filing_budget_problem(store, *, submitter: Account | str, test_set: str,
+                          now: float | None = None) -> str | None:
     """At filing (a courtesy: the backend charges and checks again before scoring): the
-    refusal if the submitter's ledger cannot pay for a request of the store's metric set."""
+    refusal if the submitter's ledger (an account, by its id; a name on a local store)
+    cannot pay for a request of the store's metric set."""
     from rexrank.store import ledger
 
     if not is_private(test_set):
@@ -285,7 +291,7 @@ def filing_budget_problem(store, *, submitter: str, test_set: str, now: float | 
     if limit.total <= 0:
         return None
     cost, _ = _store_request_cost(store)
-    charges = ledger.charges(store, submitter, test_set)  # an Account (its id), or a name
+    charges = ledger.charges(store, submitter, test_set)
     ts = R.now() if now is None else now
     spent = limit.spent(charges, ts)
     if spent + cost <= limit.total + 1e-9:
@@ -343,8 +349,7 @@ PUBLIC_FIELDS = {
     "summary": {"scores", "rounding_decimals", "privacy", "higher_is_better"},
     "summary.scores": {"mean", "ci95"},  # noised
     "summary.privacy": {"mechanism", "epsilon_per_number", "studies_at_least", "study_coupling"},  # public settings
-    "provenance": {"rexrank_version", "python", "worker", "attempt", "metrics", "test_set",
-                   "predictions", "statistics"},
+    "provenance": {"rexrank_version", "python", "worker", "metrics", "test_set", "predictions", "statistics"},
     "provenance.test_set": set(PRIVATE_TEST_SET_FIELDS),
     "provenance.predictions": {"sha256", "source", "revision", "n", "n_empty"},  # the submitter's own file
 }

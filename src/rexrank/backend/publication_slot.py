@@ -16,11 +16,12 @@ The length is the store's setting (config.json in the requests repo):
 Public test sets are published when they are scored.
 
 Cost: a private result waits half a slot on average (30 min with the default hour, at most
-one slot), and so does the worker that scored it: it takes no other request meanwhile,
-because that request's start would date the end of scoring to the second. Several workers
-(or the dispatcher's Jobs) keep the queue moving; a shorter slot waits less and says more
-(next paragraph). A worker asked to stop while it holds a request stops after the slot, as
-it would after scoring.
+one slot), and so does the worker or dispatcher that scored it: it holds the request and
+takes no other meanwhile, because that request's start would date the end of scoring to the
+second (a dispatcher's Jobs are done by then: they do not shorten the wait). Only other
+workers or dispatchers on the store keep the queue moving; a shorter slot waits less and
+says more (next paragraph). A worker asked to stop while it holds a request stops after the
+slot, as it would after scoring.
 
 What the slot still says: in which slot scoring ended. Two neighbouring test sets whose
 scoring times differ by d seconds land in different slots only when a slot boundary falls
@@ -35,15 +36,12 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
 
 log = logging.getLogger("rexrank.backend")
 
 SLOT_KEY = "publication_slot"
 DEFAULT_SLOT_SECONDS = 3600.0
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
 
 
 class SystemClock:
@@ -61,30 +59,15 @@ class SystemClock:
 SYSTEM_CLOCK = SystemClock()
 
 
-def parse_slot(value, *, where: str) -> float:
-    """Seconds of a slot setting: a positive number of seconds, or "15m", "1h", "1d"."""
-    from rexrank.store.repo import StoreError
-
-    seconds = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str) and (match := _DURATION.fullmatch(value)):
-        seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]
-    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
-        raise StoreError(f"{where}: {SLOT_KEY} {value!r} is not a duration; give positive seconds (3600) or a "
-                         "duration such as \"15m\", \"1h\" (the grid private results are published on)")
-    return seconds
-
-
 def slot_seconds(store) -> float:
     """The store's publication slot in seconds (DEFAULT_SLOT_SECONDS when it sets none)."""
     from rexrank.store import records as R
-    from rexrank.store.config import read_config
+    from rexrank.store.config import parse_duration, read_config
 
     value = read_config(store).get(SLOT_KEY)
     if value is None:
         return DEFAULT_SLOT_SECONDS
-    return parse_slot(value, where=f"{store.name}/{R.CONFIG_FILE}")
+    return parse_duration(value, setting=SLOT_KEY, where=f"{store.name}/{R.CONFIG_FILE}")
 
 
 def next_slot(when: float, seconds: float) -> float:

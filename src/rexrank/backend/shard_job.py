@@ -15,60 +15,74 @@ may read (Worker.failure_message), so the dispatcher fails the request without r
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
 import os
 
 from rexrank import __version__
-from rexrank.errors import TestSetError
+from rexrank.errors import ReaderKilled, TestSetError
 from rexrank.store import records as R
 from rexrank.store.repo import transact
 
 log = logging.getLogger("rexrank.backend")
 
-# failure kinds a retry cannot change
-FINAL_KINDS = (R.VALIDATION, R.COVERAGE, R.REFUSED)
+# failure kinds a retry cannot change (Worker.failure_message's; the rules' refusals are the
+# dispatcher's, before any Job)
+FINAL_KINDS = (R.VALIDATION, R.COVERAGE)
 # a private Hub dataset holding the test sets' folder (as the backend Space reads it)
 PRIVATE_DATA_REPO = "REXRANK_PRIVATE_DATA_REPO"
 VERSION_VARIABLE = "REXRANK_VERSION"  # the dispatcher's build, in the Job's env
 
 
+@contextlib.contextmanager
 def job_data_dir(data_dir):
-    """The data folder inside a Job: the private data repo, downloaded here with the Job's
-    token (HF_TOKEN, a secret), when one is named; else `data_dir`."""
+    """The data folder inside a Job, for the block's length: the private data repo,
+    downloaded with the Job's token (HF_TOKEN, a secret) when one is named, into `data_dir`
+    or else a scratch folder removed when the block ends, however it ends (the private test
+    set is on disk only while a shard is scored); without one, `data_dir`."""
     repo = os.environ.get(PRIVATE_DATA_REPO)
     if not repo:
-        return data_dir
+        yield data_dir
+        return
     from huggingface_hub import snapshot_download
 
     from rexrank.store.scratch import ScratchDir
 
-    target = data_dir or ScratchDir("private-data").path  # removed when the Job ends
-    snapshot_download(repo, repo_type="dataset", local_dir=str(target), token=os.environ.get("HF_TOKEN"))
-    return target
+    with contextlib.ExitStack() as stack:
+        target = data_dir or stack.enter_context(ScratchDir("private-data"))
+        snapshot_download(repo, repo_type="dataset", local_dir=str(target), token=os.environ.get("HF_TOKEN"))
+        yield target
 
 
 def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None, progress: bool = False) -> int:
     """Score one shard; the process's exit status (0: written)."""
-    from rexrank.backend.merge import shard_header, shard_table
-    from rexrank.backend.resolved import resolve_request
-    from rexrank.backend.worker import Worker
-
     request = store.get_request(request_id)
     plan = (request.get("dispatch") or {}).get("plan")
     if request["status"] != R.RUNNING or not plan:
         log.warning("%s is %s: shard %d not scored", request_id, request["status"], shard)
         return 3
-    start, stop = plan["ranges"][shard]
-    json_path, parquet_path = R.shard_paths(request_id, shard, attempt)
+    json_path, _ = R.shard_paths(request_id, shard, attempt)
     wanted = plan.get("rexrank_version") or os.environ.get(VERSION_VARIABLE)
     if wanted and wanted != __version__:  # shards of two builds do not merge: another attempt cannot help here
         _write(store, {json_path: _outcome(request_id, shard, attempt, "machine",
                                            f"the Job runs rexrank {__version__} and the dispatcher {wanted}: install "
                                            "the dispatcher's build in its Jobs (the dispatch setting `install`)")})
         return 1
-    data_dir = job_data_dir(data_dir)
+    with job_data_dir(data_dir) as data_dir:
+        return _score_shard(store, request, shard, attempt, data_dir=data_dir, progress=progress)
+
+
+def _score_shard(store, request: dict, shard: int, attempt: int, *, data_dir, progress: bool) -> int:
+    """run_shard's scoring and writing, with the test set's folder at hand."""
+    from rexrank.backend.merge import shard_header, shard_table
+    from rexrank.backend.resolved import resolve_request
+    from rexrank.backend.worker import Worker
+
+    request_id, plan = request["id"], request["dispatch"]["plan"]
+    start, stop = plan["ranges"][shard]
+    json_path, parquet_path = R.shard_paths(request_id, shard, attempt)
     options = plan.get("metric_options") or {}
     worker = Worker(store, data_dir=data_dir, metrics=plan["metrics"], metric_options=options,
                     worker_id=f"job-{shard}-{attempt}", progress=progress)
@@ -82,6 +96,9 @@ def run_shard(store, request_id: str, shard: int, attempt: int, *, data_dir=None
         run = worker.score_studies(resolved, (start, stop))
     except TestSetError as exc:  # this machine's problem: another attempt may succeed
         _write(store, {json_path: _outcome(request_id, shard, attempt, "machine", f"cannot load the test set: {exc}")})
+        return 1
+    except ReaderKilled as exc:  # the machine stopped the predictions reader, not the file: the same
+        _write(store, {json_path: _outcome(request_id, shard, attempt, "machine", str(exc))})
         return 1
     except Exception as exc:
         message, kind = worker.failure_message(request, exc, resolved=resolved)

@@ -148,8 +148,11 @@ def startup_seconds(flavor: str, local_judges: int = 0, overrides: dict | float 
 
 
 class PlanError(RexrankError):
-    """The request cannot be planned as asked (unknown flavour, a shard over the Job timeout,
-    a target wall time the Jobs allowed cannot meet)."""
+    """The organisers' settings cannot plan the request (unknown flavour, no price or speed
+    for it, a shard over the Job timeout, a target wall time the Jobs allowed cannot meet);
+    the message names the setting to change. The dispatcher gives the request back and
+    stops: the submitter did nothing wrong (the plan reads only settings and the test set's
+    public size)."""
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from rexrank.backend.privacy import DEFAULT_MIN_COVERAGE, find_leaks, public_mes
 from rexrank.backend.publication_slot import SYSTEM_CLOCK, hold_until_slot, slot_seconds
 from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR, CoverageError  # noqa: F401 (their old home)
 from rexrank.backend.resolved import ResolvedRequest, resolve_request
-from rexrank.errors import RexrankError, SubmissionError, TestSetError
+from rexrank.errors import ReaderKilled, RexrankError, SubmissionError, TestSetError
 from rexrank.store import records as R
 from rexrank.store.names import display
 from rexrank.store.repo import StoreError, StoreWriteError
@@ -59,11 +59,12 @@ class BackendStop(RexrankError):
 
 def passing_fault(exc: BaseException) -> bool:
     """The Hub's passing fault (a 5xx, a 429, a dropped connection that outlasted the
-    retries), not the request's: it goes back to the queue instead of failing."""
+    retries), or this machine's (the predictions reader killed by it, not by the file's
+    limits), not the request's: it goes back to the queue instead of failing."""
     from rexrank.backend.jobs import JobsError
     from rexrank.store.repo import StoreUnreachable
 
-    return isinstance(exc, StoreUnreachable) or (isinstance(exc, JobsError) and exc.transient)
+    return isinstance(exc, (StoreUnreachable, ReaderKilled)) or (isinstance(exc, JobsError) and exc.transient)
 
 
 def default_worker_id() -> str:
@@ -175,7 +176,8 @@ class Worker:
         return done
 
     def process_next(self, handle=None, on_failed=None) -> dict | None:
-        """Claim and process one request; the settled request, or None if none is waiting.
+        """Claim and process one request; the settled request, or None if none is waiting
+        (or the one claimed was given back after the Hub's passing fault).
         `handle(request, keeper)`: what processes it (default: score it here; the
         dispatcher's own); `on_failed(request_id)`: called once this worker has settled it
         FAILED after an unexpected error (the dispatcher stops its Jobs)."""
@@ -186,6 +188,8 @@ class Worker:
         log.info("claimed %s (%s on %s/%s, attempt %d)", rid, display(request["model_name"]),
                  display(request["test_set"]), display(request["track"]), request.get("attempts", 1))
         with LeaseKeeper(self.store, rid, self.worker_id, self.lease_seconds) as keeper:
+            if request.get("out_of_attempts"):
+                return self._fail_out_of_attempts(request, keeper, on_failed)
             try:
                 return (handle or self._process)(request, keeper)
             except BackendStop:
@@ -195,13 +199,26 @@ class Worker:
                     log.warning("%s: %s; the request is PENDING again", rid, display(str(exc)))
                     if not keeper.lost.is_set():
                         self.store.release(rid, self.worker_id, reason="the Hub did not answer for a moment")
-                    return self.store.get_request(rid)
+                    return None  # as if nothing waited: the loop waits its poll (--once ends) before claiming again
                 log.exception("%s: unexpected error", rid)
                 if not keeper.lost.is_set():
                     message, kind = self.failure_message(request, exc)
                     if self.store.fail(rid, self.worker_id, error=message, kind=kind) and on_failed is not None:
                         on_failed(rid)
                 return self.store.get_request(rid)
+
+    def _fail_out_of_attempts(self, request: dict, keeper: LeaseKeeper, on_failed) -> dict:
+        """A private request whose workers died scoring it `max_attempts` times (claimed so by
+        the queue): FAILED with the door's fixed sentence at its publication slot, since when
+        it was interrupted depends on the scoring it died in."""
+        rid = request["id"]
+        log.error("%s: interrupted %d times (workers stopped or timed out); FAILED at its publication slot", rid,
+                  request.get("attempts", 0))
+        hold_until_slot(rid, seconds=self.slot_seconds, clock=self.clock)
+        if not keeper.lost.is_set() and self.store.fail(rid, self.worker_id, error=door.PRIVATE_INTERNAL_ERROR,
+                                                        kind=R.INTERNAL) and on_failed is not None:
+            on_failed(rid)
+        return self.store.get_request(rid)
 
     def admit(self, request: dict, *, also=None) -> tuple[ResolvedRequest | None, dict | None]:
         """The steps before scoring, one sequence for the worker and the dispatcher: a result
@@ -210,14 +227,15 @@ class Worker:
         the privacy budget charged. (resolved, None) to go on scoring, or (None, the settled
         request)."""
         rid = request["id"]
-        if request.get("attempts", 1) > 1 and self.store.get_result(rid, test_set=request["test_set"],
-                                                                   track=request["track"]) is not None:
+        # whatever its attempt count says (a give-back lowers it): scoring it again would publish
+        # a second result, on a private set with a second noise draw for one charge
+        if self.store.get_result(rid, test_set=request["test_set"], track=request["track"]) is not None:
             log.info("%s already has its result; marking it FINISHED", rid)
             self.store.finish(rid, self.worker_id, result_id=rid)
             return None, self.store.get_request(rid)
         resolved, refusal = self.resolve(request)
-        if refusal is None:
-            refusal = self.policy_problem(request, resolved=resolved)
+        if refusal is None:  # the submission rules, checked here whatever the submitting client did
+            refusal = self.store.policy_problem(request)
         if refusal is None and also is not None:
             refusal = also(resolved)
         settled = self.refuse_or_charge(request, refusal)
@@ -231,12 +249,10 @@ class Worker:
         try:
             record, per_study = self.score(resolved)
         except TestSetError as exc:
-            # the worker's problem, not the submitter's: give the request back and stop
-            self.store.release(rid, self.worker_id, reason="the backend could not load the test set")
-            raise BackendStop(f"cannot load test set {request['test_set']!r} ({exc}); request {rid} is PENDING "
-                              "again — fix the worker's data (--data-dir) and start it again, or withdraw the request "
-                              f"with `rexrank cancel {rid}`") from None
+            self.cannot_load(request, exc)
         except Exception as exc:
+            if passing_fault(exc):  # the Hub's moment (e.g. reading the predictions): process_next gives it back
+                raise
             if isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS:  # e.g. no space for scratch files
                 self._give_back(rid, f"{exc.strerror or exc} (scratch space: {tempfile.gettempdir()})")
             message, kind = self.failure_message(request, exc, resolved=resolved)
@@ -262,16 +278,33 @@ class Worker:
             published = True
             notes = door.notes(self.not_scored)
             finished = self.store.finish(rid, self.worker_id, result_id=record["id"], notes=notes)
-        except StoreWriteError as exc:  # a full disk, a read-only store: nothing of that commit was written
-            if published:  # the result is out: the next worker to claim the request marks it FINISHED
+        except Exception as exc:
+            if not published:
+                if isinstance(exc, StoreWriteError):  # a full disk, a read-only store: nothing of that commit was written
+                    self._give_back(rid, str(exc))
+                raise
+            # the result is out: never given back or failed (a second claim would score and publish it
+            # again); the request stays RUNNING until its lease ends, and the next claim marks it FINISHED
+            if isinstance(exc, StoreWriteError):
                 raise BackendStop(f"cannot write: {exc}; the result of {rid} is published and the request stays "
                                   "RUNNING until its lease ends — free space and start the worker again") from None
-            self._give_back(rid, str(exc))
+            log.warning("%s: its result is published but FINISHED could not be written (%s); the next claim after "
+                        "its lease marks it FINISHED", rid, display(str(exc)))
+            return request
         if not finished:
             log.warning("%s: lease lost before FINISHED; the holder settles it (same result id)", rid)
         else:
             log.info("%s FINISHED", rid)
         return self.store.get_request(rid)
+
+    def cannot_load(self, request: dict, exc: TestSetError) -> NoReturn:
+        """This machine cannot load the request's test set: the worker's problem, not the
+        submitter's. The request is given back and the worker (or dispatcher) stops."""
+        rid = request["id"]
+        self.store.release(rid, self.worker_id, reason="the backend could not load the test set")
+        raise BackendStop(f"cannot load test set {request['test_set']!r} ({exc}); request {rid} is PENDING "
+                          "again — fix the worker's data (--data-dir) and start it again, or withdraw the request "
+                          f"with `rexrank cancel {rid}`") from None
 
     def _give_back(self, rid: str, why: str) -> NoReturn:
         """The machine, not the request, failed (no space, a read-only store): the request
@@ -290,14 +323,6 @@ class Worker:
             return resolve_request(request, self.data_dir), None
         except RexrankError as exc:
             return None, str(exc)
-
-    def policy_problem(self, request: dict, *, resolved: ResolvedRequest | None = None) -> str | None:
-        """The submission rules, checked here whatever the submitting client did."""
-        if resolved is None:
-            resolved, refusal = self.resolve(request)
-            if refusal is not None:
-                return refusal
-        return self.store.policy_problem(request)
 
     def refuse_or_charge(self, request: dict, refusal: str | None) -> dict | None:
         """Settle a request the rules refuse (`refusal`) or its submitter's privacy budget
@@ -363,7 +388,7 @@ class Worker:
                 )
             except SubmissionError as exc:
                 # name the submitter's predictions, not this worker's temporary file
-                raise SubmissionError(str(exc).replace(str(preds_file), "predictions"), details=exc.details) from None
+                raise exc.renamed(str(preds_file), "predictions") from None
 
     def whole_header(self, resolved: ResolvedRequest) -> dict:
         """The whole request's results header, as its single run writes it (the dispatcher

@@ -41,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
         request = (store.release_held(args.release) if args.release
                    else store.reject_held(args.reject, reason=args.reason))
         print(display(f"{request['id']}: {request['status']}"))
+        if args.reject and request.get("dispatch"):  # held while dispatched: its shard Jobs stop now
+            from rexrank.backend.dispatch import cancel_request_jobs
+
+            print(f"{cancel_request_jobs(store, request['id'])} running Job(s) cancelled")
         return 0
     held = store.held_requests()
     flagged = store.published_copies()

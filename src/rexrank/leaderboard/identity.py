@@ -30,18 +30,6 @@ def _hub_errors(exc: Exception, what: str) -> SubmissionError:
     return SubmissionError(f"cannot reach the Hub to {what} ({type(exc).__name__}); try again later")
 
 
-def verified_user(token: str | None, *, endpoint: str | None = None) -> str:
-    """The user name of `token`'s account; a SubmissionError (one line) for a missing,
-    invalid or expired token, or when the Hub cannot be asked."""
-    return verified_submitter(token, endpoint=endpoint).user.name
-
-
-def verified_accounts(token: str | None, *, endpoint: str | None = None) -> tuple[str, ...]:
-    """The names of `token`'s user, then of its organisations (whoami's `orgs`): the
-    namespaces whose predictions datasets that user may file."""
-    return tuple(a.name for a in verified_submitter(token, endpoint=endpoint).accounts)
-
-
 def verified_submitter(token: str | None, *, endpoint: str | None = None) -> Submitter:
     """`token`'s user and organisations, each with the Hub's immutable id and its name."""
     if not token or not isinstance(token, str):

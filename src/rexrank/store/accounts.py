@@ -11,10 +11,15 @@ freed name inherits nothing.
 On a local store there is no Hub to ask: the typed `--submitter` name is the identity,
 compared as the Hub compares account names (`account_key`).
 
-Requests recorded before ids existed (a name only) are keyed by that name: on a local
-store that is the same key as before, so nothing changes; on a Hub store such a record
-binds to nobody's id, so no account gains or loses anything from it (its quota window and
-ledger charges stay with the old name, never transferred to whoever holds that name now).
+Requests and ledger files recorded before ids existed (a name only) are keyed by that name:
+on a local store that is the same key as before, so nothing changes. On a Hub store the
+name is bound to the id of the first account that files under it while such entries exist
+(recorded in accounts/legacy.json with that filing, and never rebound): from then on the
+name's requests count in that account's quota and duplicates and its ledger charges in that
+account's spend, whatever the account is called later, and a newcomer who takes the freed
+name inherits none of them. (As for approved names below, the Hub cannot say which account
+held a name before ids: the first filing decides; a binding made in error is undone by
+deleting its entry from accounts/legacy.json.)
 
 Approved lists (config.json "approved_submitters") name accounts; each name is bound to
 an account id when first resolved (the first filing by an account of that name after it
@@ -33,6 +38,7 @@ from rexrank.store import records as R
 from rexrank.store.names import display
 
 APPROVED_BINDINGS = f"{R.ACCOUNTS_DIR}approved.json"
+LEGACY_BINDINGS = f"{R.ACCOUNTS_DIR}legacy.json"  # {account_key(name): {"id", "name", "time", "how"}}
 
 
 def account_key(name: str) -> str:
@@ -109,10 +115,62 @@ def index_name(request: dict) -> str:
     return f"id:{request['submitter_id']}" if request.get("submitter_id") else str(request["submitter"])
 
 
-def same_party(a: dict, b: dict) -> bool:
-    """Two filings by one party: the same submitter, or the same namespace (members of
-    one organisation filing its model)."""
-    return submitter_key(a) == submitter_key(b) or namespace_key(a) == namespace_key(b)
+# ---- entries recorded by name, before ids ----------------------------------------------
+
+def legacy_bindings(repo, snap) -> dict:
+    """accounts/legacy.json at `snap` ({} when no name is bound)."""
+    from rexrank.store.index import load_json_object  # the index names requests by index_name: no import at load
+
+    return load_json_object(repo, snap, LEGACY_BINDINGS,
+                            damaged=f"{LEGACY_BINDINGS} is damaged; restore it from the repo's history")
+
+
+def bound_id(name: str, legacy: dict) -> str | None:
+    """The id a name recorded before ids is bound to, or None."""
+    binding = legacy.get(account_key(name))
+    return str(binding["id"]) if isinstance(binding, dict) and binding.get("id") else None
+
+
+def bound_key(key: str, legacy: dict) -> str:
+    """An account's key (Account.key) with a name recorded before ids as the id it is bound to."""
+    found = bound_id(key[len("name:"):], legacy) if key.startswith("name:") else None
+    return f"id:{found}" if found else key
+
+
+def owner(account: Account, legacy: dict) -> Account:
+    """`account` as its entries are kept: an account without an id whose name is bound is
+    the bound account."""
+    if account.id:
+        return account
+    return Account(account.name, bound_id(account.name, legacy))
+
+
+def legacy_names(account_id: str | None, legacy: dict) -> list[str]:
+    """The names recorded before ids that are bound to `account_id`."""
+    if not account_id:
+        return []
+    return [str(b.get("name") or key) for key, b in legacy.items() if isinstance(b, dict) and b.get("id") == account_id]
+
+
+def adopt(request: dict, legacy: dict) -> dict:
+    """A request recorded by name only, as filed by the account its name is bound to (its
+    namespace too when that is its submitter); any other request unchanged."""
+    if request.get("submitter_id"):
+        return request
+    found = bound_id(str(request.get("submitter") or ""), legacy)
+    if found is None:
+        return request
+    adopted = {**request, "submitter_id": found}
+    if request.get("namespace") and not request.get("namespace_id") and \
+            account_key(request["namespace"]) == account_key(request["submitter"]):
+        adopted["namespace_id"] = found
+    return adopted
+
+
+def legacy_binding(submitter: Account) -> dict:
+    """The entry binding `submitter.name` (recorded before ids) to `submitter.id`."""
+    return {"id": submitter.id, "name": submitter.name, "time": R.iso(R.now()),
+            "how": "the first filing under this name by an account with an id"}
 
 
 def request_fields(submitter: Account, namespace: Account) -> dict:

@@ -18,6 +18,8 @@ The metric set has two parts:
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
 
 from rexrank.errors import RexrankError
@@ -46,6 +48,24 @@ class MetricSet:
 
 
 REXRANK_SET = MetricSet(REXRANK_METRICS, REXRANK_LLM_METRICS, "ReXrank's metric set")
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
+
+
+def parse_duration(value, *, setting: str, where: str) -> float:
+    """Seconds of a duration setting (the publication slot, the dispatcher's Job timeout and
+    target wall): a positive number of seconds, or "90s", "15m", "1.5h", "1d". `setting` and
+    `where` (the file or flag it was read from) name it in the error."""
+    seconds = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and (match := _DURATION.fullmatch(value)):
+        seconds = float(match.group(1)) * _UNITS[match.group(2) or "s"]
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        raise StoreError(f"{where}: {setting} {value!r} is not a duration; give positive seconds (3600) or a "
+                         "duration such as \"15m\", \"1h\", \"1d\"")
+    return seconds
 
 
 def checked_set(metrics, llm_metrics=(), *, origin: str) -> MetricSet:

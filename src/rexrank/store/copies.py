@@ -48,7 +48,7 @@ import secrets
 from dataclasses import dataclass
 
 from rexrank.store import records as R
-from rexrank.store.accounts import namespace_key, submitter_key
+from rexrank.store.accounts import bound_key, legacy_bindings, namespace_key, submitter_key
 from rexrank.store.index import dumps_index, load_json_object
 from rexrank.store.repo import Snapshot, StoreError, transact
 
@@ -111,8 +111,14 @@ class Filing:
     def anchors(self) -> tuple[str, ...]:
         return self.prints[:ANCHORS]
 
-    def same_party(self, other: "Filing") -> bool:
-        return self.submitter_key == other.submitter_key or self.namespace_key == other.namespace_key
+    def same_party(self, other: "Filing", legacy: dict | None = None) -> bool:
+        """One party's filings: the same submitter or namespace, a name recorded before ids
+        being the account it is bound to in `legacy` (rexrank.store.accounts)."""
+        def party(f: Filing) -> tuple[str, str]:
+            return bound_key(f.submitter_key, legacy or {}), bound_key(f.namespace_key, legacy or {})
+
+        (mine, my_space), (theirs, their_space) = party(self), party(other)
+        return mine == theirs or my_space == their_space
 
     def before(self, other: "Filing") -> bool:
         """Whether this content reached the Hub (or this server) first; ties by filing order."""
@@ -164,8 +170,11 @@ class CopyIndex:
     """The filings and their anchors as of one snapshot; `add` gives the changes that index
     one more filing (made in the commit that files it)."""
 
-    def __init__(self, repo, snap: Snapshot):
+    def __init__(self, repo, snap: Snapshot, legacy: dict | None = None):
+        """`legacy`: the names recorded before ids and their ids (accounts/legacy.json as of
+        `snap` when not given; the filing's own commit passes the binding it makes)."""
         self.repo, self.snap = repo, snap
+        self.legacy = legacy_bindings(repo, snap) if legacy is None else legacy
         self._shards: dict[str, dict] = {}
         self._dirty: set[str] = set()
 
@@ -198,7 +207,7 @@ class CopyIndex:
             other = self.filing(request_id)
             if other is None or (other.test_set, other.track) != (filing.test_set, filing.track):
                 continue
-            if other.same_party(filing):
+            if other.same_party(filing, self.legacy):
                 continue
             common = share(filing, other)
             if common >= THRESHOLD:

@@ -187,7 +187,7 @@ def _read_files(api, dataset: HubDataset, scratch: Path, columns: dict) -> RawPr
         try:
             rows.extend(read_raw_predictions(local, **columns).rows)
         except SubmissionError as exc:  # name the repo's file, not the download folder
-            raise SubmissionError(str(exc).replace(str(local), f"{pinned}/{name}"), details=exc.details) from None
+            raise exc.renamed(str(local), f"{pinned}/{name}") from None
         # the limits hold for the shards together, checked as they add up: 64 shards each
         # within a file's limits must not make 64 times the work
         check_rows(len(rows), source=pinned)

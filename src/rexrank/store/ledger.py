@@ -10,7 +10,9 @@ requests repo:
 A submitter is its Hub account's id (rexrank.store.accounts): a renamed account keeps its
 ledger, and whoever takes a freed name starts with nothing of the old holder's. On a local
 store, and for requests filed before ids were recorded, the ledger is the name's (the file
-it always had): such a ledger binds to nobody's id.
+it always had); on a Hub store such a name, once bound to an account's id
+(accounts/legacy.json, rexrank.store.accounts), is that account's: its charges count in the
+account's spend, and that account's new charges are written to its id's file.
 
 Written by the backend (and `rexrank cancel`, which charges a cancelled request) only, in
 one commit per charge (optimistic concurrency, as every
@@ -27,7 +29,7 @@ import hashlib
 from dataclasses import dataclass
 
 from rexrank.store import records as R
-from rexrank.store.accounts import Account, submitter_of
+from rexrank.store.accounts import Account, bound_id, legacy_bindings, legacy_names, owner, submitter_of
 from rexrank.store.index import load_json_object
 from rexrank.store.repo import Snapshot, StoreError, transact
 
@@ -99,10 +101,27 @@ def _load(store, snap: Snapshot, path: str) -> dict:
     return content
 
 
+def _owner_files(store, snap: Snapshot, submitter: Account | str, test_set: str) -> tuple[Account, str, dict]:
+    """Whose ledger `submitter`'s is (the account a name recorded before ids is bound to),
+    the file it writes, and every charge it has spent: that file's and those of its names
+    recorded before ids."""
+    account = submitter if isinstance(submitter, Account) else Account(submitter)
+    legacy = legacy_bindings(store.requests, snap)
+    account = owner(account, legacy)
+    path = ledger_path(account, test_set)
+    names = legacy_names(account.id, legacy)
+    if account.id and bound_id(account.name, legacy) is None:  # bound to it by its filing (Store.bind_legacy_name)
+        names.append(account.name)
+    spent: dict = {}
+    for name in names:
+        spent.update(_load(store, snap, ledger_path(Account(name), test_set)).get("charges", {}))
+    spent.update(_load(store, snap, path).get("charges", {}))
+    return account, path, spent
+
+
 def charges(store, submitter: Account | str, test_set: str) -> dict:
     """The charges recorded for `submitter` on `test_set` ({request id: charge})."""
-    path = ledger_path(submitter, test_set)
-    return _load(store, store.requests.snapshot(), path).get("charges", {})
+    return _owner_files(store, store.requests.snapshot(), submitter, test_set)[2]
 
 
 def starts_a_round(entry) -> bool:
@@ -128,21 +147,19 @@ def charge(store, request: dict, *, cost: float, numbers: int, decisions: int, l
     last `limit.days` above `limit.total`: then nothing is written and the Refusal says
     what was spent. A request already charged (`charge_key`) is not charged again (None)."""
     ts = R.now() if now is None else now
-    account = submitter_of(request)
-    path = ledger_path(account, request["test_set"])
     refused: list[Refusal] = []
 
     def decide(snap: Snapshot):
-        content = _load(store, snap, path)
-        recorded = dict(content.get("charges", {}))
+        account, path, spent_so_far = _owner_files(store, snap, submitter_of(request), request["test_set"])
         key = charge_key(request)
-        if key in recorded:
+        if key in spent_so_far:
             return None
         if limit.total > 0:
-            spent = limit.spent(recorded, ts)
+            spent = limit.spent(spent_so_far, ts)
             if spent + cost > limit.total + 1e-9:
-                refused.append(Refusal(spent, limit.total, cost, limit.next_fit(recorded, cost, ts)))
+                refused.append(Refusal(spent, limit.total, cost, limit.next_fit(spent_so_far, cost, ts)))
                 return None
+        recorded = dict(_load(store, snap, path).get("charges", {}))
         recorded[key] = {"time": R.iso(ts), "epsilon": cost, "numbers": numbers, "decisions": decisions}
         updated = {"submitter": account.name, **({"submitter_id": account.id} if account.id else {}),
                    "test_set": request["test_set"], "charges": recorded}

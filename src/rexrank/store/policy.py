@@ -31,10 +31,11 @@ QUOTA_SETTINGS = f'--quota or the store\'s config.json key "{QUOTA_KEY}"'
 
 @dataclass(frozen=True)
 class Quota:
-    """At most `limit` submissions per submitter, test set and track in `days` days
-    (FAILED requests do not count, except cancelled or rejected ones and failed validation
-    on a private test set). `limit <= 0` disables the quota. `origin`: where it was set,
-    which a refusal names (so that whoever can change it knows where)."""
+    """At most `limit` submissions per submitter (its Hub account's id), test set and track in
+    `days` days; what counts is `counts_for_quota`'s (every request but a FAILED one, except
+    that a cancelled or rejected one counts, and on a private test set so does one that failed
+    validation, coverage or with an internal error). `limit <= 0` disables the quota. `origin`: where it was set, which a refusal
+    names (so that whoever can change it knows where)."""
 
     limit: int = 1
     days: float = 7.0

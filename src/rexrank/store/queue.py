@@ -12,9 +12,10 @@ import uuid
 
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
-from rexrank.store.accounts import index_name, submitter_of
+from rexrank.store import accounts
+from rexrank.store.accounts import Account, index_name, submitter_of
 from rexrank.store.index import IndexEdit, load_index, load_json_object
-from rexrank.store.policy import check_policy
+from rexrank.store.policy import check_policy, is_private
 from rexrank.store.repo import Snapshot, StoreError, consistent_reads, transact
 
 log = logging.getLogger("rexrank.store")
@@ -24,16 +25,42 @@ class QueueOperations:
     """Mixed into `Store` (which provides requests, results, name, quota, _queued,
     _find_request, get_request)."""
 
-    def _history(self, snap: Snapshot, request: dict) -> list[dict]:
+    def _history(self, snap: Snapshot, request: dict, legacy: dict) -> list[dict]:
         """Every request the submission rules must see for this request's model name,
         submitter and predictions content: the open ones (queue/, listed in `snap`) and
         the settled ones filed under any of them in the index. Rules that read others
-        would find nothing there anyway."""
+        would find nothing there anyway. `request` is as `accounts.adopt` reads it, and so
+        is each request returned, with the names recorded before ids bound in `legacy`."""
         found: dict[str, dict] = {}
-        for path in R.request_index_files(request["model_name"], index_name(request), request["predictions"]["sha256"]):
+        paths = set(R.request_index_files(request["model_name"], index_name(request), request["predictions"]["sha256"]))
+        paths.update(R.key_file(R.REQUEST_SUBMITTERS_DIR, name)
+                     for name in accounts.legacy_names(request.get("submitter_id"), legacy))
+        for path in sorted(paths):
             found.update(load_index(self.requests, snap, path).get("requests", {}))
         found.update({req["id"]: req for _, req in self._queued(snap)})  # the live record wins
-        return list(found.values())
+        return [accounts.adopt(r, legacy) for r in found.values()]
+
+    def bind_legacy_name(self, snap: Snapshot, submitter: Account) -> tuple[dict, dict]:
+        """accounts/legacy.json as of `snap` with `submitter`'s name bound to its id when
+        this is the first filing by an account with an id under a name that has requests or
+        ledger charges recorded before ids (rexrank.store.accounts); and the changes that
+        record that binding ({} when none is new)."""
+        from rexrank.store.ledger import ledger_path
+        from rexrank.testsets.registry import TEST_SETS
+
+        legacy = accounts.legacy_bindings(self.requests, snap)
+        name = submitter.name
+        if submitter.id is None or accounts.bound_id(name, legacy) is not None:
+            return legacy, {}
+        settled = load_index(self.requests, snap, R.key_file(R.REQUEST_SUBMITTERS_DIR, name)).get("requests")
+        open_ = any(not r.get("submitter_id") and accounts.account_key(r["submitter"]) == accounts.account_key(name)
+                    for _, r in self._queued(snap))
+        charged = any(self.requests.read_optional(snap, ledger_path(Account(name), test_set)) is not None
+                      for test_set, spec in TEST_SETS.items() if spec.private)
+        if not (settled or open_ or charged):
+            return legacy, {}
+        legacy = {**legacy, accounts.account_key(name): accounts.legacy_binding(submitter)}
+        return legacy, {accounts.LEGACY_BINDINGS: R.dumps(legacy)}
 
     def _update(self, request_id: str, change, message: str, *, arrivals: bool = False):
         """Apply `change(request) -> new request | None` atomically (moving the request
@@ -61,7 +88,9 @@ class QueueOperations:
     def claim(self, worker_id: str, *, lease_seconds: float, max_attempts: int = 3) -> dict | None:
         """Atomically take the oldest PENDING request, or a RUNNING one whose lease expired
         (its worker died): it becomes RUNNING with this worker's id and a lease. A request
-        interrupted `max_attempts` times is FAILED instead. None if nothing to do.
+        interrupted `max_attempts` times is FAILED instead; on a private test set it is
+        claimed marked `out_of_attempts`, and the worker fails it at its publication slot
+        (rexrank.backend.worker). None if nothing to do.
 
         Settled requests still in queue/ (settled by an older worker) are moved to done/
         and indexed in the same commit; a store of the earlier layout (every request in
@@ -89,6 +118,13 @@ class QueueOperations:
                 expired = req["status"] == R.RUNNING and leases.expired(req, lease_seconds)
                 if req["status"] != R.PENDING and not expired:
                     continue
+                if expired and req.get("attempts", 0) >= max_attempts and is_private(req["test_set"]):
+                    # when it was interrupted is private (the scoring it died in): claimed to be failed by
+                    # this worker at its publication slot, in the door's words (Worker.process_next)
+                    claimed = transition(req, R.RUNNING, ts, worker=worker_id, lease_expires=ts + lease_seconds,
+                                         out_of_attempts=True, **new_lease(lease_seconds))
+                    changes.update(edit.move_request(path, req, claimed))
+                    break
                 if expired and req.get("attempts", 0) >= max_attempts:
                     changes.update(edit.move_request(path, req, transition(
                         req, R.FAILED, ts, failure_kind=R.INTERNAL,
@@ -241,6 +277,9 @@ class QueueOperations:
         be cancelled (StoreError)."""
         ts = R.now()
         current = self.get_request(request_id)
+        if current["status"] == R.HELD:
+            raise StoreError(f"request {request_id} is HELD for review; reject it with `rexrank review --reject "
+                             f"{request_id}` (or release it for scoring with `rexrank review --release {request_id}`)")
         if current["status"] not in (R.PENDING, R.RUNNING):
             raise StoreError(f"request {request_id} is {current['status']}; only PENDING or RUNNING requests can be cancelled")
         message = "cancelled by the maintainers" + (f": {reason}" if reason else "")
@@ -254,12 +293,30 @@ class QueueOperations:
 
         return self._update(request_id, change, "cancel") or self.get_request(request_id)
 
+    def drop_shard_outputs(self, request_id: str) -> None:
+        """Remove a dispatched request's shard outputs (scratch/<id>/, rexrank.backend.dispatch):
+        once it is published, failed, cancelled or held, nothing needs them, and on a private
+        test set they hold per-study values."""
+        prefix = f"{R.SCRATCH_DIR}{R.check_request_id(request_id)}/"
+
+        def decide(snap: Snapshot):
+            gone = {path: None for path in snap.paths(prefix)}
+            return (gone, f"remove the shard outputs of {request_id}", None) if gone else None
+
+        transact(self.requests, decide, folders=(prefix,))
+
     def policy_problem(self, request: dict) -> str | None:
         """The backend's own check of the submission rules (rexrank.store.policy) for a
         request, against the requests filed before it (a request dated back by a rogue
         client still meets them): a message, or None if it passes."""
-        history = consistent_reads(  # another worker may settle a listed request meanwhile
-            self.requests, lambda: self._history(self.requests.snapshot(R.QUEUE_DIR), request))
+        def read():
+            snap = self.requests.snapshot(R.QUEUE_DIR)
+            legacy = accounts.legacy_bindings(self.requests, snap)
+            adopted = accounts.adopt(request, legacy)
+            return adopted, self._history(snap, adopted, legacy)
+
+        # another worker may settle a listed request meanwhile
+        request, history = consistent_reads(self.requests, read)
         key = (request["submitted_time"], request["id"])
         # dated by the server (R.with_server_time); one not seen yet arrived after this one
         earlier = [r for r in history if r["id"] != request["id"]
@@ -275,7 +332,6 @@ class QueueOperations:
         """The approved list's verdict on `submitter` (rexrank.store.accounts.check_approved),
         with the bindings of approved names as of `snap`: the changes that record a first
         binding, or None."""
-        from rexrank.store import accounts
         from rexrank.store.config import approved_submitters
 
         approved = approved_submitters(self, test_set)

@@ -11,15 +11,15 @@ requests repo; the public answers of rexrank.backend.public_door leave it out).
 """
 from __future__ import annotations
 
-import io
-
+from rexrank.errors import RexrankError
 from rexrank.store import copies
 from rexrank.store import records as R
 from rexrank.store.index import IndexEdit
 from rexrank.store.repo import Snapshot, StoreError, transact
 
-HELD_MESSAGE = ("held for review by the maintainers: its predictions match predictions filed by another account; "
-                "the maintainers release it for scoring or reject it")
+# neutral: saying why (another account's predictions) would answer "did anyone file these?"
+HELD_MESSAGE = ("held for review by the maintainers before it is scored: they either release it, and it is scored "
+                "and published as usual, or reject it, and this status then says so; nothing needs doing meanwhile")
 REJECTED_MESSAGE = "rejected by the maintainers after review: its predictions match predictions another account had first"
 
 
@@ -39,11 +39,12 @@ class ReviewOperations:
 
     # ---- filing ------------------------------------------------------------------------
     def judge_copies(self, snap: Snapshot, edit: IndexEdit, request: dict, filing: copies.Filing,
-                     ts: float) -> tuple[dict, dict[str, bytes | None]]:
+                     ts: float, legacy: dict | None = None) -> tuple[dict, dict[str, bytes | None]]:
         """At filing (in the filing's commit): `request` held if another party had its
         predictions first; earlier filings that copy it held (while waiting) or listed for
-        review (once scored). Returns (the request to write, the other changes)."""
-        index = copies.CopyIndex(self.requests, snap)
+        review (once scored). `legacy`: the names bound to ids as of this commit
+        (copies.CopyIndex). Returns (the request to write, the other changes)."""
+        index = copies.CopyIndex(self.requests, snap, legacy)
         originals, later = copies.judge(filing, index.matches(filing))
         changes: dict[str, bytes | None] = {}
         if originals:
@@ -84,14 +85,21 @@ class ReviewOperations:
         return filing
 
     def _fingerprint_stored(self, request: dict, key: bytes, *, received: float | None = None) -> copies.Filing:
-        """`received`: None for the time the store recorded when it was filed (to the second)."""
-        import pandas as pd
+        """`received`: None for the time the store recorded when it was filed (to the second).
+        The stored parquet is as untrusted as any predictions file (a request file written by
+        hand names its own): read by the sandboxed reader (rexrank.sandbox), never parsed here.
+        A SubmissionError when it cannot be read."""
+        from rexrank.store.scratch import ScratchDir
+        from rexrank.submissions import read_raw_predictions
 
-        table = pd.read_parquet(io.BytesIO(self.read_predictions(request)))
-        prints = copies.fingerprints(key, table["id"].astype(str), table["prediction"].fillna("").astype(str))
+        with ScratchDir("fingerprint") as tmp:
+            path = tmp / "predictions.parquet"
+            path.write_bytes(self.read_predictions(request))
+            rows = read_raw_predictions(path).rows
+        prints = copies.fingerprints(key, [sid for sid, _, _ in rows], [text for _, text, _ in rows])
         if received is None:
             received = R.parse_iso(request["submitted_time"])
-        return copies.Filing.of(request, prints, n=len(table), content_time=received, content_from=copies.FROM_FILING)
+        return copies.Filing.of(request, prints, n=len(rows), content_time=received, content_from=copies.FROM_FILING)
 
     def hold_if_copied(self, request: dict, worker_id: str) -> dict | None:
         """The backend's check before scoring (after every other rule): a request that
@@ -132,7 +140,7 @@ class ReviewOperations:
         for request in missing:
             try:
                 filings.append(self._fingerprint_stored(request, key))
-            except (StoreError, KeyError, ValueError, OSError):
+            except (RexrankError, KeyError, ValueError, OSError):  # (a SubmissionError: the reader refused it)
                 continue  # no readable predictions: nothing to compare
 
         def decide(snap: Snapshot):
@@ -178,9 +186,10 @@ class ReviewOperations:
         return self._update(request_id, release, "release from review") or self.get_request(request_id)
 
     def reject_held(self, request_id: str, *, reason: str = "") -> dict:
-        """HELD -> FAILED, kind "rejected" (counts against the quota). A listed scored
-        request: its result is withdrawn from the results repo and the request marked
-        rejected."""
+        """HELD -> FAILED, kind "rejected" (counts against the quota), its shard outputs
+        removed (its Jobs are cancelled by `rexrank review`: rexrank.backend.dispatch). A
+        listed scored request: its result is withdrawn from the results repo and the request
+        marked rejected."""
         from rexrank.store.queue import transition
 
         message = REJECTED_MESSAGE + (f": {reason}" if reason else "")
@@ -199,7 +208,10 @@ class ReviewOperations:
             return transition(r, R.FAILED, ts, error=message, failure_kind=R.REJECTED, worker=None,
                               lease_expires=None, review={**(r.get("review") or {}), "rejected": R.iso(ts)})
 
-        return self._update(request_id, reject, "reject after review") or self.get_request(request_id)
+        rejected = self._update(request_id, reject, "reject after review") or self.get_request(request_id)
+        if rejected.get("dispatch"):  # held while a dispatcher ran it: its shards' outputs go (its Jobs: the caller)
+            self.drop_shard_outputs(request_id)
+        return rejected
 
     def _unlist(self, request_id: str) -> None:
         def decide(snap: Snapshot):

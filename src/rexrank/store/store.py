@@ -416,9 +416,10 @@ class Store(QueueOperations, ReviewOperations):
             ts = R.now() if now is None else now
             probe = {"model_name": model_name, "test_set": test_set, "track": track, "predictions": {"sha256": sha},
                      "institution": institution, "model_url": model_url, **accounts}
-            existing = self._history(snap, probe)
+            legacy, bound = self.bind_legacy_name(snap, who)  # a first binding is written with the filing
+            existing = self._history(snap, probe, legacy)
             check_policy(existing, probe, now=ts, quota=self.quota)
-            approval = self.check_approval(snap, test_set, who) or {}  # a first binding is written with the filing
+            approval = self.check_approval(snap, test_set, who) or {}  # so is an approved name's
             rid = R.new_request_id(ts, submitter_id or submitter, namespace, model_name, sha)
             request = {
                 "id": rid,
@@ -459,8 +460,8 @@ class Store(QueueOperations, ReviewOperations):
             # other way is dated when the backend first sees it
             edit = IndexEdit(self.requests, snap)
             edit.receive(rid, R.iso(ts))
-            request, judged = self.judge_copies(snap, edit, request, filing, ts)
-            changes = {**judged, **approval, **new_key, R.request_path(rid): R.dumps(request),
+            request, judged = self.judge_copies(snap, edit, request, filing, ts, legacy)
+            changes = {**judged, **approval, **bound, **new_key, R.request_path(rid): R.dumps(request),
                        R.predictions_path(rid): parquet, **edit.changes()}
             return changes, f"submit {rid}: {model_name} on {test_set}/{track}", request
 

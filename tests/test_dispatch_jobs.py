@@ -19,6 +19,7 @@ from rexrank.backend.jobs import LocalJobs
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from test_coverage import judge
+from test_dispatch import without_seconds
 from test_store import submit
 
 LLM_VARIABLES = ("REXRANK_LLM_BASE_URL", "REXRANK_LLM_MODEL", "REXRANK_LLM_BACKEND", "OPENAI_BASE_URL",
@@ -34,10 +35,6 @@ def no_llm_in_the_environment(monkeypatch):
 def published(store):
     [record] = store.list_results()
     return record, pd.read_parquet(io.BytesIO(store.read_per_study(record)))
-
-
-def without_seconds(summaries: dict) -> dict:
-    return {name: {k: v for k, v in summary.items() if k != "seconds"} for name, summary in summaries.items()}
 
 
 def local(**kw) -> DispatchSettings:

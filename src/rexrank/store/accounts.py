@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store.names import display
+from rexrank.store.repo import load_json_object
 
 APPROVED_BINDINGS = f"{R.ACCOUNTS_DIR}approved.json"
 LEGACY_BINDINGS = f"{R.ACCOUNTS_DIR}legacy.json"  # {account_key(name): {"id", "name", "time", "how"}}
@@ -119,8 +120,6 @@ def index_name(request: dict) -> str:
 
 def legacy_bindings(repo, snap) -> dict:
     """accounts/legacy.json at `snap` ({} when no name is bound)."""
-    from rexrank.store.index import load_json_object  # the index names requests by index_name: no import at load
-
     return load_json_object(repo, snap, LEGACY_BINDINGS,
                             damaged=f"{LEGACY_BINDINGS} is damaged; restore it from the repo's history")
 

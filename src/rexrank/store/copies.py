@@ -49,7 +49,8 @@ from dataclasses import dataclass
 
 from rexrank.store import records as R
 from rexrank.store.accounts import bound_key, legacy_bindings, namespace_key, submitter_key
-from rexrank.store.index import dumps_index, load_json_object
+from rexrank.store.index import dumps_index
+from rexrank.store.repo import load_json_object
 from rexrank.store.repo import Snapshot, StoreError, transact
 
 THRESHOLD = 0.99

@@ -11,7 +11,7 @@ import json
 
 from rexrank.store import records as R
 from rexrank.store.accounts import index_name
-from rexrank.store.repo import Repo, Snapshot, StoreError, git_blob_oid
+from rexrank.store.repo import Repo, Snapshot, git_blob_oid, load_json_object
 
 REINDEX_ADVICE = "rebuild the indexes with `rexrank backend --reindex`"
 
@@ -19,21 +19,6 @@ REINDEX_ADVICE = "rebuild the indexes with `rexrank backend --reindex`"
 def load_index(repo: Repo, snap: Snapshot, path: str) -> dict:
     """An index file's content at the snapshot's version ({} if there is none)."""
     return load_json_object(repo, snap, path, damaged=f"index file {path} is damaged; {REINDEX_ADVICE}")
-
-
-def load_json_object(repo: Repo, snap: Snapshot, path: str, *, damaged: str) -> dict:
-    """A JSON object file's content at the snapshot's version ({} if there is none); a file
-    that is not one raises StoreError saying `damaged` (what it is and how to restore it)."""
-    data = repo.read_optional(snap, path)
-    if data is None:
-        return {}
-    try:
-        content = json.loads(data)
-    except ValueError:
-        content = None
-    if not isinstance(content, dict):
-        raise StoreError(f"{repo.name}: {damaged}")
-    return content
 
 
 def dumps_index(content: dict) -> bytes:

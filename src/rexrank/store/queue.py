@@ -14,9 +14,9 @@ from rexrank.errors import SubmissionError
 from rexrank.store import records as R
 from rexrank.store import accounts
 from rexrank.store.accounts import Account, index_name, submitter_of
-from rexrank.store.index import IndexEdit, load_index, load_json_object
+from rexrank.store.index import IndexEdit, load_index
 from rexrank.store.policy import check_policy, is_private
-from rexrank.store.repo import Snapshot, StoreError, consistent_reads, transact
+from rexrank.store.repo import Snapshot, StoreError, consistent_reads, load_json_object, transact
 
 log = logging.getLogger("rexrank.store")
 

@@ -10,6 +10,7 @@ other file is read by its path at the snapshot's version.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -88,6 +89,21 @@ class Repo(Protocol):
 
 # None: nothing to write; otherwise (changes, commit message, value returned to the caller)
 Decision = tuple[dict[str, bytes | None], str, T] | None
+
+
+def load_json_object(repo: Repo, snap: Snapshot, path: str, *, damaged: str) -> dict:
+    """A JSON object file's content at the snapshot's version ({} if there is none); a file
+    that is not one raises StoreError saying `damaged` (what it is and how to restore it)."""
+    data = repo.read_optional(snap, path)
+    if data is None:
+        return {}
+    try:
+        content = json.loads(data)
+    except ValueError:
+        content = None
+    if not isinstance(content, dict):
+        raise StoreError(f"{repo.name}: {damaged}")
+    return content
 
 
 def consistent_reads(repo, read: Callable[[], T]) -> T:

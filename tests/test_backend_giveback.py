@@ -486,3 +486,29 @@ def test_a_failed_dispatched_request_keeps_its_other_jobs_canceled_in_its_record
     others = [j for j in final["dispatch"]["jobs"] if j["shard"] != 0]
     assert others and {j["state"] for j in others} == {"CANCELED"}
     assert sorted(cancelled) == sorted(j["job_id"] for j in others)  # each once
+
+
+def test_a_reader_the_machine_keeps_killing_on_one_file_fails_the_request_at_last(tmp_path, monkeypatch):
+    """A kill of the predictions reader by the machine gives the request back; the same
+    file killed again and again is its own doing (it used to circle the queue for ever)."""
+    from rexrank.backend import worker as W
+    from rexrank.errors import ReaderKilled
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    kills = []
+
+    def killed(self, resolved):
+        kills.append(1)
+        raise ReaderKilled("the reader was killed (SIGKILL) while reading it", source="predictions")
+
+    monkeypatch.setattr(W.Worker, "score", killed)
+    worker = Worker(store, metrics="bleu2", worker_id="w")
+    for _ in range(W.READER_KILLS_GIVEN_BACK):
+        worker.run(once=True)
+        assert store.get_request(req["id"])["status"] == PENDING
+    worker.run(once=True)
+    final = store.get_request(req["id"])
+    assert final["status"] == "FAILED" and final["failure_kind"] == "internal", final
+    assert "killed (SIGKILL)" in final["error"] and len(kills) == W.READER_KILLS_GIVEN_BACK + 1
+    assert [h.get("note") for h in final["history"] if h.get("given_back")] == [W.READER_KILLED_NOTE] * 3

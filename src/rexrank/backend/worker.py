@@ -57,6 +57,24 @@ class BackendStop(RexrankError):
     """The worker cannot go on (it cannot load a test set); the request it held is PENDING again."""
 
 
+# a reader this machine kills on the same file again and again is that file's doing after all
+# (one that drives the machine out of memory below the reader's limit): its next kill fails it,
+# so that no file keeps a request circling the queue
+READER_KILLS_GIVEN_BACK = 3
+READER_KILLED_NOTE = "this machine stopped the predictions reader"
+
+
+def gives_back(request: dict, exc: BaseException) -> str | None:
+    """Why `request` goes back to the queue after `exc` (the note its history keeps), or None
+    when `exc` settles it."""
+    if not passing_fault(exc):
+        return None
+    if not isinstance(exc, ReaderKilled):
+        return "the Hub did not answer for a moment"
+    kills = sum(1 for h in request.get("history", ()) if h.get("given_back") and h.get("note") == READER_KILLED_NOTE)
+    return READER_KILLED_NOTE if kills < READER_KILLS_GIVEN_BACK else None
+
+
 def passing_fault(exc: BaseException) -> bool:
     """The Hub's passing fault (a 5xx, a 429, a dropped connection that outlasted the
     retries), or this machine's (the predictions reader killed by it, not by the file's
@@ -195,10 +213,11 @@ class Worker:
             except BackendStop:
                 raise
             except Exception as exc:  # whatever one request does, the worker settles it and goes on
-                if passing_fault(exc):  # the Hub's moment, not the request's: back to the queue
+                reason = gives_back(request, exc)
+                if reason is not None:  # the Hub's moment or this machine's, not the request's: back to the queue
                     log.warning("%s: %s; the request is PENDING again", rid, display(str(exc)))
                     if not keeper.lost.is_set():
-                        self.store.release(rid, self.worker_id, reason="the Hub did not answer for a moment")
+                        self.store.release(rid, self.worker_id, reason=reason)
                     return None  # as if nothing waited: the loop waits its poll (--once ends) before claiming again
                 log.exception("%s: unexpected error", rid)
                 if not keeper.lost.is_set():

@@ -50,8 +50,7 @@ from dataclasses import dataclass
 from rexrank.store import records as R
 from rexrank.store.accounts import bound_key, legacy_bindings, namespace_key, submitter_key
 from rexrank.store.index import dumps_index
-from rexrank.store.repo import load_json_object
-from rexrank.store.repo import Snapshot, StoreError, transact
+from rexrank.store.repo import Snapshot, StoreError, load_json_object, transact
 
 THRESHOLD = 0.99
 ANCHORS = 8

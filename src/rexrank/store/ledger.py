@@ -30,8 +30,7 @@ from dataclasses import dataclass
 
 from rexrank.store import records as R
 from rexrank.store.accounts import Account, bound_id, legacy_bindings, legacy_names, owner, submitter_of
-from rexrank.store.repo import load_json_object
-from rexrank.store.repo import Snapshot, StoreError, transact
+from rexrank.store.repo import Snapshot, StoreError, load_json_object, transact
 
 LEDGER_DIR = R.LEDGER_DIR
 BUDGET_KEY = "privacy_budget"

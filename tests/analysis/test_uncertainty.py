@@ -12,12 +12,15 @@ from rexrank.analysis.io import AnalysisError
 from rexrank.analysis.uncertainty import (
     bootstrap_means,
     cohens_dz,
+    complete_cases,
     holm,
     normal_ci,
     paired_bootstrap,
+    pairwise_tests,
     percentile_ci,
     randomisation_test,
     rank_intervals,
+    summary_row,
 )
 
 
@@ -160,3 +163,74 @@ def test_rank_intervals_exchangeable_systems_are_wide():
     assert (table["rank_high"] - table["rank_low"]).mean() >= 2
     assert table["p_rank_1"].sum() == pytest.approx(1.0, abs=0.05)  # ties share rank 1 only rarely
     assert table["rank_interval"].str.match(r"rank \d(–\d)? of 6").all()
+
+
+# ---- issue 40: what the mutation tool found unpinned in rexrank.analysis.uncertainty -----------
+
+def test_holm_by_hand_and_capped_at_one():
+    # sorted 0.01, 0.03, 0.04, 0.2 times 4, 3, 2, 1 = 0.04, 0.09, 0.08, 0.2; running maximum 0.04, 0.09, 0.09, 0.2
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03, 0.2]), [0.04, 0.09, 0.09, 0.2])
+    np.testing.assert_array_equal(holm([0.6, 0.7]), [1.0, 1.0])  # 2 x 0.6 = 1.2 is a probability of 1
+    assert holm([]).size == 0
+
+
+def _rank_table_by_definition(values: pd.DataFrame, resamples: int, seed: int, level: float = 0.95) -> pd.DataFrame:
+    """The rank interval as the analysis notes define it: each system's rank (1 = best, ties share
+    the best rank) in every bootstrap resample of the studies (all systems resampled together,
+    bootstrap_means being checked against scipy above), its percentile interval rounded outwards,
+    and the share of resamples where it ranks first."""
+    ranks = sps.rankdata(-bootstrap_means(values.to_numpy(), resamples=resamples, seed=seed), method="min", axis=1)
+    tail = (1 - level) / 2
+    return pd.DataFrame({
+        "system": list(values.columns), "mean": values.mean().to_numpy(),
+        "rank": sps.rankdata(-values.mean().to_numpy(), method="min").astype(int),
+        "rank_low": np.quantile(ranks, tail, axis=0, method="lower").astype(int),
+        "rank_high": np.quantile(ranks, 1 - tail, axis=0, method="higher").astype(int),
+        "p_rank_1": (ranks == 1).mean(axis=0)})
+
+
+def test_rank_intervals_follow_their_definition_with_ties_sharing_the_best_rank():
+    rng = np.random.default_rng(3)
+    values = pd.DataFrame({"a": rng.normal(0.50, 0.3, 40), "b": rng.normal(0.48, 0.3, 40), "c": rng.normal(0.40, 0.3, 40)})
+    values["d"] = values["c"]  # a tie in every resample: both rank as the better of the two
+    got = rank_intervals(values, resamples=300, seed=0)
+    expected = _rank_table_by_definition(values, 300, 0).sort_values(["rank", "system"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got.drop(columns="rank_interval"), expected)
+    assert got.loc[got.system == "d", "rank"].item() == got.loc[got.system == "c", "rank"].item() == 3
+    assert list(got.index) == [0, 1, 2, 3]
+    # a 50 % interval is no wider than the 95 % one, and the default resamples and seed are 1,000 and 0
+    assert rank_intervals(values, resamples=300, seed=0, level=0.5)["rank_high"].le(got["rank_high"]).all()
+    pd.testing.assert_frame_equal(rank_intervals(values), rank_intervals(values, resamples=1000, seed=0))
+    labels = dict(zip(got.system, got.rank_interval))
+    assert all(labels[s] == (f"rank {lo} of 4" if lo == hi else f"rank {lo}–{hi} of 4")
+               for s, lo, hi in zip(got.system, got.rank_low, got.rank_high))
+    assert any(lo != hi for lo, hi in zip(got.rank_low, got.rank_high))  # the case has an unsettled rank
+
+
+def test_lower_is_better_ranks_the_smallest_mean_first():
+    values = pd.DataFrame({"a": [0.1, 0.2, 0.1], "b": [0.9, 0.8, 0.9]})
+    got = rank_intervals(values, higher_is_better=False, resamples=50)
+    assert list(got.system) == ["a", "b"] and list(got["rank"]) == [1, 2] and list(got.p_rank_1) == [1.0, 0.0]
+
+
+def test_complete_cases_and_pairwise_tests_by_hand():
+    frame = pd.DataFrame({"a": [1.0, 2.0, np.nan, 4.0], "b": [1.0, np.nan, 3.0, 5.0], "c": [0.0, 0.0, 0.0, 1.0]})
+    kept, excluded = complete_cases(frame)
+    assert excluded == 2 and list(kept.index) == [0, 3]
+    table = pairwise_tests(kept, method="randomisation", resamples=99, seed=5)
+    assert [(r.system_a, r.system_b) for r in table.itertuples()] == [("a", "b"), ("a", "c"), ("b", "c")]
+    for row in table.itertuples():
+        alone = randomisation_test(kept[row.system_a].to_numpy(), kept[row.system_b].to_numpy(), resamples=99, seed=5)
+        assert row.p_value == alone.p_value and row.difference == alone.difference and row.method == alone.method
+    np.testing.assert_array_equal(table["p_holm"], holm(table["p_value"].to_numpy()))
+    assert pairwise_tests(kept, resamples=99).iloc[0]["method"] == "paired bootstrap"
+    with pytest.raises(AnalysisError, match="unknown paired test 'exact'; use one of bootstrap, randomisation"):
+        pairwise_tests(kept, method="exact")
+    assert pairwise_tests(kept[["a"]]).empty
+
+
+def test_summary_row_is_the_papers_mean_and_interval_by_hand():
+    row = summary_row(np.array([1.0, 2.0, np.nan, 3.0]), boot_low=1.1, boot_high=2.9)
+    half = 1.96 * 1.0 / math.sqrt(3)  # SD of 1, 2, 3 is 1
+    assert row == pytest.approx({"n": 3, "n_missing": 1, "mean": 2.0, "ci95": half, "ci_low": 2.0 - half,
+                                 "ci_high": 2.0 + half, "boot_low": 1.1, "boot_high": 2.9})

@@ -10,7 +10,14 @@ import pytest
 from llm_fake_server import FakeOpenAIServer, Reply, chat_body
 from rexrank.errors import MetricError
 from rexrank.metrics.fineradscore import error_rates, rates_by_stratum
-from rexrank.metrics.fineradscore_text import AnswerError, parse_answer, severities, split_lines
+from rexrank.metrics.fineradscore_text import (
+    SYSTEM_PROMPT,
+    AnswerError,
+    build_messages,
+    parse_answer,
+    severities,
+    split_lines,
+)
 from rexrank.metrics.registry import get_metric
 from rexrank.results_schema import leaderboard_values
 
@@ -21,6 +28,21 @@ def test_line_splitting_as_the_official_runner():
     assert split_lines('Tube 3. cm above "carina". Stable.') == ["Tube 3. cm above carina.", "Stable."]
     assert split_lines("") == []
     assert split_lines("No acute process") == ["No acute process."]
+
+
+def test_a_blank_piece_is_dropped_as_the_official_runner_drops_it():
+    # "A.  . B." splits into "A", " " and "B.": the official runner removes the first " " piece
+    assert split_lines("A.  . B.") == ["A.", "B."]
+
+
+def test_the_judge_gets_the_rubric_and_the_numbered_candidate_beside_the_reference():
+    messages, n_lines = build_messages("No effusion. Lungs clear.", "Small left effusion.")
+    assert n_lines == 2
+    assert messages == [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": "CANDIDATE (numbered lines):\n[0] No effusion. [1] Lungs clear.\n\n"
+                                    "REFERENCE:\nSmall left effusion."},
+    ]
 
 
 def answer(*corrections):
@@ -38,6 +60,8 @@ def test_answer_validation():
     for bad, why in [
         ("{not json", "not valid JSON"),
         (answer(fix(5, "urgent")), "line id 0..1"),
+        (answer(fix(2, "urgent")), "line id 0..1"),  # one past the last line
+        (answer(fix(None, "urgent", "insert"), fix(5, "urgent")), "line id 0..1"),  # checked after an insert too
         (answer(fix(0, "catastrophic")), "severity"),
         (json.dumps({"0": {"corrections": "x"}}), "corrections"),
     ]:

@@ -161,6 +161,29 @@ def test_clean_completion_keeps_text_after_last_explanation():
     assert clean_completion("no header</s>") == "no header"
 
 
+# the official `clean_responses` (reference/metrics_llm.md 1.5), worked by hand on texts that
+# take each of its branches: the first "<|assistant|>" split, the quirk literal (the first
+# explanation kept), the last explanation otherwise, the final "<|assistant|>" split
+_QUIRK = "[Explanation]:\n    <Explanation>\n"
+
+
+@pytest.mark.parametrize("raw, cleaned", [
+    # two assistant turns before the explanations: the last turn, then its first explanation
+    (f"A <|assistant|> {_QUIRK} P <|assistant|> {_QUIRK} Q [Explanation]: R</s>", "\n    <Explanation>\n Q "),
+    # no quirk literal: the text after the last "[Explanation]:"
+    ("[Explanation]: A [Explanation]: B</s>", " B"),
+    # no explanation at all: the text after the last "<|assistant|>", "<unk>" dropped
+    ("no explanation <|assistant|> X <|assistant|> Y<unk>", " Y"),
+])
+def test_clean_completion_takes_each_official_branch(raw, cleaned):
+    assert clean_completion(raw) == cleaned
+
+
+def test_make_prompt_truncates_both_reports_to_the_words_asked():
+    prompt = make_prompt("r1 r2 r3 r4", "c1 c2 c3 c4", max_words=2)
+    assert "r1 r2\n" in prompt and "r3" not in prompt and "c1 c2\n" in prompt and "c3" not in prompt
+
+
 def _endpoint_script(answers: dict[str, str], seen: list):
     def script(path, body):
         assert path == "/v1/completions"

@@ -10,7 +10,15 @@ import pytest
 from llm_fake_server import FakeOpenAIServer, Reply, chat_body
 from rexrank.errors import MetricError
 from rexrank.metrics.registry import get_metric
-from rexrank.metrics.spec_cxr_text import answer_model, load_entity_set, parse_answer, resolve_duplicates
+from rexrank.metrics.spec_cxr_text import (
+    EntitySet,
+    answer_model,
+    load_entity_set,
+    parse_answer,
+    resolve_duplicates,
+    response_format,
+    system_prompt,
+)
 
 CHEXPERT14 = [
     "no finding", "enlarged cardiomediastinum", "cardiomegaly", "lung lesion", "lung opacity", "edema", "consolidation",
@@ -55,6 +63,36 @@ def test_schema_rejects_unknown_entities_and_labels():
         parse_answer(json.dumps({"entities": [j("edema", "maybe")]}), model)
     with pytest.raises(ValueError, match="JSON"):
         parse_answer("{", model)
+
+
+SMALL_SET = EntitySet("small", {"pleura": ("pleural effusion", "pneumothorax"), "heart": ("cardiomegaly",)}, "test")
+
+
+def test_an_entitys_category_and_an_unknown_entity():
+    assert [SMALL_SET.category_of(e) for e in SMALL_SET.entities] == ["pleura", "pleura", "heart"]
+    with pytest.raises(KeyError, match="fracture"):
+        SMALL_SET.category_of("fracture")
+
+
+def test_the_judge_is_asked_for_the_schema_and_shown_the_entities_written_out():
+    def label(title, values, default=None):
+        return {**({"default": default} if default else {}), "enum": list(values), "title": title, "type": "string"}
+
+    alignment = ("aligned", "not_aligned", "not_available")
+    judgement = {"properties": {
+        "entity": label("Entity", SMALL_SET.entities), "presence": label("Presence", ("TP", "FP", "TN", "FN")),
+        "location": label("Location", alignment, "not_available"), "severity": label("Severity", alignment, "not_available"),
+        "comparison": label("Comparison", ("adding_unmentioned", "missing_mentioned", "other"), "other")},
+        "required": ["entity", "presence"], "title": "EntityJudgement", "type": "object"}
+    assert response_format(SMALL_SET) == {"type": "json_schema", "json_schema": {"name": "spec_cxr_answer", "schema": {
+        "$defs": {"EntityJudgement": judgement},
+        "properties": {"entities": {"items": {"$ref": "#/$defs/EntityJudgement"}, "title": "Entities", "type": "array"}},
+        "required": ["entities"], "title": "SpecCxrAnswer", "type": "object"}}}
+    assert "names; the group is given for orientation):\n- pleura: pleural effusion, pneumothorax\n- heart: cardiomegaly\n\n" \
+        in system_prompt(SMALL_SET)
+    # fields the schema does not name are ignored, as the judge may add a comment
+    extra = {"entities": [{**j("cardiomegaly", "TP"), "comment": "enlarged"}], "note": "x"}
+    assert parse_answer(json.dumps(extra), answer_model(SMALL_SET)) == [j("cardiomegaly", "TP")]
 
 
 def test_duplicates_majority_vote_ties_first_occurrence():

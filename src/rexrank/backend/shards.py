@@ -305,9 +305,9 @@ def plan_shards(n_studies: int, metrics, metric_options: dict | None = None, *, 
     if k > 1 and (refused or (max_shards is not None and k > max_shards)):
         limit = why or f"at most {max_shards} shard(s)"
         unshardable = ", ".join(name for name, rule in rules.items() if rule.refusal)
-        raise PlanError(f"{limit}, and one shard of {sized} studies ({_time(fit.seconds(1))} with start-up) does not "
+        raise PlanError(f"{limit}, and one shard of {sized} studies ({_time(fit.one_shard_seconds)} with start-up) does not "
                         f"fit {TIMEOUT_SHARE:.0%} of the Job timeout of {_time(job_timeout)}: raise --job-timeout to at "
-                        f"least {_time(fit.seconds(1) / TIMEOUT_SHARE, up=True)}, or score without {unshardable or 'it'}")
+                        f"least {_time(fit.one_shard_seconds / TIMEOUT_SHARE, up=True)}, or score without {unshardable or 'it'}")
     # the first shards take one more batch each where the batches do not divide evenly
     base, extra = divmod(units, k)
     ranges, start = [], 0
@@ -335,8 +335,9 @@ class _Fit:
     startup: float
     max_jobs: int
 
-    def seconds(self, k: int) -> float:
-        return self.startup + math.ceil(self.units / k) * self.unit
+    @property
+    def one_shard_seconds(self) -> float:
+        return self.startup + self.units * self.unit
 
     def _shards(self, seconds: float, what: str, fix: str) -> int:
         """Shards whose Jobs end within `seconds`; PlanError naming `fix` when none can."""

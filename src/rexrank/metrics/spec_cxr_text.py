@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, create_model
 
 from rexrank.errors import MetricError
 from rexrank.metrics.json_answers import load_json, validate
@@ -75,17 +75,17 @@ def load_entity_set(path: str | Path | None = None) -> EntitySet:
 
 
 def answer_model(entity_set: EntitySet) -> type[BaseModel]:
-    """A pydantic model generated from the set: the entity name must be one of the set."""
+    """A pydantic model generated from the set: the entity name must be one of the set (other
+    fields of an answer are ignored, pydantic's default)."""
     judgement = create_model(
         "EntityJudgement",
-        __config__=ConfigDict(extra="ignore"),
         entity=(Literal[tuple(entity_set.entities)], ...),  # type: ignore[valid-type]
         presence=(Literal[PRESENCE], ...),  # type: ignore[valid-type]
         location=(Literal[ALIGNMENT], "not_available"),  # type: ignore[valid-type]
         severity=(Literal[ALIGNMENT], "not_available"),  # type: ignore[valid-type]
         comparison=(Literal[COMPARISON], "other"),  # type: ignore[valid-type]
     )
-    return create_model("SpecCxrAnswer", __config__=ConfigDict(extra="ignore"), entities=(list[judgement], ...))
+    return create_model("SpecCxrAnswer", entities=(list[judgement], ...))
 
 
 def response_format(entity_set: EntitySet) -> dict:

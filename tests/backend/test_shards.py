@@ -1,0 +1,77 @@
+"""The shard plan's arithmetic written out by hand (issue 40: the money a plan decides).
+
+GREEN on a10g-large: 1.50 s per study on an H100 (shards.H100_SECONDS_PER_STUDY) over the
+flavour's relative speed 0.25 (shards.FLAVOR_SPEED) = 6 s per study; its official batches of
+8 make every boundary a multiple of 8, so 1,000 studies are 125 batches of 48 s. A Job's
+start-up is set to 272 s, and a10g-large costs $1.50 an hour in the dated table."""
+from __future__ import annotations
+
+import pytest
+
+from rexrank.backend.shards import TABLE_SOURCE, PlanError, plan_shards, seconds_per_study, startup_seconds
+
+GREEN_A10G = dict(flavor="a10g-large", startup=272)
+
+
+def test_three_jobs_plan_their_ranges_hours_cost_and_makespan_by_hand():
+    plan = plan_shards(1000, ["green"], max_jobs=3, **GREEN_A10G)
+    # 1,000 x 6 s = 1.67 h of work asks for ceil(1.67 / 0.5) = 4 shards; --max-jobs caps them at 3;
+    # the 125 batches split 42, 42, 41
+    assert plan.to_json() == {
+        "ranges": [[0, 336], [336, 672], [672, 1000]], "flavor": "a10g-large", "align": 8, "metrics": ["green"],
+        "estimated_gpu_hours": round((1000 * 6 + 3 * 272) / 3600, 4),  # 1.8933: every Job's start-up is billed
+        "estimated_cost_usd": round((1000 * 6 + 3 * 272) / 3600 * 1.5, 2),  # 2.84
+        "estimated_makespan_hours": round((272 + 42 * 8 * 6) / 3600, 4),  # 0.6356: one wave, the longest shard
+        "startup_seconds": 272.0, "price_per_hour": 1.5, "price_source": TABLE_SOURCE}
+    assert plan.to_json()["estimated_gpu_hours"] == 1.8933 and plan.to_json()["estimated_makespan_hours"] == 0.6356
+
+
+def test_a_job_timeout_cuts_more_shards_that_run_in_waves_of_max_jobs():
+    plan = plan_shards(1000, ["green"], max_jobs=2, job_timeout=1800, **GREEN_A10G)
+    # 80 % of 30 min = 1,440 s; less the start-up, 1,168 s hold 24 batches of 48 s: ceil(125 / 24) = 6 shards
+    # (21, 21, 21, 21, 21, 20 batches), 3 waves of 2 Jobs
+    assert [tuple(r) for r in plan.ranges] == [(0, 168), (168, 336), (336, 504), (504, 672), (672, 840), (840, 1000)]
+    assert plan.waves == 3
+    assert plan.to_json()["estimated_gpu_hours"] == round((1000 * 6 + 6 * 272) / 3600, 4) == 2.12
+    assert plan.to_json()["estimated_makespan_hours"] == round(3 * (272 + 21 * 8 * 6) / 3600, 4) == 1.0667
+
+
+def test_one_shard_over_the_job_timeout_names_its_hours_and_the_timeout_needed():
+    with pytest.raises(PlanError) as refused:
+        plan_shards(1000, ["green"], max_jobs=2, job_timeout=1800, max_shards=1, **GREEN_A10G)
+    # one shard: 272 + 125 x 48 = 6,272 s = 1.7 h; it needs a timeout of 6,272 / 0.8 = 7,840 s, 2.2 h rounded up
+    assert str(refused.value) == ("at most 1 shard(s), and one shard of 1000 studies (1.7 h with start-up) does not fit "
+                                  "80% of the Job timeout of 30 min: raise --job-timeout to at least 2.2 h, or score "
+                                  "without it")
+
+
+def test_a_target_wall_shorter_than_one_job_names_the_least_that_works():
+    with pytest.raises(PlanError) as refused:
+        plan_shards(1000, ["green"], max_jobs=2, target_wall=300, **GREEN_A10G)
+    # start-up and one batch: 272 + 48 = 320 s, 5.3 min, rounded up to 6 min
+    assert str(refused.value) == ("--target-wall 5 min leaves no room: a Job's start-up (5 min) and one batch of studies "
+                                  "(48 s) take longer; set --target-wall to at least 6 min")
+
+
+def test_a_target_wall_may_use_exactly_max_jobs():
+    # within 1 h: 3,328 s after start-up hold 69 batches, so ceil(125 / 69) = 2 Jobs, which --max-jobs 2 allows
+    plan = plan_shards(1000, ["green"], max_jobs=2, target_wall=3600, **GREEN_A10G)
+    assert plan.k == 2 and plan.makespan_hours == pytest.approx((272 + 63 * 8 * 6) / 3600)
+    with pytest.raises(PlanError, match="need 2 Jobs at once and --max-jobs allows 1: raise --max-jobs to 2"):
+        plan_shards(1000, ["green"], max_jobs=1, target_wall=3600, **GREEN_A10G)
+
+
+def test_seconds_per_study_add_the_suites_share_and_each_judge_over_the_flavours_speed():
+    # BLEU-2 and RadCliQ: 2 of the 6 non-LLM metrics' 15.4 s per 600 studies; GREEN 1.50 s; h200 at 1.3 H100s
+    assert seconds_per_study(["bleu2", "green", "radcliq"], "h200") == pytest.approx((15.4 / 600 * 2 / 6 + 1.5) / 1.3)
+    # a CPU flavour: an hour per 10,000 studies for the whole suite, here 2 of its 6 metrics
+    assert seconds_per_study(["bleu2", "rouge"], "cpu-basic") == pytest.approx(3600 / 10000 * 2 / 6)
+    assert seconds_per_study(["green"], "t4-small", speed={"t4-small": 0.5}) == pytest.approx(1.5 / 0.5)
+
+
+def test_a_jobs_start_up_is_image_encoders_and_each_local_judge_unless_set():
+    assert startup_seconds("h200") == 240 + 60
+    assert startup_seconds("h200", 2) == 240 + 60 + 2 * 120
+    assert startup_seconds("h200", 1, 100) == 100.0
+    assert startup_seconds("h200", 1, {"h200": 50}) == 50.0
+    assert startup_seconds("t4-small", 1, {"h200": 50}) == 240 + 60 + 120

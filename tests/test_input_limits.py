@@ -316,7 +316,6 @@ def test_what_a_file_that_is_no_regular_file_is_called():
     assert kind_of(stat.S_IFLNK) == "not a regular file"
 
 
-
 def test_a_file_of_exactly_the_cap_passes_and_one_byte_more_is_refused(tmp_path):
     from rexrank.input_limits import check_size, read_capped
 
@@ -331,7 +330,6 @@ def test_a_file_of_exactly_the_cap_passes_and_one_byte_more_is_refused(tmp_path)
     assert str(err.value) == f"{path}: file is 0.0 MiB (11 bytes); the limit is 0.0 MiB"
 
 
-
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")
 def test_a_file_longer_than_it_said_is_refused_at_the_cap():
     """/proc files say they are 0 bytes long and hold more: the read stops at cap + 1."""
@@ -341,7 +339,6 @@ def test_a_file_longer_than_it_said_is_refused_at_the_cap():
         read_capped("/proc/self/status", 10)
     assert err.value.source == "/proc/self/status"
     assert str(err.value) == "/proc/self/status: file is more than 0.0 MiB; the limit is 0.0 MiB"
-
 
 
 def test_json_values_are_counted_by_hand():
@@ -364,7 +361,6 @@ def test_json_values_are_counted_by_hand():
                               "20,000 predictions of 20 values each")
 
 
-
 def test_jsonl_lines_by_hand():
     import itertools
 
@@ -382,7 +378,6 @@ def test_jsonl_lines_by_hand():
     assert err.value.source == "s"
     assert str(err.value) == ("s: line 2 is 262,145 bytes, more than a line may hold (262,144): predictions longer "
                               "than 20000 characters are refused (a report is ~1000)")
-
 
 
 def test_row_and_character_messages_by_hand():
@@ -434,7 +429,6 @@ def test_the_id_and_prediction_columns_must_be_text_and_a_long_type_is_cut_at_80
                                   "predictions as text (a string column each)")
 
 
-
 def test_a_file_of_the_cap_is_read_whole_and_a_refusal_names_what_it_read(tmp_path):
     from rexrank.errors import RexrankError
     from rexrank.input_limits import read_capped
@@ -452,7 +446,6 @@ def test_a_file_of_the_cap_is_read_whole_and_a_refusal_names_what_it_read(tmp_pa
     assert str(err.value) == f"{path}: test set is 0.0 MiB (11 bytes); the limit is 0.0 MiB"
 
 
-
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")
 def test_a_file_that_grew_past_the_cap_after_its_size_was_checked_is_refused_with_its_name():
     """/proc/self/status says 0 bytes (stat) and holds ~1 kB: the read of cap + 1 bytes finds
@@ -468,7 +461,6 @@ def test_a_file_that_grew_past_the_cap_after_its_size_was_checked_is_refused_wit
         read_capped("/proc/self/status", 100, error=RexrankError, what="test set")
     assert type(err.value) is RexrankError
     assert str(err.value) == "/proc/self/status: test set is more than 0.0 MiB; the limit is 0.0 MiB"
-
 
 
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/mem"), reason="needs Linux's /proc")
@@ -497,7 +489,6 @@ def test_a_file_that_cannot_be_opened_or_read_is_one_line():
         with pytest.raises(RexrankError) as err:
             read_capped(write_only, 100, error=RexrankError)
         assert type(err.value) is RexrankError and str(err.value) == f"{write_only}: cannot read it: Permission denied"
-
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
@@ -537,7 +528,6 @@ def test_a_file_swapped_for_a_fifo_after_the_check_is_refused_without_blocking(t
             assert exc.source == str(fifo)
 
 
-
 def test_what_check_regular_says_of_a_missing_file_a_broken_symlink_a_folder_and_a_fifo(tmp_path):
     import os
 
@@ -575,7 +565,6 @@ def test_what_check_regular_says_of_a_missing_file_a_broken_symlink_a_folder_and
         assert str(err.value) == f"{link}: is a FIFO (named pipe) (a symlink to {os.path.realpath(fifo)}), not a regular file"
 
 
-
 def test_a_datasets_folder_of_1000_files_and_20_mib_passes_and_one_more_is_refused(tmp_path):
     """rglob counts files and sub-folders: 1,000 entries pass, 1,001 do not. Sizes are the
     files' st_size (sparse files here): 20 MiB − 1 + 1 byte = 20 MiB passes, + 2 bytes does not."""
@@ -606,7 +595,6 @@ def test_a_datasets_folder_of_1000_files_and_20_mib_passes_and_one_more_is_refus
     assert str(err.value) == "d: the folder's files are 20.0 MiB together; the limit is 20.0 MiB"
 
 
-
 def test_a_folder_that_cannot_be_listed_is_one_line(tmp_path, monkeypatch):
     """pathlib passes over a sub-folder it may not open (PermissionError) and raises any other
     OSError, an I/O error on a network share, say; it stands in for one here."""
@@ -626,7 +614,6 @@ def test_a_folder_that_cannot_be_listed_is_one_line(tmp_path, monkeypatch):
         check_folder(tmp_path, source="d")
     assert err.value.source == "d"
     assert str(err.value) == "d: cannot read the folder: Input/output error"
-
 
 
 def test_decoded_lengths_by_hand_for_each_text_type(monkeypatch):
@@ -668,7 +655,6 @@ def test_decoded_lengths_by_hand_for_each_text_type(monkeypatch):
                               "prediction columns only, and predictions of report length")
 
 
-
 def test_parquet_footer_length_is_the_last_eight_bytes_by_the_format(tmp_path):
     """A parquet file ends in the metadata's length (4 bytes, little-endian) and b"PAR1"; the
     length equals the metadata's serialized size (pyarrow). Shorter than 8 bytes or another
@@ -685,7 +671,6 @@ def test_parquet_footer_length_is_the_last_eight_bytes_by_the_format(tmp_path):
                          (b"\x05\x01\x00\x00PAR2", 0), (b"x\x05\x01\x00\x00PAR1", 261)):
         path.write_bytes(data)
         assert _parquet_footer_length(path) == length, data
-
 
 
 def test_parquet_metadata_limits_at_and_one_past_each(tmp_path, monkeypatch):
@@ -756,7 +741,6 @@ def test_parquet_metadata_limits_at_and_one_past_each(tmp_path, monkeypatch):
     assert parquet_columns(path, ("id",), ("text",), source="p") == ("id", "text")
     monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", size - 1)
     assert refused() == "its 'id' and 'text' columns decompress to 0.0 MiB; the limit is 0.0 MiB"
-
 
 
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")

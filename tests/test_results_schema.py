@@ -77,7 +77,6 @@ def test_every_metric_of_a_run_reaches_its_leaderboard_column():
     assert list(values)[:10] == plain  # the board's order of the plain columns
 
 
-
 def test_leaderboard_values_of_runs_that_lack_metrics_or_scores():
     from rexrank.results_schema import leaderboard_values
 
@@ -96,7 +95,6 @@ def test_zero_to_one_columns(key):
 
     assert value_in_range(key, 0.0) == (True, "0 to 1") and value_in_range(key, 1.0) == (True, "0 to 1")
     assert value_in_range(key, -1e-9) == (False, "0 to 1") and value_in_range(key, 1 + 1e-9) == (False, "0 to 1")
-
 
 
 def test_the_ranges_of_the_other_columns_by_hand():

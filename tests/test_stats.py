@@ -103,7 +103,6 @@ def test_the_bootstrap_draws_the_last_study_too():
         assert (low, high) == (sps.binom.ppf(0.025, 10, 0.1) / 10, sps.binom.ppf(0.975, 10, 0.1) / 10) == (0.0, 0.3)
 
 
-
 def test_the_bootstrap_interval_matches_scipy_on_a_small_sample():
     from rexrank.stats import aggregate
 
@@ -115,7 +114,7 @@ def test_the_bootstrap_interval_matches_scipy_on_a_small_sample():
     assert (ours.bootstrap_resamples, ours.bootstrap_seed) == (40_000, 1)
 
 
-# ---- privacy: the noise is calibrated on the studies scored --------------------------------
+# ---- stats: the bootstrap and aggregate, written out by hand ---------------------------------
 def test_the_bootstrap_is_the_percentile_bootstrap_of_numpys_generator():
     """Written out by hand: `resamples` index rows drawn uniformly from [0, n) by numpy's
     default generator seeded with `seed`, each row's mean, then the 2.5 % and 97.5 %
@@ -133,7 +132,6 @@ def test_the_bootstrap_is_the_percentile_bootstrap_of_numpys_generator():
     assert bootstrap_ci(values) == pytest.approx(np.quantile(values[idx].mean(axis=1), [0.025, 0.975]), rel=1e-12)
 
 
-
 def test_one_resample_is_allowed_and_none_is_refused():
     from rexrank.stats import bootstrap_ci
 
@@ -143,7 +141,6 @@ def test_one_resample_is_allowed_and_none_is_refused():
     assert bootstrap_ci(values, resamples=1, seed=5) == (only, only)
     with pytest.raises(ValueError, match=r"^bootstrap resamples must be >= 1, got 0$"):
         bootstrap_ci(values, resamples=0)
-
 
 
 def test_aggregate_by_hand_with_none_and_nan_as_missing():
@@ -162,7 +159,6 @@ def test_aggregate_by_hand_with_none_and_nan_as_missing():
     assert set(s.to_dict()) == {"n", "mean", "std", "sem", "ci95", "n_missing"}
 
 
-
 def test_aggregate_of_one_and_of_no_scored_study():
     from rexrank.stats import aggregate
 
@@ -179,7 +175,6 @@ def test_aggregate_of_one_and_of_no_scored_study():
     assert none.to_dict()["n"] == 0 and none.to_dict()["n_missing"] == 2
 
 
-
 def test_aggregate_with_a_bootstrap_records_its_resamples_and_seed():
     from rexrank.stats import aggregate, bootstrap_ci
 
@@ -192,7 +187,6 @@ def test_aggregate_with_a_bootstrap_records_its_resamples_and_seed():
     assert s.to_dict()["bootstrap_resamples"] == 40 and s.to_dict()["bootstrap_seed"] == 9
     assert aggregate(values, bootstrap=40).bootstrap_seed == 0  # the default seed
     assert (aggregate(values, bootstrap=40).bootstrap_low,) == (bootstrap_ci(np.array(values), resamples=40, seed=0)[0],)
-
 
 
 def test_aggregate_messages_name_the_scores_and_the_first_ten_positions():
@@ -215,7 +209,7 @@ def test_aggregate_messages_name_the_scores_and_the_first_ten_positions():
         aggregate([0.1, math.inf])
 
 
-# ---- policy: identical resubmissions, name ownership, approved submitters ----------------------------
+# ---- stats: what a score array is called -----------------------------------------------------
 def test_score_arrays_are_named_scores_unless_named():
     from rexrank.stats import as_score_array
 

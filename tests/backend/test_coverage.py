@@ -160,10 +160,8 @@ def _coverage(metrics, results, *, share=0.99, private=False):
     Worker.check_coverage(SimpleNamespace(metrics=metrics, min_coverage=share), results, private=private)
 
 
-
 TAIL = (". Nothing was published. The answers already received are kept in the cache: the maintainers can requeue this "
         "request once the cause is fixed, and only the missing studies are scored again.")
-
 
 
 def test_the_coverage_rule_by_hand():
@@ -213,11 +211,9 @@ class _FixedNoise:
         return self.value
 
 
-
 def _results(n: int, **scored: int) -> dict:
     return {"metrics": {name: {"n_studies": n, "n_scored": k, "n_failed": n - k} for name, k in scored.items()},
             "predictions": {"n": n}, "test_set": {"n_studies": n}}
-
 
 
 def test_the_private_coverage_decision_draws_its_noise_from_the_generator_it_is_given():

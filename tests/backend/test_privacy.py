@@ -24,7 +24,6 @@ class RecordingRng:
         return 0.0
 
 
-
 @pytest.mark.parametrize("n_scored", [10, 400, 995])
 def test_private_noise_is_calibrated_on_the_fewest_studies_a_mean_is_taken_over(n_scored):
     """The scored count of a private set is itself private, so the noise is calibrated on
@@ -62,7 +61,6 @@ class FixedRng:
         return self.noise
 
 
-
 def test_the_radcliq_range_is_the_formulas_corners_by_hand():
     """RadCliQ-v1 is linear in its components: its extremes over the boxes [0, 1] (RadGraph,
     BLEU-2) and [-1, 1] (BERTScore, SembScore) take each term at the end its coefficient's
@@ -80,14 +78,12 @@ def test_the_radcliq_range_is_the_formulas_corners_by_hand():
     assert privacy.PER_STUDY_RANGE["radcliq"] == pytest.approx((low, high), abs=1e-12)
 
 
-
 def test_what_a_private_request_costs_by_hand():
     from rexrank.backend.privacy import numbers_published, submission_cost
 
     assert numbers_published(["bleu2", "fineradscore", "unknown"]) == 2 * (1 + 4)
     assert submission_cost(["bleu2"]) == 2 * 0.5 + 0.5
     assert submission_cost([]) == 0.5  # the coverage decision alone
-
 
 
 def test_sensitivity_and_noise_scale_by_hand():
@@ -100,7 +96,6 @@ def test_sensitivity_and_noise_scale_by_hand():
     assert sensitivity("fineradscore", 3) == pytest.approx({"mean": 4 / 3, "ci95": 1.96 * 4 / math.sqrt(6)})
     assert noise_scale("fineradscore", 3, epsilon=2.0, coupling=8) == pytest.approx(
         {"mean": 8 * 4 / 3 / 2, "ci95": 8 * 1.96 * 4 / math.sqrt(6) / 2})
-
 
 
 def test_rounding_and_floor_by_hand():
@@ -119,7 +114,6 @@ def test_rounding_and_floor_by_hand():
     assert floor_studies(1000) == 990 and floor_studies(1000, 0.5) == 500
 
 
-
 def test_study_coupling_by_hand():
     from rexrank.backend.privacy import study_coupling
 
@@ -136,7 +130,6 @@ def test_study_coupling_by_hand():
     assert study_coupling("bleu2", green("a batch of 8 in input order"), 100) == 1
 
 
-
 def test_published_values_are_noisy_clamped_rounded_and_never_minus_zero():
     from rexrank.backend.privacy import _published
 
@@ -147,7 +140,6 @@ def test_published_values_are_noisy_clamped_rounded_and_never_minus_zero():
     assert _published(0.3, scale=0.1, decimals=3, rng=FixedRng(-5.0), low=0.0, high=1.0) == 0.0
     zero = _published(-0.0001, scale=0.1, decimals=2, rng=FixedRng())
     assert zero == 0.0 and math.copysign(1.0, zero) == 1.0
-
 
 
 def test_a_mean_over_fewer_than_the_floor_is_scaled_down_by_hand():
@@ -165,12 +157,10 @@ def test_a_mean_over_fewer_than_the_floor_is_scaled_down_by_hand():
     assert _floored({"mean": 0.3, "ci95": 0.1}, 0.0, 990) == (0.3, 0.1)  # no count: as scored
 
 
-
 def _private(results, **kwargs):
     from rexrank.backend.privacy import private_results
 
     return private_results(results, **kwargs)["metrics"]
-
 
 
 def test_private_results_by_hand():
@@ -202,7 +192,6 @@ def test_private_results_by_hand():
         assert published == {"mean": mean, "ci95": ci}
 
 
-
 @pytest.mark.parametrize("batch, n_studies, decimals", [(8, 10_000, 2), (2, 10_000, 3)])
 def test_a_coupled_metrics_noise_and_note_by_hand(batch, n_studies, decimals):
     """GREEN's official batches of k: Δ = k · w / L, so the scale is k times larger, the
@@ -223,13 +212,11 @@ def test_a_coupled_metrics_noise_and_note_by_hand(batch, n_studies, decimals):
     assert rng.scales[0] == pytest.approx(100 / 99 / 0.5)  # the whole set: k = n = 100, L = 99
 
 
-
 def test_the_private_view_keeps_four_fields():
     from rexrank.backend.privacy import private_view
 
     summary = {"scores": 1, "rounding_decimals": 2, "privacy": 3, "higher_is_better": 4, "n": 5, "n_failed": 6}
     assert private_view(summary) == {"scores": 1, "rounding_decimals": 2, "privacy": 3, "higher_is_better": 4}
-
 
 
 def test_a_private_validation_message_by_hand():
@@ -247,7 +234,6 @@ def test_a_private_validation_message_by_hand():
         "the predictions do not match the private test set: they could not be read as id/prediction pairs" + tail)
 
 
-
 def test_public_messages_by_hand():
     from rexrank.backend.privacy import public_message
 
@@ -260,7 +246,6 @@ def test_public_messages_by_hand():
     assert public_message("open /srv/rexrank/x.json failed") == "open <server path> failed"
     assert public_message("x" * 3000) == "x" * 2000
     assert public_message("x" * 30, limit=10) == "x" * 10
-
 
 
 def test_leaks_are_found_in_keys_values_lists_json_and_broken_utf8():

@@ -204,7 +204,6 @@ def test_eval_results_entries_and_notes_by_hand():
     assert list(out.entries[0]) == ["dataset", "value", "date", "source", "notes"]
 
 
-
 def test_eval_results_of_a_published_figure_dated_by_year():
     from rexrank.hub.eval_results import eval_results_file
 
@@ -221,7 +220,6 @@ def test_eval_results_of_a_published_figure_dated_by_year():
     assert "date" not in undated and undated["notes"] == "ReXrank BLEU, findings section; result published/iu_xray/findings/x"
 
 
-
 def test_eval_results_refusals_say_why():
     from rexrank.hub.eval_results import ExportError, eval_results_file, exportable
 
@@ -235,7 +233,6 @@ def test_eval_results_refusals_say_why():
         eval_results_file({"id": "r8", "test_set": "iu_xray", "track": "findings", "values": {}}, org="o")
     with pytest.raises(ExportError, match=r"^result 'r7' has no leaderboard value to export$"):
         eval_results_file({"id": "r7", "test_set": "iu_xray", "track": "findings"}, org="o")
-
 
 
 def test_benchmark_definition_by_hand():
@@ -258,7 +255,7 @@ def test_benchmark_definition_by_hand():
     assert task_id("findings", "bleu2") == "findings_bleu2"
 
 
-# ---- policy: identical resubmissions, name ownership, approved submitters ----------------------------
+# ---- Eval Results: the benchmark's yaml as written -------------------------------------------
 def test_the_benchmark_and_eval_results_yaml_as_written():
     """The files as the Hub reads them: keys in the documented order (not sorted), "±"
     written as itself, lines folded at 100 characters (PyYAML's default is 80)."""
@@ -290,7 +287,6 @@ def test_the_benchmark_and_eval_results_yaml_as_written():
     assert "  notes: ReXrank BLEU, findings section; n = 590 studies; 95% CI ± 0.0123; result r1\n" in out
 
 
-
 def test_the_benchmark_description_folds_at_100_characters():
     from rexrank.hub.eval_results import benchmark_yaml
     from rexrank.testsets.registry import TEST_SETS
@@ -301,7 +297,6 @@ def test_the_benchmark_description_folds_at_100_characters():
                         "(Zhang et")
     assert lines[2] == ("  al., 2024, arXiv:2411.15122). A model writes the findings section (track ''findings'') or "
                         "findings and")
-
 
 
 def test_eval_results_of_a_track_without_a_title_and_an_endpoint_with_a_path():
@@ -315,7 +310,7 @@ def test_eval_results_of_a_track_without_a_title_and_an_endpoint_with_a_path():
     assert entry["source"]["url"] == "https://mirror.example/HX/spaces/o/leaderboard"
 
 
-# ---- the worker's coverage rule, by hand -------------------------------------------------------
+# ---- Eval Results: a test set titled otherwise -----------------------------------------------
 def test_a_test_set_titled_otherwise_folds_at_100_and_keeps_its_letters():
     """The benchmark file of another public test set: lines folded at width 100, accented
     letters written as themselves (PyYAML escapes them unless told)."""

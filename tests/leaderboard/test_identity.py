@@ -45,7 +45,6 @@ def whoami_server(monkeypatch):
     server.server_close()
 
 
-
 @pytest.mark.parametrize("kind", ["org", "app", "space"])
 def test_an_organisation_or_app_token_is_no_submitter(whoami_server, kind):
     from rexrank.leaderboard.identity import verified_submitter
@@ -60,7 +59,6 @@ def test_an_organisation_or_app_token_is_no_submitter(whoami_server, kind):
         verified_submitter("hf_token", endpoint=endpoint)
     answer["body"] = {"type": "user", "name": "alice", "id": "u1"}
     assert verified_submitter("hf_token", endpoint=endpoint).user.name == "alice"
-
 
 
 def test_a_submitter_is_whoamis_id_with_its_name_and_its_organisations(whoami_server):
@@ -80,7 +78,7 @@ def test_a_submitter_is_whoamis_id_with_its_name_and_its_organisations(whoami_se
                               "is submitting — try again later")
 
 
-# ---- names: what is refused, with which message; what is one name --------------------------------
+# ---- identity: whoami's refusals and failures ------------------------------------------------
 @pytest.mark.parametrize("status", [401, 403])
 def test_a_refused_token_says_so_and_never_echoes_the_token(whoami_server, status):
     from rexrank.leaderboard.identity import REFUSED, verified_submitter
@@ -92,7 +90,6 @@ def test_a_refused_token_says_so_and_never_echoes_the_token(whoami_server, statu
     assert str(err.value) == REFUSED and "hf_secret_token" not in str(err.value)
     assert REFUSED.startswith("the Hugging Face token sent was refused by the Hub (invalid or expired)")
     assert answer["tokens"] == ["Bearer hf_secret_token"]  # the token asked about is the one sent
-
 
 
 def test_whoami_failures_other_than_a_refusal(whoami_server, monkeypatch):
@@ -112,7 +109,6 @@ def test_whoami_failures_other_than_a_refusal(whoami_server, monkeypatch):
     assert verified_submitter("hf_x").user.name == "bob"  # the endpoint from the environment
 
 
-
 @pytest.mark.parametrize("token", [None, "", 42])
 def test_no_token_is_no_submitter(token):
     from rexrank.leaderboard.identity import NO_TOKEN, verified_submitter
@@ -121,7 +117,6 @@ def test_no_token_is_no_submitter(token):
         verified_submitter(token)
     assert str(err.value) == NO_TOKEN
     assert NO_TOKEN.startswith("no Hugging Face token was sent: sign in with Hugging Face (the button above)")
-
 
 
 def test_an_offline_server_cannot_check_a_token(monkeypatch):

@@ -44,13 +44,11 @@ def test_progress_dates_are_read_as_the_earliest_day_they_can_mean(text, day):
     assert parse_date(text) == pd.Timestamp(day)
 
 
-
 @pytest.mark.parametrize("text", ["", None, "soon", "24", "2026-13-01", "2026-02-30", "x2024"])
 def test_progress_dates_that_are_no_date_give_none(text):
     from rexrank.leaderboard.progress import parse_date
 
     assert parse_date(text) is None
-
 
 
 def test_progress_points_leave_out_and_count_results_without_date_or_value():
@@ -73,7 +71,7 @@ def test_progress_points_leave_out_and_count_results_without_date_or_value():
     assert points.index.tolist() == [0, 1, 2]
 
 
-# ---- names: what is refused, with which message; what is one name --------------------------------
+# ---- progress: the figure as drawn -----------------------------------------------------------
 def test_the_progress_figure_as_drawn():
     import matplotlib.colors as mcolors
 
@@ -108,7 +106,6 @@ def test_the_progress_figure_as_drawn():
     assert again.get_title() == "Best BLEU by date: new_set, new_track"
     empty = fig_progress(points.iloc[:0], "mimic_cxr", "findings_impression", "radcliq_v1_inv")
     assert not empty.axes[0].lines and empty.axes[0].get_title() == "Best 1/RadCliQ-v1 by date: MIMIC-CXR, Findings + Impression"
-
 
 
 def test_the_progress_figure_of_a_lower_is_better_metric_says_so(monkeypatch):

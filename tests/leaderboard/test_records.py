@@ -27,7 +27,6 @@ def rec(**changes) -> dict:
     return out
 
 
-
 def values(**entries) -> dict:
     return rec(values=entries)
 
@@ -51,7 +50,6 @@ def test_a_records_row_holds_its_numbers_as_floats_and_nan_for_what_is_missing()
     assert nan(R.check_record(values(bleu2={"mean": 0.2})).get("n"))
 
 
-
 def test_a_records_identity_fields_are_shown_without_invisible_characters_and_default_to_empty():
     row = R.check_record(rec(model_name="Med\u202eVersa\u200b", institution=None, submitter="x\x1b[31my"))
     # no namespace: filed under its submitter (store.accounts.namespace_of), as the board names it
@@ -64,7 +62,6 @@ def test_a_records_identity_fields_are_shown_without_invisible_characters_and_de
     assert row["source"] == "rexrank"  # a record without a source is a submitted one
     assert R.check_record(rec(source="published"))["source"] == "published"
     assert (row["id"], row["model_name"], row["test_set"], row["track"]) == ("r1", "Model", "iu_xray", "findings")
-
 
 
 def test_trained_on_and_per_study_flags():
@@ -81,7 +78,6 @@ def test_trained_on_and_per_study_flags():
     assert str(err.value) == "result record r1: 'trained_on' must be a list of test set names"
 
 
-
 def test_the_test_sets_size_comes_from_the_records_provenance():
     assert R.check_record(rec(provenance={"test_set": {"n_studies": 590}}))["n_studies"] == 590.0
     for provenance in (None, "text", {}, {"test_set": "x"}, {"test_set": {}}, {"other": {"n_studies": 5}}):
@@ -89,7 +85,6 @@ def test_the_test_sets_size_comes_from_the_records_provenance():
     with pytest.raises(RexrankError) as err:
         R.check_record(rec(provenance={"test_set": {"n_studies": "590"}}))
     assert str(err.value) == "result record r1 provenance.test_set.n_studies: '590' is not a finite number"
-
 
 
 @pytest.mark.parametrize("record,message", [
@@ -125,7 +120,6 @@ def test_each_bad_record_is_refused_with_its_message(record, message):
     assert str(err.value) == message
 
 
-
 @pytest.mark.parametrize("entry,why", [
     ({"mean": 1.5}, "mean 1.5 is outside the metric's range (0 to 1)"),
     ({"mean": -0.25}, "mean -0.25 is outside the metric's range (0 to 1)"),
@@ -147,7 +141,6 @@ def test_a_value_that_cannot_be_ranked_is_refused_or_left_empty_and_listed(entry
     assert row["bleu2"] == 0.2 and row["n"] == 7  # the other columns stay ranked; a dropped n counts for nothing
 
 
-
 @pytest.mark.parametrize("entry", [
     {"mean": 0.0, "ci95": 0.0, "n": 1}, {"mean": 1.0, "ci95": 0.5, "n": 590}, {"mean": 0.5, "ci95": 2.0, "n": 100.0},
     {"mean": 1, "n": 590},
@@ -160,13 +153,11 @@ def test_values_at_the_edges_of_what_can_be_ranked_pass(entry):
     assert problems == [] and row["green"] == entry["mean"] and row["green_n"] == entry["n"]
 
 
-
 def test_a_test_set_of_unknown_size_takes_any_whole_n():
     row = R.check_record(rec(test_set="example", values={"green": {"mean": 0.5, "n": 123456}}))
     assert row["green_n"] == 123456
     assert "n 0 is not a count of studies of the test set (None studies)" in str(
         pytest.raises(RexrankError, R.check_record, rec(test_set="example", values={"green": {"mean": 0.5, "n": 0}})).value)
-
 
 
 class _Clock(datetime):
@@ -175,7 +166,6 @@ class _Clock(datetime):
     @classmethod
     def now(cls, tz=None):
         return datetime(2026, 1, 1, tzinfo=timezone.utc).astimezone(tz) if tz else datetime(2026, 1, 1)
-
 
 
 @pytest.mark.parametrize("text,why", [
@@ -190,7 +180,6 @@ class _Clock(datetime):
 def test_a_date_is_a_real_past_date_with_a_day_of_slack(monkeypatch, text, why):
     monkeypatch.setattr(R, "datetime", _Clock)
     assert R.check_date(text) == why
-
 
 
 def test_records_frame_refuses_or_lists_bad_records_and_keeps_the_rest():
@@ -215,7 +204,6 @@ def test_records_frame_refuses_or_lists_bad_records_and_keeps_the_rest():
     ]
 
 
-
 def test_the_frame_has_every_column_in_order_with_its_type_even_when_empty():
     keys = ["bleu2", "bertscore", "sembscore", "radgraph", "radcliq_v1_inv", "ratescore", "green", "fineradscore_inv",
             "rouge", "temporal_f1", "srr_bert", "crimson"]
@@ -229,7 +217,6 @@ def test_the_frame_has_every_column_in_order_with_its_type_even_when_empty():
         assert frame["trained"].dtype == bool and frame["per_study_available"].dtype == bool
     one = R.records_frame([rec(values={"green": {"mean": 0.5, "n": 590}})])
     assert one["n"].tolist() == [590.0] and one["green"].tolist() == [0.5]
-
 
 
 def test_coverage_notes_name_each_value_computed_on_fewer_studies():

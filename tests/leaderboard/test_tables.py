@@ -283,10 +283,8 @@ KEYS = ("bleu2", "bertscore", "sembscore", "radgraph", "radcliq_v1_inv", "ratesc
         "rouge", "temporal_f1", "srr_bert", "crimson")
 
 
-
 LABELS = ("BLEU", "BertScore", "SembScore", "RadGraph", "1/RadCliQ-v1", "RaTEScore", "GREEN", "1/FineRadScore",
           "ROUGE-L", "Temporal F1", "SRR-BERT F1", "CRIMSON")
-
 
 
 def board_record(rid, name, *, source="rexrank", test_set="iu_xray", track="findings", institution="Lab", url="",
@@ -295,7 +293,6 @@ def board_record(rid, name, *, source="rexrank", test_set="iu_xray", track="find
             "test_set": test_set, "track": track, "source": source, "trained_on": list(trained_on),
             "per_study_available": per_study,
             "values": {k: (v if isinstance(v, dict) else {"mean": v}) for k, v in entries.items()}}
-
 
 
 def board() -> pd.DataFrame:
@@ -316,7 +313,6 @@ def board() -> pd.DataFrame:
     ])
 
 
-
 def test_ranked_sorts_best_first_ties_by_name_and_shares_the_best_rank():
     table = T.ranked(board(), "iu_xray", "findings")
     assert table["model_name"].tolist() == ["A", "B", "C", "D"]
@@ -330,7 +326,6 @@ def test_ranked_sorts_best_first_ties_by_name_and_shares_the_best_rank():
         T.ranked(board(), "iu_xray", "findings", "bleu4")
     assert str(err.value) == ("cannot rank by 'bleu4': known columns are bleu2, bertscore, sembscore, radgraph, "
                               "radcliq_v1_inv, ratescore, green, fineradscore_inv, rouge, temporal_f1, srr_bert, crimson")
-
 
 
 def test_ties_on_the_published_mimic_table_share_the_best_rank_and_follow_by_name():
@@ -349,7 +344,6 @@ def test_ties_on_the_published_mimic_table_share_the_best_rank_and_follow_by_nam
     assert table["rank"].tolist() == expected["BertScore"].rank(method="min", ascending=False).tolist()
 
 
-
 def test_a_lower_is_better_column_ranks_lowest_first_with_its_arrows(monkeypatch):
     import dataclasses
 
@@ -359,7 +353,6 @@ def test_a_lower_is_better_column_ranks_lowest_first_with_its_arrows(monkeypatch
     assert T.best_values(table)["bleu2"] == 0.1
     assert T.column_header("bleu2", "bleu2") == "BLEU ↓ ▲" and T.column_header("bleu2", "green") == "BLEU ↓"
     assert T.sort_mark("bleu2") == "▲"
-
 
 
 def test_filters_leave_rows_out_and_say_which():
@@ -382,7 +375,6 @@ def test_filters_leave_rows_out_and_say_which():
     assert [T.source_label(s) for s in ("published", "rexrank", "other")] == ["published", "submitted", "submitted"]
 
 
-
 def test_search_matches_every_word_in_name_or_institution_in_any_case():
     table = T.ranked(board(), "iu_xray", "findings")
     assert T.search(table, "LAB")["model_name"].tolist() == ["A"]
@@ -395,7 +387,6 @@ def test_search_matches_every_word_in_name_or_institution_in_any_case():
     assert T.search(table, "xx")["model_name"].tolist() == []  # nothing but a space between name and institution
     for empty in ("", "   ", None):
         assert T.search(table, empty)["model_name"].tolist() == ["A", "B", "C", "D"]
-
 
 
 def test_test_set_view_cells_by_hand():
@@ -419,14 +410,12 @@ def test_test_set_view_cells_by_hand():
                          "its row gives its place by the metrics it has. Values: mean ± 95\u00a0% CI, n = studies scored; 1 published result gives means only.")
 
 
-
 def test_a_published_row_without_the_ranking_metric_says_not_published():
     frame = R.records_frame([board_record("p", "P", source="published", bleu2=0.2),
                              board_record("q", "Q", bleu2=0.1, radcliq_v1_inv=1.0)])
     view = grid(frame, "iu_xray", "findings")
     assert view["1/RadCliQ-v1 ↑ ▼"].tolist() == ["**1.000**", "– not published · 1st of 2 by BLEU"]
     assert view["Rank"].tolist() == ["1", "–"] and "n" not in view.columns  # no row says its n
-
 
 
 def test_csv_rows_by_hand():
@@ -461,7 +450,6 @@ def test_csv_rows_by_hand():
     assert (odd["Test set"].tolist(), odd["Track"].tolist()) == (["nih"], ["impression"])
 
 
-
 def test_tiers_in_the_grid_the_csv_and_the_note():
     table = T.ranked(board(), "iu_xray", "findings")
     view = T.test_set_view(table, "iu_xray", "findings", "radcliq_v1_inv", "", tiers={"a": 1, "c": 2})
@@ -490,7 +478,6 @@ def test_tiers_in_the_grid_the_csv_and_the_note():
         False, False, False, True, True]
 
 
-
 def test_a_search_keeps_the_columns_and_the_best_values_of_the_whole_table():
     table = T.ranked(board(), "iu_xray", "findings")
     view = T.test_set_view(table, "iu_xray", "findings", "radcliq_v1_inv", "uni")
@@ -507,7 +494,6 @@ def test_a_search_keeps_the_columns_and_the_best_values_of_the_whole_table():
                             "last; its row gives its place by the metrics it has.")
     assert T.test_set_view(table, "iu_xray", "findings", "radcliq_v1_inv", "zzz").note == (
         "No model or institution matches the search: the table is empty. Clear the search to see all 4 results.")
-
 
 
 def test_table_notes_by_hand():
@@ -528,7 +514,6 @@ def test_table_notes_by_hand():
     assert T.table_note(1, 1, "", "findings", tiers_note="") == "1 result in the Findings track."
 
 
-
 def test_plural_and_the_rank_choices():
     assert [T.plural(n, "result") for n in (0, 1, 2)] == ["0 results", "1 result", "2 results"]
     assert [T.plural(n, "study", "studies") for n in (1, 2)] == ["1 study", "2 studies"]
@@ -537,7 +522,6 @@ def test_plural_and_the_rank_choices():
         ("BLEU", "bleu2"), ("BertScore", "bertscore"), ("SembScore", "sembscore"), ("RadGraph", "radgraph"),
         ("RaTEScore", "ratescore"), ("GREEN", "green"), ("ROUGE-L", "rouge"), ("Temporal F1", "temporal_f1"),
         ("SRR-BERT F1", "srr_bert"), ("CRIMSON", "crimson")]
-
 
 
 def test_cells_escape_link_and_format_by_hand():
@@ -559,7 +543,6 @@ def test_cells_escape_link_and_format_by_hand():
         "2026", "2025", "2024", "", "", "unknown\\_date", "2023"]
 
 
-
 def test_metric_cells_bold_the_best_and_add_each_ci():
     means = np.array([0.5, 0.3, np.nan, 0.5])
     cis = np.array([0.01, np.nan, 0.2, np.nan])
@@ -569,7 +552,6 @@ def test_metric_cells_bold_the_best_and_add_each_ci():
     # within 1e-12 of the best (floating-point noise) is the best; 1e-9 away is not
     assert T.metric_cells(np.array([1e-12, 0.0, -1e-9]), np.full(3, np.nan), 1e-12) == ["**0.000**", "**0.000**", "-0.000"]
     assert T.metric_cells(np.array([-0.25]), np.array([0.125]), -0.25) == ["**-0.250**\u00a0±\u00a00.125"]
-
 
 
 def test_headers_columns_and_slots_by_hand():
@@ -598,7 +580,6 @@ def test_headers_columns_and_slots_by_hand():
         assert T.rank_key_for_header(header) == key, header
 
 
-
 def test_best_values_and_shown_n_by_hand():
     table = T.ranked(board(), "iu_xray", "findings")
     best = T.best_values(table)
@@ -607,7 +588,6 @@ def test_best_values_and_shown_n_by_hand():
     shown = T.shown_n(table, "bleu2")  # BLEU's own n, else the result's n
     assert shown.tolist()[0] == 588 and math.isnan(shown[1]) and shown.tolist()[2] == 590 and math.isnan(shown[3])
     assert T.shown_n(table, "radcliq_v1_inv")[0] == 590
-
 
 
 def test_the_overview_is_each_test_sets_ranked_top_with_its_note():
@@ -649,7 +629,6 @@ def test_the_overview_is_each_test_sets_ranked_top_with_its_note():
         "No result on nih (1 result) has a 1/RadCliQ-v1 value, so nothing is ranked there: rank by another metric to see them.")
 
 
-
 def test_the_overview_shows_the_top_ten_by_default():
     frame = R.records_frame([board_record(f"m{i}", f"M{i:02d}", bleu2=i / 100, radcliq_v1_inv=1 + i / 100) for i in range(12)])
     over = T.overview(frame, "findings", test_sets=("iu_xray",))
@@ -658,13 +637,11 @@ def test_the_overview_shows_the_top_ten_by_default():
     assert T.overview_cells(T.ranked(frame, "iu_xray", "findings"))[1] == [f"M{i:02d} (Lab)" for i in range(11, 1, -1)]
 
 
-
 def test_overview_cells_keep_the_top_ranked_rows():
     table = T.ranked(board(), "iu_xray", "findings")
     assert T.overview_cells(table, top=2) == (["A \\* (Lab A)", "B (Uni\\_B)"], ["A * (Lab A)", "B (Uni_B)"])
     assert T.overview_cells(table, top=None)[1] == ["A * (Lab A)", "B (Uni_B)", "C (C (inst))"]
     assert T.overview_cells(table)[1] == ["A * (Lab A)", "B (Uni_B)", "C (C (inst))"]
-
 
 
 def test_every_view_of_both_tracks_and_the_system_table():
@@ -690,7 +667,6 @@ def test_every_view_of_both_tracks_and_the_system_table():
     twice = R.records_frame([board_record("x1", "X", bleu2=0.1), board_record("x2", "X", source="published", bleu2=0.2),
                              board_record("y", "Y", bleu2=0.3)])
     assert T.system_table(twice, "iu_xray", "findings").index.tolist() == ["X (rexrank)", "X (published)", "Y"]
-
 
 
 def test_page_views_go_through_the_part_cache_and_pass_each_option():
@@ -739,7 +715,6 @@ def test_page_views_go_through_the_part_cache_and_pass_each_option():
     assert views.tables["iu_xray"].plain["Tier"].tolist() == [1, pd.NA, 2, pd.NA]
 
 
-
 def test_the_n_column_falls_back_to_the_results_n_where_the_ranking_metric_does_not_say():
     """C gives GREEN without n; its result's n is its largest, 590 (1/RadCliQ-v1 and BLEU)."""
     table = T.ranked(board(), "iu_xray", "findings", "green")
@@ -750,7 +725,6 @@ def test_the_n_column_falls_back_to_the_results_n_where_the_ranking_metric_does_
     assert grid(board(), "iu_xray", "findings", "green")["n"].tolist() == ["590", "590", "–", "–"]
 
 
-
 def test_a_searched_tables_csv_keeps_each_rows_own_values():
     view = T.test_set_view(T.ranked(board(), "iu_xray", "findings"), "iu_xray", "findings", "radcliq_v1_inv", "c (inst")
     plain = view.plain
@@ -759,7 +733,6 @@ def test_a_searched_tables_csv_keeps_each_rows_own_values():
         {"Rank": 3, "Model": "C", "Institution": "C (inst)", "Date": "2025-01", "n": 590, "BLEU": 0.1, "GREEN": 0.5,
          "Source": "submitted"}]
     assert plain["Test set"].tolist() == ["IU-Xray"] and plain["Track"].tolist() == ["Findings"]
-
 
 
 def test_a_grid_follows_its_filters_columns_and_tiers():
@@ -774,7 +747,6 @@ def test_a_grid_follows_its_filters_columns_and_tiers():
                                 if rid in scores else None)
     assert list(tiered.columns)[:5] == ["Rank", "Model", "1/RadCliQ-v1 ↑ ▼", "n", "Tier"] and tiered["Tier"].tolist() == ["1"]
     assert "Tier" not in grid(frame, "iu_xray", "findings").columns
-
 
 
 def test_a_views_columns_n_and_note_follow_its_ranking_metric_and_choice():

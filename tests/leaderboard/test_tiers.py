@@ -29,7 +29,6 @@ def _scores(ids, values):
     return np.asarray(ids, dtype=str), np.asarray(values, dtype=np.float64)
 
 
-
 def test_the_tier_test_pairs_studies_by_id_over_those_both_scored():
     from rexrank.leaderboard.tiers import _aligned, paired_p
 
@@ -42,7 +41,6 @@ def test_the_tier_test_pairs_studies_by_id_over_those_both_scored():
     assert p == pytest.approx(sps.ttest_rel([0.5, 0.7, 0.9], [0.45, 0.6, 0.7]).pvalue, rel=1e-12)
 
 
-
 def test_the_tier_test_with_too_few_studies_or_no_spread():
     from rexrank.leaderboard.tiers import paired_p
 
@@ -53,10 +51,8 @@ def test_the_tier_test_with_too_few_studies_or_no_spread():
     assert paired_p(_scores(["a", "b", "c"], [0.6, 0.3, 0.5]), _scores(["a", "b", "c"], [0.5, 0.2, 0.4]))[0] == pytest.approx(0.0, abs=0)
 
 
-
 def _tier_table(ids, ranks, available):
     return pd.DataFrame({"id": ids, "rank": ranks, "per_study_available": available})
-
 
 
 def test_table_tiers_walk_by_hand():
@@ -102,7 +98,6 @@ def test_table_tiers_walk_by_hand():
     assert again["b"] == 1
 
 
-
 def test_table_tiers_without_anything_to_compare():
     from rexrank.leaderboard.tiers import table_tiers
 
@@ -122,7 +117,7 @@ def test_table_tiers_without_anything_to_compare():
     assert table_tiers(both, "radcliq_v1_inv", pair.get) == {"a": 1, "b": 2}
 
 
-# ---- policy: identical resubmissions, name ownership, approved submitters ----------------------------
+# ---- tiers: single-precision scores ----------------------------------------------------------
 def test_the_tier_test_on_single_precision_scores_is_computed_in_double():
     """A per-study file may store float32 scores: the t-test is scipy's on those values as float64."""
     from rexrank.leaderboard.tiers import _aligned, paired_p
@@ -137,7 +132,7 @@ def test_the_tier_test_on_single_precision_scores_is_computed_in_double():
     assert p == pytest.approx(sps.ttest_rel(a.astype(np.float64), b.astype(np.float64)).pvalue, rel=1e-12)
 
 
-# ---- the worker's coverage rule, by hand -------------------------------------------------------
+# ---- tiers: a p-value of exactly alpha -------------------------------------------------------
 def test_a_neighbour_p_value_of_exactly_alpha_is_no_new_tier():
     from rexrank.leaderboard.tiers import table_tiers
 

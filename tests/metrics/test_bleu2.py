@@ -101,7 +101,6 @@ def _nltk_bleu2(reference: list[str], hypothesis: list[str]) -> float:
     return sentence_bleu([reference], hypothesis, weights=(0.5, 0.5), smoothing_function=SmoothingFunction().method1)
 
 
-
 def test_bleu2_of_an_ascii_report_holding_a_nul_character_by_hand():
     """A NUL is a character like another to the official tokeniser (split on spaces only):
     "small \\x00 effusion" is three tokens. Against "small effusion": p1 = 2/3, no bigram
@@ -111,7 +110,6 @@ def test_bleu2_of_an_ascii_report_holding_a_nul_character_by_hand():
     got = Bleu2().score(["small \x00 effusion"], ["small effusion"]).primary
     assert got[0] == pytest.approx((1 / 30) ** 0.5, abs=1e-15)
     assert got[0] == pytest.approx(_nltk_bleu2(["small", "effusion"], ["small", "\x00", "effusion"]), abs=1e-15)
-
 
 
 def test_bleu2_with_an_empty_report_last_by_hand():
@@ -126,7 +124,6 @@ def test_bleu2_with_an_empty_report_last_by_hand():
     assert _nltk_bleu2([], ["effusion"]) == 0
 
 
-
 def test_bleu2_of_a_one_token_prediction_by_hand():
     """One token, matched: p1 = 1, no bigram so p2 = 0.1 / max(1, 0): BLEU-2 = sqrt(0.1), as NLTK."""
     from rexrank.metrics.bleu2 import Bleu2
@@ -134,7 +131,6 @@ def test_bleu2_of_a_one_token_prediction_by_hand():
     got = Bleu2().score(["Effusion"], ["effusion"]).primary[0]
     assert got == pytest.approx(0.1 ** 0.5, abs=1e-15)
     assert got == pytest.approx(_nltk_bleu2(["effusion"], ["effusion"]), abs=1e-15)
-
 
 
 def test_bleu2_of_a_prediction_sharing_no_word_is_zero_without_a_warning():
@@ -149,13 +145,11 @@ def test_bleu2_of_a_prediction_sharing_no_word_is_zero_without_a_warning():
     assert _nltk_bleu2(["heart", "normal"], ["no", "effusion"]) == 0
 
 
-
 def test_bleu2_config_names_the_weights_smoothing_and_tokeniser():
     from rexrank.metrics.bleu2 import Bleu2
 
     assert Bleu2().config() == {"weights": [0.5, 0.5], "smoothing": "method1", "epsilon": 0.1,
                                 "tokenizer": "cxr-report-metric prep_reports"}
-
 
 
 def test_bleu2_of_no_study_is_an_empty_column_with_an_undefined_mean():

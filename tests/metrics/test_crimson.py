@@ -212,7 +212,6 @@ def test_crimson_prompt_and_messages_default_to_the_full_official_prompt():
     assert messages("{REFERENCE_FINDINGS}", "{PREDICTED_FINDINGS}")[1] == {"role": "user", "content": expected}
 
 
-
 # (text, index of a quote, whether it delimits a key or value) by the official reader's rule:
 # a quote is structural after : [ { or before : ] }; after a comma, when the character before
 # the comma is " ] } or a digit; before a comma, when the character after it is " [ { or a digit
@@ -227,14 +226,12 @@ _QUOTES = [
 ]
 
 
-
 @pytest.mark.parametrize("text, i, structural", _QUOTES)
 def test_crimson_reader_tells_structural_quotes_from_prose_by_the_official_rule(text, i, structural):
     from rexrank.metrics.crimson_text import _quote_is_structural
 
     assert text[i] == '"'
     assert _quote_is_structural(text, i) is structural
-
 
 
 def test_crimson_reader_escapes_a_stray_quote_up_to_five_characters_before_the_error():
@@ -246,7 +243,6 @@ def test_crimson_reader_escapes_a_stray_quote_up_to_five_characters_before_the_e
     assert read_answer('{"a": "say "    hi"}') == {"a": 'say "    hi'}
     with pytest.raises(UnreadableAnswer):
         read_answer('{"a": "say "     hi"}')
-
 
 
 def test_crimson_reader_never_escapes_a_quote_that_follows_a_backslash():
@@ -261,7 +257,6 @@ def test_crimson_reader_never_escapes_a_quote_that_follows_a_backslash():
     with pytest.raises(UnreadableAnswer) as err:
         read_answer(answer)
     assert str(err.value) == "not JSON even after the official repairs (12 characters)"
-
 
 
 def test_crimson_attribute_error_without_error_types_counts_in_no_type():
@@ -280,7 +275,6 @@ def test_crimson_attribute_error_without_error_types_counts_in_no_type():
     assert parts.weighted_attribute == 0.5
 
 
-
 def test_crimson_reader_escapes_a_stray_quote_after_an_escaped_one():
     """{"a": "x\\"" y"}: the string x\\" ends at the third quote (index 10), json stops at y (12);
     10 follows a quote, not a backslash, and is prose (between " and a space): escaped, the
@@ -288,7 +282,6 @@ def test_crimson_reader_escapes_a_stray_quote_after_an_escaped_one():
     from rexrank.metrics.crimson_text import read_answer
 
     assert read_answer('{"a": "x\\"" y"}') == {"a": 'x"" y'}
-
 
 
 def test_crimson_reader_makes_at_most_49_quote_fixes():

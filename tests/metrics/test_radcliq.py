@@ -146,7 +146,6 @@ def test_radcliq_components_read_as_text_from_the_official_csv_give_its_columns(
                                    bleu2=one["bleu_score"]) == pytest.approx(float(one["RadCliQ-v1"]), abs=1e-6)
 
 
-
 def test_radcliq_components_of_different_lengths_are_refused_naming_each_shape():
     from rexrank.metrics.radcliq_formula import radcliq_from_components
 

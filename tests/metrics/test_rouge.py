@@ -91,7 +91,6 @@ def test_rouge_n_of_a_single_ngram_side_by_hand():
     assert short_reference.per_study["rouge2"][1] == pytest.approx(2 / 3, abs=1e-15)
 
 
-
 def test_rouge_config_names_the_types_the_stemmer_and_the_tokenizer():
     from rexrank.metrics.rouge import Rouge
 

@@ -257,13 +257,11 @@ def test_srr_bert_config_records_radevals_model_labels_and_batches():
     assert SRRBert(revision="0123abcd").config()["model"]["revision"] == "0123abcd"
 
 
-
 @pytest.fixture(scope="module")
 def tiny_srr_bert(tmp_path_factory):
     from support import srr_bert_tiny
 
     return srr_bert_tiny.build(tmp_path_factory.mktemp("srr_bert"))
-
 
 
 @pytest.fixture
@@ -275,7 +273,6 @@ def srr_stand_in_splitter(monkeypatch):
 
     monkeypatch.setattr(nltk, "sent_tokenize", srr_bert_tiny.stand_in_sent_tokenize)
     monkeypatch.setattr(S, "punkt_available", lambda: True)
-
 
 
 def test_srr_bert_keeps_reference_labels_in_the_cache_folder_under_its_namespace(tiny_srr_bert, srr_stand_in_splitter,
@@ -306,7 +303,7 @@ def test_srr_bert_keeps_reference_labels_in_the_cache_folder_under_its_namespace
     assert not (tmp_path / "off").exists() or not any((tmp_path / "off").rglob("*"))
 
 
-# ---- CRIMSON's prompt, answer reader and score -------------------------------------------------
+# ---- SRR-BERT: scores by hand, batches, progress and the model's cache -----------------------
 def test_srr_bert_per_study_scores_by_hand():
     """RadEval's per-sample P, R, F1 with eps = 1e-8, means over the labels either report has:
     a label both have scores P = R = 1 / (1 + eps), F1 = 2 / (2 + eps); one only the reference
@@ -330,7 +327,6 @@ def test_srr_bert_per_study_scores_by_hand():
     assert both != 1.0 and 2 / (2 + eps) != 1.0  # the eps is seen at this tolerance
 
 
-
 def test_srr_bert_weighted_scores_of_labels_predicted_or_present_once_by_hand():
     """Label 0: in 2 references, predicted once, right once: P = 1, R = 1/2, F1 = 2/3; label 1:
     once each, right: 1, 1, 1; label 2 never seen (no warning for its 0/0). Weighted by
@@ -349,7 +345,6 @@ def test_srr_bert_weighted_scores_of_labels_predicted_or_present_once_by_hand():
     assert got == pytest.approx((1.0, 2 / 3, 7 / 9), abs=1e-15)
     report = classification_report(refs, hyps, output_dict=True, zero_division=0)["weighted avg"]
     assert got == pytest.approx((report["precision"], report["recall"], report["f1-score"]), abs=1e-15)
-
 
 
 @pytest.mark.parametrize("batching", ["radeval", "distinct"])
@@ -377,7 +372,6 @@ def test_srr_bert_distinct_and_radeval_batches_give_radevals_labels_on_iu_xray(t
     assert result.corpus["srr_bert_mean_f1"] == pytest.approx(sum(golden["per_study"]["f1"]) / 590, abs=1e-12)
 
 
-
 @pytest.mark.parametrize("batching", ["radeval", "distinct"])
 def test_srr_bert_shows_its_progress_bar_unless_told_not_to(tiny_srr_bert, srr_stand_in_splitter, capsys, batching):
     """`progress=True` (the default) shows tqdm's "srr_bert" bar on stderr for each model pass."""
@@ -392,7 +386,6 @@ def test_srr_bert_shows_its_progress_bar_unless_told_not_to(tiny_srr_bert, srr_s
         assert ("srr_bert" in shown and "batch" in shown) is progress, shown
 
 
-
 def test_srr_bert_of_no_study_is_empty_columns_without_loading_the_model():
     """No prediction: empty per-study columns (F1, precision, recall), and no model is read (the
     paths here do not exist)."""
@@ -403,7 +396,6 @@ def test_srr_bert_of_no_study_is_empty_columns_without_loading_the_model():
     assert len(result.primary) == 0
     assert {k: len(v) for k, v in result.per_study.items()} == {"srr_bert": 0, "srr_bert_precision": 0,
                                                                  "srr_bert_recall": 0}
-
 
 
 def test_srr_bert_reloads_a_local_checkpoint_whose_files_changed(tmp_path):
@@ -435,7 +427,6 @@ def test_srr_bert_reloads_a_local_checkpoint_whose_files_changed(tmp_path):
     assert metric().labeler is not first
 
 
-
 def test_srr_bert_by_default_shows_progress_and_keeps_reference_labels(tiny_srr_bert, srr_stand_in_splitter, capsys,
                                                                         tmp_path):
     """The card's defaults: `progress=True` and `cache=True` (with the distinct-sentence option, the
@@ -449,7 +440,6 @@ def test_srr_bert_by_default_shows_progress_and_keeps_reference_labels(tiny_srr_
     assert any(p.is_file() for p in tmp_path.rglob("*"))
 
 
-
 @pytest.mark.parametrize("batch_size", [0, -1, True, 2.5, "4"])
 def test_srr_bert_batch_size_must_be_a_positive_integer(batch_size):
     from rexrank.errors import MetricError
@@ -458,7 +448,6 @@ def test_srr_bert_batch_size_must_be_a_positive_integer(batch_size):
     with pytest.raises(MetricError) as refused:
         SRRBert(batch_size=batch_size)
     assert str(refused.value) == f"srr_bert: batch_size must be a positive integer, got {batch_size!r}"
-
 
 
 def test_srr_bert_takes_a_batch_size_of_one():

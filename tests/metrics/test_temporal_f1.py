@@ -99,7 +99,6 @@ def test_temporal_f1_refuses_an_unknown_ner_naming_the_choices():
     assert str(err.value) == "temporal_f1: ner must be one of 'stanza', 'keywords', got 'spacy'"
 
 
-
 def test_temporal_f1_config_names_the_keywords_epsilon_and_the_ner_pipeline(tmp_path):
     """RadEval's epsilon 1e-10 and Stanza's radiology package (its f1temporal builds
     `stanza.Pipeline(lang="en", package="radiology", ...)`); the keywords-only option says so."""
@@ -114,7 +113,6 @@ def test_temporal_f1_config_names_the_keywords_epsilon_and_the_ner_pipeline(tmp_
         "resources": str(tmp_path)}
 
 
-
 def _temporal_bar(capsys, n_texts: int, **options) -> str:
     from rexrank.metrics.temporal_f1 import TemporalF1
 
@@ -123,7 +121,6 @@ def _temporal_bar(capsys, n_texts: int, **options) -> str:
     TemporalF1(ner="keywords", **options).score([f"new {i}" for i in range(half)],
                                                 [f"stable {i}" for i in range(half, n_texts)])
     return capsys.readouterr().err
-
 
 
 def test_temporal_f1_shows_its_progress_from_50_distinct_texts_unless_told_not_to(capsys):

@@ -63,7 +63,6 @@ def test_name_messages_name_the_character_and_the_position():
     check_one_script("model name", "Модель 2")  # one script
 
 
-
 def test_url_and_submitter_messages():
     from rexrank.store.names import check_submitter, check_url
 
@@ -98,7 +97,6 @@ def test_url_and_submitter_messages():
         check_submitter("a\x00b")
 
 
-
 @pytest.mark.parametrize("variant", [
     "medversa", "MEDVERSA", "Med\u200bVersa", "M\u0435dVersa", "MedVersa\ufe0f", "\x1b[31mMedVersa\x1b[0m",
     "Me\u0301dVersa", "M\u0307edVersa", "MedVersa*", "\uff2d\uff45\uff44Versa", "MedVersa\u034f", "Med\u00adVersa",
@@ -110,7 +108,6 @@ def test_lookalikes_of_a_name_are_the_same_name(variant):
     assert same_name(variant, "MedVersa") and name_key(variant) == "medversa"
 
 
-
 @pytest.mark.parametrize("a, b", [("MAIRA-2", "MAlRA\u20102"), ("MAIRA-2", "MAIRA\u20132"), ("MAIRA-2", "MAIRA\u22122"),
                                   ("MAIRA-2", "MAIRA\uff0d2"), ("l1I|", "IIII"), ("rn", "m"), ("Rn-X", "M-x"),
                                   ("ab", "a\u00adb"), ("x\u3164y", "xy")])
@@ -120,14 +117,12 @@ def test_dash_and_confusable_variants_are_one_name(a, b):
     assert same_name(a, b)
 
 
-
 @pytest.mark.parametrize("a, b", [("MedVersa", "MedVersa2"), ("MAIRA-2", "MAIRA2"), ("A-B", "A_B"), ("Med Versa", "MedVersa"),
                                   ("a.b", "ab")])
 def test_different_names_stay_different(a, b):
     from rexrank.store.names import same_name
 
     assert not same_name(a, b)
-
 
 
 def test_display_removes_escapes_and_invisible_characters_keeping_lines_when_asked():
@@ -142,7 +137,7 @@ def test_display_removes_escapes_and_invisible_characters_keeping_lines_when_ask
     assert display("a\r\nb\tc", keep_newlines=True) == "a\nb\tc"
 
 
-# ---- the worker's coverage rule, by hand -------------------------------------------------------
+# ---- names: scripts and letters without a Unicode name ---------------------------------------
 def test_two_scripts_are_a_mix_and_a_letter_without_a_unicode_name_is_none():
     from rexrank.store.names import check_name, check_one_script
 

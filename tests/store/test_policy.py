@@ -36,7 +36,6 @@ def test_the_quota_window_is_days_not_hours():
 DAY = 86400
 
 
-
 def _check(requests, now, quota, **where):
     from rexrank.store.accounts import Account
     from rexrank.store.policy import check_quota
@@ -44,7 +43,6 @@ def _check(requests, now, quota, **where):
     args = {"submitter": "alice", "test_set": "iu_xray", "track": "findings", **where}
     args["submitter"] = Account(args["submitter"], args.pop("submitter_id", None))
     check_quota(requests, now=now, quota=quota, **args)
-
 
 
 def test_the_quota_window_reaches_both_ways_and_counts_only_this_set_track_and_submitter():
@@ -81,7 +79,6 @@ def test_the_quota_window_reaches_both_ways_and_counts_only_this_set_track_and_s
     _check(two, t0 + DAY, Quota(-1, 7))
 
 
-
 def test_what_counts_for_the_quota():
     from rexrank.store.policy import Quota, counts_for_quota
     from rexrank.store.records import parse_iso
@@ -101,7 +98,6 @@ def test_what_counts_for_the_quota():
         _check([{**failed, "failure_kind": "cancelled"}], t0 + DAY, Quota(1, 7))
 
 
-
 @pytest.mark.parametrize("text, limit, days", [("", 1, 7.0), ("  ", 1, 7.0), ("3", 3, 7.0), ("2/14", 2, 14.0),
                                                (" 1/0.5 ", 1, 0.5), ("0", 0, 7.0)])
 def test_the_quota_setting(text, limit, days, monkeypatch):
@@ -113,7 +109,6 @@ def test_the_quota_setting(text, limit, days, monkeypatch):
     assert Quota() == Quota(1, 7.0)
 
 
-
 @pytest.mark.parametrize("text", ["x", "1/y", "1.5/7", "/7"])
 def test_a_wrong_quota_setting_says_how_to_write_it(text):
     from rexrank.store.policy import Quota
@@ -121,7 +116,6 @@ def test_a_wrong_quota_setting_says_how_to_write_it(text):
     with pytest.raises(SubmissionError) as err:
         Quota.parse(text)
     assert str(err.value) == f"REXRANK_QUOTA={text.strip()!r}: expected N/DAYS, e.g. 1/7"
-
 
 
 def test_quota_from_an_empty_environment(monkeypatch):
@@ -154,7 +148,6 @@ def test_an_identical_resubmission_is_refused_unless_the_first_failed():
                         {**new, "namespace": "acme-renamed", "namespace_id": "o1"})
 
 
-
 def test_approved_submitters():
     from rexrank.store.accounts import Account, check_approved
 
@@ -179,7 +172,6 @@ def test_approved_submitters():
         check_approved(["bob"], bound, submitter=Account("alice", "u1"), test_set="rexgradient")
 
 
-
 def test_is_private_comes_from_the_registry():
     from rexrank.store.policy import is_private
 
@@ -192,7 +184,6 @@ def test_accounts_are_the_hubs_spelling_case_aside():
 
     assert account_key("  MBZUAI ") == "mbzuai"
     assert same_submitter("MBZUAI", "mbzuai") and not same_submitter("stanford-aiml", "stanford-aimi")
-
 
 
 def test_a_predictions_dataset_belongs_to_the_submitter_or_their_organisations():
@@ -209,7 +200,6 @@ def test_a_predictions_dataset_belongs_to_the_submitter_or_their_organisations()
         check_dataset_owner("alice/preds", submitter="alice", owners=[])
 
 
-
 def test_check_names_checks_each_field_it_is_given():
     from rexrank.store.policy import check_names
 
@@ -222,11 +212,9 @@ def test_check_names_checks_each_field_it_is_given():
             check_names(**{"model_name": "M", "submitter": "alice", **bad})
 
 
-
 def _filed(**extra) -> dict:
     return {"id": "r9", "submitter": "alice", "test_set": "iu_xray", "track": "findings", "status": "PENDING",
             "model_name": "Mine", "submitted_time": "2026-11-20T00:00:00Z", "predictions": {"sha256": "new"}, **extra}
-
 
 
 def test_the_policy_applies_every_rule_with_its_message():
@@ -261,7 +249,6 @@ def test_the_policy_applies_every_rule_with_its_message():
     with pytest.raises(SubmissionError, match=r"already has 1 submission\(s\) on iu_xray/findings"):
         check_policy(earlier, _filed(), now=parse_iso("2026-11-20T00:00:00Z"), quota=quota)
     check_policy(earlier, _filed(), now=parse_iso("2026-11-20T00:00:00Z"), quota=Quota(2, 7))
-
 
 
 def test_a_predictions_dataset_is_named_by_its_repo_ids_first_segment():

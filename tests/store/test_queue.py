@@ -60,7 +60,6 @@ def test_a_lease_expires_after_its_own_duration_on_this_processes_clock(monkeypa
     assert leases.observe({"id": "r1", **{k: req[k] for k in ("lease_token", "worker", "attempts", "lease_expires")}}) == 0.0
 
 
-
 def test_a_new_lease_is_a_fresh_16_hex_digit_token_and_the_duration_asked():
     from rexrank.store.queue import new_lease
 
@@ -68,7 +67,6 @@ def test_a_new_lease_is_a_fresh_16_hex_digit_token_and_the_duration_asked():
     assert set(first) == {"lease_token", "lease_seconds"}
     assert re.fullmatch(r"[0-9a-f]{16}", first["lease_token"]) and first["lease_token"] != second["lease_token"]
     assert first["lease_seconds"] == 30.0 and type(first["lease_seconds"]) is float
-
 
 
 def test_a_transition_sets_the_status_dates_a_settled_request_and_appends_its_history():
@@ -90,7 +88,6 @@ def test_a_transition_sets_the_status_dates_a_settled_request_and_appends_its_hi
         assert done["history"][-1] == {"time": "2026-01-01T00:01:01Z", "status": status}  # no worker given: none named
     back = transition({"id": "r", "status": "RUNNING"}, "PENDING", ts)
     assert "finished_time" not in back and back["history"] == [{"time": "2026-01-01T00:00:00Z", "status": "PENDING"}]
-
 
 
 def test_arrivals_are_open_queue_requests_not_yet_received_and_get_the_servers_time():
@@ -121,7 +118,6 @@ def test_arrivals_are_open_queue_requests_not_yet_received_and_get_the_servers_t
     assert [r for _, r in out[2:]] == [r for _, r in requests[2:]]
     assert [_seen(r) for _, r in requests] == [False, False, True, True, False]
     assert [_seen(r) for _, r in out] == [True, True, True, True, False]
-
 
 
 def test_each_queue_operation_follows_the_state_machine_written_out(tmp_path):
@@ -176,12 +172,10 @@ def test_each_queue_operation_follows_the_state_machine_written_out(tmp_path):
     assert store.get_request(rid) == cancelled
 
 
-
 def time_of(text):
     from datetime import datetime, timezone
 
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
-
 
 
 def test_finish_keeps_notes_and_a_cancel_without_reason_says_only_who(tmp_path):
@@ -211,7 +205,6 @@ def test_finish_keeps_notes_and_a_cancel_without_reason_says_only_who(tmp_path):
         store4.renew_lease("20260101T120000.000000-0123456789", "w", lease_seconds=1)
 
 
-
 def test_a_request_interrupted_max_attempts_times_fails_with_the_count_in_its_message(tmp_path, monkeypatch):
     """Rule: a RUNNING request whose lease expired and that was claimed max_attempts times
     is FAILED, kind internal, with the count in its message; below that it is claimed again."""
@@ -232,7 +225,6 @@ def test_a_request_interrupted_max_attempts_times_fails_with_the_count_in_its_me
     assert failed["error"] == ("scoring was interrupted 2 times (worker stopped or timed out); this usually means it needs "
                                "more memory or time than the worker has — contact the maintainers")
     assert failed["history"][-1] == {"time": failed["finished_time"], "status": "FAILED"}
-
 
 
 def test_a_release_gives_back_only_the_released_attempt(tmp_path, monkeypatch):
@@ -264,7 +256,6 @@ def _at(monkeypatch, ts: float) -> None:
     monkeypatch.setattr(R, "now", lambda: ts)
 
 
-
 def _commits(monkeypatch, store) -> list[str]:
     """The message of every commit the store makes to its requests repo from now on (what
     a Hub store's history shows)."""
@@ -279,7 +270,6 @@ def _commits(monkeypatch, store) -> list[str]:
     return messages
 
 
-
 def _unregister(tmp_path, request_id: str, store_dir: str = "s") -> None:
     """Drop a request from the backend's register of received requests, as if its file had
     been written straight into queue/ rather than filed through the API."""
@@ -289,11 +279,9 @@ def _unregister(tmp_path, request_id: str, store_dir: str = "s") -> None:
     path.write_text(json.dumps(index))
 
 
-
 def _received(tmp_path, store_dir: str = "s") -> dict:
     path = tmp_path / store_dir / "requests" / R.RECEIVED_INDEX
     return json.loads(path.read_text()).get("requests", {}) if path.exists() else {}
-
 
 
 def test_each_queue_operation_commits_with_a_message_naming_it_and_the_request(tmp_path, monkeypatch):
@@ -321,7 +309,6 @@ def test_each_queue_operation_commits_with_a_message_naming_it_and_the_request(t
     assert messages2 == [f"cancel {other['id']}"]
 
 
-
 def test_a_renewal_dates_the_lease_and_registers_arrivals_at_the_servers_time(tmp_path, monkeypatch):
     """Rule (renew_lease, _update's `arrivals`): a renewal at time t sets lease_expires to
     t + lease_seconds and registers the requests that arrived since the backend last looked,
@@ -345,7 +332,6 @@ def test_a_renewal_dates_the_lease_and_registers_arrivals_at_the_servers_time(tm
     assert third["id"] not in _received(tmp_path)  # left for the next claim or renewal
 
 
-
 def test_requeueing_a_running_request_being_published_clears_its_worker_lease_and_publishing(tmp_path, monkeypatch):
     """Rule (requeue): a stuck RUNNING request goes back to PENDING with no worker, no lease,
     no error, attempts 0, not publishing and no dispatch, and its history gains a PENDING
@@ -360,7 +346,6 @@ def test_requeueing_a_running_request_being_published_clears_its_worker_lease_an
                                                   "failure_kind": None, "attempts": 0, "publishing": False, "dispatch": None}
     assert back["history"][-1] == {"time": "2026-01-01T00:00:00Z", "status": "PENDING"}
     assert store.cancel(req["id"])["status"] == "FAILED"  # no longer "being published": it can be cancelled
-
 
 
 @pytest.mark.parametrize("operation", ["requeue", "cancel"])
@@ -384,7 +369,6 @@ def test_a_request_settled_between_the_check_and_the_commit_is_left_as_it_is(tmp
     assert read(req["id"]) == out
 
 
-
 def test_cancelling_a_running_request_settles_it_without_worker_or_lease(tmp_path, monkeypatch):
     """Rule (cancel): a RUNNING request becomes FAILED, kind "cancelled", dated now, with no
     worker and no lease left (its worker's publishing step then fails)."""
@@ -397,7 +381,6 @@ def test_cancelling_a_running_request_settles_it_without_worker_or_lease(tmp_pat
          "worker": None, "lease_expires": None, "finished_time": "2026-01-01T00:00:00Z"}
     assert out["history"][-1] == {"time": "2026-01-01T00:00:00Z", "status": "FAILED"}
     assert not store.begin_publish(req["id"], "w1")
-
 
 
 def test_the_backends_policy_check_reads_settled_requests_by_name_and_by_content(tmp_path):
@@ -421,13 +404,11 @@ def test_the_backends_policy_check_reads_settled_requests_by_name_and_by_content
     assert store.policy_problem(bobs_name) is None
 
 
-
 def _quota_message(submitter: str, first_time: str) -> str:
     """check_quota's refusal for a default quota (1 per 7 days), written out."""
     return (f"submitter {submitter!r} already has 1 submission(s) on example/findings in the last 7 days (limit 1); "
             f"next submission possible after {R.iso(R.parse_iso(first_time) + 7 * 86400)} (the quota is set with "
             "--quota or the store's config.json key \"quota\")")
-
 
 
 def test_the_backends_quota_counts_requests_filed_before_this_one_and_finished_ones(tmp_path):
@@ -449,7 +430,6 @@ def test_the_backends_quota_counts_requests_filed_before_this_one_and_finished_o
     assert store2.policy_problem(dated_before) == _quota_message("alice", done["submitted_time"])
 
 
-
 def test_the_backend_refuses_a_submitter_the_organisers_did_not_approve(tmp_path):
     """Rule (policy_problem, config approved_submitters): a test set listed there accepts
     only the submitters listed for it, with check_approved's message written out."""
@@ -461,7 +441,6 @@ def test_the_backend_refuses_a_submitter_the_organisers_did_not_approve(tmp_path
     assert store.policy_problem({**req, "submitter": "carol"}) is None
 
 
-
 def test_the_backend_lets_a_namespace_use_the_name_of_a_published_entry(tmp_path):
     """Rule (policy_problem): nobody owns a bare model name, not even a published ReXrank
     entry: a submitted "MedVersa" is shown as "alice / MedVersa" beside the published one."""
@@ -470,7 +449,6 @@ def test_the_backend_lets_a_namespace_use_the_name_of_a_published_entry(tmp_path
                       "source": "published"})
     store.ensure_results_indexed()
     assert store.policy_problem({**req, "model_name": "MedVersa"}) is None
-
 
 
 def _settled_left_in_the_queue(tmp_path, n: int) -> tuple:
@@ -486,7 +464,6 @@ def _settled_left_in_the_queue(tmp_path, n: int) -> tuple:
     for rid in ids:
         (tmp_path / "s" / "requests" / R.request_path(rid)).write_text(json.dumps({**record, "id": rid}))
     return store, pending, ids
-
 
 
 @pytest.mark.parametrize("n", [1, 25])
@@ -508,7 +485,6 @@ def test_a_claim_moves_up_to_25_settled_requests_left_in_the_queue_to_done(tmp_p
         "this version: workers list only open requests)" in caplog.text
 
 
-
 def test_more_than_25_settled_requests_in_the_queue_are_a_store_of_the_earlier_layout(tmp_path, caplog):
     """Rule (claim, MOVE_IN_A_CLAIM = 25): 26 settled requests in queue/ mean a store of the
     earlier layout: they are moved and indexed first (rexrank.store.layout), the log says
@@ -522,7 +498,6 @@ def test_more_than_25_settled_requests_in_the_queue_are_a_store_of_the_earlier_l
         "layout of an earlier rexrank, in which workers read every request ever filed" in caplog.text
 
 
-
 def test_a_finished_request_shows_no_error_even_one_its_writer_put_in_its_file(tmp_path):
     """Rule (finish): FINISHED sets error to None and the lease to none; `rexrank status`
     must not show an error text a request's writer put in its file."""
@@ -534,7 +509,6 @@ def test_a_finished_request_shows_no_error_even_one_its_writer_put_in_its_file(t
     done = store.get_request(req["id"])
     assert (done["status"], done["error"], done["lease_expires"]) == ("FINISHED", None, None)
     assert R.status_view(done)["error"] is None
-
 
 
 def test_the_backends_policy_check_reads_again_when_a_listed_request_settles_meanwhile(tmp_path, monkeypatch):
@@ -561,7 +535,6 @@ def test_the_backends_policy_check_reads_again_when_a_listed_request_settles_mea
     assert settled == [first["id"]]
 
 
-
 def _record_reads(store, monkeypatch) -> list:
     """(type of the snapshot given, path) of each file the store's requests read from now on."""
     seen: list = []
@@ -573,7 +546,6 @@ def _record_reads(store, monkeypatch) -> list:
 
     monkeypatch.setattr(store.requests, "read_optional", spy)
     return seen
-
 
 
 def test_every_read_a_queue_operation_makes_is_at_its_transactions_snapshot(tmp_path, monkeypatch):
@@ -592,7 +564,6 @@ def test_every_read_a_queue_operation_makes_is_at_its_transactions_snapshot(tmp_
     assert all(kind is Snapshot for kind, _ in seen), [p for kind, p in seen if kind is not Snapshot]
 
 
-
 def test_a_requeued_request_leaves_the_settled_indexes(tmp_path):
     """Rule (_update via IndexEdit.move_request): a FAILED request in done/ that is requeued
     moves back to queue/ and out of the settled indexes (the queue tables' recent list and
@@ -608,7 +579,6 @@ def test_a_requeued_request_leaves_the_settled_indexes(tmp_path):
     assert not by_name.exists() or req["id"] not in json.loads(by_name.read_text()).get("requests", {})
     recent = requests / R.RECENT_INDEX
     assert not recent.exists() or all(e["id"] != req["id"] for e in json.loads(recent.read_text()).get("requests", []))
-
 
 
 def test_by_default_a_request_interrupted_three_times_fails(tmp_path, monkeypatch):
@@ -630,7 +600,6 @@ def test_by_default_a_request_interrupted_three_times_fails(tmp_path, monkeypatc
     assert failed["status"] == "FAILED" and failed["error"].startswith("scoring was interrupted 3 times")
 
 
-
 def test_a_request_file_with_an_old_id_does_not_jump_the_queue(tmp_path, monkeypatch):
     """Rule (claim): the queue's order is the server's received time, then the id; a request
     file written straight into queue/ under an id dated years back is received when the
@@ -646,7 +615,6 @@ def test_a_request_file_with_an_old_id_does_not_jump_the_queue(tmp_path, monkeyp
     _at(monkeypatch, R.parse_iso(first["submitted_time"]) + 3600)  # seen an hour after the first was filed
     assert store.claim("w", lease_seconds=60)["id"] == first["id"]
     assert store.get_request(old_id)["submitted_time"] == R.iso(R.parse_iso(first["submitted_time"]) + 3600)
-
 
 
 def test_a_claim_with_nothing_to_claim_still_registers_arrivals_and_forgets_removed_requests(tmp_path, monkeypatch,
@@ -669,7 +637,7 @@ def test_a_claim_with_nothing_to_claim_still_registers_arrivals_and_forgets_remo
     assert store.claim("w2", lease_seconds=60) is None and messages == ["register received requests"]
 
 
-# ---- store.records: paths, public names and views, written out ---------------------------
+# ---- store.queue: leases of earlier records, claims and the settled index --------------------
 def test_a_lease_of_an_earlier_versions_record_uses_the_claims_duration_and_counts_no_attempt(tmp_path, monkeypatch):
     """Rule (claim on a record an earlier version wrote: no lease_token, lease_seconds or
     attempts): its lease lasts the claiming worker's lease_seconds from when this process
@@ -703,7 +671,6 @@ def test_a_lease_of_an_earlier_versions_record_uses_the_claims_duration_and_coun
     assert failed["status"] == "FAILED" and failed["error"].startswith("scoring was interrupted 0 times (")
 
 
-
 def test_a_claim_that_fails_an_interrupted_request_goes_on_to_claim_the_next(tmp_path, monkeypatch):
     """Rule (claim): failing a request interrupted max_attempts times does not end the claim:
     the next PENDING request is claimed in the same commit."""
@@ -722,7 +689,6 @@ def test_a_claim_that_fails_an_interrupted_request_goes_on_to_claim_the_next(tmp
     assert store.get_request(first["id"])["status"] == "FAILED"
 
 
-
 def test_a_claim_on_a_store_indexed_by_an_earlier_name_key_reindexes_it_first(tmp_path):
     """Rule (claim, requests_index_stale): request indexes of another name key version are
     rebuilt before the claim, which then proceeds; the layout file says the current version."""
@@ -737,7 +703,6 @@ def test_a_claim_on_a_store_indexed_by_an_earlier_name_key_reindexes_it_first(tm
     again = open_store(tmp_path / "s")  # a backend that has not looked at the layout yet
     assert again.claim("w", lease_seconds=60)["id"] == second["id"]
     assert json.loads(layout.read_text()) == R.REQUESTS_LAYOUT_CONTENT
-
 
 
 def test_the_backends_policy_check_reads_the_settled_index_at_a_snapshot(tmp_path, monkeypatch):

@@ -17,7 +17,6 @@ from support.store_queue import T0
 RID = "20260101T120000.000000-0123456789"  # the form new_request_id gives (records.REQUEST_ID_EXAMPLE)
 
 
-
 def test_result_and_scratch_paths_by_hand():
     """Where records live (records' module docstring): index/records/<first two hex digits of
     the path's sha256>.json (FIPS 180-2's test vector sha256("abc") = ba7816bf...), records/
@@ -33,7 +32,6 @@ def test_result_and_scratch_paths_by_hand():
     assert R.shard_paths(RID, "12", 1.0)[0] == f"scratch/{RID}/shard-012-attempt-1.json"
     with pytest.raises(R.BadRequestId):
         R.shard_paths("../x", 0, 0)
-
 
 
 def test_public_names_of_stores_sources_and_paths_by_hand():
@@ -53,7 +51,6 @@ def test_public_names_of_stores_sources_and_paths_by_hand():
          "name": "BERT/base", 3: 4.5}
 
 
-
 def test_public_predictions_sources_by_hand():
     """A Hub dataset is named by its id only if the Hub said it was public when filed (True,
     not a truthy string); else "a private dataset at commit <revision, or the id's @sha>"; a
@@ -67,7 +64,6 @@ def test_public_predictions_sources_by_hand():
     assert R.public_predictions_source({}) == ""
 
 
-
 def test_status_view_by_hand():
     """What `rexrank status --json` prints: id, status, error, the result's values (None
     without a result), and notes only when there are some."""
@@ -78,7 +74,6 @@ def test_status_view_by_hand():
         {"id": RID, "status": "FAILED", "error": "boom", "results": None}
     assert R.status_view({"id": RID, "status": "PENDING"}, {}) == {"id": RID, "status": "PENDING", "error": None,
                                                                     "results": None}
-
 
 
 def test_records_are_written_as_indented_utf8_json_and_jsonable_makes_plain_values():
@@ -96,7 +91,6 @@ def test_records_are_written_as_indented_utf8_json_and_jsonable_makes_plain_valu
     assert type(out["a"][0]) is int and type(out["1"]) is float
 
 
-
 def test_request_ids_are_the_time_to_the_microsecond_and_a_10_digit_hash():
     """new_request_id: UTC %Y%m%dT%H%M%S.%f, "-", and the first 10 hex digits of the sha256 of
     repr(ts) and the parts joined by NUL (the digest written out with hashlib)."""
@@ -109,14 +103,12 @@ def test_request_ids_are_the_time_to_the_microsecond_and_a_10_digit_hash():
     assert R.new_request_id(T0, "a") != R.new_request_id(T0, "b")
 
 
-
 def _request_file(**change) -> dict:
     """A well-formed open request record (REQUEST_FIELDS), changed by `change`."""
     record = {"id": RID, "status": "PENDING", "test_set": "example", "track": "findings", "model_name": "m",
               "submitter": "alice", "submitted_time": "2026-01-01T12:00:00Z",
               "predictions": {"path": f"predictions/{RID}/test.parquet", "sha256": "ab"}}
     return {k: v for k, v in {**record, **change}.items() if v is not ...}
-
 
 
 @pytest.mark.parametrize("record, path, message", [
@@ -151,14 +143,12 @@ def test_a_queue_file_that_cannot_be_used_is_refused_with_its_reason(record, pat
     assert str(caught.value) == message
 
 
-
 def test_a_usable_queue_file_is_read_as_it_is():
     record = _request_file(attempts=2, lease_expires=1.5, status="FAILED")
     assert R.parse_request(json.dumps(record).encode(), f"done/{RID}.json") == record
     assert R.parse_request(json.dumps(_request_file(lease_expires=None, attempts=0)).encode(), f"queue/{RID}.json") \
         == _request_file(lease_expires=None, attempts=0)
     assert R.parse_request(json.dumps(_request_file(lease_expires=3)).encode(), f"queue/{RID}.json")["lease_expires"] == 3
-
 
 
 @pytest.mark.parametrize("data, message", [
@@ -174,7 +164,6 @@ def test_a_file_that_is_not_a_json_object_says_why_in_one_line(data, message):
     assert str(caught.value) == message
 
 
-
 def test_result_records_need_their_five_fields():
     good = {"id": "r", "model_name": "m", "test_set": "t", "track": "k", "values": {}}
     assert R.parse_result(json.dumps(good).encode(), "records/x.json") == good
@@ -182,7 +171,6 @@ def test_result_records_need_their_five_fields():
         R.parse_result(json.dumps({k: v for k, v in good.items() if k != "values"}).encode(), "records/x.json")
     with pytest.raises(R.BadRecord, match="^values is list, not dict$"):
         R.parse_result(json.dumps({**good, "values": []}).encode(), "records/x.json")
-
 
 
 def test_a_request_id_that_is_no_id_is_shown_short():
@@ -204,7 +192,6 @@ def test_a_request_id_that_is_no_id_is_shown_short():
         R.request_paths("x")
 
 
-
 def test_an_open_request_is_dated_by_the_servers_register_and_a_settled_one_as_written():
     """with_server_time: an open request in queue/ takes submitted_time and received_time
     from the register (an ISO date), loses a received_time its writer put there when the
@@ -223,7 +210,6 @@ def test_an_open_request_is_dated_by_the_servers_register_and_a_settled_one_as_w
     assert R.with_server_time(f"done/{RID}.json", req, {RID: when}) is req
 
 
-
 def test_summaries_and_recent_entries_hold_what_the_rules_and_tables_read():
     """summary: the fields the submission rules read and the predictions' sha256 only;
     recent_entry: those and the queue tables' (institution, error, finished_time, worker,
@@ -236,7 +222,6 @@ def test_summaries_and_recent_entries_hold_what_the_rules_and_tables_read():
     assert R.summary(req) == expected
     assert R.recent_entry(req) == {**expected, "institution": "Lab", "error": None,
                                    "finished_time": "2026-01-02T00:00:00Z", "worker": "w", "result_id": "r1"}
-
 
 
 def test_index_files_are_named_by_the_names_key_and_the_contents_sha256():
@@ -255,7 +240,6 @@ def test_index_files_are_named_by_the_names_key_and_the_contents_sha256():
     assert R.request_index_files("Model B", "bob", "cd")[0] != names
 
 
-
 def test_dates_are_utc_seconds_written_with_a_z_whatever_the_machines_time_zone(monkeypatch):
     """iso and parse_iso read and write UTC, also on a machine whose local time is 5 hours
     behind it (POSIX TZ "XYZ+5", no daylight saving)."""
@@ -271,7 +255,6 @@ def test_dates_are_utc_seconds_written_with_a_z_whatever_the_machines_time_zone(
         time.tzset()
 
 
-
 def test_request_ids_are_dated_in_utc_whatever_the_machines_time_zone(monkeypatch):
     """new_request_id's time is UTC, also where local time is 5 hours behind it."""
     import time
@@ -285,14 +268,12 @@ def test_request_ids_are_dated_in_utc_whatever_the_machines_time_zone(monkeypatc
         time.tzset()
 
 
-
 def _check_dates():
     assert R.iso(T0 + 3661.9) == "2026-01-01T01:01:01Z"
     assert R.parse_iso("2026-01-01T01:01:01Z") == T0 + 3661
     for bad in ("2026-01-01T01:01:01", "2026-01-01 01:01:01Z", None):
         assert not R._is_iso(bad)
     assert R._is_iso("2026-01-01T01:01:01Z")
-
 
 
 def test_a_61_character_id_is_cut_and_a_base_name_keeps_its_last_letters():

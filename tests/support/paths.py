@@ -20,7 +20,6 @@ def _user_hub_cache() -> str:
 
 USER_HUB_CACHE = _user_hub_cache()  # read before any test changes HF_HOME
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-TESTS = PROJECT_ROOT / "tests"
 SHARED = Path(os.environ.get("REXRANK_SHARED", PROJECT_ROOT.parent / "shared"))
 
 

@@ -23,7 +23,6 @@ def test_the_findings_impression_reference_is_iu_xrays_official_report_field():
         assert findings_impression_reference(study["section_findings"], study["section_impression"]) == study["report"]
 
 
-
 @pytest.mark.parametrize("findings, impression, expected", [
     (None, "Clear.", "Findings: None Impression: Clear."),
     (math.nan, None, "Findings: None Impression: None"),

@@ -360,7 +360,7 @@ def test_srr_bert_distinct_and_radeval_batches_give_radevals_labels_on_iu_xray(t
 
     from rexrank.metrics.srr_bert import SRRBert
 
-    golden = json.loads((Path(__file__).parent / "data" / "srr_bert" / "official.json").read_text())
+    golden = json.loads((Path(__file__).parents[1] / "data" / "srr_bert" / "official.json").read_text())
     preds = pd.read_csv(shared_path("validation", "moerad_iu", "preds.csv"))
     gts = pd.read_csv(shared_path("validation", "moerad_iu", "gts.csv"))
     model_dir, tokenizer_dir = tiny_srr_bert

@@ -2,7 +2,7 @@
 
 The model is built from config, not downloaded: a Gemma 3 vision-language model
 (Gemma3ForConditionalGeneration, MedGemma-4b's class) with tiny dimensions, Gemma's special
-tokens and chat template, and a small BPE tokenizer (tests/llm_tiny_models.py). It answers
+tokens and chat template, and a small BPE tokenizer (tests/support/llm_tiny_models.py). It answers
 garbage, so each study generates `--max-new-tokens` tokens and is then an unreadable answer
 (NaN): the figures time what rexrank adds around the judge (prompt building and ids for a
 ~7,700-character prompt, batching, decoding, the answer reader, the response cache), not

@@ -33,14 +33,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.txt"
 
-_VIEWS = "tests/test_leaderboard_views.py"
-_PINS = "tests/test_pins.py"
-_PINS_BOARD = "tests/test_pins_leaderboard.py"
-_PINS_METRICS = "tests/test_pins_metrics.py"  # the metric modules' and the coverage rule's pins
+_VIEWS = "tests/leaderboard/test_views.py"
+# issue 32's tests written out by hand, where their module's test file also holds slow tests
+_INPUT_LIMITS_PINS = tuple(f"tests/test_input_limits.py::test_{t}" for t in (
+    "what_a_file_that_is_no_regular_file_is_called", "a_file_of_exactly_the_cap_passes_and_one_byte_more_is_refused",
+    "a_file_longer_than_it_said_is_refused_at_the_cap", "json_values_are_counted_by_hand", "jsonl_lines_by_hand",
+    "row_and_character_messages_by_hand", "the_id_and_prediction_columns_must_be_text_and_a_long_type_is_cut_at_80",
+    "a_file_of_the_cap_is_read_whole_and_a_refusal_names_what_it_read",
+    "a_file_that_grew_past_the_cap_after_its_size_was_checked_is_refused_with_its_name",
+    "a_file_that_cannot_be_opened_or_read_is_one_line", "a_file_swapped_for_a_fifo_after_the_check_is_refused_without_blocking",
+    "what_check_regular_says_of_a_missing_file_a_broken_symlink_a_folder_and_a_fifo",
+    "a_datasets_folder_of_1000_files_and_20_mib_passes_and_one_more_is_refused", "a_folder_that_cannot_be_listed_is_one_line",
+    "decoded_lengths_by_hand_for_each_text_type", "parquet_footer_length_is_the_last_eight_bytes_by_the_format",
+    "parquet_metadata_limits_at_and_one_past_each", "read_capped_asks_for_cap_plus_one_bytes_and_no_more"))
+_RADCLIQ_PINS = ("tests/metrics/test_radcliq.py::test_radcliq_components_read_as_text_from_the_official_csv_give_its_columns",
+                 "tests/metrics/test_radcliq.py::test_radcliq_components_of_different_lengths_are_refused_naming_each_shape",
+                 "tests/backend/test_privacy.py::test_the_radcliq_range_is_the_formulas_corners_by_hand")
+_CRIMSON_PINS = tuple(f"tests/metrics/test_crimson.py::test_crimson_{t}" for t in (
+    "prompt_and_messages_default_to_the_full_official_prompt", "reader_tells_structural_quotes_from_prose_by_the_official_rule",
+    "reader_escapes_a_stray_quote_up_to_five_characters_before_the_error",
+    "reader_never_escapes_a_quote_that_follows_a_backslash", "attribute_error_without_error_types_counts_in_no_type",
+    "reader_escapes_a_stray_quote_after_an_escaped_one", "reader_makes_at_most_49_quote_fixes"))
+_SRR_BERT_PINS = tuple(f"tests/metrics/test_srr_bert.py::test_srr_bert_{t}" for t in (
+    "config_records_radevals_model_labels_and_batches", "keeps_reference_labels_in_the_cache_folder_under_its_namespace",
+    "per_study_scores_by_hand", "weighted_scores_of_labels_predicted_or_present_once_by_hand",
+    "distinct_and_radeval_batches_give_radevals_labels_on_iu_xray", "shows_its_progress_bar_unless_told_not_to",
+    "of_no_study_is_empty_columns_without_loading_the_model", "reloads_a_local_checkpoint_whose_files_changed",
+    "by_default_shows_progress_and_keeps_reference_labels", "batch_size_must_be_a_positive_integer",
+    "takes_a_batch_size_of_one"))
 # the store's tests without those that start a fake Hub server or a subprocess, or need a mount
 # namespace: mutmut's test-mapping run failed on the fake-Hub tests (see store.names)
-_STORE_TESTS = ("tests/test_store.py",
-                *(f"tests/test_store_trust.py::test_{t}" for t in (
+_STORE_TESTS = ("tests/store/test_store.py",
+                *(f"tests/store/test_trust.py::test_{t}" for t in (
                     "odd_request_ids_are_refused_before_any_path_is_built", "a_forged_predictions_path_is_never_read",
                     "a_request_saying_private_false_still_pays_for_a_failed_private_validation",
                     "a_private_filing_with_more_rows_than_the_set_has_studies_is_refused_at_filing",
@@ -50,73 +74,62 @@ _STORE_TESTS = ("tests/test_store.py",
                     "a_cancel_just_before_publication_publishes_nothing[local]",
                     "a_request_being_published_can_no_longer_be_cancelled",
                     "a_waiting_request_that_says_it_is_being_published_can_still_be_cancelled")),
-                # of test_pins.py only the queue's tests: the others never reach the store, and
-                # mapping them (input limits, metrics) took most of the 12-minute test-mapping run
-                *(f"{_PINS}::test_{t}" for t in (
-                    "a_lease_expires_after_its_own_duration_on_this_processes_clock",
-                    "a_new_lease_is_a_fresh_16_hex_digit_token_and_the_duration_asked",
-                    "a_transition_sets_the_status_dates_a_settled_request_and_appends_its_history",
-                    "arrivals_are_open_queue_requests_not_yet_received_and_get_the_servers_time",
-                    "each_queue_operation_follows_the_state_machine_written_out",
-                    "finish_keeps_notes_and_a_cancel_without_reason_says_only_who",
-                    "a_request_interrupted_max_attempts_times_fails_with_the_count_in_its_message",
-                    "a_release_gives_back_only_the_released_attempt")),
-                "tests/test_pins_store.py")
+                # the queue's and the records' tests written out by hand (issue 32)
+                "tests/store/test_queue.py", "tests/store/test_records.py")
 # name -> (source file under src/rexrank, mutmut's name pattern for its mutants, the fast
 # test files (or test ids) its mutants are tried against); in the order they run
 MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "stats": ("stats.py", "rexrank.stats.*", ("tests/test_stats.py", _PINS)),
+    "stats": ("stats.py", "rexrank.stats.*", ("tests/test_stats.py",)),
     "results_schema": ("results_schema.py", "rexrank.results_schema.*",
-                       ("tests/test_results_schema.py", "tests/test_leaderboard_tables.py", _PINS)),
-    "leaderboard.progress": ("leaderboard/progress.py", "rexrank.leaderboard.progress.*", (_VIEWS, _PINS)),
-    "leaderboard.tiers": ("leaderboard/tiers.py", "rexrank.leaderboard.tiers.*", (_VIEWS, _PINS)),
-    "hub.eval_results": ("hub/eval_results.py", "rexrank.hub.eval_results.*", ("tests/test_eval_results.py", _PINS)),
+                       ("tests/test_results_schema.py", "tests/leaderboard/test_tables.py")),
+    "leaderboard.progress": ("leaderboard/progress.py", "rexrank.leaderboard.progress.*", (_VIEWS, "tests/leaderboard/test_progress.py")),
+    "leaderboard.tiers": ("leaderboard/tiers.py", "rexrank.leaderboard.tiers.*", (_VIEWS, "tests/leaderboard/test_tiers.py")),
+    "hub.eval_results": ("hub/eval_results.py", "rexrank.hub.eval_results.*", ("tests/hub/test_eval_results.py",)),
     "store.names": ("store/names.py", "rexrank.store.names.*",
-                    (*(f"tests/test_backend_policy.py::test_{t}" for t in (
+                    (*(f"tests/backend/test_policy.py::test_{t}" for t in (
                         "a_submitter_name_must_be_a_hub_name", "names_are_normalised_before_comparison",
                         "display_removes_escapes_and_invisible_characters", "a_right_to_left_override_cannot_reverse_a_name_on_the_page",
                         "a_lookalike_submitter_is_no_second_submitter")),
-                     *(f"tests/test_public_names_and_page.py::test_{t}" for t in (
+                     *(f"tests/leaderboard/test_public_names_and_page.py::test_{t}" for t in (
                          "every_published_name_stays_valid", "a_lookalike_of_a_published_name_is_the_same_name",
                          "distinct_names_stay_distinct", "a_new_name_holding_a_default_ignorable_character_is_refused",
                          "no_name_begins_with_a_formula_character_tab_or_return",
                          "a_name_that_a_spreadsheet_runs_or_that_is_outside_the_repertoire_is_refused")),
-                     _PINS)),
+                     "tests/store/test_names.py")),
     "leaderboard.identity": ("leaderboard/identity.py", "rexrank.leaderboard.identity.*",
-                             ("tests/test_backend_policy.py::test_on_the_hub_the_submitter_is_the_tokens_account_never_the_typed_name",
-                              _PINS)),
+                             ("tests/backend/test_policy.py::test_on_the_hub_the_submitter_is_the_tokens_account_never_the_typed_name",
+                              "tests/leaderboard/test_identity.py")),
     "testsets.schema (F+I reference)": ("testsets/schema.py",
                                         "rexrank.testsets.schema.x_findings_impression_reference__mutmut_*",
-                                        ("tests/test_testsets.py", _PINS)),
+                                        ("tests/testsets/test_loading.py", "tests/testsets/test_schema.py")),
     "backend.public_door (coverage rule)": ("backend/public_door.py",
                                             "rexrank.backend.public_door.x_coverage_failure__mutmut_*",
                                             # without test_private_door's tests that start the Space in its own process:
                                             # that process inherits MUTANT_UNDER_TEST=stats and runs in a temporary
                                             # folder, where mutmut's trampoline finds no configuration and fails
                                             # ("failed to collect stats")
-                                            ("tests/test_coverage.py",
-                                             *(f"tests/test_private_door.py::test_{t}" for t in (
+                                            ("tests/backend/test_coverage.py",
+                                             *(f"tests/backend/test_private_door.py::test_{t}" for t in (
                                                  "the_length_probe_learns_no_more_than_epsilon_allows",
-                                                 "the_probes_the_ledger_allows_learn_no_more_than_their_epsilon")),
-                                             _PINS, _PINS_METRICS)),
+                                                 "the_probes_the_ledger_allows_learn_no_more_than_their_epsilon")))),
     "metrics.radcliq_formula": ("metrics/radcliq_formula.py", "rexrank.metrics.radcliq_formula.*",
-                                ("tests/test_radcliq.py::test_formula_reproduces_official_columns",
-                                 "tests/test_radcliq.py::test_rexrank_figure_is_one_over_mean_v1",
-                                 "tests/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", _PINS, _PINS_METRICS)),
-    "metrics.temporal_f1": ("metrics/temporal_f1.py", "rexrank.metrics.temporal_f1.*", ("tests/test_temporal_f1.py", _PINS, _PINS_METRICS)),
-    "metrics.rouge": ("metrics/rouge.py", "rexrank.metrics.rouge.*", ("tests/test_rouge.py", _PINS, _PINS_METRICS)),
-    "metrics.bleu2": ("metrics/bleu2.py", "rexrank.metrics.bleu2.*", ("tests/test_bleu2.py", _PINS, _PINS_METRICS)),
+                                ("tests/metrics/test_radcliq.py::test_formula_reproduces_official_columns",
+                                 "tests/metrics/test_radcliq.py::test_rexrank_figure_is_one_over_mean_v1",
+                                 "tests/metrics/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", *_RADCLIQ_PINS)),
+    "metrics.temporal_f1": ("metrics/temporal_f1.py", "rexrank.metrics.temporal_f1.*", ("tests/metrics/test_temporal_f1.py",)),
+    "metrics.rouge": ("metrics/rouge.py", "rexrank.metrics.rouge.*", ("tests/metrics/test_rouge.py",)),
+    "metrics.bleu2": ("metrics/bleu2.py", "rexrank.metrics.bleu2.*", ("tests/metrics/test_bleu2.py",)),
     "leaderboard.records": ("leaderboard/records.py", "rexrank.leaderboard.records.*",
-                            ("tests/test_leaderboard_tables.py", "tests/test_public_names_and_page.py", _PINS, _PINS_BOARD)),
+                            ("tests/leaderboard/test_tables.py", "tests/leaderboard/test_public_names_and_page.py", "tests/leaderboard/test_records.py")),
     "store.records": ("store/records.py", "rexrank.store.records.*", _STORE_TESTS),
-    "store.policy": ("store/policy.py", "rexrank.store.policy.*", ("tests/test_backend_policy.py", "tests/test_store.py", _PINS)),
+    "store.policy": ("store/policy.py", "rexrank.store.policy.*", ("tests/backend/test_policy.py", "tests/store/test_store.py", "tests/store/test_policy.py", "tests/store/test_names.py")),
     "backend.privacy": ("backend/privacy.py", "rexrank.backend.privacy.*",
-                        ("tests/test_private_rounding.py", "tests/test_private_attack.py", _PINS)),
+                        ("tests/backend/test_private_rounding.py", "tests/backend/test_private_attack.py", "tests/backend/test_privacy.py")),
     "metrics.crimson_text": ("metrics/crimson_text.py", "rexrank.metrics.crimson_text.*",
-                             ("tests/test_crimson_official.py::test_answer_reader_repairs_and_refuses_as_the_official_one",
-                              "tests/test_crimson_official.py::test_score_equals_the_official_on_every_answer",
-                              "tests/test_crimson_official.py::test_prompt_messages_of_the_endpoint_paths_are_the_official_ones",
-                              "tests/test_crimson_official.py::test_prompts_equal_the_reference_prompt_files", _PINS, _PINS_METRICS)),
+                             ("tests/metrics/test_crimson_official.py::test_answer_reader_repairs_and_refuses_as_the_official_one",
+                              "tests/metrics/test_crimson_official.py::test_score_equals_the_official_on_every_answer",
+                              "tests/metrics/test_crimson_official.py::test_prompt_messages_of_the_endpoint_paths_are_the_official_ones",
+                              "tests/metrics/test_crimson_official.py::test_prompts_equal_the_reference_prompt_files", *_CRIMSON_PINS)),
     "store.queue": ("store/queue.py", "rexrank.store.queue.*", _STORE_TESTS),
     # without test_the_space_and_the_cli_set_gradios_upload_limit: it runs leaderboard_space/app.py,
     # which mutmut does not copy into mutants/ (and it reads a module constant, which mutmut never mutates)
@@ -130,17 +143,17 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                          "rows_values_and_characters_are_limited", "a_datasets_folder_is_limited_before_it_is_loaded",
                          "a_million_duplicates_give_a_short_message", "a_non_string_of_megabytes_is_named_briefly",
                          "the_limits_let_a_10000_study_submission_through")),
-                      _PINS)),
-    "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/test_srr_bert.py", _PINS, _PINS_METRICS)),
+                      *_INPUT_LIMITS_PINS)),
+    "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/metrics/test_srr_bert.py",)),
     # the per-study and corpus formulas alone against the fast tests: with test_srr_bert.py's model
     # tests, each mutant of srr_bert took a minute or more on the shared 2-core machine
     "metrics.srr_bert (formulas)": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.x_*_prf__mutmut_*",
-                                    ("tests/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",
-                                     "tests/test_srr_bert.py::test_per_study_rule_for_reports_without_labels", _PINS_METRICS)),
+                                    ("tests/metrics/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",
+                                     "tests/metrics/test_srr_bert.py::test_per_study_rule_for_reports_without_labels", *_SRR_BERT_PINS)),
     # without the three views tests that build the Gradio app: each mutant's forked run imported
-    # gradio again (about 15 s a mutant); what they check of the tables is in test_pins_leaderboard
+    # gradio again (about 15 s a mutant); what they check of the tables is in the tables' tests written out by hand
     "leaderboard.tables": ("leaderboard/tables.py", "rexrank.leaderboard.tables.*",
-                           ("tests/test_leaderboard_tables.py",
+                           ("tests/leaderboard/test_tables.py",
                             *(f"{_VIEWS}::test_{t}" for t in (
                                 "tiers_are_paired_t_tests_with_holm_against_the_next_model_above",
                                 "filters_leave_rows_out_of_ranking_and_say_so",
@@ -151,8 +164,7 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                                 "submit_message_points_to_the_server_option_and_keeps_links_whole",
                                 "holm_correction_decides_a_tie_that_raw_p_values_would_split",
                                 "about_explains_tiers_and_published_figures",
-                                "an_optional_column_ranked_by_gets_tiers_from_its_per_study_scores")),
-                            _PINS_BOARD)),
+                                "an_optional_column_ranked_by_gets_tiers_from_its_per_study_scores")))),
 }
 # mutmut's exit codes (mutmut/stats.py): 1 and 3 are a failing test run, 0 a passing one
 KILLED = {1, 3}

@@ -1,6 +1,6 @@
 """Stores with a long history, for the store benchmarks (backend.py, leaderboard.py).
 
-A store is a local folder or hf://bench on the fake Hub of the tests (tests/fakehub.py,
+A store is a local folder or hf://bench on the fake Hub of the tests (tests/support/fakehub.py,
 imported by path), served from a child process as the real Hub is another machine: the
 client's costs are then not mixed with the server's in one interpreter.
 

@@ -58,20 +58,19 @@ def _register(*mutants: Mutant) -> None:
 
 
 # ---- issue 32: constants outside any function, which mutmut 3 never mutates ---------------
-_PINS = "tests/test_pins.py"
 _register(
     Mutant("paper-z", "the CI half-width as 1.645 x SEM (a 90 % interval) instead of the papers' 1.96",
            "src/rexrank/stats.py", "PAPER_Z = 1.96", "PAPER_Z = 1.645",
-           (f"{_PINS}::test_aggregate_by_hand_with_none_and_nan_as_missing",)),
+           ("tests/test_stats.py::test_aggregate_by_hand_with_none_and_nan_as_missing",)),
     Mutant("tier-alpha", "tiers split at a neighbour test's p < 0.1 instead of 0.05",
            "src/rexrank/leaderboard/tiers.py", "ALPHA = 0.05", "ALPHA = 0.1",
-           (f"{_PINS}::test_table_tiers_walk_by_hand",)),
+           ("tests/leaderboard/test_tiers.py::test_table_tiers_walk_by_hand",)),
     Mutant("quota-default-days", "the default quota window 1 day instead of 7",
            "src/rexrank/store/policy.py", "    days: float = 7.0", "    days: float = 1.0",
-           (f"{_PINS}::test_the_quota_setting",)),
+           ("tests/store/test_policy.py::test_the_quota_setting",)),
     Mutant("privacy-epsilon", "a private set's numbers published with epsilon 5 (10x less noise) instead of 0.5",
            "src/rexrank/backend/privacy.py", "EPSILON = 0.5  #", "EPSILON = 5.0  #",
-           (f"{_PINS}::test_private_noise_is_calibrated_on_the_fewest_studies_a_mean_is_taken_over",)),
+           ("tests/backend/test_privacy.py::test_private_noise_is_calibrated_on_the_fewest_studies_a_mean_is_taken_over",)),
 )
 
 
@@ -80,24 +79,24 @@ _register(
     Mutant("hub-sha-pinning", "a Hub predictions dataset downloaded at the revision asked for (the branch's head "
            "at download time), not at the commit it resolved to",
            "src/rexrank/store/hub_predictions.py", "revision=dataset.sha,", "revision=dataset.revision,",
-           ("tests/test_submit_hub.py::test_a_push_while_the_space_reads_changes_nothing",)),
+           ("tests/leaderboard/test_submit_hub.py::test_a_push_while_the_space_reads_changes_nothing",)),
     Mutant("whoami-identity", "on a Hub store, a typed submitter name stands in for the token's account",
            "src/rexrank/leaderboard/submit.py", "    if is_hub_store(store) or (token and not typed):\n",
            "    if not typed and (is_hub_store(store) or token):\n",
-           ("tests/test_submit_hub.py::test_python_submit_uploads_a_local_file_through_the_same_api",)),
+           ("tests/leaderboard/test_submit_hub.py::test_python_submit_uploads_a_local_file_through_the_same_api",)),
     Mutant("space-token-fallback", "the Space reads a submitter's dataset with its own HF_TOKEN (which can read "
            "the organisers' private requests repo)",
            "src/rexrank/leaderboard/submit.py", "hub_token=token or False,", "hub_token=None,",
-           ("tests/test_submit_hub.py::test_the_space_reads_a_dataset_with_the_submitters_token_never_its_own",)),
+           ("tests/leaderboard/test_submit_hub.py::test_the_space_reads_a_dataset_with_the_submitters_token_never_its_own",)),
     Mutant("hub-size-before-download", "a predictions dataset's size not checked from the Hub's metadata "
            "(downloaded first)",
            "src/rexrank/store/hub_predictions.py", "    if total > max_bytes():", "    if False:",
-           ("tests/test_submit_hub.py::test_sizes_are_checked_from_the_metadata_before_any_download",)),
+           ("tests/leaderboard/test_submit_hub.py::test_sizes_are_checked_from_the_metadata_before_any_download",)),
 )
 
 
 # ---- issue 20 (i20b): lookalike names, CSV formulas, result ranges, per-study path ------------
-_PUBLIC = "tests/test_public_names_and_page.py"
+_PUBLIC = "tests/leaderboard/test_public_names_and_page.py"
 _register(
     Mutant("csv-formula-escape", "CSV cells beginning with = + - @ tab CR written raw",
            "src/rexrank/leaderboard/downloads.py",
@@ -116,15 +115,15 @@ _register(
     Mutant("quota-time-source", "an open request dated by its writer's submitted_time, not the server's register",
            "src/rexrank/store/records.py", 'out["submitted_time"] = out["received_time"] = when',
            'out["received_time"] = when',
-           ("tests/test_store_trust.py::test_a_request_dated_by_its_writer_still_obeys_the_quota",)),
+           ("tests/store/test_trust.py::test_a_request_dated_by_its_writer_still_obeys_the_quota",)),
     Mutant("lease-clock", "a lease judged expired by comparing its holder's lease_expires with this host's clock",
            "src/rexrank/store/queue.py", "return self.observe(req) >= duration",
            'return (req.get("lease_expires") or 0) < time.time()',
-           ("tests/test_store_trust.py::test_two_backends_whose_clocks_differ_by_15_minutes_score_each_request_once",)),
+           ("tests/store/test_trust.py::test_two_backends_whose_clocks_differ_by_15_minutes_score_each_request_once",)),
     Mutant("cancel-check", "the worker publishes without its conditional publishing step (only the lease flag)",
            "src/rexrank/backend/worker.py", "if keeper.lost.is_set() or not self.store.begin_publish(rid, self.worker_id):",
            "if keeper.lost.is_set():",
-           ("tests/test_store_trust.py::test_a_cancel_just_before_publication_publishes_nothing",)),
+           ("tests/store/test_trust.py::test_a_cancel_just_before_publication_publishes_nothing",)),
 )
 
 
@@ -132,12 +131,12 @@ _register(
 _register(
     Mutant("privacy-noise-scale", "Laplace noise on a private mean 10x too small (sensitivity w / 10n)",
            "src/rexrank/backend/privacy.py", 'return {"mean": width / n, "ci95"', 'return {"mean": width / n / 10, "ci95"',
-           ("tests/test_private_attack.py::test_the_boundary_attack_does_no_better_than_epsilon_allows",
-            "tests/test_private_attack.py::test_the_noise_is_calibrated_and_unpredictable")),
+           ("tests/backend/test_private_attack.py::test_the_boundary_attack_does_no_better_than_epsilon_allows",
+            "tests/backend/test_private_attack.py::test_the_noise_is_calibrated_and_unpredictable")),
     Mutant("privacy-ci-sensitivity", "CI half-width's sensitivity without the 1.96 (noise too small for the CI)",
            "src/rexrank/backend/privacy.py", '"ci95": CI_FACTOR * width / math.sqrt(n * (n - 1))}',
            '"ci95": width / math.sqrt(n * (n - 1))}',
-           ("tests/test_private_attack.py::test_the_noise_is_calibrated_and_unpredictable",)),
+           ("tests/backend/test_private_attack.py::test_the_noise_is_calibrated_and_unpredictable",)),
     Mutant("input-row-limit", "row limit checked at 1000x MAX_ROWS (a parquet bomb's rows are read)",
            "src/rexrank/input_limits.py", "    if n > MAX_ROWS:\n", "    if n > MAX_ROWS * 1000:\n",
            ("tests/test_input_limits.py::test_a_parquet_bomb_is_refused_from_its_metadata",
@@ -153,13 +152,13 @@ _register(
     Mutant("temporal-empty-reference", "Temporal F1 gives 0 instead of epsilon when only the prediction has temporal words",
            "src/rexrank/metrics/temporal_f1.py", "return 1.0 if not prediction else epsilon",
            "return 1.0 if not prediction else 0.0",
-           ("tests/test_temporal_f1.py::test_per_study_equals_radeval_where_cleanup_and_ner_disagree",)),
+           ("tests/metrics/test_temporal_f1.py::test_per_study_equals_radeval_where_cleanup_and_ner_disagree",)),
     Mutant("srr-bert-per-study-f1", "SRR-BERT per-study F1 without RadEval's eps in the denominator",
            "src/rexrank/metrics/srr_bert.py", "2 * tp / (2 * tp + fp + fn + eps)", "2 * tp / np.maximum(2 * tp + fp + fn, 1)",
-           ("tests/test_srr_bert.py::test_per_study_and_corpus_equal_radeval_on_iu_xray",)),
+           ("tests/metrics/test_srr_bert.py::test_per_study_and_corpus_equal_radeval_on_iu_xray",)),
     Mutant("srr-bert-weighted-by-predictions", "SRR-BERT corpus F1 weighted by predicted instead of reference label counts",
            "src/rexrank/metrics/srr_bert.py", "weights = support / support.sum()", "weights = predicted / max(predicted.sum(), 1)",
-           ("tests/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",)),
+           ("tests/metrics/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",)),
 )
 
 
@@ -169,23 +168,23 @@ _register(
            "src/rexrank/metrics/green.py",
            'batches = [i // self.settings.batch_size for i in sent] if self.batching == "official" else None',
            "batches = None",
-           ("tests/test_green_official.py::test_resumed_run_with_duplicates_generates_the_official_batches",)),
+           ("tests/metrics/test_green_official.py::test_resumed_run_with_duplicates_generates_the_official_batches",)),
     Mutant("green-template-chained", "GREEN's template filled by chained replace (a reference's {CANDIDATE_REPORT} filled too)",
            "src/rexrank/metrics/green_text.py",
            "return _PLACEHOLDER.sub(lambda m: reports[m.group(1)], prompt_template())",
            'return prompt_template().replace("{REFERENCE_REPORT}", reports["REFERENCE_REPORT"])'
            '.replace("{CANDIDATE_REPORT}", reports["CANDIDATE_REPORT"])',
-           ("tests/test_green.py::test_prompt_is_filled_in_one_pass_as_the_official_f_string",)),
+           ("tests/metrics/test_green.py::test_prompt_is_filled_in_one_pass_as_the_official_f_string",)),
     Mutant("ratescore-latin-only", "spaCy's character classes cut to Latin (no Greek, Cyrillic, CJK letters)",
            "src/rexrank/ratescore/tokens.py", 'for a, b in _CC["ranges"][name])',
            'for a, b in _CC["ranges"][name] if b < 0x250)',
-           ("tests/test_ratescore_sentences.py",)),
+           ("tests/ratescore/test_sentences.py",)),
     Mutant("neither-section-refused", "a study with neither findings nor impression refused again",
            "src/rexrank/testsets/schema.py",
            "    findings_impression = findings_impression_reference(raw_findings, raw_impression)",
            "    if findings is None and impression is None:\n        raise TestSetError(f\"{where}: has neither findings nor impression\")\n"
            "    findings_impression = findings_impression_reference(raw_findings, raw_impression)",
-           ("tests/test_testsets.py::test_study_with_neither_section_is_kept_as_the_evaluation_script_keeps_it",)),
+           ("tests/testsets/test_loading.py::test_study_with_neither_section_is_kept_as_the_evaluation_script_keeps_it",)),
 )
 
 
@@ -193,22 +192,22 @@ _register(
 _register(
     Mutant("crimson-partial-credit", "CRIMSON: a matched finding with attribute errors earns the credit factor, not weight x factor",
            "src/rexrank/metrics/crimson_text.py", "correct += base * share", "correct += share",
-           ("tests/test_crimson_official.py",)),
+           ("tests/metrics/test_crimson_official.py",)),
     Mutant("crimson-negative-branch", "CRIMSON: a negative S kept as the score instead of -d/(1+d)",
            "src/rexrank/metrics/crimson_text.py", "value = -1 * excess / (1 + excess) if excess > 0 else 0", "value = s",
-           ("tests/test_crimson_official.py",)),
+           ("tests/metrics/test_crimson_official.py",)),
     Mutant("crimson-last-key-wins", "CRIMSON answer reader: a repeated JSON key keeps its last value, not its first",
            "src/rexrank/metrics/crimson_text.py", "out.setdefault(key, value)", "out[key] = value",
-           ("tests/test_crimson_official.py",)),
+           ("tests/metrics/test_crimson_official.py",)),
     Mutant("crimson-guidelines", "CRIMSON prompt: guideline sections sent to the fine-tuned judge, which was trained without them",
            "src/rexrank/metrics/crimson.py", "return (not self.fine_tuned_judge) if self.guidelines is None else self.guidelines",
            "return True if self.guidelines is None else self.guidelines",
-           ("tests/test_crimson_official.py",)),
+           ("tests/metrics/test_crimson_official.py",)),
 )
 
 
 # ---- issue 21 (i21): tiers on the board and the ranking's direction ----------------------------
-_VIEWS = "tests/test_leaderboard_views.py"
+_VIEWS = "tests/leaderboard/test_views.py"
 _register(
     Mutant("tier-without-holm", "tiers from the raw neighbour p-values, without the Holm correction",
            "src/rexrank/leaderboard/tiers.py", "    adjusted = holm(p_values)\n", "    adjusted = p_values\n",
@@ -224,10 +223,10 @@ _register(
            "    todo = list(dict.fromkeys([*missing, *(text for text in predictions if text not in values)]))\n    if todo:",
            "    extra = [t for t in dict.fromkeys(predictions) if t not in values and t not in missing]\n"
            "    if extra:\n        values.update(zip(extra, compute(extra)))\n    todo = list(dict.fromkeys(missing))\n    if todo:",
-           ("tests/test_run_sharing.py::test_both_sides_go_through_the_model_in_one_pass",)),
+           ("tests/models/test_run_sharing.py::test_both_sides_go_through_the_model_in_one_pass",)),
     Mutant("huge-pages-override", "rexrank overrides a user's THP_MEM_ALLOC_ENABLE=0",
            "src/rexrank/models/huge_pages.py", "os.environ.setdefault(VARIABLE, \"1\")", "os.environ[VARIABLE] = \"1\"",
-           ("tests/test_huge_pages.py",)),
+           ("tests/models/test_huge_pages.py",)),
 )
 
 
@@ -236,19 +235,19 @@ _register(
     Mutant("exact-coverage-decision", "the private coverage rule decided without its noise (exact, as before)",
            "src/rexrank/backend/public_door.py", "min(gaps) + float(rng.laplace(0.0, 1.0 / P.EPSILON_DECISION))",
            "min(gaps) + 0 * float(rng.laplace(0.0, 1.0 / P.EPSILON_DECISION))",
-           ("tests/test_private_door.py::test_the_length_probe_learns_no_more_than_epsilon_allows",)),
+           ("tests/backend/test_private_door.py::test_the_length_probe_learns_no_more_than_epsilon_allows",)),
     Mutant("ledger-never-refuses", "the ledger charges but never refuses",
            "src/rexrank/store/ledger.py", "if spent + cost > limit.total + 1e-9:", "if False:",
-           ("tests/test_public_door.py::test_the_ledger_charges_each_request_once_within_its_window",
-            "tests/test_public_door.py::test_the_worker_refuses_a_private_request_over_budget_before_scoring")),
+           ("tests/backend/test_public_door.py::test_the_ledger_charges_each_request_once_within_its_window",
+            "tests/backend/test_public_door.py::test_the_worker_refuses_a_private_request_over_budget_before_scoring")),
     Mutant("track-ids-on-private", "a private set's predictions validated against the track's ids again",
            "src/rexrank/backend/public_door.py", "every_id = sorted({*studies.ids, *studies.outside_ids})",
            "every_id = sorted(studies.ids)",
-           ("tests/test_private_door.py::test_leaving_out_a_study_does_not_say_whether_it_has_findings",)),
+           ("tests/backend/test_private_door.py::test_leaving_out_a_study_does_not_say_whether_it_has_findings",)),
 )
 
 # ---- issue 29: the backend as a dispatcher over Jobs ----------------------------------------
-_D = "tests/test_dispatch.py::"
+_D = "tests/backend/test_dispatch.py::"
 _register(
     Mutant("shard-boundaries", "shard boundaries anywhere, not between the LLM judges' official batches",
            "src/rexrank/backend/shards.py", "align = math.lcm(*(rule.align for rule in rules.values()))",
@@ -268,7 +267,7 @@ _register(
 )
 
 # ---- issue 38: scale-out on the real Hub (and issue 40's held-out bugs 2-4) ---------------------
-_P, _F = "tests/test_dispatch_plan.py::", "tests/test_dispatch_faults.py::"
+_P, _F = "tests/backend/test_dispatch_plan.py::", "tests/backend/test_dispatch_faults.py::"
 _register(
     Mutant("speed-multiplies", "a flavour's relative speed multiplies the reference time (a slower GPU estimated faster)",
            "src/rexrank/backend/shards.py", "    return h100 / factor\n", "    return h100 * factor\n",

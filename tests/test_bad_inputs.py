@@ -9,7 +9,7 @@ from rexrank.cli.main import main
 from rexrank.errors import SubmissionError, TestSetError
 from rexrank.submissions import load_predictions
 from rexrank.testsets.reading import iter_raw_studies
-from test_store import EXAMPLE_PREDS, example_rows
+from support.requests import EXAMPLE_PREDS, example_rows
 
 IDS = ["S1", "S2", "S3"]
 

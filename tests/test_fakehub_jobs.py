@@ -1,4 +1,4 @@
-"""The fake Hub's Jobs API (tests/fakehub.py) is the real one's shape, checked against the
+"""The fake Hub's Jobs API (tests/support/fakehub.py) is the real one's shape, checked against the
 installed huggingface_hub: what run_job may send, what JobInfo / JobStatus / JobHardwareInfo
 read back, the hardware flavours; and it behaves as the Hub does: a token is required, an
 unknown flavour is refused, a Job sees only what run_job gave it."""
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from fakehub import (JOB_INFO_NOT_SERVED, JOB_SPEC_FIELDS, JOB_STATUS_NOT_SERVED, RUN_JOB_PARAMETERS, Account,
+from support.fakehub import (JOB_INFO_NOT_SERVED, JOB_SPEC_FIELDS, JOB_STATUS_NOT_SERVED, RUN_JOB_PARAMETERS, Account,
                      FakeHub)
 
 TOKEN, ORG = "hf_jobs_token_1", "board"

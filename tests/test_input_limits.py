@@ -15,23 +15,10 @@ from rexrank.cli.main import main
 from rexrank.errors import SubmissionError, TestSetError
 from rexrank.submissions import (RawPredictions, load_predictions, read_raw_predictions, read_rows_here,
                                  validate_predictions)
-from test_store import example_rows
+from support.requests import example_rows
+from support.commands import one_error_line
 
 IDS = list(example_rows())
-
-
-def one_error_line(capsys, command: str, path, tmp_path) -> str:
-    if command == "score":
-        args = ["score", "--dataset", "example", "--predictions", str(path), "--no-progress"]
-    else:
-        args = ["submit", "--store", str(tmp_path / "s"), "--dataset", "example", "--predictions", str(path),
-                "--model-name", "m", "--submitter", "alice"]
-    code = main(args)
-    _, err = capsys.readouterr()
-    assert code == 1 and "Traceback" not in err
-    [line] = [x for x in err.splitlines() if x.startswith("rexrank ")]
-    assert line.startswith(f"rexrank {command}: error: ")
-    return line
 
 
 def unblock_fifo_later(path, seconds=3.0):
@@ -317,3 +304,470 @@ def test_the_space_and_the_cli_set_gradios_upload_limit(monkeypatch, tmp_path):
     runpy.run_path(str(app), run_name="__main__")
     assert main(["leaderboard", "--store", str(tmp_path / "store")]) == 0
     assert [kw.get("max_file_size") for kw in launched] == [L.MAX_FILE_BYTES] * 2
+
+
+# ---- input limits: sizes, counts and messages by hand (mutmut's first run over input_limits.py) ----
+def test_what_a_file_that_is_no_regular_file_is_called():
+    import stat
+
+    from rexrank.input_limits import kind_of
+
+    assert kind_of(stat.S_IFIFO) == "a FIFO (named pipe)"
+    assert kind_of(stat.S_IFLNK) == "not a regular file"
+
+
+def test_a_file_of_exactly_the_cap_passes_and_one_byte_more_is_refused(tmp_path):
+    from rexrank.input_limits import check_size, read_capped
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"x" * 10)
+    check_size(path, 10)
+    assert read_capped(path, 10) == b"x" * 10
+    path.write_bytes(b"x" * 11)
+    with pytest.raises(SubmissionError) as err:
+        check_size(path, 10)
+    assert err.value.source == str(path)
+    assert str(err.value) == f"{path}: file is 0.0 MiB (11 bytes); the limit is 0.0 MiB"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_a_file_longer_than_it_said_is_refused_at_the_cap():
+    """/proc files say they are 0 bytes long and hold more: the read stops at cap + 1."""
+    from rexrank.input_limits import read_capped
+
+    with pytest.raises(SubmissionError) as err:
+        read_capped("/proc/self/status", 10)
+    assert err.value.source == "/proc/self/status"
+    assert str(err.value) == "/proc/self/status: file is more than 0.0 MiB; the limit is 0.0 MiB"
+
+
+def test_json_values_are_counted_by_hand():
+    """Commas, "{" and "[" count the values, and each newline in JSONL: b'{"a": [1, 2]}\\n{"b": [3]}\\n'
+    holds 1 + 2 + 2 + 2 = 7; strings' commas are taken out only when that bound is over the limit."""
+    from rexrank.input_limits import check_json_values
+
+    jsonl = b'{"a": [1, 2]}\n{"b": [3]}\n'
+    check_json_values(jsonl, source="s", lines=True, limit=7)
+    with pytest.raises(SubmissionError):
+        check_json_values(jsonl, source="s", lines=True, limit=6)
+    check_json_values(b"[1,\n2]\n", source="s", limit=2)  # JSON: newlines are layout (1 + 1)
+    check_json_values(b'["a,b", 1]', source="s", limit=2)  # 3 by the bound, 2 without the string's comma
+    with pytest.raises(SubmissionError):
+        check_json_values(b'["a,b", 1]', source="s", limit=1)
+    with pytest.raises(SubmissionError) as err:
+        check_json_values(b"[" + b"1," * 400_001 + b"1]", source="s")
+    assert err.value.source == "s"
+    assert str(err.value) == ("s: holds more than 400,000 JSON values (objects, arrays, numbers, strings); the limit is "
+                              "20,000 predictions of 20 values each")
+
+
+def test_jsonl_lines_by_hand():
+    import itertools
+
+    from rexrank.input_limits import MAX_LINE_BYTES, jsonl_lines
+
+    def lines(data):  # at most 5: a reader that never ends fails here instead of hanging
+        return list(itertools.islice(jsonl_lines(data, source="s"), 5))
+
+    assert lines(b"{}\n[]") == [b"{}\n", b"[]"]
+    assert lines(b"\n{}\n") == [b"\n", b"{}\n"]
+    longest = b"x" * (MAX_LINE_BYTES - 1) + b"\n"
+    assert lines(longest) == [longest]
+    with pytest.raises(SubmissionError) as err:
+        lines(b"{}\nx" + longest)
+    assert err.value.source == "s"
+    assert str(err.value) == ("s: line 2 is 262,145 bytes, more than a line may hold (262,144): predictions longer "
+                              "than 20000 characters are refused (a report is ~1000)")
+
+
+def test_row_and_character_messages_by_hand():
+    from rexrank.input_limits import check_rows, check_texts
+
+    check_rows(20_000, source="s")
+    with pytest.raises(SubmissionError) as err:
+        check_rows(20_001, source="s", counted=False)
+    assert str(err.value) == "s: has more than 20,000 rows; the largest test set has 10,000 studies"
+    ids = [f"s{i}" for i in range(12)]
+    check_texts(["x" * 20_000] * 12, ids, source="f")  # exactly the limit passes
+    with pytest.raises(SubmissionError) as err:
+        check_texts(["x" * 20_001] * 12, ids, source="f")
+    assert err.value.source == "f"
+    listed = ", ".join(f"'s{i}' (20001 characters)" for i in range(10))
+    assert str(err.value) == ("f: 12 predictions are longer than 20000 characters (a report is ~1000): "
+                              f"{listed}, … (2 more)")
+    with pytest.raises(SubmissionError) as err:
+        check_texts(["x" * 20_001] * 2, ids[:2], source="f", shown=2)
+    assert str(err.value).endswith("'s0' (20001 characters), 's1' (20001 characters)")
+    check_texts(["x" * 20_000] * 800, list(range(800)), source="f")  # 16,000,000 characters: the limit
+    with pytest.raises(SubmissionError) as err:
+        check_texts(["x" * 20_000] * 800 + ["x"], list(range(801)), source="f")
+    assert err.value.source == "f"
+    assert str(err.value) == "f: the predictions hold 16,000,001 characters together; the limit is 16,000,000"
+
+
+# ---- input limits, round two: the reading, the folder, the schema and parquet's metadata by hand ----
+def test_the_id_and_prediction_columns_must_be_text_and_a_long_type_is_cut_at_80():
+    """A string_view column is text (pyarrow's is_string_view). A refused type is shown whole
+    up to 80 characters and cut to 77 + "..." beyond: str(struct<a...a: int8>) is
+    "struct<" (7) + k + ": int8>" (7) = k + 14 characters."""
+    import pyarrow as pa
+
+    from rexrank.input_limits import check_string_columns
+
+    assert hasattr(pa, "string_view"), "pyarrow >= 16 has string_view"
+    check_string_columns(pa.schema([("id", pa.string_view()), ("text", pa.dictionary(pa.int32(), pa.large_string()))]),
+                         ("id", "text"), source="p.parquet")
+    at_80 = "struct<" + "a" * 66 + ": int8>"
+    at_81 = "struct<" + "a" * 67 + ": int8>"
+    assert (len(at_80), len(at_81)) == (80, 81)
+    for k, shown in ((66, at_80), (67, at_81[:77] + "...")):
+        schema = pa.schema([("id", pa.string()), ("text", pa.struct([("a" * k, pa.int8())]))])
+        with pytest.raises(SubmissionError) as err:
+            check_string_columns(schema, ("id", "text"), source="p.parquet")
+        assert err.value.source == "p.parquet"
+        assert str(err.value) == (f"p.parquet: column 'text' holds {shown}, not strings: write the study ids and the "
+                                  "predictions as text (a string column each)")
+
+
+def test_a_file_of_the_cap_is_read_whole_and_a_refusal_names_what_it_read(tmp_path):
+    from rexrank.errors import RexrankError
+    from rexrank.input_limits import read_capped
+
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"0123456789")
+    assert read_capped(path, 10) == b"0123456789"  # cap bytes: read whole (cap + 1 asked for)
+    path.write_bytes(b"0123456789!")
+    with pytest.raises(SubmissionError) as err:
+        read_capped(path, 10, what="predictions file")
+    assert str(err.value) == f"{path}: predictions file is 0.0 MiB (11 bytes); the limit is 0.0 MiB"
+    with pytest.raises(RexrankError) as err:
+        read_capped(path, 10, error=RexrankError, what="test set")
+    assert type(err.value) is RexrankError
+    assert str(err.value) == f"{path}: test set is 0.0 MiB (11 bytes); the limit is 0.0 MiB"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_a_file_that_grew_past_the_cap_after_its_size_was_checked_is_refused_with_its_name():
+    """/proc/self/status says 0 bytes (stat) and holds ~1 kB: the read of cap + 1 bytes finds
+    more than the cap; the message says "more than" the cap (the size is not known)."""
+    from rexrank.errors import RexrankError
+    from rexrank.input_limits import read_capped
+
+    with pytest.raises(SubmissionError) as err:
+        read_capped("/proc/self/status", 100, what="predictions file")
+    assert err.value.source == "/proc/self/status"
+    assert str(err.value) == "/proc/self/status: predictions file is more than 0.0 MiB; the limit is 0.0 MiB"
+    with pytest.raises(RexrankError) as err:
+        read_capped("/proc/self/status", 100, error=RexrankError, what="test set")
+    assert type(err.value) is RexrankError
+    assert str(err.value) == "/proc/self/status: test set is more than 0.0 MiB; the limit is 0.0 MiB"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/mem"), reason="needs Linux's /proc")
+def test_a_file_that_cannot_be_opened_or_read_is_one_line():
+    """/proc/self/mem is a regular file of 0 bytes whose first page (address 0) is never
+    mapped: reading it is an I/O error. /proc/sys/vm/compact_memory is write-only (mode 0200),
+    for root too: opening it to read is refused."""
+    import os
+
+    from rexrank.errors import RexrankError
+    from rexrank.input_limits import read_capped
+
+    with pytest.raises(SubmissionError) as err:
+        read_capped("/proc/self/mem", 100)
+    assert err.value.source == "/proc/self/mem"
+    assert str(err.value) == "/proc/self/mem: cannot read it: Input/output error"
+    with pytest.raises(RexrankError) as err:
+        read_capped("/proc/self/mem", 100, error=RexrankError)
+    assert type(err.value) is RexrankError and str(err.value) == "/proc/self/mem: cannot read it: Input/output error"
+    write_only = "/proc/sys/vm/compact_memory"
+    if os.path.exists(write_only):
+        with pytest.raises(SubmissionError) as err:
+            read_capped(write_only, 100)
+        assert err.value.source == write_only
+        assert str(err.value) == f"{write_only}: cannot read it: Permission denied"
+        with pytest.raises(RexrankError) as err:
+            read_capped(write_only, 100, error=RexrankError)
+        assert type(err.value) is RexrankError and str(err.value) == f"{write_only}: cannot read it: Permission denied"
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
+def test_a_file_swapped_for_a_fifo_after_the_check_is_refused_without_blocking(tmp_path, monkeypatch):
+    """A FIFO that replaced the file between the size check and the open: opened
+    non-blocking, it is refused at once from fstat; a blocking open would wait for a writer
+    forever. The check is skipped here to stand for the swap."""
+    import os
+
+    from rexrank import input_limits
+    from rexrank.errors import RexrankError
+
+    fifo = tmp_path / "p.jsonl"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(input_limits, "check_size", lambda *args, **kwargs: None)
+    for error in (SubmissionError, RexrankError):
+        outcome = []
+
+        def read():
+            try:
+                outcome.append(input_limits.read_capped(fifo, 100, error=error))
+            except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+                outcome.append(exc)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(10)
+        if reader.is_alive():  # blocked in open(): give it a writer so the thread ends
+            with open(fifo, "wb"):
+                pass
+            reader.join(10)
+            pytest.fail("read_capped blocked opening a FIFO")
+        [exc] = outcome
+        assert type(exc) is error
+        assert str(exc) == f"{fifo}: is a FIFO (named pipe), not a regular file"
+        if error is SubmissionError:
+            assert exc.source == str(fifo)
+
+
+def test_what_check_regular_says_of_a_missing_file_a_broken_symlink_a_folder_and_a_fifo(tmp_path):
+    import os
+
+    from rexrank.errors import RexrankError
+    from rexrank.input_limits import check_regular
+
+    missing, broken = tmp_path / "missing.csv", tmp_path / "broken.csv"
+    broken.symlink_to(missing)
+    for error in (SubmissionError, RexrankError):
+        with pytest.raises(error) as err:
+            check_regular(missing, error=error)
+        assert type(err.value) is error and str(err.value) == f"{missing}: file not found"
+        with pytest.raises(error) as err:
+            check_regular(broken, error=error)
+        assert str(err.value) == f"{broken}: file not found (a broken symlink)"
+    (tmp_path / "a.csv").write_text("id,text\n")
+    under_a_file = tmp_path / "a.csv" / "b.csv"  # stat: ENOTDIR, an OSError that is not FileNotFoundError
+    with pytest.raises(SubmissionError) as err:
+        check_regular(under_a_file)
+    assert err.value.source == str(under_a_file)
+    assert str(err.value) == f"{under_a_file}: cannot read it: Not a directory"
+    with pytest.raises(SubmissionError) as err:
+        check_regular(tmp_path)  # a folder only with allow_dir
+    assert str(err.value) == f"{tmp_path}: is a folder, not a regular file"
+    assert check_regular(tmp_path, allow_dir=True).st_ino == os.stat(tmp_path).st_ino
+    if hasattr(os, "mkfifo"):
+        fifo, link = tmp_path / "p.fifo", tmp_path / "p.jsonl"
+        os.mkfifo(fifo)
+        link.symlink_to(fifo)
+        with pytest.raises(SubmissionError) as err:
+            check_regular(fifo)
+        assert str(err.value) == f"{fifo}: is a FIFO (named pipe), not a regular file"
+        with pytest.raises(SubmissionError) as err:
+            check_regular(link)
+        assert str(err.value) == f"{link}: is a FIFO (named pipe) (a symlink to {os.path.realpath(fifo)}), not a regular file"
+
+
+def test_a_datasets_folder_of_1000_files_and_20_mib_passes_and_one_more_is_refused(tmp_path):
+    """rglob counts files and sub-folders: 1,000 entries pass, 1,001 do not. Sizes are the
+    files' st_size (sparse files here): 20 MiB − 1 + 1 byte = 20 MiB passes, + 2 bytes does not."""
+    from rexrank.input_limits import check_folder
+
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(1000):
+        (many / f"{i}.arrow").touch()
+    check_folder(many, source="d")
+    (many / "1000.arrow").touch()
+    with pytest.raises(SubmissionError) as err:
+        check_folder(many, source="d")
+    assert err.value.source == "d"
+    assert str(err.value) == "d: holds more than 1,000 files: not a datasets folder"
+    big = tmp_path / "big"
+    (big / "train").mkdir(parents=True)
+    with open(big / "train" / "a.arrow", "wb") as fh:
+        fh.truncate(20 * 2**20 - 1)
+    with open(big / "b.arrow", "wb") as fh:
+        fh.truncate(1)
+    check_folder(big, source="d")
+    with open(big / "b.arrow", "wb") as fh:
+        fh.truncate(2)
+    with pytest.raises(SubmissionError) as err:
+        check_folder(big, source="d")
+    assert err.value.source == "d"
+    assert str(err.value) == "d: the folder's files are 20.0 MiB together; the limit is 20.0 MiB"
+
+
+def test_a_folder_that_cannot_be_listed_is_one_line(tmp_path, monkeypatch):
+    """pathlib passes over a sub-folder it may not open (PermissionError) and raises any other
+    OSError, an I/O error on a network share, say; it stands in for one here."""
+    import errno
+    import pathlib
+
+    from rexrank.input_limits import check_folder
+
+    (tmp_path / "a.arrow").touch()
+
+    def rglob(self, pattern):
+        yield tmp_path / "a.arrow"
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(pathlib.Path, "rglob", rglob)
+    with pytest.raises(SubmissionError) as err:
+        check_folder(tmp_path, source="d")
+    assert err.value.source == "d"
+    assert str(err.value) == "d: cannot read the folder: Input/output error"
+
+
+def test_decoded_lengths_by_hand_for_each_text_type(monkeypatch):
+    """rows_of_batches counts bytes as batches arrive: a value of 4 × 20,000 = 80,000 bytes
+    passes (4 bytes the most a character takes), 80,001 does not, in a string or large_string
+    column, plain or dictionary-encoded; the total is summed over both columns and every batch
+    (an all-null batch adds 0) and compared with the limit, here set to the hand count."""
+    import pyarrow as pa
+
+    from rexrank import input_limits
+    from rexrank.input_limits import rows_of_batches
+
+    def batch(ids, texts):
+        return pa.record_batch({"n": ids, "p": texts})
+
+    for kind in (pa.string(), pa.large_string()):
+        edge = "x" * 80_000
+        assert rows_of_batches([batch(pa.array(["1"]), pa.array([edge], type=kind))], "n", "p", source="p") == [
+            ("1", edge, "row 1")]
+        too_long = pa.array([edge + "x"], type=kind)
+        for column in (too_long, too_long.dictionary_encode()):
+            with pytest.raises(SubmissionError) as err:
+                rows_of_batches([batch(pa.array(["1"]), pa.array(["a"], type=kind)), batch(pa.array(["2"]), column)],
+                                "n", "p", source="p")
+            assert err.value.source == "p"
+            assert str(err.value) == "p: column 'p' holds a value of 80,001 bytes; the limit is 20,000 characters"
+    # ids "1", "2" + "abc", "de"; "3" x 3 + "fg" x 3 (a dictionary); an all-null batch: 2 + 5 + 3 + 6 + 0 = 16 bytes
+    batches = [batch(pa.array(["1", "2"]), pa.array(["abc", "de"])),
+               batch(pa.array(["3"] * 3), pa.array(["fg"] * 3).dictionary_encode()),
+               batch(pa.array([None, None], type=pa.string()), pa.array([None, None], type=pa.string()))]
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", 16)
+    assert [r[2] for r in rows_of_batches(batches, "n", "p", source="p")] == [f"row {i}" for i in range(1, 8)]
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", 15)
+    with pytest.raises(SubmissionError) as err:
+        rows_of_batches(batches, "n", "p", source="p")
+    assert err.value.source == "p"
+    assert str(err.value) == ("p: its 'n' and 'p' columns hold more than 0.0 MiB once decompressed (counted as they "
+                              "are read, after 5 rows); the limit is 0.0 MiB (MAX_TABLE_BYTES): keep the id and "
+                              "prediction columns only, and predictions of report length")
+
+
+def test_parquet_footer_length_is_the_last_eight_bytes_by_the_format(tmp_path):
+    """A parquet file ends in the metadata's length (4 bytes, little-endian) and b"PAR1"; the
+    length equals the metadata's serialized size (pyarrow). Shorter than 8 bytes or another
+    ending: 0."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rexrank.input_limits import _parquet_footer_length
+
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"id": ["s1"], "text": ["a"]}), path)
+    assert _parquet_footer_length(path) == pq.ParquetFile(path).metadata.serialized_size > 0
+    for data, length in ((b"\x05\x00\x00\x00PAR1", 5), (b"\x05\x00\x00PAR1", 0), (b"", 0),
+                         (b"\x05\x01\x00\x00PAR2", 0), (b"x\x05\x01\x00\x00PAR1", 261)):
+        path.write_bytes(data)
+        assert _parquet_footer_length(path) == length, data
+
+
+def test_parquet_metadata_limits_at_and_one_past_each(tmp_path, monkeypatch):
+    """Footer length, rows, row groups and columns, each at its limit and one past, with the
+    message; the two columns' size is their column chunks' uncompressed (or compressed, if
+    larger) sizes summed over every row group, as the format's metadata gives them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rexrank import input_limits
+    from rexrank.input_limits import parquet_columns
+
+    path = tmp_path / "p.parquet"
+
+    def refused(source="p"):
+        with pytest.raises(SubmissionError) as err:
+            parquet_columns(path, ("id",), ("text",), source=source)
+        assert err.value.source == source
+        return str(err.value)[len(source) + 2:]
+
+    # a footer that declares 1 MiB passes to pyarrow (which finds no such metadata); one byte more is refused
+    for declared, expected in ((2**20, None), (2**20 + 1, "its metadata is 1.0 MiB; the limit is 1.0 MiB")):
+        path.write_bytes(b"PAR1" + b"\0" * 16 + declared.to_bytes(4, "little") + b"PAR1")
+        try:
+            pq.ParquetFile(path)
+        except Exception as exc:  # noqa: BLE001 - pyarrow's own words are the oracle
+            theirs = f"not a readable parquet file ({type(exc).__name__}: {str(exc).strip().splitlines()[0]})"
+        assert refused() == (expected or theirs)
+
+    pq.write_table(pa.table({"id": [f"s{i}" for i in range(20_001)], "text": ["a"] * 20_001}), path)
+    assert refused() == "has more than 20,000 rows (20,001); the largest test set has 10,000 studies"
+    for groups in (1000, 1001):
+        pq.write_table(pa.table({"id": [f"s{i}" for i in range(groups)], "text": ["a"] * groups}), path, row_group_size=1)
+        assert pq.ParquetFile(path).metadata.num_row_groups == groups
+        if groups == 1000:
+            assert parquet_columns(path, ("id",), ("text",), source="p") == ("id", "text")
+        else:
+            assert refused() == "has 1,001 row groups; the limit is 1,000"
+    for width in (1000, 1001):
+        pq.write_table(pa.table({"id": ["s1"], "text": ["a"], **{f"c{i}": [i] for i in range(width - 2)}}), path)
+        if width == 1000:
+            assert parquet_columns(path, ("study_id", "id"), ("report", "text"), source="p") == ("id", "text")
+        else:
+            assert refused() == "has 1,001 columns; the limit is 1,000"
+
+    pq.write_table(pa.table({"study": ["s1"], "text": ["a"]}), path)
+    assert refused() == ("no id column: expected one of id, found study, text; name yours with --id-column NAME "
+                         "(Python: id_column=NAME), or rename the column (the accepted shapes: CSV, JSONL or a JSON list of records with id and prediction fields; "
+                         "a JSON object {id: prediction}; the ReXrank submission JSON (the test JSON with "
+                         "model_prediction added to each study); a parquet file; a datasets.save_to_disk folder)")
+    pq.write_table(pa.table({"id": ["s1"], "report": ["a"]}), path)
+    assert refused() == ("no prediction text column: expected one of text, found id, report; name yours with "
+                         "--prediction-column NAME (Python: prediction_column=NAME), or rename the column ("
+                         "the accepted shapes: CSV, JSONL or a JSON list of records with id and prediction fields; "
+                         "a JSON object {id: prediction}; the ReXrank submission JSON (the test JSON with "
+                         "model_prediction added to each study); a parquet file; a datasets.save_to_disk folder)")
+    pq.write_table(pa.table({"id": [1], "text": ["a"]}), path)
+    assert refused() == ("column 'id' holds int64, not strings: write the study ids and the predictions as text "
+                         "(a string column each)")
+
+    # two row groups of three columns: only "id" and "text" count, in every row group
+    pq.write_table(pa.table({"id": ["s1", "s2"], "text": ["abc", "de"], "other": ["x" * 500] * 2}), path, row_group_size=1)
+    meta = pq.ParquetFile(path).metadata
+    chunks = [meta.row_group(g).column(c) for g in range(2) for c in range(3)]
+    size = sum(max(c.total_uncompressed_size, c.total_compressed_size) for c in chunks if c.path_in_schema != "other")
+    assert len([c for c in chunks if c.path_in_schema != "other"]) == 4
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", size)
+    assert parquet_columns(path, ("id",), ("text",), source="p") == ("id", "text")
+    monkeypatch.setattr(input_limits, "MAX_TABLE_BYTES", size - 1)
+    assert refused() == "its 'id' and 'text' columns decompress to 0.0 MiB; the limit is 0.0 MiB"
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_read_capped_asks_for_cap_plus_one_bytes_and_no_more(monkeypatch):
+    """The bound itself: a file that grows without end (or a /proc file that says 0 bytes)
+    costs at most cap + 1 bytes of reading. A spy on the opened file records what is asked."""
+    import os
+
+    from rexrank.input_limits import read_capped
+
+    asked, fdopen = [], os.fdopen
+
+    class Spy:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.fh.__exit__(*exc)
+
+        def read(self, size=-1):
+            asked.append(size)
+            return self.fh.read(size)
+
+    monkeypatch.setattr(os, "fdopen", lambda *args, **kwargs: Spy(fdopen(*args, **kwargs)))
+    with pytest.raises(SubmissionError):
+        read_capped("/proc/self/status", 100)
+    assert asked == [101]

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import PROJECT_ROOT
+from support.paths import PROJECT_ROOT
 from rexrank.llm.settings import LLMSettings
 from rexrank.metrics.registry import available_metrics, metric_class
 

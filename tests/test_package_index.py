@@ -1,12 +1,12 @@
 """The `fresh_venv` tests skip with a reason where no package index is reachable
-(tests/package_index.py), quickly: a closed port stands for an unreachable index."""
+(tests/support/package_index.py), quickly: a closed port stands for an unreachable index."""
 from __future__ import annotations
 
 import os
 import socket
 import time
 
-from package_index import no_index_reason
+from support.package_index import no_index_reason
 
 
 def closed_port() -> int:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from rexrank.cli.main import main
-from tests.conftest import PROJECT_ROOT, shared_path
+from support.paths import PROJECT_ROOT, shared_path
 
 README = PROJECT_ROOT / "README.md"
 # what an offline test cannot run as printed, and what it runs instead

@@ -9,7 +9,7 @@ by URL), then:
   - the leaderboard Space's app.py, configured by the Space variables deploy set, serves
     the seeded published results.
 Needs PyPI (or a warm pip cache) for the build and the venv: without a reachable package index
-the tests skip with the reason (tests/package_index.py); deselect with `-m "not fresh_venv"`."""
+the tests skip with the reason (tests/support/package_index.py); deselect with `-m "not fresh_venv"`."""
 from __future__ import annotations
 
 import json
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from fakehub import FakeHub
-from hubhelpers import ACCOUNTS, ROOT, WRITE
-from package_index import no_index_reason
+from support.fakehub import FakeHub
+from support.hubhelpers import ACCOUNTS, ROOT, WRITE
+from support.package_index import no_index_reason
 
 pytestmark = pytest.mark.fresh_venv
 SEED_TEST_SET, SEED_TRACK = "iu_xray", "findings"

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from llm_fake_server import FakeOpenAIServer, Reply
+from support.llm_fake_server import FakeOpenAIServer, Reply
 from rexrank.cli.main import main
 from rexrank.data import data_path
 from rexrank.errors import MetricError

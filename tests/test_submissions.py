@@ -7,7 +7,7 @@ import datasets
 import pandas as pd
 import pytest
 
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.errors import SubmissionError
 from rexrank.submissions import load_predictions
 

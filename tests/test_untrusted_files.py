@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import forged_parquet as F
-import sandbox_targets as T
+from support import forged_parquet as F
+from support import sandbox_targets as T
 from rexrank import sandbox
 from rexrank.errors import SubmissionError
 from rexrank.submissions import read_raw_predictions
@@ -144,7 +144,7 @@ def test_forged_page_headers_are_refused(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("command", ["score", "submit"])
 def test_a_reader_stopped_by_a_limit_is_one_line_on_the_command_line(tmp_path, capsys, monkeypatch, command):
-    from test_input_limits import one_error_line
+    from support.commands import one_error_line
 
     pages = F.forge_page_headers(footer_bomb(tmp_path / "pages.parquet", 2_000), 2**27 - 1)  # 128 MiB a page, claimed
     monkeypatch.setattr(sandbox, "LIMITS", sandbox.Limits(memory_bytes=64 << 20))
@@ -261,9 +261,9 @@ BOB, BOT = "hf_bob", "hf_bot"
 @pytest.fixture(scope="module")
 def space(tmp_path_factory):
     """The leaderboard Space in its own process, as on the Hub (HF_TOKEN the organisers' bot's),
-    on the fake Hub of tests/fakehub.py; yields (its address, its process id)."""
-    from fakehub import Account
-    from hubhelpers import online_fake_hub, space_process
+    on the fake Hub of tests/support/fakehub.py; yields (its address, its process id)."""
+    from support.fakehub import Account
+    from support.hubhelpers import online_fake_hub, space_process
 
     with online_fake_hub({BOB: Account("bob"), BOT: Account("rexrank-bot", ("rexrank",))}) as (hub, _):
         with space_process(hub.url, BOT, tmp_path_factory.mktemp("space")) as (url, _log):
@@ -302,7 +302,7 @@ def test_the_bomb_filed_through_the_space_is_refused_and_the_space_does_not_grow
     hf:// alike; a refusal costs the filer nothing (no quota)."""
     import rexrank
     from huggingface_hub import HfApi
-    from test_store import example_rows, write_jsonl
+    from support.requests import example_rows, write_jsonl
 
     url, pid = space
 

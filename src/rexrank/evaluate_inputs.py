@@ -3,7 +3,7 @@ the inputs, every option `compute` accepts, what it returns, and a runnable exam
 
 The option list and the defaults are read from the metric class (`metric_options`), so a
 new or changed option shows up here by itself; only the one-line help is written by hand
-(tests/test_evaluate_modules.py fails on an option without help).
+(tests/metrics/test_evaluate_modules.py fails on an option without help).
 """
 from __future__ import annotations
 

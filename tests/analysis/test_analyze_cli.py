@@ -9,23 +9,8 @@ import pandas as pd
 import pytest
 
 from rexrank.cli.main import main
-from test_analysis_tables import write_rexval
-
-
-def write_runs(tmp_path, n=40, systems=("alpha", "beta", "gamma")):
-    rng = np.random.default_rng(0)
-    ids = [f"st{i:03d}" for i in range(n)]
-    paths = []
-    for k, s in enumerate(systems):
-        frame = pd.DataFrame({"id": ids, "bleu2": rng.uniform(0, 0.5, n) + 0.05 * k,
-                              "radcliq_v1": rng.normal(1.0, 0.3, n), "fineradscore": rng.integers(0, 5, n).astype(float)})
-        path = tmp_path / f"{s}.parquet"
-        frame.to_parquet(path, index=False)
-        paths.append(path)
-    attrs = pd.DataFrame({"id": ids, "site": ["north"] * 20 + ["south"] * 12 + ["east"] * 8,
-                          "is_abnormal": [True, False] * (n // 2)})
-    attrs.to_csv(tmp_path / "attrs.csv", index=False)
-    return paths
+from support.analysis_files import write_rexval
+from support.analysis_files import write_runs
 
 
 def test_analyze_end_to_end(tmp_path, capsys):

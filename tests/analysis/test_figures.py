@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.analysis import figures as F
 from rexrank.analysis.error_rates import error_rates
 from rexrank.analysis.io import join_runs, read_system_table

@@ -10,7 +10,7 @@ import pytest
 
 from rexrank.analysis.figures import fig_rank_intervals
 from rexrank.cli.main import main
-from test_analysis_cli import write_runs
+from support.analysis_files import write_runs
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -68,7 +68,7 @@ def test_the_report_fits_a_phones_width_and_its_figures_scale_down(report):
     width = 390
     from playwright.sync_api import sync_playwright
 
-    from conftest import PROJECT_ROOT
+    from support.paths import PROJECT_ROOT
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])

@@ -6,11 +6,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.analysis.alignment import (
     CANDIDATE_COLUMNS,
     ERRORS_FILE,
-    CANDIDATES_FILE,
     human_alignment,
     kendall_tau_b,
     read_rexval,
@@ -20,6 +19,7 @@ from rexrank.analysis.error_rates import error_rates
 from rexrank.analysis.io import AnalysisError, join_runs, load_runs, parse_run_spec, read_system_table
 from rexrank.analysis.sites import rank_matrix, site_ranking, top_sites
 from rexrank.analysis.strata import normal_abnormal, stratum_labels, summary_table
+from support.analysis_files import write_rexval
 
 
 def make_tables(n=60, systems=("a", "b", "c"), seed=0):
@@ -224,28 +224,6 @@ def test_published_table_reads_as_system_table():
 
 
 # --- ReXVal ----------------------------------------------------------------------------
-
-def write_rexval(directory, n_studies=50, seed=0):
-    """Synthetic files in ReXVal's exact schema; returns the per-rater error array
-    [study, candidate, category, rater, significant] used to build them."""
-    rng = np.random.default_rng(seed)
-    pd.DataFrame({
-        "study_id": [str(50000000 + i) for i in range(n_studies)],
-        "gt_report": [f"reference report {i}." for i in range(n_studies)],
-        **{c: [f"{c} candidate {i} ." for i in range(n_studies)] for c in CANDIDATE_COLUMNS},
-    })[["study_id", "gt_report", "radgraph", "bertscore", "s_emb", "bleu"]].to_csv(directory / CANDIDATES_FILE, index=False)
-    counts = rng.poisson(0.12, size=(n_studies, 4, 6, 6, 2))
-    rows = []
-    for s in range(n_studies):
-        for c, ctype in enumerate(CANDIDATE_COLUMNS):
-            for cat in range(6):
-                for r in range(6):
-                    for sig_i, sig in enumerate((True, False)):
-                        rows.append((s, ctype, cat + 1, r, sig, int(counts[s, c, cat, r, sig_i])))
-    pd.DataFrame(rows, columns=["study_number", "candidate_type", "error_category", "rater_index",
-                                "clinically_significant", "num_errors"]).to_csv(directory / ERRORS_FILE, index=False)
-    return counts
-
 
 def test_read_rexval_aggregates_like_the_official_notebook(tmp_path):
     counts = write_rexval(tmp_path, n_studies=20)

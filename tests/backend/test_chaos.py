@@ -7,8 +7,8 @@ import random
 import time
 
 from rexrank.store import FINISHED, Quota, open_store
-from test_backend import cli
-from test_store import submit, variant
+from support.backend_fixtures import cli
+from support.requests import submit, variant
 
 N_REQUESTS = 6
 N_WORKERS = 3

@@ -3,42 +3,17 @@ complete. With the LLM judge failing ~90 % of calls, FineRadScore used to end FI
 the few studies it scored and take rank 1."""
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pytest
 
-from llm_fake_server import FakeOpenAIServer, Reply, chat_body
+from support.llm_fake_server import FakeOpenAIServer
 from rexrank.backend.worker import Worker
 from rexrank.cli.main import main
 from rexrank.leaderboard.records import records_frame
 from rexrank.store import FAILED, FINISHED, Quota, open_store
-from test_store import EXAMPLE_PREDS, submit
-
-HEALTHY_SHARE = 0.3  # of the 19 example studies, a few are answered
-
-
-def judge(state: dict):
-    """FineRadScore's judge: one non-actionable error per report; while `state["broken"]`, HTTP 500 for
-    most studies (chosen by a hash of the candidate report, so retries fail too)."""
-
-    def script(path, body):
-        user = body["messages"][1]["content"]
-        state["calls"] = state.get("calls", 0) + 1
-        lucky = int(hashlib.sha256(user.encode()).hexdigest(), 16) % 100 < HEALTHY_SHARE * 100
-        if state.get("broken") and not lucky:
-            return Reply(500, {"error": {"message": "overloaded"}})
-        corrections = [{"line": 0, "action": "edit", "corrected_text": "x", "severity": "not actionable",
-                        "error_categories": ["false finding"], "comment": ""}] if "[0] " in user else []
-        return Reply(body=chat_body(json.dumps({"corrections": corrections})))
-
-    return script
-
-
-def llm_options(server, tmp_path) -> dict:
-    return {"fineradscore": dict(model="judge", base_url=server.base_url, backoff=0.01, max_retries=1,
-                                 cache_dir=str(tmp_path / "llm-cache"), progress=False)}
-
+from support.requests import EXAMPLE_PREDS, submit
+from support.llm_judges import judge, llm_options
 
 def test_partial_llm_scores_fail_the_request_and_publish_nothing(tmp_path):
     state = {"broken": True}
@@ -174,3 +149,82 @@ def test_a_metric_of_the_set_that_did_not_run_fails_the_coverage_rule(tmp_path):
     with pytest.raises(CoverageError, match=r"radgraph scored 0 studies; cause: it did not run") as caught:
         worker.check_coverage(coverage_results(bleu2=100, radgraph=None), private=False)
     assert "bleu2" not in str(caught.value)  # bleu2 itself passed
+
+
+# ---- the worker's coverage rule, by hand -------------------------------------------------------
+def _coverage(metrics, results, *, share=0.99, private=False):
+    from types import SimpleNamespace
+
+    from rexrank.backend.worker import Worker
+
+    Worker.check_coverage(SimpleNamespace(metrics=metrics, min_coverage=share), results, private=private)
+
+
+TAIL = (". Nothing was published. The answers already received are kept in the cache: the maintainers can requeue this "
+        "request once the cause is fixed, and only the missing studies are scored again.")
+
+
+def test_the_coverage_rule_by_hand():
+    from rexrank.backend.worker import CoverageError
+
+    ok = {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_studies": 100, "n_scored": 99}}}
+    _coverage(["bleu2"], ok)  # 99 of 100 is the share asked for
+    _coverage(["bleu2"], {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_scored": 99}}})  # n from the predictions
+    _coverage(["bleu2"], {"predictions": {"n": 0}, "metrics": {"bleu2": {"n_scored": 0}}})  # nothing to score
+    # a metric's own study count (e.g. the studies that have findings) comes before the predictions'
+    _coverage(["bleu2"], {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_studies": 50, "n_scored": 50}}})
+    _coverage(["bleu2"], {"predictions": {"n": 100}, "metrics": {"bleu2": {"n_failed": 1}}})  # 100 - 1 scored
+    short = {"predictions": {"n": 100},
+             "metrics": {"green": {"n_studies": 100, "n_scored": 97,
+                                   "failures": {"s1": "LLM call failed: timeout", "s2": "LLM call failed: 500",
+                                                "s3": "invalid answer: no JSON"}}}}
+    with pytest.raises(CoverageError) as err:
+        _coverage(["green", "crimson"], short)
+    head = "below the coverage rule (each metric must score at least 99% of the studies): "
+    assert str(err.value) == (head + "crimson scored 0 studies; cause: it did not run; green scored 97 of 100 studies "
+                              "(97.0%); cause: 1 × LLM call failed: timeout, 1 × LLM call failed: 500, 1 × invalid "
+                              "answer: no JSON" + TAIL)
+    assert err.value.without_causes == head + "crimson scored 0 studies; green scored 97 of 100 studies (97.0%)" + TAIL
+    from rexrank.backend.public_door import PRIVATE_COVERAGE_FAILED
+
+    far_short = {"test_set": {"n_studies": 1000}, "predictions": {"n": 1000},
+                 "metrics": {"green": {"n_studies": 1000, "n_scored": 0, "failures": short["metrics"]["green"]["failures"]}}}
+    with pytest.raises(CoverageError) as err:  # a private set: the fixed words, no count and no reason
+        _coverage(["green"], far_short, private=True)
+    assert str(err.value) == PRIVATE_COVERAGE_FAILED
+    with pytest.raises(CoverageError) as err:
+        _coverage(["green"], {"predictions": {"n": 50}, "metrics": {"green": {"n_studies": 50}}}, share=0.9)
+    assert str(err.value).startswith("below the coverage rule (each metric must score at least 90% of the studies): "
+                                     "green scored 0 of 50 studies (0.0%); cause: no per-study reasons were recorded. ")
+    _coverage(["green"], {"predictions": {"n": 50}, "metrics": {"green": {"n_studies": 50, "n_scored": 45}}}, share=0.9)
+
+
+# ---- the coverage rule (rexrank.backend.public_door.coverage_failure) --------------------------
+class _FixedNoise:
+    """A stand-in generator whose Laplace draw is `value`; it records what it was asked."""
+
+    def __init__(self, value: float):
+        self.value, self.asked = value, []
+
+    def laplace(self, loc, scale):
+        self.asked.append((loc, scale))
+        return self.value
+
+
+def _results(n: int, **scored: int) -> dict:
+    return {"metrics": {name: {"n_studies": n, "n_scored": k, "n_failed": n - k} for name, k in scored.items()},
+            "predictions": {"n": n}, "test_set": {"n_studies": n}}
+
+
+def test_the_private_coverage_decision_draws_its_noise_from_the_generator_it_is_given():
+    """On a private set the rule passes when (scored - 0.99 n) + noise >= -margin: with no
+    study of 10,000 scored, -9,900 + 10^6 passes; with every study scored, 100 - 10^6 fails,
+    with the fixed message. The noise is asked as Laplace(0, 1 / 0.5)."""
+    from rexrank.backend.public_door import PRIVATE_COVERAGE_FAILED, coverage_failure
+
+    lucky = _FixedNoise(1e6)
+    assert coverage_failure(_results(10_000, bleu2=0), ["bleu2"], min_coverage=0.99, private=True, rng=lucky) is None
+    assert lucky.asked == [(0.0, 2.0)]
+    unlucky = _FixedNoise(-1e6)
+    error = coverage_failure(_results(10_000, bleu2=10_000), ["bleu2"], min_coverage=0.99, private=True, rng=unlucky)
+    assert str(error) == error.without_causes == PRIVATE_COVERAGE_FAILED

@@ -1,6 +1,6 @@
 """The backend as a dispatcher over Jobs (rexrank.backend.dispatch): shards that merge into
 exactly one worker's numbers, retries, cancel, restarts and the store token, against the
-fake Hub's Jobs API (tests/fakehub.py), whose Jobs run as local processes."""
+fake Hub's Jobs API (tests/support/fakehub.py), whose Jobs run as local processes."""
 from __future__ import annotations
 
 import io
@@ -8,57 +8,21 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-import backendhelpers
-from fakehub import Account, FakeHub
 from rexrank.backend.dispatch import Dispatcher, DispatchSettings, dispatch_settings
-from rexrank.backend.jobs import HubJobs, LocalJobs
+from rexrank.backend.jobs import LocalJobs
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
-from test_backend import PRIVATE_SENTENCES, leaks_in, private_set  # noqa: F401 (private_set: a fixture)
-from test_store import submit
-
-HELPER = str(Path(backendhelpers.__file__))
-TOKEN = "hf_store_secret_7f3a9c"  # the organisers' store token: a Job secret, nowhere else
-ORG = "board"
-
-
-@pytest.fixture
-def hub(monkeypatch):
-    import huggingface_hub.constants as constants
-
-    with FakeHub(accounts={TOKEN: Account("organiser", orgs=(ORG,))}) as fake:
-        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-        monkeypatch.setenv("HF_ENDPOINT", fake.url)
-        monkeypatch.setenv("HF_TOKEN", TOKEN)
-        yield fake
-
-
-@pytest.fixture
-def test_metrics(monkeypatch):
-    import rexrank.metrics.registry as registry
-
-    monkeypatch.setattr(registry, "METRICS", {**registry.METRICS, **backendhelpers.TEST_METRICS})
-
-
-def settings(**kw) -> DispatchSettings:
-    # tiny shards (three for the example's 19 studies); each Job runs the test helper, which
-    # is the rexrank command line with the test metrics registered
-    base = dict(mode="hf-jobs", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.2,
-                job_command=(sys.executable, HELPER), job_env={"HF_HUB_OFFLINE": "0"}, job_timeout=300, job_startup=0)
-    return DispatchSettings(**{**base, **kw})
-
-
-def dispatcher(store, metrics: str, worker_id: str = "dispatcher", lease: float = 30.0, **kw) -> Dispatcher:
-    s = settings(**kw)
-    jobs = HubJobs(namespace=ORG, image=s.image, token=TOKEN)
-    return Dispatcher(Worker(store, metrics=metrics, worker_id=worker_id, lease_seconds=lease), jobs, s)
-
+from support.backend_fixtures import PRIVATE_SENTENCES, leaks_in, private_set  # noqa: F401 (private_set: a fixture)
+from support.requests import submit
+from support.dispatch_fixtures import ORG, TOKEN, ThreadJobs, dispatcher, in_thread, wait_for, without_seconds
+from support.dispatch_fixtures import hub  # noqa: F401 (fixtures)
+from support.backend_fixtures import HELPER
+from support.backend_fixtures import test_metrics  # noqa: F401 (fixtures)
 
 def single_worker_run(tmp_path, metrics: str, **env):
     store = open_store(tmp_path / "single", quota=Quota(0))
@@ -71,19 +35,6 @@ def single_worker_run(tmp_path, metrics: str, **env):
 def published(store):
     [record] = store.list_results()
     return record, pd.read_parquet(io.BytesIO(store.read_per_study(record)))
-
-
-def wait_for(condition, timeout=120.0, what=""):
-    deadline = time.time() + timeout
-    while not condition():
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
-def in_thread(target):
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread
 
 
 def run_until_jobs_run(hub, store, tmp_path, *, slow: float) -> threading.Thread:
@@ -277,7 +228,7 @@ def test_config_settings_are_checked(tmp_path):
 
 
 def test_two_dispatchers_on_one_store_never_score_a_shard_twice(hub, tmp_path, test_metrics):
-    from test_store import variant
+    from support.requests import variant
 
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     ids = {submit(store, variant(tmp_path, i), model_name=f"m{i}")["id"] for i in range(2)}
@@ -339,7 +290,7 @@ def test_shard_boundaries_fall_between_the_official_llm_batches():
 
 
 def test_a_tiny_llm_judge_merges_into_the_single_worker_run(tmp_path):
-    from llm_tiny_models import build_tiny_llama
+    from support.llm_tiny_models import build_tiny_llama
     from rexrank.metrics.green_text import prompt_template
 
     corpus = [prompt_template()] * 3 + ["No pneumothorax. Mild cardiomegaly. Small left pleural effusion."] * 3
@@ -368,7 +319,7 @@ def test_a_tiny_llm_judge_merges_into_the_single_worker_run(tmp_path):
 
 
 def test_an_encoder_metric_merges_within_1e_6_of_the_single_worker_run(tmp_path):
-    from tiny_report_models import make_tiny_roberta
+    from support.tiny_report_models import make_tiny_roberta
 
     model = make_tiny_roberta(tmp_path / "encoder")
 
@@ -410,21 +361,8 @@ def dispatched_and_single(tmp_path, metrics: str, options, *, jobs: str = "local
     return store.get_request(req["id"]), store, single_store
 
 
-def without_seconds(summaries: dict) -> dict:
-    """The summaries without what measures this machine's load rather than the scoring: the
-    seconds, and an LLM endpoint's retry count (a slow answer under load is asked again)."""
-    def comparable(summary: dict) -> dict:
-        summary = {k: v for k, v in summary.items() if k != "seconds"}
-        usage = (summary.get("details") or {}).get("llm_usage")
-        if usage is not None:
-            summary["details"] = {**summary["details"], "llm_usage": {k: v for k, v in usage.items() if k != "retries"}}
-        return summary
-
-    return {name: comparable(summary) for name, summary in summaries.items()}
-
-
 def test_sembscore_details_and_radcliq_reach_a_dispatched_record(tmp_path):
-    from tiny_report_models import make_tiny_radcliq_models
+    from support.tiny_report_models import make_tiny_radcliq_models
 
     m = make_tiny_radcliq_models(tmp_path / "models")
 
@@ -455,11 +393,11 @@ def test_sembscore_details_and_radcliq_reach_a_dispatched_record(tmp_path):
 
 
 def test_green_by_length_on_a_local_model_is_one_shard_and_equals_the_single_run(tmp_path):
-    from llm_tiny_models import build_tiny_llama
+    from support.llm_tiny_models import build_tiny_llama
     from rexrank.metrics.green import load_tokenizer
     from rexrank.metrics.green_text import make_prompt, prompt_template, render_model_input
     from rexrank.testsets.loading import track_studies
-    from test_store import EXAMPLE_PREDS
+    from support.requests import EXAMPLE_PREDS
 
     corpus = [prompt_template()] * 3 + ["No pneumothorax. Mild cardiomegaly. Small left pleural effusion."] * 3
     model = build_tiny_llama(tmp_path / "llama", corpus=corpus)
@@ -510,7 +448,7 @@ def test_a_shard_where_one_metric_scores_nothing_finishes_when_the_whole_request
 def test_srr_bert_shards_and_merges_exactly_into_the_single_run(tmp_path, monkeypatch):
     import nltk
 
-    import srr_bert_tiny
+    from support import srr_bert_tiny
     from rexrank.models import srr_bert as S
 
     monkeypatch.setattr(nltk, "sent_tokenize", srr_bert_tiny.stand_in_sent_tokenize)  # punkt_tab is not here
@@ -530,7 +468,7 @@ def test_srr_bert_shards_and_merges_exactly_into_the_single_run(tmp_path, monkey
 def test_spec_cxr_shards_and_merges_into_the_single_run(tmp_path):
     import hashlib
 
-    from llm_fake_server import FakeOpenAIServer, Reply, chat_body
+    from support.llm_fake_server import FakeOpenAIServer, Reply, chat_body
     from rexrank.metrics.spec_cxr_text import load_entity_set
 
     entities = load_entity_set().entities
@@ -557,50 +495,6 @@ def test_spec_cxr_shards_and_merges_into_the_single_run(tmp_path):
     pd.testing.assert_frame_equal(per_study, single_per_study)
     assert record["summaries"]["spec_cxr"]["details"]["per_entity"]  # pooled over every study of every shard
     assert without_seconds(record["summaries"]) == without_seconds(single["summaries"])
-
-
-class ThreadJobs:
-    """Jobs run in this process's threads (so that a test's monkeypatched test set reaches
-    them): each runs `rexrank backend-shard`'s function on its own store object."""
-
-    def __init__(self, store_name: str, data_dir):
-        from rexrank.backend.jobs import JobState
-
-        self.store_name, self.data_dir, self.jobs, self.State = store_name, data_dir, {}, JobState
-
-    def run(self, *, command, env, secrets, flavor, timeout, labels):
-        import traceback
-
-        from rexrank.backend.shard_job import run_shard
-
-        job = self.State(f"t{len(self.jobs)}", "RUNNING", None, dict(labels), flavor, time.time())
-        self.jobs[job.job_id] = job
-
-        def work():
-            # a shard that raises ends as ERROR, as a Job whose process dies does: left RUNNING, the
-            # dispatcher would wait for it for ever (a CI run hung here once)
-            try:
-                rc = run_shard(open_store(self.store_name, quota=Quota(0)), labels["rexrank-request"],
-                               int(labels["rexrank-shard"]), int(labels["rexrank-attempt"]), data_dir=self.data_dir)
-            except BaseException:
-                traceback.print_exc()  # pytest shows it with the failing test's output
-                rc = 1
-            job.stage, job.finished = ("COMPLETED" if rc == 0 else "ERROR"), time.time()
-
-        in_thread(work)
-        return job.job_id
-
-    def inspect(self, job_id):
-        return self.jobs.get(job_id)
-
-    def list(self, labels):
-        return [j for j in self.jobs.values() if all(j.labels.get(k) == v for k, v in labels.items())]
-
-    def cancel(self, job_id):
-        self.jobs[job_id].stage = "CANCELED"
-
-    def logs(self, job_id):
-        return []
 
 
 def test_a_dispatched_private_request_publishes_aggregates_once(tmp_path, monkeypatch, private_set):
@@ -631,7 +525,7 @@ def test_a_dispatched_private_request_publishes_aggregates_once(tmp_path, monkey
 def test_the_merge_refuses_missing_shards_and_shards_of_other_code_or_options():
     from rexrank.backend.merge import MergeError, merge_shards, shard_header, shard_table
     from rexrank.scoring import score_submission
-    from test_store import EXAMPLE_PREDS
+    from support.requests import EXAMPLE_PREDS
 
     ranges = [[0, 10], [10, 19]]
     shards = []

@@ -1,5 +1,5 @@
 """Faults the Hub really has, survived by the dispatcher (rexrank.backend.dispatch) on the fake
-Hub (tests/fakehub.py), with the Jobs and the scorings counted: passing API errors while
+Hub (tests/support/fakehub.py), with the Jobs and the scorings counted: passing API errors while
 polling (5xx, a dropped connection, 429 with Retry-After) fail nothing; a dispatcher that
 loses its lease (paused past it, then resumed) leaves the Jobs and the shard outputs to the
 dispatcher that took the request over, whether it resumes while the Jobs run or after they
@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import threading
 
-from test_dispatch import HELPER, ORG, dispatcher, hub, in_thread, test_metrics, wait_for  # noqa: F401 (fixtures)
+from support.backend_fixtures import HELPER, test_metrics  # noqa: F401 (fixtures)
+from support.dispatch_fixtures import ORG, dispatcher, hub, in_thread, wait_for  # noqa: F401 (fixtures)
 from rexrank.store import FINISHED, Quota, open_store
-from test_store import submit
+from support.requests import submit
 
 assert HELPER  # the Jobs run the rexrank command line with the test metrics
 
@@ -168,7 +169,7 @@ def test_rexrank_cancel_cancels_the_jobs_of_a_request_no_dispatcher_holds(hub, t
     from huggingface_hub import HfApi
 
     from rexrank.cli.main import main
-    from test_dispatch import TOKEN
+    from support.dispatch_fixtures import TOKEN
 
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     req = submit(store)

@@ -11,16 +11,16 @@ import sys
 import pandas as pd
 import pytest
 
-from conftest import shared_path
-from llm_fake_server import FakeOpenAIServer
+from support.paths import shared_path
+from support.llm_fake_server import FakeOpenAIServer
 from rexrank import __version__
 from rexrank.backend.dispatch import Dispatcher, DispatchSettings
 from rexrank.backend.jobs import LocalJobs
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
-from test_coverage import judge
-from test_dispatch import without_seconds
-from test_store import submit
+from support.llm_judges import judge
+from support.dispatch_fixtures import without_seconds
+from support.requests import submit
 
 LLM_VARIABLES = ("REXRANK_LLM_BASE_URL", "REXRANK_LLM_MODEL", "REXRANK_LLM_BACKEND", "OPENAI_BASE_URL",
                  "REXRANK_LLM_API_KEY", "OPENAI_API_KEY")
@@ -119,7 +119,7 @@ def test_a_job_spec_holds_what_its_shard_needs_and_nothing_inherited(tmp_path, m
 
 def test_a_job_of_another_rexrank_build_scores_nothing(tmp_path, monkeypatch):
     import rexrank.backend.shard_job as shard_job
-    from test_dispatch_plan import InProcessJobs
+    from support.dispatch_fixtures import InProcessJobs
 
     monkeypatch.setattr(shard_job, "__version__", "0.0.1+elsewhere")  # what the Job installed
     store = open_store(tmp_path / "s", quota=Quota(0))

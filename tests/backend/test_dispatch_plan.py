@@ -20,9 +20,9 @@ from rexrank.backend.worker import Worker
 from rexrank.errors import RexrankError
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store.config import REXRANK_LLM_METRICS, REXRANK_METRICS
-from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
-from test_dispatch import ThreadJobs
-from test_store import submit, write_jsonl
+from support.backend_fixtures import private_set, test_metrics  # noqa: F401 (fixtures)
+from support.requests import submit, write_jsonl
+from support.dispatch_fixtures import InProcessJobs
 
 FULL_SET = (*REXRANK_METRICS, *REXRANK_LLM_METRICS)
 
@@ -69,7 +69,7 @@ def test_a_slower_gpu_takes_longer_and_costs_its_own_hours():
 def test_prices_come_from_the_hub_when_it_answers_else_from_the_dated_table(tmp_path, monkeypatch):
     import huggingface_hub.constants as constants
 
-    from fakehub import Account, FakeHub
+    from support.fakehub import Account, FakeHub
 
     token = "hf_prices"
     store_root = tmp_path / "s"
@@ -205,66 +205,6 @@ def test_an_llm_judge_no_job_can_run_is_an_error_not_a_log_line(tmp_path, monkey
 
 
 # ---- Jobs in this process ----------------------------------------------------------------------
-
-class InProcessJobs(ThreadJobs):
-    """test_dispatch's ThreadJobs (each Job `rexrank backend-shard`'s function in a thread of this
-    process, on its own store object) whose Jobs wait for `go` before they score; how many run
-    at once is counted, and the lines each shard logs are kept (what the Jobs service shows
-    whoever can read the namespace)."""
-
-    def __init__(self, store_name: str, data_dir=None):
-        super().__init__(store_name, data_dir)
-        self.lines: dict[str, list[str]] = {}
-        self.go = threading.Event()
-        self.go.set()
-        self.inspected = self.peak = 0
-
-    def run(self, *, command, env, secrets, flavor, timeout, labels):
-        import traceback
-
-        from rexrank.backend.shard_job import run_shard
-
-        job = self.State(f"t{len(self.jobs)}", "RUNNING", None, dict(labels), flavor, time.time())
-        self.jobs[job.job_id] = job
-        self.peak = max(self.peak, sum(1 for j in self.jobs.values() if j.running))
-        lines = self.lines[job.job_id] = []
-
-        def work():
-            self.go.wait()
-            handler = _ThreadLines(lines)
-            logging.getLogger("rexrank").addHandler(handler)
-            try:
-                rc = run_shard(open_store(self.store_name, quota=Quota(0)), labels["rexrank-request"],
-                               int(labels["rexrank-shard"]), int(labels["rexrank-attempt"]), data_dir=self.data_dir)
-            except BaseException:
-                traceback.print_exc()  # a shard that raises ends as ERROR, as a Job whose process dies
-                rc = 1
-            finally:
-                logging.getLogger("rexrank").removeHandler(handler)
-            job.stage, job.finished = ("COMPLETED" if rc == 0 else "ERROR"), time.time()
-
-        threading.Thread(target=work, daemon=True).start()
-        return job.job_id
-
-    def inspect(self, job_id):
-        self.inspected += 1
-        return super().inspect(job_id)
-
-    def logs(self, job_id):
-        return list(self.lines.get(job_id, []))
-
-
-class _ThreadLines(logging.Handler):
-    """The records logged by the thread that made it."""
-
-    def __init__(self, lines):
-        super().__init__(logging.DEBUG)
-        self.lines, self.thread = lines, threading.get_ident()
-
-    def emit(self, record):
-        if record.thread == self.thread:
-            self.lines.append(f"{record.name} {record.levelname} {record.getMessage()}")
-
 
 def test_no_more_jobs_run_at_once_than_max_jobs(tmp_path):
     store = open_store(tmp_path / "s", quota=Quota(0))

@@ -12,9 +12,9 @@ import pytest
 from rexrank.backend.worker import Worker
 from rexrank.store import FINISHED, PENDING, Quota, open_store
 from rexrank.store.repo import StoreUnreachable
-from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
-from test_dispatch import ThreadJobs, in_thread, wait_for
-from test_store import submit
+from support.backend_fixtures import private_set, test_metrics  # noqa: F401 (fixtures)
+from support.dispatch_fixtures import ThreadJobs, in_thread, wait_for
+from support.requests import submit
 
 
 def fail_once(obj, name: str, exc: Exception) -> list:
@@ -257,7 +257,7 @@ def test_a_dispatched_request_held_for_review_has_its_jobs_and_shard_outputs_sto
     from rexrank.backend.dispatch import Dispatcher, DispatchSettings
     from rexrank.backend.shard_job import _write
     from rexrank.store import records as R
-    from test_store import example_rows, write_jsonl
+    from support.requests import example_rows, write_jsonl
 
     store = open_store(tmp_path / "s", quota=Quota(0))
     rows = example_rows()
@@ -291,7 +291,7 @@ def test_a_held_request_is_rejected_with_its_shard_outputs_and_jobs_and_not_canc
     from rexrank.backend.shard_job import _write
     from rexrank.cli.main import main
     from rexrank.store import records as R
-    from test_store import example_rows, write_jsonl
+    from support.requests import example_rows, write_jsonl
 
     store = open_store(tmp_path / "s", quota=Quota(0))
     rows = example_rows()
@@ -339,7 +339,7 @@ def test_a_predictions_reader_killed_by_the_machine_gives_the_request_back(tmp_p
     """The reader's child is stopped by the wall clock (an overloaded machine), not by a
     limit the file broke: the request is PENDING again, its attempt not counted (it used
     to FAIL as the submitter's validation error, final and counted on a private set)."""
-    import sandbox_targets as T
+    from support import sandbox_targets as T
     from rexrank import sandbox
 
     store = open_store(tmp_path / "s", quota=Quota(0))
@@ -363,7 +363,7 @@ def test_a_predictions_reader_killed_by_the_machine_gives_the_request_back(tmp_p
 
 def test_a_shard_whose_reader_the_machine_killed_is_tried_again(tmp_path, monkeypatch):
     """The same in a dispatched shard: another attempt, not a final validation failure."""
-    import sandbox_targets as T
+    from support import sandbox_targets as T
     from rexrank import sandbox
 
     store = open_store(tmp_path / "s", quota=Quota(0))

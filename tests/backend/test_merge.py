@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from llm_fake_server import FakeOpenAIServer, Reply, chat_body, completion_body
+from support.llm_fake_server import FakeOpenAIServer, Reply, chat_body, completion_body
 from rexrank.backend.merge import merge_shards, shard_header, shard_table
 from rexrank.scoring import _select, score_predictions
 from rexrank.submissions import Predictions
@@ -100,7 +100,7 @@ def test_bertscore_and_radcliq_with_idf_merge_into_the_single_run(tmp_path):
     """idf weighs tokens by their document frequency over all the run's references, so a
     shard weighs its studies' tokens as the whole run does (not by its own references)."""
     from rexrank.backend.shards import shard_rules
-    from tiny_report_models import make_tiny_radcliq_models
+    from support.tiny_report_models import make_tiny_radcliq_models
 
     m = make_tiny_radcliq_models(tmp_path / "models")
     bertscore = {"model": str(m["roberta"]), "num_layers": 2, "rescale_with_baseline": False, "idf": True}

@@ -9,14 +9,14 @@ import json
 
 import pytest
 
-from llm_fake_server import FakeOpenAIServer
+from support.llm_fake_server import FakeOpenAIServer
 from rexrank.backend.worker import Worker
 from rexrank.cli.main import main
 from rexrank.errors import MetricError, RexrankError
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store.config import REXRANK_LLM_METRICS, REXRANK_METRICS
-from test_coverage import judge, llm_options
-from test_store import submit
+from support.llm_judges import judge, llm_options
+from support.requests import submit
 
 LLM_VARIABLES = ("REXRANK_LLM_BASE_URL", "REXRANK_LLM_MODEL", "REXRANK_LLM_BACKEND", "OPENAI_BASE_URL", "REXRANK_METRICS")
 

@@ -14,44 +14,23 @@ import time
 
 import pytest
 
-import backendhelpers
-import rexrank.store.store as store_module
+from support import backendhelpers
 from rexrank.backend.worker import Worker
-from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
 from rexrank.leaderboard.records import records_frame
 from rexrank.store import FAILED, FINISHED, PENDING, RUNNING, Quota, open_store
 from rexrank.store.accounts import Account, Submitter
 from rexrank.store.review import HELD_MESSAGE
-from test_backend import PRIVATE_SENTENCES, cli, private_set, test_metrics  # noqa: F401 (fixtures)
-from test_store import EXAMPLE_PREDS, submit, variant
+from support.backend_fixtures import PRIVATE_SENTENCES, cli, private_set, test_metrics  # noqa: F401 (fixtures)
+from support.requests import EXAMPLE_PREDS, submit, variant
+from support.backend_fixtures import run
+from support.backend_fixtures import rogue  # noqa: F401 (fixtures)
 
 PUBLISHED_MEDVERSA = {
     "id": "published/iu_xray/findings/medversa", "model_name": "MedVersa", "institution": "Harvard",
     "submitter": "ReXrank (published)", "test_set": "iu_xray", "track": "findings", "source": "published",
     "values": {"bleu2": {"mean": 0.2, "ci95": None, "n": None}},
 }
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-@pytest.fixture
-def rogue(monkeypatch):
-    """File requests as a client that skips every check (an old or modified client, or a
-    hand-edited queue): only the backend stands between them and the leaderboard."""
-
-    def file(store, *args, **kw):
-        with monkeypatch.context() as m:
-            m.setattr(store_module, "check_policy", lambda *a, **k: None)
-            m.setattr(store_module, "check_names", lambda **k: None)
-            m.setattr(store_module.Store, "judge_copies", lambda self, snap, edit, request, *_: (request, {}))
-            return submit(store, *args, **kw)
-
-    return file
 
 
 # ---- quota --------------------------------------------------------------------------------
@@ -139,7 +118,7 @@ def test_on_the_hub_the_submitter_is_the_tokens_account_never_the_typed_name(tmp
 
     store = open_store(tmp_path / "s", quota=Quota(0))
     monkeypatch.setattr(leaderboard_submit, "is_hub_store", lambda _store: True)  # as for an hf:// store
-    # the Hub's whoami, for the one token it knows (tests/test_submit_hub.py asks a fake Hub)
+    # the Hub's whoami, for the one token it knows (tests/leaderboard/test_submit_hub.py asks a fake Hub)
     monkeypatch.setattr(leaderboard_submit, "verified_submitter",
                         lambda token, endpoint=None: {"tok-bob": Submitter(Account("bob", "u-bob"))}[token] if token
                         else (_ for _ in ()).throw(SubmissionError("no Hugging Face token was sent")))

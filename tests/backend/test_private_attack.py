@@ -19,9 +19,9 @@ from rexrank.backend.worker import Worker
 from rexrank.metrics.registry import get_metric
 from rexrank.stats import aggregate
 from rexrank.store import Quota, open_store
-from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
-from test_private_rounding import N, NoNoise, big_private_set  # noqa: F401 (fixture)
-from test_store import submit, write_jsonl
+from support.backend_fixtures import private_set, test_metrics  # noqa: F401 (fixtures)
+from support.backend_fixtures import N, NoNoise, big_private_set  # noqa: F401 (fixture)
+from support.requests import submit, write_jsonl
 
 FILLER = "An opacity in the lower zone, unchanged since the last study."  # scores > 0 on every study
 WRONG = "Heart size is normal. No pleural effusion or pneumothorax."

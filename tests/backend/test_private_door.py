@@ -1,7 +1,7 @@
 """Issue 28 items 1-2: the private test set behind one door, with a privacy ledger.
 
 Through the Space's own `/submit` and `/status` (`rexrank.submit`, `rexrank.submission_status`)
-against the fake Hub of tests/fakehub.py, with the backend worker scoring from a stand-in
+against the fake Hub of tests/support/fakehub.py, with the backend worker scoring from a stand-in
 for ReXGradient (private access) that only the worker reads:
 
 - GREEN's length failures: with a tiny GREEN-architecture judge (a random Llama), a study
@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fakehub import Account
-from hubhelpers import online_fake_hub, space_process
-from test_store import write_jsonl
+from support.fakehub import Account
+from support.hubhelpers import online_fake_hub, space_process
+from support.requests import write_jsonl
+from support.backend_fixtures import stand_in
 
 BOT = "hf_bot"
 PROBERS = {f"hf_prober{i}": Account(f"prober{i}") for i in range(6)}
@@ -62,22 +63,6 @@ def private_spec(monkeypatch):
     spec = registry.TEST_SETS["rexgradient"]
     monkeypatch.setitem(registry.TEST_SETS, "rexgradient", dataclasses.replace(spec, n_studies=None))
     return spec
-
-
-def stand_in(folder: Path, findings: dict[str, str | None]) -> Path:
-    """A private data folder holding a ReXGradient stand-in with these findings (None: the
-    study has no findings section, so the findings track does not score it)."""
-    from rexrank.testsets.registry import TEST_SETS
-
-    data = folder / "rexgradient"
-    data.mkdir(parents=True)
-    studies = {sid: {"section_findings": text, "section_impression": "Private impression, not for release.",
-                     "report": f"{text or ''} Private impression, not for release.", "image_path": [f"{sid}/0.png"],
-                     "key_image_path": "", "context": "", "site": "A", "is_abnormal": True,
-                     "frontal_lateral": ["Frontal"]}
-               for sid, text in findings.items()}
-    (data / TEST_SETS["rexgradient"].filenames[0]).write_text(json.dumps(studies))
-    return folder
 
 
 def file_probe(url: str, token: str, rows: dict[str, str], tmp_path: Path, name: str) -> str:
@@ -125,8 +110,8 @@ def public_text(answer: dict) -> str:
 
 @pytest.fixture(scope="module")
 def tiny_green(tmp_path_factory):
-    from llm_tiny_models import build_tiny_llama
-    from test_green import prompt_template
+    from support.llm_tiny_models import build_tiny_llama
+    from rexrank.metrics.green_text import prompt_template
 
     corpus = [prompt_template()] * 3 + [f"{SHORT_REF} {SHORT_PRED} Mild cardiomegaly."] * 3
     return build_tiny_llama(tmp_path_factory.mktemp("tiny_green"), corpus=corpus)

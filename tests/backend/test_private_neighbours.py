@@ -1,6 +1,6 @@
 """Issue 37 item 6: the neighbouring-dataset test, and attack 9 (rounding).
 
-The whole public path of one private request (tests/neighbours.py: the Space's filing, the
+The whole public path of one private request (tests/support/neighbours.py: the Space's filing, the
 backend single or dispatched, /status and every other function the Space serves, the
 results repo's files and commits, the Jobs' labels and logs) runs on two private test sets
 that differ in one study, with the same noise seed and a controlled clock. Every public
@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from neighbours import differences, run_world
+from support.neighbours import differences, run_world
 
 N = 50
 SHORT = "Small left pleural effusion."
@@ -74,7 +74,7 @@ def ceiling_between(n_low: int, n_high: int) -> float:
     import rexrank.metrics.registry as registry
     from rexrank.backend.dispatch_settings import DispatchSettings
     from rexrank.backend.shards import plan_shards
-    from neighbours import METRICS, WORLD_METRICS
+    from support.neighbours import METRICS, WORLD_METRICS
 
     defaults = DispatchSettings()
     with pytest.MonkeyPatch.context() as mp:
@@ -114,7 +114,7 @@ def test_a_private_result_takes_its_decimals_and_stated_coupling_from_the_whole_
     49 gave 0), and GREEN batched by similar length states the set's 50 as its coupling
     (it stated the track's 49)."""
     from rexrank.backend.privacy import private_results, public_size, rounding_for
-    from test_private_rounding import NoNoise
+    from support.backend_fixtures import NoNoise
 
     info = {"n_studies": N - 1, "n_studies_outside_track": 1}
     assert public_size({"test_set": info}) == N
@@ -137,7 +137,7 @@ def test_a_request_its_workers_died_scoring_fails_alike_at_the_slot(worlds):
     the publication slot with the door's fixed sentence, alike in both worlds."""
     from rexrank.backend.public_door import PRIVATE_INTERNAL_ERROR
     from rexrank.store import records as R
-    from test_private_time import HOUR
+    from support.backend_fixtures import HOUR
 
     a, b = worlds("findings present or absent", False, interrupted=3)
     diff = differences(a.public, b.public)

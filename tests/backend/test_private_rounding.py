@@ -2,8 +2,6 @@
 rounded so that one study cannot be read off a mean, and failed validation uses quota."""
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 
 import pytest
@@ -13,40 +11,10 @@ from rexrank.backend.worker import Worker
 from rexrank.errors import SubmissionError
 from rexrank.metrics.registry import get_metric
 from rexrank.store import FAILED, Quota, open_store
-from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
-from test_store import submit, write_jsonl
-
-N = 1000  # big enough for rounding to matter; ReXGradient has 10,000
-ADJECTIVES = ["reticular", "nodular", "patchy", "band-like", "hazy", "linear", "streaky", "ill-defined"]
-ZONES = ["left lower", "right lower", "left upper", "right upper", "left mid", "right mid"]
-
-
-@pytest.fixture
-def big_private_set(tmp_path, monkeypatch):
-    """A stand-in for ReXGradient (same registry entry, private access) with N studies."""
-    from rexrank.testsets import registry
-
-    spec = registry.TEST_SETS["rexgradient"]
-    monkeypatch.setitem(registry.TEST_SETS, "rexgradient", dataclasses.replace(spec, n_studies=None))
-    data = tmp_path / "private-data" / "rexgradient"
-    data.mkdir(parents=True)
-    studies = {}
-    for i in range(N):
-        text = (f"Confidential finding {i}: a {ADJECTIVES[i % 8]} opacity in the {ZONES[i % 6]} zone, "
-                f"measuring {i % 17 + 2} mm, unchanged since study {i * 7 % 1000}.")
-        studies[f"RG{i:04d}"] = {"section_findings": text, "section_impression": "Private impression.",
-                                 "report": text, "image_path": [f"RG{i:04d}/0.png"], "key_image_path": "",
-                                 "context": "", "site": "A", "is_abnormal": True, "frontal_lateral": ["Frontal"]}
-    (data / spec.filenames[0]).write_text(json.dumps(studies))
-    return tmp_path / "private-data", studies
-
-
-class NoNoise:
-    """A generator whose Laplace draws are 0: the decimals alone (noise: test_private_attack.py)."""
-
-    def laplace(self, loc, scale):
-        return loc
-
+from support.backend_fixtures import private_set, test_metrics  # noqa: F401 (fixtures)
+from support.requests import submit, write_jsonl
+from support.backend_fixtures import N, NoNoise
+from support.backend_fixtures import big_private_set  # noqa: F401 (fixtures)
 
 def numbers(obj):
     if isinstance(obj, bool):
@@ -204,7 +172,7 @@ def test_a_filing_holding_the_private_set_still_checks_structure_only(tmp_path, 
 
 def test_a_coverage_failure_on_a_private_set_names_no_study(tmp_path, private_set, monkeypatch):
     from rexrank.backend import public_door
-    from test_backend import PRIVATE_SENTENCES
+    from support.backend_fixtures import PRIVATE_SENTENCES
 
     data_dir, preds = private_set
     store = open_store(tmp_path / "s")

@@ -3,7 +3,7 @@
 `provenance.scored_time` was when scoring started, so the results commit's date minus it
 was the scoring time, which counts the private track's studies (800 vs 100 with long
 predictions: 5.6 s vs 0.5 s), without noise or charge. Through the Space, the backend and
-the fake Hub (tests/neighbours.py), with a controlled clock and a metric whose scoring time
+the fake Hub (tests/support/neighbours.py), with a controlled clock and a metric whose scoring time
 grows with the references (`timed`): a private request is now settled at the next
 publication slot after its scoring ended, and its record says no time but its date.
 """
@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 
 import pytest
 
-from neighbours import ControlledClock, START, run_world
+from support.neighbours import ControlledClock, START, run_world
 from rexrank.backend.publication_slot import next_slot
 from rexrank.store.config import parse_duration
 from rexrank.store import records as R
+from support.backend_fixtures import HOUR
 
-HOUR = datetime(2026, 3, 2, 11, 0, tzinfo=timezone.utc).timestamp()  # the slot after START (10:10 UTC)
 LONG_PREDICTION = "Small left pleural effusion with adjacent atelectasis in the left lower lobe. " * 6
 ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 
@@ -109,7 +108,7 @@ def test_a_bad_slot_setting_stops_the_worker_at_start_and_public_sets_wait_for_n
     from rexrank.backend.worker import Worker
     from rexrank.store import Quota, open_store
     from rexrank.store.repo import StoreError
-    from test_store import submit
+    from support.requests import submit
 
     store = open_store(tmp_path / "s", quota=Quota(0))
     config = tmp_path / "s" / "requests" / "config.json"

@@ -12,8 +12,8 @@ from rexrank.backend.worker import Worker
 from rexrank.errors import MetricError, SubmissionError
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store import ledger
-from test_backend import PRIVATE_SENTENCES, private_set, test_metrics  # noqa: F401 (fixtures)
-from test_store import submit, write_jsonl
+from support.backend_fixtures import PRIVATE_SENTENCES, private_set, test_metrics  # noqa: F401 (fixtures)
+from support.requests import submit, write_jsonl
 
 
 def walk_fields(record: dict, answer: dict) -> dict[str, set[str]]:

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from rexrank.store import FINISHED, open_store
-from test_store import submit
+from support.requests import submit
 
-APP = Path(__file__).resolve().parents[1] / "spaces" / "app.py"
+APP = Path(__file__).resolve().parents[2] / "spaces" / "app.py"
 
 
 def load_app():

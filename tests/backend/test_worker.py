@@ -1,38 +1,20 @@
 """The scoring worker: results, failures, leases, crashes, several workers, private sets."""
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-import backendhelpers
 from rexrank.backend.worker import PRIVATE_INTERNAL_ERROR, Worker
 from rexrank.errors import MetricError
 from rexrank.scoring import score_submission
 from rexrank.store import FAILED, FINISHED, RUNNING, Quota, open_store
-from test_store import EXAMPLE_PREDS, submit, variant, write_jsonl
-
-HELPER = str(Path(backendhelpers.__file__))
-
-
-@pytest.fixture
-def test_metrics(monkeypatch):
-    import rexrank.metrics.registry as registry
-
-    monkeypatch.setattr(registry, "METRICS", {**registry.METRICS, **backendhelpers.TEST_METRICS})
-
-
-def all_bytes(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
+from support.requests import EXAMPLE_PREDS, submit, variant, write_jsonl
+from support.backend_fixtures import cli, leaks_in
+from support.backend_fixtures import private_set, test_metrics  # noqa: F401 (fixtures)
 
 def test_worker_scores_like_rexrank_score_and_publishes_per_study(tmp_path):
     store = open_store(tmp_path / "s")
@@ -105,11 +87,6 @@ def test_result_written_before_a_crash_is_not_scored_again(tmp_path, test_metric
     assert len(store.list_results()) == 1
 
 
-def cli(*args, env=None, **kw):
-    return subprocess.Popen([sys.executable, HELPER, *args], env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-
-
 def test_worker_killed_mid_scoring_then_request_finishes_exactly_once(tmp_path, test_metrics, monkeypatch):
     store = open_store(tmp_path / "s")
     req = submit(store)
@@ -162,44 +139,6 @@ def test_two_worker_processes_score_each_submission_exactly_once(tmp_path):
 
 
 # ---- private test sets ---------------------------------------------------------------------
-
-PRIVATE_SENTENCES = [
-    f"Private finding number {i}: a {w} opacity projects over the {side} lower zone, confidential."
-    for i, (w, side) in enumerate([("reticular", "left"), ("nodular", "right"), ("patchy", "left"), ("band-like", "right"),
-                                   ("hazy", "left"), ("linear", "right")])
-]
-
-
-@pytest.fixture
-def private_set(tmp_path, monkeypatch, test_metrics):
-    """A tiny stand-in for ReXGradient (same registry entry, private access) in a data dir."""
-    from rexrank.testsets import registry
-
-    spec = registry.TEST_SETS["rexgradient"]
-    monkeypatch.setitem(registry.TEST_SETS, "rexgradient", dataclasses.replace(spec, n_studies=None))
-    data = tmp_path / "private-data" / "rexgradient"
-    data.mkdir(parents=True)
-    studies = {
-        f"RG{i:03d}": {"section_findings": text, "section_impression": "Private impression text, not for release.",
-                       "report": f"Findings: {text} Impression: Private impression text, not for release.",
-                       "image_path": [f"RG{i:03d}/0.png"], "key_image_path": f"RG{i:03d}/0.png", "context": "",
-                       "site": "A", "is_abnormal": True, "frontal_lateral": ["Frontal"]}
-        for i, text in enumerate(PRIVATE_SENTENCES)
-    }
-    (data / spec.filenames[0]).write_text(json.dumps(studies))
-    preds = write_jsonl(tmp_path / "rg.jsonl", {sid: "A patchy opacity in the left lower zone." for sid in studies})
-    return tmp_path / "private-data", preds
-
-
-def leaks_in(root: Path) -> list[str]:
-    from rexrank.backend.privacy import find_leaks
-
-    found = []
-    for path, data in all_bytes(root).items():
-        if find_leaks([data], PRIVATE_SENTENCES, min_chars=10):
-            found.append(path)
-    return found
-
 
 def test_private_set_results_are_aggregate_only(tmp_path, private_set):
     data_dir, preds = private_set

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from rexrank.cli.main import main
-from test_input_limits import one_error_line
-from test_store import example_rows, write_jsonl
+from support.commands import one_error_line
+from support.requests import example_rows, write_jsonl
 
 SHAPES = ("the accepted shapes: CSV, JSONL or a JSON list of records with id and prediction fields; a JSON object "
           "{id: prediction}; the ReXrank submission JSON (the test JSON with model_prediction added to each study); "

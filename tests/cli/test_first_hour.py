@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 import rexrank.testsets.download as download
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.cli.main import build_parser, main
 from rexrank.data import data_path
 from rexrank.errors import TestSetError

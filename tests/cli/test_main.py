@@ -2,25 +2,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
-from conftest import PROJECT_ROOT, shared_path
-from rexrank.data import data_path
-
-EXAMPLE_PREDICTIONS = str(data_path("example_predictions.json"))
-
-
-def rexrank(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "rexrank.cli.main", *args],
-        capture_output=True, text=True, cwd=cwd, env=os.environ.copy(), timeout=300,
-    )
-
+from support.paths import PROJECT_ROOT, shared_path
+from support.commands import EXAMPLE_PREDICTIONS, rexrank
 
 def test_import_is_light():
     code = "import sys, rexrank; print('torch' in sys.modules, 'datasets' in sys.modules)"

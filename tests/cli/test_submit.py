@@ -5,7 +5,7 @@ import json
 
 from rexrank.cli.main import main
 from rexrank.scoring import score_submission
-from test_store import EXAMPLE_PREDS, variant
+from support.requests import EXAMPLE_PREDS, variant
 
 
 def run(capsys, *args):

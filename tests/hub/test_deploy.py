@@ -1,4 +1,4 @@
-"""`rexrank hub deploy` against the fake Hub (tests/fakehub.py) on 127.0.0.1: one commit per
+"""`rexrank hub deploy` against the fake Hub (tests/support/fakehub.py) on 127.0.0.1: one commit per
 repo, none when nothing changed, secrets never written, and the bad cases (foreign
 content, unknown org, tokens without write access, a network error half-way)."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from hubhelpers import LIMITED, READ, ROOT, deploy, hub, stand_in_wheel, writes  # noqa: F401  (hub is a fixture)
+from support.hubhelpers import LIMITED, READ, ROOT, deploy, hub, stand_in_wheel, writes  # noqa: F401  (hub is a fixture)
 from rexrank.hub.manifest import MANIFEST
-from tests.conftest import shared_path
+from support.paths import shared_path
 
 # a Space per metric, the leaderboard and backend Spaces, the requests and results datasets
 N_REPOS = len([p for p in (ROOT / "metrics").iterdir() if p.is_dir()]) + 4
@@ -240,7 +240,7 @@ def test_the_test_set_repo_is_a_benchmark_on_the_fake_hub(hub, tmp_path):
     """The benchmark definition the Hub reads (issue 21.4), valid against the documented schema."""
     import yaml
 
-    from test_eval_results import BENCHMARK, check
+    from support.eval_results import BENCHMARK, check
 
     data = tmp_path / "data"
     data.mkdir()

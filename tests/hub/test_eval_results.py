@@ -4,6 +4,7 @@ schemas written here from the Hub's documentation (https://huggingface.co/docs/h
 https://github.com/huggingface/hub-docs/blob/main/eval_results.yaml), not from our code."""
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 
 from rexrank.cli.main import main
 from rexrank.store import open_store
+from support.eval_results import BENCHMARK, check
 
 # The documented shapes: field -> (type, required). A nested dict is a sub-object.
 EVAL_RESULT_ENTRY = {
@@ -23,35 +25,6 @@ EVAL_RESULT_ENTRY = {
     "evaluation_framework": (str, False),
     "notes": (str, False),
 }
-BENCHMARK = {
-    "name": (str, True),
-    "description": (str, True),
-    "evaluation_framework": (str, True),
-    "tasks": ([{"id": (str, True), "config": (str, True), "split": (str, True)}], True),
-}
-
-
-def check(obj, schema, where="") -> None:
-    """Raise AssertionError naming the first place where `obj` leaves `schema`."""
-    if isinstance(schema, list):
-        assert isinstance(obj, list) and obj, f"{where}: expected a non-empty list, got {obj!r}"
-        for i, item in enumerate(obj):
-            check(item, schema[0], f"{where}[{i}]")
-        return
-    assert isinstance(obj, dict), f"{where}: expected a mapping, got {obj!r}"
-    unknown = set(obj) - set(schema)
-    assert not unknown, f"{where}: fields the format does not have: {sorted(unknown)}"
-    for field, (kind, required) in schema.items():
-        if field not in obj:
-            assert not required, f"{where}.{field} is required"
-            continue
-        value = obj[field]
-        if isinstance(kind, (dict, list)):
-            check(value, kind, f"{where}.{field}")
-        else:
-            assert isinstance(value, kind) and not isinstance(value, bool), f"{where}.{field}: {value!r} is not {kind}"
-
-
 def test_the_schema_check_refuses_what_the_format_does_not_allow():
     good = [{"dataset": {"id": "cais/hle", "task_id": "default"}, "value": 20.9}]
     check(good, [EVAL_RESULT_ENTRY])
@@ -187,3 +160,166 @@ def test_a_model_is_named_as_the_board_names_it_and_a_bare_name_only_when_it_is_
     assert "'cxr-writer' is a model of 2 namespaces" in err and "'alice / CXR-Writer', 'bob / CXR-Writer'" in err
     # a bare name of one namespace is that model
     assert export(tmp_path, "--model", "MedVersa", "--org", "rexrank") == 0
+
+
+# ---- Eval Results: a mean of exactly 0 is a value ------------------------------------------
+def test_eval_results_export_keeps_a_column_whose_mean_is_zero():
+    from rexrank.hub.eval_results import eval_results_file
+
+    record = {"id": "rexrank/iu_xray/findings/zero", "test_set": "iu_xray", "track": "findings", "date": "2026-11-01",
+              "source": "rexrank",
+              "values": {"bleu2": {"mean": 0.0, "ci95": 0.0, "n": 590}, "radcliq_v1_inv": {"mean": 0.5, "ci95": None, "n": None}}}
+    entries = eval_results_file(record, org="rexrank").entries
+    by_task = {e["dataset"]["task_id"]: e for e in entries}
+    assert set(by_task) == {"findings_bleu2", "findings_radcliq_v1_inv"}
+    assert by_task["findings_bleu2"]["value"] == 0.0
+    assert "n = 590 studies" in by_task["findings_bleu2"]["notes"]
+    assert "95% CI ± 0" in by_task["findings_bleu2"]["notes"]
+
+
+# ---- Eval Results: entries and notes, written out by hand ----------------------------------------
+def test_eval_results_entries_and_notes_by_hand():
+    from rexrank.hub.eval_results import EvalResultsFile, eval_results_file
+
+    record = {"id": "rexrank/iu_xray/findings_impression/m1", "test_set": "iu_xray", "track": "findings_impression",
+              "date": "2026-11-02", "source": "rexrank",
+              "values": {"bleu2": {"mean": 0.25, "ci95": 0.012345, "n": 590},
+                         "radcliq_v1_inv": {"mean": 0.8, "ci95": None, "n": None},
+                         "rouge": {"mean": 0.4, "ci95": None, "n": None},  # optional: not a task of the benchmark
+                         "green": {"mean": None}}}
+    out = eval_results_file(record, org="acme", endpoint="https://hub.example/")
+    assert isinstance(out, EvalResultsFile)
+    assert out.path == ".eval_results/rexrank_iu_xray_findings_impression.yaml"
+    source = {"url": "https://hub.example/spaces/acme/leaderboard", "name": "ReXrank leaderboard", "user": "acme"}
+    assert out.entries == [
+        {"dataset": {"id": "acme/iu_xray", "task_id": "findings_impression_radcliq_v1_inv"}, "value": 0.8,
+         "date": "2026-11-02", "source": source,
+         "notes": "ReXrank 1/RadCliQ-v1, findings + impression; result rexrank/iu_xray/findings_impression/m1"},
+        {"dataset": {"id": "acme/iu_xray", "task_id": "findings_impression_bleu2"}, "value": 0.25,
+         "date": "2026-11-02", "source": source,
+         "notes": "ReXrank BLEU, findings + impression; n = 590 studies; 95% CI ± 0.01235; "
+                  "result rexrank/iu_xray/findings_impression/m1"},
+    ]
+    assert yaml.safe_load(out.text()) == out.entries
+    assert list(out.entries[0]) == ["dataset", "value", "date", "source", "notes"]
+
+
+def test_eval_results_of_a_published_figure_dated_by_year():
+    from rexrank.hub.eval_results import eval_results_file
+
+    record = {"id": "published/iu_xray/findings/x", "test_set": "iu_xray", "track": "findings", "date": "2024",
+              "source": "published", "values": {"bleu2": {"mean": 0.2, "ci95": None, "n": None}}}
+    [entry] = eval_results_file(record, org="rexrank").entries
+    assert "date" not in entry  # a bare year is no ISO-8601 date
+    assert entry["source"] == {"url": "https://huggingface.co/spaces/rexrank/leaderboard",
+                               "name": "ReXrank leaderboard (figures published by ReXrank)", "user": "rexrank"}
+    assert entry["notes"] == "ReXrank BLEU, findings section; dated 2024; result published/iu_xray/findings/x"
+    timed = eval_results_file({**record, "date": "2026-11-02T10:00:00Z"}, org="rexrank").entries[0]
+    assert timed["date"] == "2026-11-02T10:00:00Z" and "dated" not in timed["notes"]
+    undated = eval_results_file({**record, "date": None}, org="rexrank").entries[0]
+    assert "date" not in undated and undated["notes"] == "ReXrank BLEU, findings section; result published/iu_xray/findings/x"
+
+
+def test_eval_results_refusals_say_why():
+    from rexrank.hub.eval_results import ExportError, eval_results_file, exportable
+
+    assert exportable({"test_set": "iu_xray"}) is None
+    assert exportable({"test_set": "nope"}) == "unknown test set 'nope'"
+    assert exportable({"test_set": "mimic_cxr"}) == ("MIMIC-CXR (test) is not published on the Hub (dua access), so there "
+                                                    "is no benchmark dataset for the Hub to link the result to")
+    with pytest.raises(ExportError, match=r"^result 'r9': unknown test set 'nope'$"):
+        eval_results_file({"id": "r9", "test_set": "nope"}, org="o")
+    with pytest.raises(ExportError, match=r"^result 'r8' has no leaderboard value to export$"):
+        eval_results_file({"id": "r8", "test_set": "iu_xray", "track": "findings", "values": {}}, org="o")
+    with pytest.raises(ExportError, match=r"^result 'r7' has no leaderboard value to export$"):
+        eval_results_file({"id": "r7", "test_set": "iu_xray", "track": "findings"}, org="o")
+
+
+def test_benchmark_definition_by_hand():
+    from rexrank.hub.eval_results import benchmark_definition, benchmark_yaml, data_split, task_id
+    from rexrank.testsets.registry import TEST_SETS
+
+    spec = TEST_SETS["iu_xray"]
+    definition = benchmark_definition(spec)
+    assert definition["name"] == "ReXrank IU-Xray (test)"
+    assert definition["evaluation_framework"] == "rexrank"
+    assert "`rexrank score --dataset iu_xray`" in definition["description"]
+    assert definition["description"].startswith("The IU-Xray (test) set of ReXrank, the chest X-ray report generation")
+    first8 = ["radcliq_v1_inv", "bleu2", "bertscore", "sembscore", "radgraph", "ratescore", "green", "fineradscore_inv"]
+    assert [t["id"] for t in definition["tasks"]] == [f"{track}_{k}" for track in ("findings", "findings_impression")
+                                                      for k in first8]
+    assert {(t["config"], t["split"]) for t in definition["tasks"]} == {("default", "test")}
+    assert yaml.safe_load(benchmark_yaml(spec).decode()) == definition
+    assert list(definition) == ["name", "description", "evaluation_framework", "tasks"]
+    assert data_split(TEST_SETS["chexpert_plus"]) == "validation" and data_split(spec) == "test"
+    assert task_id("findings", "bleu2") == "findings_bleu2"
+
+
+# ---- Eval Results: the benchmark's yaml as written -------------------------------------------
+def test_the_benchmark_and_eval_results_yaml_as_written():
+    """The files as the Hub reads them: keys in the documented order (not sorted), "±"
+    written as itself, lines folded at 100 characters (PyYAML's default is 80)."""
+    from rexrank.hub.eval_results import benchmark_definition, benchmark_yaml, eval_results_file
+    from rexrank.testsets.registry import TEST_SETS
+
+    spec = TEST_SETS["iu_xray"]
+    assert benchmark_definition(spec)["description"] == (
+        "The IU-Xray (test) set of ReXrank, the chest X-ray report generation benchmark (Zhang et al., 2024, "
+        "arXiv:2411.15122). A model writes the findings section (track 'findings') or findings and impression "
+        "(track 'findings_impression') of each study; each task is one ReXrank metric on one track, scored with "
+        "rexrank (`rexrank score --dataset iu_xray`). Higher is better for every task: RadCliQ-v1 and FineRadScore "
+        "are reported as 1 / mean, as on the ReXrank leaderboard.")
+    text = benchmark_yaml(spec).decode()
+    assert text.startswith("name: ReXrank IU-Xray (test)\ndescription: 'The IU-Xray (test) set of ReXrank")
+    assert [line.split(":")[0] for line in text.splitlines() if line[:1].isalpha()] == [
+        "name", "description", "evaluation_framework", "tasks"]
+    assert "- id: findings_radcliq_v1_inv\n  config: default\n  split: test\n" in text
+    lengths = [len(line) for line in text.splitlines()]
+    assert 90 < max(lengths) <= 106
+    record = {"id": "r1", "test_set": "iu_xray", "track": "findings",
+              "date": "2026-11-02", "source": "rexrank", "values": {"bleu2": {"mean": 0.25, "ci95": 0.0123, "n": 590}}}
+    out = eval_results_file(record, org="rexrank").text()
+    assert "95% CI ± 0.0123" in out  # not escaped
+    assert out.index("- dataset:") < out.index("  value:") < out.index("  date:") < out.index("  source:") < out.index("  notes:")
+    assert out.index("    id: rexrank/iu_xray") < out.index("    task_id: findings_bleu2")
+    assert out.index("    url:") < out.index("    name:") < out.index("    user:")
+    # an 86-character line stays whole at 100 (PyYAML would fold it at 80)
+    assert "  notes: ReXrank BLEU, findings section; n = 590 studies; 95% CI ± 0.0123; result r1\n" in out
+
+
+def test_the_benchmark_description_folds_at_100_characters():
+    from rexrank.hub.eval_results import benchmark_yaml
+    from rexrank.testsets.registry import TEST_SETS
+
+    lines = benchmark_yaml(TEST_SETS["iu_xray"]).decode().splitlines()
+    # PyYAML breaks a long scalar at the first space once the line passes the width (100)
+    assert lines[1] == ("description: 'The IU-Xray (test) set of ReXrank, the chest X-ray report generation benchmark "
+                        "(Zhang et")
+    assert lines[2] == ("  al., 2024, arXiv:2411.15122). A model writes the findings section (track ''findings'') or "
+                        "findings and")
+
+
+def test_eval_results_of_a_track_without_a_title_and_an_endpoint_with_a_path():
+    from rexrank.hub.eval_results import eval_results_file
+
+    record = {"id": "r2", "test_set": "iu_xray", "track": "custom_track", "date": "", "source": "rexrank",
+              "values": {"bleu2": {"mean": 0.3, "ci95": None, "n": 0}}}
+    [entry] = eval_results_file(record, org="o", endpoint="https://mirror.example/HX/").entries
+    assert entry["notes"] == "ReXrank BLEU, custom_track; result r2"  # n = 0 is no count to state
+    assert entry["dataset"]["task_id"] == "custom_track_bleu2"
+    assert entry["source"]["url"] == "https://mirror.example/HX/spaces/o/leaderboard"
+
+
+# ---- Eval Results: a test set titled otherwise -----------------------------------------------
+def test_a_test_set_titled_otherwise_folds_at_100_and_keeps_its_letters():
+    """The benchmark file of another public test set: lines folded at width 100, accented
+    letters written as themselves (PyYAML escapes them unless told)."""
+    from rexrank.hub.eval_results import benchmark_yaml
+    from rexrank.testsets.registry import TEST_SETS
+
+    text = benchmark_yaml(dataclasses.replace(TEST_SETS["iu_xray"], title="IU-Xray")).decode()
+    # PyYAML breaks at the first space once a line passes the width: after "scored" (101
+    # characters); at width 101 it would keep " with" on the line
+    assert "  (track ''findings_impression'') of each study; each task is one ReXrank metric on one track, scored\n" in text
+    accented = benchmark_yaml(dataclasses.replace(TEST_SETS["iu_xray"], title="Hôpital (test)")).decode()
+    assert accented.startswith("name: ReXrank Hôpital (test)\n")

@@ -1,5 +1,5 @@
 """What `rexrank hub deploy` would publish (the plan), its requirements.txt rewriting, the
-Spaces' configuration and `--dry-run`. No Hub writes here (see test_hub_deploy.py)."""
+Spaces' configuration and `--dry-run`. No Hub writes here (see tests/hub/test_deploy.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -10,11 +10,11 @@ import pytest
 import yaml
 from packaging.specifiers import SpecifierSet
 
-from hubhelpers import ROOT, deploy, hub, stand_in_wheel, version  # noqa: F401  (hub is a fixture)
+from support.hubhelpers import ROOT, deploy, hub, stand_in_wheel, version  # noqa: F401  (hub is a fixture)
 from rexrank.hub import DeployError, build_plan
 from rexrank.hub.manifest import MANIFEST
 from rexrank.hub.requirements import extras, pin_rexrank
-from tests.conftest import shared_path
+from support.paths import shared_path
 
 SPACE_FOLDERS = [f"metrics/{p.name}" for p in sorted((ROOT / "metrics").iterdir()) if p.is_dir()] + [
     "leaderboard_space", "spaces"]

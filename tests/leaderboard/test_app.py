@@ -12,7 +12,7 @@ import pytest
 from rexrank.leaderboard.model_page import NO_SUCH_MODEL
 from rexrank.cli.main import main
 from rexrank.leaderboard.source import LeaderboardSource, open_leaderboard_store, seed_if_empty
-from tests.conftest import shared_path
+from support.paths import shared_path
 
 
 def free_port() -> int:
@@ -207,7 +207,7 @@ def test_only_the_default_store_is_seeded(tmp_path, monkeypatch):
 def test_space_app_builds_on_the_seeded_default_store(tmp_path, monkeypatch):
     import runpy
 
-    from tests.conftest import PROJECT_ROOT
+    from support.paths import PROJECT_ROOT
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("REXRANK_STORE", raising=False)
@@ -223,7 +223,7 @@ def test_submit_help_lists_the_readme_formats(tmp_path):
 
     from rexrank.leaderboard.app import build_app
     from rexrank.store import open_store
-    from tests.conftest import PROJECT_ROOT
+    from support.paths import PROJECT_ROOT
 
     readme = (PROJECT_ROOT / "README.md").read_text()
     listed = re.search(r"^Predictions: (.*?)\. Missing", readme, re.S | re.M).group(1)

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from rexrank.results_schema import COLUMNS_BY_KEY
-from tests.conftest import PROJECT_ROOT, shared_path
+from support.paths import PROJECT_ROOT, shared_path
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
@@ -423,7 +423,7 @@ def store_url(tmp_path_factory):
     from rexrank.leaderboard.app import build_app
     from rexrank.leaderboard.source import LeaderboardSource, seed_if_empty
     from rexrank.store import open_store
-    from tests.test_leaderboard_views import MOERAD_SCORES, per_study_bytes, result
+    from support.boards import MOERAD_SCORES, per_study_bytes, result
 
     real = pd.read_csv(shared_path(*MOERAD_SCORES))
     ids = [f"s{i}" for i in real["study_id"]]

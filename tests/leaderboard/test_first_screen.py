@@ -11,7 +11,7 @@ import pytest
 from rexrank.leaderboard import tables
 from rexrank.leaderboard.model_page import model_results
 from rexrank.leaderboard.records import records_frame
-from tests.test_leaderboard_views import per_study_bytes, result
+from support.boards import per_study_bytes, result
 
 RNG = np.random.default_rng(31)
 IDS = [f"s{i}" for i in range(40)]

@@ -1,6 +1,6 @@
 """The fourth adversarial trial's attacks on who is who (issue 37, attacks 2-6 and 10), each
 through the leaderboard Space's own filing code (`rexrank.leaderboard.submit.file_request`,
-what its /submit calls) on the fake Hub of tests/fakehub.py, with the organisers' store on
+what its /submit calls) on the fake Hub of tests/support/fakehub.py, with the organisers' store on
 that Hub, ReXrank's quota (1 per submitter, test set and track in 7 days) and the backend
 scoring: copies front-run, a requeue stolen, the copy rule as an oracle and its evasion, a
 model name squatted, an identity that is a name changing hands, and a give-back charged
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from fakehub import Account, FakeHub
+from support.fakehub import Account, FakeHub
 from rexrank.errors import SubmissionError
 from rexrank.store import FAILED, FINISHED, PENDING, open_store
-from test_backend import private_set, test_metrics  # noqa: F401 (fixtures)
-from test_store import example_rows, write_jsonl
+from support.backend_fixtures import private_set, test_metrics  # noqa: F401 (fixtures)
+from support.requests import example_rows, write_jsonl
 
 BOT = "hf_bot"
 

@@ -27,9 +27,9 @@ from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store import records as R
 from rexrank.store.names import name_key
-from test_backend_policy import rogue, run  # noqa: F401 (fixture)
-from test_store import submit, variant
-from tests.conftest import SHARED
+from support.backend_fixtures import rogue, run  # noqa: F401 (fixture)
+from support.requests import submit, variant
+from support.paths import SHARED
 
 def check_name(label, text):
     from rexrank.store.names import check_name

@@ -10,7 +10,7 @@ import pytest
 
 from rexrank.errors import RexrankError
 from rexrank.leaderboard.published import load_seed_records, read_published_csv, read_published_dir
-from tests.conftest import shared_path
+from support.paths import shared_path
 
 # independent of results_schema: the published header -> leaderboard key
 CSV_COLUMNS = {

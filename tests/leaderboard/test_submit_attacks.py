@@ -1,5 +1,5 @@
 """The third adversarial trial's attacks on submitting (issue 28, items 3-6), each through the
-leaderboard Space's own `/submit` and `/status` on the fake Hub of tests/fakehub.py, as the
+leaderboard Space's own `/submit` and `/status` on the fake Hub of tests/support/fakehub.py, as the
 trial ran them: lookalike Hub accounts, a nested-column parquet bomb, a private predictions
 repo's name in the public results, another account's predictions filed as one's own.
 
@@ -18,14 +18,14 @@ import pyarrow.parquet as pq
 import pytest
 
 import rexrank
-from fakehub import Account, FakeHub
+from support.fakehub import Account, FakeHub
 from rexrank.errors import SubmissionError
 from rexrank.leaderboard.records import records_frame
 from rexrank.leaderboard.tables import ranked
 from rexrank.store import FINISHED, open_store
 from rexrank.store.review import HELD_MESSAGE
-from test_store import example_rows, write_jsonl
-from hubhelpers import space_process
+from support.requests import example_rows, write_jsonl
+from support.hubhelpers import space_process
 
 BOT = "hf_bot"
 TOKENS = {  # token -> account, as the fake Hub's whoami answers

@@ -1,6 +1,6 @@
 """Push, then submit (issue 19.1): a model builder pushes a predictions dataset to the Hub and
 files it by repo id through the running leaderboard app's API, as the Hub account of their
-token. Against the fake Hub of tests/fakehub.py on 127.0.0.1, with two accounts: a submitter
+token. Against the fake Hub of tests/support/fakehub.py on 127.0.0.1, with two accounts: a submitter
 and the organisers' bot (whose token only the leaderboard and the backend hold)."""
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from fakehub import Account, FakeHub
-from hubhelpers import online_fake_hub, space_process
+from support.fakehub import Account, FakeHub
+from support.hubhelpers import online_fake_hub, space_process
 from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
 from rexrank.scoring import score_submission
 from rexrank.store import FINISHED, open_store
-from test_store import example_rows, write_jsonl
+from support.requests import example_rows, write_jsonl
 
 ALICE, BOB, BOT, ALICE_READ = "hf_alice", "hf_bob", "hf_bot", "hf_alice_read"
 ACCOUNTS = {

@@ -3,7 +3,6 @@ the view in the page's address, progress over time, and the first-hour page fixe
 from __future__ import annotations
 
 import dataclasses
-import io
 
 import numpy as np
 import pandas as pd
@@ -17,38 +16,13 @@ from rexrank.leaderboard.records import records_frame
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.leaderboard.tiers import table_tiers
 from rexrank.results_schema import COLUMNS_BY_KEY
-from tests.conftest import grid, shared_path
-
-MOERAD_SCORES = ("validation", "moerad_iu", "report_scores.csv")
-
+from support.boards import grid
+from support.paths import shared_path
+from support.boards import MOERAD_SCORES, per_study_bytes, result
 
 @pytest.fixture(scope="module")
 def frame():
     return records_frame(load_seed_records())
-
-
-def per_study_bytes(ids, radcliq) -> bytes:
-    buf = io.BytesIO()
-    pd.DataFrame({"id": ids, "radcliq_v1": radcliq}).to_parquet(buf, index=False)
-    return buf.getvalue()
-
-
-def result(name, radcliq_per_study=None, *, mean=None, source="rexrank", test_set="iu_xray", date="2026-01-15",
-           trained_on=(), bleu=None):
-    """A result record; with per-study RadCliQ-v1 scores its 1/mean comes from them."""
-    values = {}
-    if radcliq_per_study is not None:
-        values["radcliq_v1_inv"] = {"mean": 1 / float(np.nanmean(radcliq_per_study)), "ci95": 0.01,
-                                    "n": int(np.isfinite(radcliq_per_study).sum())}
-    elif mean is not None:
-        values["radcliq_v1_inv"] = {"mean": mean, "ci95": None, "n": None}
-    if bleu is not None:
-        values["bleu2"] = {"mean": bleu, "ci95": None, "n": None}
-    return {
-        "id": f"{source}/{test_set}/findings/{name.lower()}", "model_name": name, "institution": "Lab",
-        "model_url": "", "date": date, "test_set": test_set, "track": "findings", "source": source,
-        "trained_on": list(trained_on), "per_study_available": radcliq_per_study is not None, "values": values,
-    }
 
 
 def holm_by_hand(p):

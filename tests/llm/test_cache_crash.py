@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_fake_server import FakeOpenAIServer, Reply, chat_body
+from support.llm_fake_server import FakeOpenAIServer, Reply, chat_body
 
 N_REQUESTS = 30
 

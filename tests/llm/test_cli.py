@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from llm_fake_server import FakeOpenAIServer, Reply, chat_body, completion_body
+from support.llm_fake_server import FakeOpenAIServer, Reply, chat_body, completion_body
 from rexrank.data import data_path
 from rexrank.results_schema import leaderboard_values
 

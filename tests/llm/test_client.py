@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from llm_fake_server import FakeOpenAIServer, Reply, chat_body, completion_body
+from support.llm_fake_server import FakeOpenAIServer, Reply, chat_body, completion_body
 from rexrank.errors import MetricError
 from rexrank.llm import LLMRequest, LLMRunner, LLMSettings, build_backend
 

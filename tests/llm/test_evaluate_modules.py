@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_fake_server import FakeOpenAIServer, Reply, chat_body, completion_body
+from support.llm_fake_server import FakeOpenAIServer, Reply, chat_body, completion_body
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def script(path, body):

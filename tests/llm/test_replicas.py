@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from green_token_folders import build_tiny_legacy_llama
+from support.green_token_folders import build_tiny_legacy_llama
 from rexrank.errors import MetricError
 from rexrank.llm import LLMSettings
 from rexrank.llm.replicas import overlapping, replica_bytes
@@ -76,8 +76,8 @@ def test_default_is_one_replica_on_the_cpu(tiny_green):
 def test_crimson_batches_of_one_on_two_replicas_give_the_sequential_ids(tmp_path):
     """CRIMSON's official batches of one, on a tiny MedGemma-architecture model (Gemma 3
     vision-language, stops at <end_of_turn>): the same mechanism, the same ids."""
-    from crimson_cases import PAIRS, TOKENIZER_CORPUS
-    from llm_tiny_models import build_tiny_gemma3
+    from support.crimson_cases import PAIRS, TOKENIZER_CORPUS
+    from support.llm_tiny_models import build_tiny_gemma3
 
     folder = build_tiny_gemma3(tmp_path / "medgemma", corpus=TOKENIZER_CORPUS)
     refs, cands, _ = zip(*PAIRS[:4])

@@ -11,7 +11,7 @@ import pytest
 
 from rexrank.errors import MetricError
 from rexrank.metrics.bertscore import DISTILROBERTA_LAYER5_BASELINE, BertScore
-from tiny_report_models import make_tiny_roberta
+from support.tiny_report_models import make_tiny_roberta
 
 PREDS = [
     "No acute cardiopulmonary process.",

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
-from conftest import shared_path
 from rexrank.metrics.bleu2 import Bleu2, tokenize
+from support.paths import shared_path
 
 # Golden values computed with fast_bleu 0.0.90 (the official dependency), from
 # ../shared/reference/metrics_nonllm.md §1.1: (reference, hypothesis, BLEU-2)
@@ -91,3 +92,69 @@ def test_tokenisation_paths_agree_with_nltk(hypothesis, reference):
     for (h, r), got in zip(pairs, ours):
         expected = sentence_bleu([tokenize(r)], tokenize(h), weights=(0.5, 0.5), smoothing_function=smoothing)
         assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+# ---- BLEU-2 ----------------------------------------------------------------------------------
+def _nltk_bleu2(reference: list[str], hypothesis: list[str]) -> float:
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+    return sentence_bleu([reference], hypothesis, weights=(0.5, 0.5), smoothing_function=SmoothingFunction().method1)
+
+
+def test_bleu2_of_an_ascii_report_holding_a_nul_character_by_hand():
+    """A NUL is a character like another to the official tokeniser (split on spaces only):
+    "small \\x00 effusion" is three tokens. Against "small effusion": p1 = 2/3, no bigram
+    match so p2 = 0.1 / 2, no brevity penalty: BLEU-2 = sqrt(2/3 x 0.05) = sqrt(1/30)."""
+    from rexrank.metrics.bleu2 import Bleu2
+
+    got = Bleu2().score(["small \x00 effusion"], ["small effusion"]).primary
+    assert got[0] == pytest.approx((1 / 30) ** 0.5, abs=1e-15)
+    assert got[0] == pytest.approx(_nltk_bleu2(["small", "effusion"], ["small", "\x00", "effusion"]), abs=1e-15)
+
+
+def test_bleu2_with_an_empty_report_last_by_hand():
+    """The last distinct text holds no token: every text keeps its row. "no effusion"
+    against "effusion": p1 = 1/2, p2 = 0.1 / 1, no brevity penalty: sqrt(0.05); a
+    prediction against an empty reference matches nothing: 0 (NLTK's 0 too)."""
+    from rexrank.metrics.bleu2 import Bleu2
+
+    got = Bleu2().score(["no effusion", "effusion"], ["effusion", ""]).primary
+    np.testing.assert_allclose(got, [0.05 ** 0.5, 0.0], rtol=0, atol=1e-15)
+    assert _nltk_bleu2(["effusion"], ["no", "effusion"]) == pytest.approx(0.05 ** 0.5, abs=1e-15)
+    assert _nltk_bleu2([], ["effusion"]) == 0
+
+
+def test_bleu2_of_a_one_token_prediction_by_hand():
+    """One token, matched: p1 = 1, no bigram so p2 = 0.1 / max(1, 0): BLEU-2 = sqrt(0.1), as NLTK."""
+    from rexrank.metrics.bleu2 import Bleu2
+
+    got = Bleu2().score(["Effusion"], ["effusion"]).primary[0]
+    assert got == pytest.approx(0.1 ** 0.5, abs=1e-15)
+    assert got == pytest.approx(_nltk_bleu2(["effusion"], ["effusion"]), abs=1e-15)
+
+
+def test_bleu2_of_a_prediction_sharing_no_word_is_zero_without_a_warning():
+    import warnings
+
+    from rexrank.metrics.bleu2 import Bleu2
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "divide by zero encountered in log" on the way to 0
+        got = Bleu2().score(["no effusion", "small effusion"], ["heart normal", "small effusion"]).primary
+    assert got.tolist() == [0.0, 1.0]
+    assert _nltk_bleu2(["heart", "normal"], ["no", "effusion"]) == 0
+
+
+def test_bleu2_config_names_the_weights_smoothing_and_tokeniser():
+    from rexrank.metrics.bleu2 import Bleu2
+
+    assert Bleu2().config() == {"weights": [0.5, 0.5], "smoothing": "method1", "epsilon": 0.1,
+                                "tokenizer": "cxr-report-metric prep_reports"}
+
+
+def test_bleu2_of_no_study_is_an_empty_column_with_an_undefined_mean():
+    from rexrank.metrics.bleu2 import Bleu2
+
+    result = Bleu2().score([], [])
+    assert list(result.per_study) == ["bleu2"] and result.per_study["bleu2"].shape == (0,)
+    assert np.isnan(result.corpus["bleu2"])  # the mean of no value

@@ -12,7 +12,7 @@ from rexrank.errors import MetricError
 from rexrank.metrics.chexbert import FIVE, FIVE_INDEX, binarize_rrg, chexbert_f1, classification_report
 from rexrank.metrics.sembscore import SembScore
 from rexrank.models.chexbert import CONDITIONS
-from tiny_report_models import CORPUS, make_tiny_bert_tokenizer, make_tiny_chexbert, reference_cls_and_labels
+from support.tiny_report_models import CORPUS, make_tiny_bert_tokenizer, make_tiny_chexbert, reference_cls_and_labels
 
 PREDS = [
     "The lungs are clear.\n\nNo pleural effusion   or pneumothorax.",

@@ -7,11 +7,12 @@ import math
 
 import pytest
 
-from llm_fake_server import FakeOpenAIServer, Reply, chat_body
 from rexrank.cli.main import main
 from rexrank.errors import MetricError
 from rexrank.metrics.crimson_text import build_prompt
 from rexrank.metrics.registry import get_metric
+from support.llm_fake_server import FakeOpenAIServer, Reply, chat_body
+from support.paths import shared_path
 
 PERFECT = json.dumps({"reference_findings": [{"id": "R1", "clinical_significance": "urgent"}],
                       "predicted_findings": [{"id": "P1", "clinical_significance": "urgent"}],
@@ -111,7 +112,7 @@ def test_backend_scores_crimson_when_the_store_set_names_it_with_the_llm_coverag
     from rexrank.leaderboard.records import records_frame
     from rexrank.results_schema import COLUMNS_BY_KEY, DEFAULT_RANK_KEY
     from rexrank.store import FAILED, FINISHED, Quota, open_store
-    from test_store import submit
+    from support.requests import submit
 
     for name in ("REXRANK_LLM_BASE_URL", "REXRANK_LLM_MODEL", "REXRANK_LLM_BACKEND", "OPENAI_BASE_URL", "REXRANK_METRICS"):
         monkeypatch.delenv(name, raising=False)
@@ -198,3 +199,96 @@ def test_the_optional_column_shows_only_where_a_result_has_it():
     assert len(page) == 1 and "CRIMSON" not in page.columns
     table = ranked(records_frame(plain), "example", "findings", "crimson")  # ranked by it: shown, even empty
     assert any(h.startswith("CRIMSON") for h in display_table(table, best_values(table), "crimson").columns)
+
+
+# ---- CRIMSON's prompt, answer reader and score -------------------------------------------------
+def test_crimson_prompt_and_messages_default_to_the_full_official_prompt():
+    """Without `guidelines`, the prompt is the official one with its guideline sections (the
+    OpenAI path's, ../shared/reference/prompts/crimson_prompt_openai_no_context.txt)."""
+    from rexrank.metrics.crimson_text import build_prompt, messages
+
+    expected = shared_path("reference", "prompts", "crimson_prompt_openai_no_context.txt").read_text(encoding="utf-8")
+    assert build_prompt("{REFERENCE_FINDINGS}", "{PREDICTED_FINDINGS}") == expected
+    assert messages("{REFERENCE_FINDINGS}", "{PREDICTED_FINDINGS}")[1] == {"role": "user", "content": expected}
+
+
+# (text, index of a quote, whether it delimits a key or value) by the official reader's rule:
+# a quote is structural after : [ { or before : ] }; after a comma, when the character before
+# the comma is " ] } or a digit; before a comma, when the character after it is " [ { or a digit
+_QUOTES = [
+    ('{"a"', 1, True), ('["x"', 1, True), (':"x', 1, True),
+    ('a"]', 1, True), ('a"}', 1, True), ('a":', 1, True),
+    ('"a","b"', 4, True), ('[1],"b', 4, True), ('{},"b', 3, True), ('1,"x', 2, True),
+    ('a,"b', 2, False), (',"', 1, False), ('x,"y', 2, False),
+    ('b",1', 1, True), ('b","', 1, True), ('b",[', 1, True), ('b",{', 1, True),
+    ('b",x', 1, False), ('b",', 1, False), ('1b",y', 2, False),
+    ('"a', 0, False), ('"x:', 0, False), ('1x"y', 2, False), ('a"', 1, False), ('say "hi', 4, False),
+]
+
+
+@pytest.mark.parametrize("text, i, structural", _QUOTES)
+def test_crimson_reader_tells_structural_quotes_from_prose_by_the_official_rule(text, i, structural):
+    from rexrank.metrics.crimson_text import _quote_is_structural
+
+    assert text[i] == '"'
+    assert _quote_is_structural(text, i) is structural
+
+
+def test_crimson_reader_escapes_a_stray_quote_up_to_five_characters_before_the_error():
+    """json stops at the first character after a string that is no delimiter: with the stray
+    quote of `"say "` followed by 4 spaces, it stops 5 characters after that quote, which is
+    escaped; with 5 spaces, 6 characters after, beyond the official window: unreadable."""
+    from rexrank.metrics.crimson_text import UnreadableAnswer, read_answer
+
+    assert read_answer('{"a": "say "    hi"}') == {"a": 'say "    hi'}
+    with pytest.raises(UnreadableAnswer):
+        read_answer('{"a": "say "     hi"}')
+
+
+def test_crimson_reader_never_escapes_a_quote_that_follows_a_backslash():
+    """{"a": "\\\\""}: the string holds an escaped backslash, then a second quote stops json at
+    index 10. Going back: 10 is structural (before }), 9 follows a backslash (the official
+    rule skips it), 6 is escaped, which breaks the text at 6 with no quote left to escape:
+    unreadable, and the message counts the answer's characters."""
+    from rexrank.metrics.crimson_text import UnreadableAnswer, read_answer
+
+    answer = '{"a": "\\\\""}'
+    assert len(answer) == 12 and answer[7:9] == "\\\\"
+    with pytest.raises(UnreadableAnswer) as err:
+        read_answer(answer)
+    assert str(err.value) == "not JSON even after the official repairs (12 characters)"
+
+
+def test_crimson_attribute_error_without_error_types_counts_in_no_type():
+    """One urgent finding (weight 1) matched with one significant attribute error (0.5) and no
+    `error_types`: correct = 1 x 1 / (1 + 0.5) = 2/3, N_G = 1, S = 2/3; no type counted."""
+    from rexrank.metrics.crimson_text import ATTRIBUTE_TYPES, score_evaluation
+
+    parts = score_evaluation({
+        "reference_findings": [{"id": "R1", "finding": "effusion", "clinical_significance": "urgent"}],
+        "predicted_findings": [{"id": "P1", "finding": "effusion", "clinical_significance": "urgent"}],
+        "matched_findings": [{"ref_id": "R1", "pred_id": "P1"}],
+        "errors": {"false_findings": [], "missing_findings": [],
+                   "attribute_errors": [{"ref_id": "R1", "pred_id": "P1", "severity": "significant"}]}})
+    assert parts.score == round(2 / 3, 4) == 0.6667 and parts.correct == pytest.approx(2 / 3, abs=1e-15)
+    assert parts.attribute_counts == {t: 0 for t in ATTRIBUTE_TYPES} and parts.n_attribute == 1
+    assert parts.weighted_attribute == 0.5
+
+
+def test_crimson_reader_escapes_a_stray_quote_after_an_escaped_one():
+    """{"a": "x\\"" y"}: the string x\\" ends at the third quote (index 10), json stops at y (12);
+    10 follows a quote, not a backslash, and is prose (between " and a space): escaped, the
+    value is x"" y."""
+    from rexrank.metrics.crimson_text import read_answer
+
+    assert read_answer('{"a": "x\\"" y"}') == {"a": 'x"" y'}
+
+
+def test_crimson_reader_makes_at_most_49_quote_fixes():
+    """Each ` "x` closes the string early and costs one fix; the official loop parses 50 times,
+    so 49 stray quotes are repaired and 50 leave the answer unreadable."""
+    from rexrank.metrics.crimson_text import UnreadableAnswer, read_answer
+
+    assert read_answer('{"a": "' + ' "x' * 49 + '"}') == {"a": ' "x' * 49}
+    with pytest.raises(UnreadableAnswer):
+        read_answer('{"a": "' + ' "x' * 50 + '"}')

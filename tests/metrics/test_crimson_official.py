@@ -11,8 +11,8 @@ import math
 
 import pytest
 
-from crimson_cases import GOLDEN, PAIRS, TOKENIZER_CORPUS, answers
-from llm_fake_server import FakeOpenAIServer, Reply, chat_body
+from support.crimson_cases import GOLDEN, PAIRS, TOKENIZER_CORPUS, answers
+from support.llm_fake_server import FakeOpenAIServer, Reply, chat_body
 from rexrank.metrics.crimson import DEFAULT_MODEL
 from rexrank.metrics.crimson_text import UnreadableAnswer, messages, read_answer, score_evaluation
 from rexrank.metrics.registry import get_metric
@@ -143,7 +143,7 @@ def test_endpoint_requests_carry_the_official_arguments(model, tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_medgemma(tmp_path_factory):
-    from llm_tiny_models import build_tiny_gemma3
+    from support.llm_tiny_models import build_tiny_gemma3
 
     return build_tiny_gemma3(tmp_path_factory.mktemp("tiny_medgemma"), corpus=TOKENIZER_CORPUS)
 
@@ -219,7 +219,7 @@ def test_config_records_the_official_generation():
     ("crimson_prompt_openai_with_context.txt", {"Age": "{AGE}", "Indication": "{INDICATION}"}, True),
 ])
 def test_prompts_equal_the_reference_prompt_files(name, context, guidelines):
-    from conftest import shared_path
+    from support.paths import shared_path
     from rexrank.metrics.crimson_text import build_prompt
 
     expected = shared_path("reference", "prompts", name).read_text(encoding="utf-8")
@@ -229,7 +229,7 @@ def test_prompts_equal_the_reference_prompt_files(name, context, guidelines):
 def test_transformers_path_generates_what_the_official_pipeline_generates(tiny_medgemma):
     """Real greedy generation (bfloat16, the checkpoint's stop ids) of the random model: the
     completions equal the official pipeline's, byte for byte (decoding included)."""
-    from llm_tiny_models import TINY_MAX_NEW_TOKENS
+    from support.llm_tiny_models import TINY_MAX_NEW_TOKENS
 
     refs, cands, contexts = zip(*PAIRS)
     metric = get_metric("crimson", model=DEFAULT_MODEL, model_path=str(tiny_medgemma), patient_context=list(contexts),

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from conftest import shared_path
-from llm_fake_server import FakeOpenAIServer, Reply, completion_body
+from support.paths import shared_path
+from support.llm_fake_server import FakeOpenAIServer, Reply, completion_body
 from rexrank.metrics.green_text import (
     clean_completion,
     make_prompt,
@@ -257,7 +257,7 @@ def test_bad_options_are_clear_errors():
 
 @pytest.fixture(scope="module")
 def tiny_llama(tmp_path_factory):
-    from llm_tiny_models import build_tiny_llama
+    from support.llm_tiny_models import build_tiny_llama
 
     corpus = [prompt_template()] * 3 + ["No pneumothorax. Mild cardiomegaly. Small left pleural effusion."] * 3
     return build_tiny_llama(tmp_path_factory.mktemp("tiny_llama"), corpus=corpus)

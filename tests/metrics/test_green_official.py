@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from green_token_folders import CASES, DATA, EXTRA_ID, FOLDERS, build_folder, build_tiny_legacy_llama
-from llm_fake_server import FakeOpenAIServer, Reply, completion_body
+from support.green_token_folders import CASES, DATA, EXTRA_ID, FOLDERS, build_folder, build_tiny_legacy_llama
+from support.llm_fake_server import FakeOpenAIServer, Reply, completion_body
 from rexrank.llm import LLMRequest, LLMSettings
 from rexrank.llm.llama_tokenizer import LegacyLlamaTokenizer, needs_legacy_tokenizer
 from rexrank.llm.transformers_backend import TransformersBackend

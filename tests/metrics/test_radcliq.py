@@ -2,14 +2,15 @@
 `radcliq` metric end to end with tiny models of the real architectures."""
 from __future__ import annotations
 
+import csv
 import math
 
 import numpy as np
 import pytest
 
-from conftest import shared_path
 from rexrank.metrics.radcliq_formula import radcliq_from_components
-from tiny_report_models import CORPUS, make_tiny_radcliq_models
+from support.paths import shared_path
+from support.tiny_report_models import CORPUS, make_tiny_radcliq_models
 
 
 @pytest.fixture(scope="module")
@@ -124,3 +125,31 @@ def test_no_progress_reaches_the_model_metrics_bars():
     parts = radcliq.components
     assert (parts["bertscore"].progress, parts["sembscore"].progress, parts["radgraph"].progress) == (False,) * 3
     assert get_metric("ratescore", progress=False).progress is False
+
+
+# ---- RadCliQ's formula -----------------------------------------------------------------------
+def test_radcliq_components_read_as_text_from_the_official_csv_give_its_columns():
+    """The csv module reads every cell as text: the components are converted to floats, and
+    the official RadCliQ-v0 and -v1 columns come out (as numbers read by pandas do)."""
+    from rexrank.metrics.radcliq_formula import radcliq_from_components
+
+    with shared_path("validation", "moerad_iu", "report_scores.csv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    parts = {"radgraph": [r["radgraph_combined"] for r in rows], "bertscore": [r["bertscore"] for r in rows],
+             "semb": [r["semb_score"] for r in rows], "bleu2": [r["bleu_score"] for r in rows]}
+    assert isinstance(parts["bleu2"][0], str)
+    for version, column in (("v1", "RadCliQ-v1"), ("v0", "RadCliQ-v0")):
+        got = radcliq_from_components(**parts, version=version)
+        np.testing.assert_allclose(got, [float(r[column]) for r in rows], rtol=0, atol=1e-6)
+    one = rows[1]
+    assert radcliq_from_components(radgraph=one["radgraph_combined"], bertscore=one["bertscore"], semb=one["semb_score"],
+                                   bleu2=one["bleu_score"]) == pytest.approx(float(one["RadCliQ-v1"]), abs=1e-6)
+
+
+def test_radcliq_components_of_different_lengths_are_refused_naming_each_shape():
+    from rexrank.metrics.radcliq_formula import radcliq_from_components
+
+    with pytest.raises(ValueError) as err:
+        radcliq_from_components(radgraph=[0.1, 0.2], bertscore=[0.3], semb=[0.4, 0.5], bleu2=0.6)
+    assert str(err.value) == ("radcliq_from_components: components must be floats or 1-d sequences of one length; "
+                              "got radgraph=(2,), bertscore=(1,), semb=(2,), bleu2=(1,)")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tiny_report_models import CORPUS, make_tiny_bert_tokenizer, make_tiny_chexbert, make_tiny_roberta
+from support.tiny_report_models import CORPUS, make_tiny_bert_tokenizer, make_tiny_chexbert, make_tiny_roberta
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

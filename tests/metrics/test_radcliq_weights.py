@@ -13,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.errors import MetricError
 
 pytestmark = pytest.mark.weights
@@ -24,7 +24,7 @@ def test_a_weights_test_reads_the_hub_cache_that_weights_download_fills():
     hub cache (it used to be the per-test HF_HOME, always empty, so they always skipped)."""
     import huggingface_hub.constants
 
-    from conftest import USER_HUB_CACHE
+    from support.paths import USER_HUB_CACHE
 
     assert huggingface_hub.constants.HF_HUB_CACHE == USER_HUB_CACHE
     assert os.environ["HF_HUB_CACHE"] == USER_HUB_CACHE and USER_HUB_CACHE.endswith("hub")

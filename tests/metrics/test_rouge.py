@@ -9,30 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.errors import MetricError
 from rexrank.metrics.rouge import Rouge, lcs_length, tokenize
+from support.radeval_texts import RADEVAL_HYPS, RADEVAL_REFS
 
-GOLDEN = Path(__file__).parent / "data" / "rouge" / "moerad_iu_official.json"
+GOLDEN = Path(__file__).parents[1] / "data" / "rouge" / "moerad_iu_official.json"
 
 # RadEval tests/test_basics.py (MIT, jbdel/RadEval e0a3909): six pairs and the values RadEval
 # asserts for them (metrics_nonllm.md §7)
-RADEVAL_REFS = [
-    "No acute cardiopulmonary process.",
-    "No radiographic findings to suggest pneumonia.",
-    "1.Status post median sternotomy for CABG with stable cardiac enlargement and calcification of the aorta consistent with atherosclerosis.Relatively lower lung volumes with no focal airspace consolidation appreciated.Crowding of the pulmonary vasculature with possible minimal perihilar edema, but no overt pulmonary edema.No pleural effusions or pneumothoraces.",
-    "1. Left PICC tip appears to terminate in the distal left brachiocephalic vein.2. Mild pulmonary vascular congestion.3. Interval improvement in aeration of the lung bases with residual streaky opacity likely reflective of atelectasis.Interval resolution of the left pleural effusion.",
-    "No definite acute cardiopulmonary process.Enlarged cardiac silhouette could be accentuated by patient's positioning.",
-    "Increased mild pulmonary edema and left basal atelectasis.",
-]
-RADEVAL_HYPS = [
-    "No acute cardiopulmonary process.",
-    "No radiographic findings to suggest pneumonia.",
-    "Status post median sternotomy for CABG with stable cardiac enlargement and calcification of the aorta consistent with atherosclerosis.",
-    "Relatively lower lung volumes with no focal airspace consolidation appreciated.",
-    "Crowding of the pulmonary vasculature with possible minimal perihilar edema, but no overt pulmonary edema.",
-    "No pleural effusions or pneumothoraces.",
-]
 RADEVAL_EXPECTED = {"rouge1": 0.44681719607092746, "rouge2": 0.4205128205128205, "rougeL": 0.44681719607092746}
 
 
@@ -86,3 +71,30 @@ def test_stemmer_option_is_checked():
     assert Rouge().score(["effusions"], ["effusion"]).value == 1.0
     with pytest.raises(MetricError, match="use_stemmer"):
         Rouge(use_stemmer="yes")
+
+
+# ---- ROUGE -----------------------------------------------------------------------------------
+def test_rouge_n_of_a_single_ngram_side_by_hand():
+    """rouge_score: precision = matches / max(1, #prediction n-grams), recall = matches /
+    max(1, #reference n-grams); a side with one n-gram divides by 1."""
+    from rexrank.metrics.rouge import Rouge
+
+    # one prediction unigram of three reference unigrams: P = 1, R = 1/3, F = 2 (1/3) / (4/3) = 1/2
+    short, long = ["effusion", "pleural effusion"], ["effusion is present", "small pleural effusion"]
+    short_prediction = Rouge(use_stemmer=False).score(short, long)
+    assert short_prediction.per_study["rouge1"][0] == pytest.approx(0.5, abs=1e-15)
+    # one prediction bigram of two reference bigrams: P = 1, R = 1/2, F = 2 (1/2) / (3/2) = 2/3
+    assert short_prediction.per_study["rouge2"][1] == pytest.approx(2 / 3, abs=1e-15)
+    # the same, reference and prediction swapped: P and R swap, F is the same
+    short_reference = Rouge(use_stemmer=False).score(long, short)
+    assert short_reference.per_study["rouge1"][0] == pytest.approx(0.5, abs=1e-15)
+    assert short_reference.per_study["rouge2"][1] == pytest.approx(2 / 3, abs=1e-15)
+
+
+def test_rouge_config_names_the_types_the_stemmer_and_the_tokenizer():
+    from rexrank.metrics.rouge import Rouge
+
+    expected = {"rouge_types": ["rouge1", "rouge2", "rougeL"], "use_stemmer": True,
+                "tokenizer": "rouge_score 0.1.2 DefaultTokenizer", "score": "F1, mean over studies"}
+    assert Rouge().config() == expected
+    assert Rouge(use_stemmer=False).config() == {**expected, "use_stemmer": False}

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from llm_fake_server import FakeOpenAIServer, Reply, chat_body
+from support.llm_fake_server import FakeOpenAIServer, Reply, chat_body
 from rexrank.errors import MetricError
 from rexrank.metrics.registry import get_metric
 from rexrank.metrics.spec_cxr_text import (

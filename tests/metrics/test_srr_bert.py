@@ -1,6 +1,6 @@
 """SRR-BERT equals RadEval's own pipeline (radeval 2.2.1 SRRBert.evaluate) per study and in the
 corpus value, on 590 IU-Xray predictions, with a tiny random model of the real architecture
-fed to both (tests/srr_bert_tiny.py; RadEval's outputs in tests/data/srr_bert/official.json),
+fed to both (tests/support/srr_bert_tiny.py; RadEval's outputs in tests/data/srr_bert/official.json),
 and the corpus formula equals scikit-learn's classification_report."""
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import srr_bert_tiny as tiny
-from conftest import shared_path
+from support import srr_bert_tiny as tiny
+from support.paths import shared_path
 from rexrank.errors import MetricError
 from rexrank.metrics.srr_bert import SRRBert, per_study_prf, weighted_prf
 from rexrank.models import srr_bert as S
 
-GOLDEN = json.loads((Path(__file__).parent / "data" / "srr_bert" / "official.json").read_text())
+GOLDEN = json.loads((Path(__file__).parents[1] / "data" / "srr_bert" / "official.json").read_text())
 
 
 @pytest.fixture
@@ -225,3 +225,232 @@ def test_a_part_classifies_the_whole_runs_batches_so_shards_merge_exactly(near_t
     # the parts scored alone (batches of their own sentences) differ: the model is near the threshold
     alone = np.concatenate([metric.score(predictions[a:b], references[a:b]).primary for a, b in cuts])
     assert (alone != whole.primary).any()
+
+
+# ---- SRR-BERT --------------------------------------------------------------------------------
+def test_srr_bert_config_records_radevals_model_labels_and_batches():
+    """RadEval's SRRBert: StanfordAIMI/SRR-BERT-Leaves-with-Statuses with CXR-BERT-general's
+    tokenizer, 163 labels at threshold 0.5, 512 tokens, batches of 4 (its batch_size)."""
+    from rexrank.metrics.srr_bert import SRRBert
+
+    common = {"num_labels": 163, "threshold": 0.5, "max_tokens": 512,
+              "sentences": "RadEval srr_bert_parse_sentences + nltk.sent_tokenize (punkt_tab)",
+              "per_study": "multilabel_prf_per_sample (mean over the union of labels, eps 1e-8)",
+              "corpus": "classification_report weighted avg"}
+    official = SRRBert().config()
+    assert {k: official[k] for k in common} == common
+    assert official["batching"] == "RadEval's: every sentence, reference then prediction, batches of 4"
+    assert (official["model"]["repo_id"], official["model"]["path"]) == ("StanfordAIMI/SRR-BERT-Leaves-with-Statuses", None)
+    assert (official["tokenizer"]["repo_id"], official["tokenizer"]["path"]) == (
+        "microsoft/BiomedVLP-CXR-BERT-general", None)
+    local = SRRBert(batching="distinct", model_path="/models/srr", tokenizer_path="/models/tok").config()
+    assert {k: local[k] for k in common} == common
+    assert local["batching"] == "distinct sentences, batches of 32"
+    assert (local["model"]["path"], local["tokenizer"]["path"], local["tokenizer"]["revision"]) == (
+        "/models/srr", "/models/tok", "local")
+    assert SRRBert(batch_size=8).config()["batching"].endswith("batches of 8")
+    # a local tokenizer folder is still CXR-BERT-general's; without one, the pinned Hub commit
+    from rexrank.catalogue import CXR_BERT_GENERAL
+
+    assert local["tokenizer"]["repo_id"] == "microsoft/BiomedVLP-CXR-BERT-general"
+    assert official["tokenizer"]["revision"] == CXR_BERT_GENERAL.revision != "local"
+    assert SRRBert(revision="0123abcd").config()["model"]["revision"] == "0123abcd"
+
+
+@pytest.fixture(scope="module")
+def tiny_srr_bert(tmp_path_factory):
+    from support import srr_bert_tiny
+
+    return srr_bert_tiny.build(tmp_path_factory.mktemp("srr_bert"))
+
+
+@pytest.fixture
+def srr_stand_in_splitter(monkeypatch):
+    import nltk
+
+    from support import srr_bert_tiny
+    from rexrank.models import srr_bert as S
+
+    monkeypatch.setattr(nltk, "sent_tokenize", srr_bert_tiny.stand_in_sent_tokenize)
+    monkeypatch.setattr(S, "punkt_available", lambda: True)
+
+
+def test_srr_bert_keeps_reference_labels_in_the_cache_folder_under_its_namespace(tiny_srr_bert, srr_stand_in_splitter,
+                                                                                tmp_path):
+    """rexrank.refcache's file of a text is <folder>/<h[:2]>/<h>.pkl, h = sha256(namespace NUL
+    text), and SRR-BERT's namespace names the labeler and NLTK's version: the references'
+    files, and only theirs, are written (hashlib computes them here); with cache=False none."""
+    import hashlib
+
+    import nltk
+
+    from rexrank.metrics.srr_bert import SRRBert
+
+    model_dir, tokenizer_dir = tiny_srr_bert
+    refs, preds = ["No effusion. Heart normal.", "Mild edema."], ["Heart normal.", "No edema."]
+
+    def metric(cache: bool, folder):
+        return SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", progress=False,
+                       batching="distinct", cache=cache, cache_dir=str(folder))
+
+    on = metric(True, tmp_path / "on")
+    on.score(preds, refs)
+    namespace = f"srr_bert/v1/{on.labeler.identity}/nltk-{nltk.__version__}"
+    digests = [hashlib.sha256(f"{namespace}\x00{text}".encode()).hexdigest() for text in refs]
+    written = {p.relative_to(tmp_path / "on").as_posix() for p in (tmp_path / "on").rglob("*.pkl")}
+    assert written == {f"{d[:2]}/{d}.pkl" for d in digests}
+    metric(False, tmp_path / "off").score(preds, refs)
+    assert not (tmp_path / "off").exists() or not any((tmp_path / "off").rglob("*"))
+
+
+# ---- SRR-BERT: scores by hand, batches, progress and the model's cache -----------------------
+def test_srr_bert_per_study_scores_by_hand():
+    """RadEval's per-sample P, R, F1 with eps = 1e-8, means over the labels either report has:
+    a label both have scores P = R = 1 / (1 + eps), F1 = 2 / (2 + eps); one only the reference
+    or only the prediction has scores 0; a study where neither has a label scores 1."""
+    from rexrank.metrics.srr_bert import per_study_prf
+
+    import warnings
+
+    eps = 1e-8
+    refs = np.array([[1, 1, 0], [0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 1], [0, 0, 0]])
+    hyps = np.array([[1, 0, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0], [1, 1, 0], [0, 0, 1]])
+    both = 1 / (1 + eps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every denominator holds eps: no division by zero
+        precision, recall, f1 = per_study_prf(refs, hyps)
+    expected_pr = [both / 3, 1.0, both, 0.0, 2 * both / 3, 0.0]
+    np.testing.assert_allclose(precision, expected_pr, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(recall, expected_pr, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(f1, [2 / (2 + eps) / 3, 1.0, 2 / (2 + eps), 0.0, 2 * 2 / (2 + eps) / 3, 0.0],
+                               rtol=0, atol=1e-15)
+    assert both != 1.0 and 2 / (2 + eps) != 1.0  # the eps is seen at this tolerance
+
+
+def test_srr_bert_weighted_scores_of_labels_predicted_or_present_once_by_hand():
+    """Label 0: in 2 references, predicted once, right once: P = 1, R = 1/2, F1 = 2/3; label 1:
+    once each, right: 1, 1, 1; label 2 never seen (no warning for its 0/0). Weighted by
+    support (2, 1, 0): P = 1, R = 2/3, F1 = 7/9, as sklearn's classification_report."""
+    import warnings
+
+    from sklearn.metrics import classification_report
+
+    from rexrank.metrics.srr_bert import weighted_prf
+
+    refs = np.array([[1, 0, 0], [1, 1, 0]])
+    hyps = np.array([[1, 0, 0], [0, 1, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = weighted_prf(refs, hyps)
+    assert got == pytest.approx((1.0, 2 / 3, 7 / 9), abs=1e-15)
+    report = classification_report(refs, hyps, output_dict=True, zero_division=0)["weighted avg"]
+    assert got == pytest.approx((report["precision"], report["recall"], report["f1-score"]), abs=1e-15)
+
+
+@pytest.mark.parametrize("batching", ["radeval", "distinct"])
+def test_srr_bert_distinct_and_radeval_batches_give_radevals_labels_on_iu_xray(tiny_srr_bert, srr_stand_in_splitter,
+                                                                            batching):
+    """RadEval's per-study outputs (tests/data/srr_bert/official.json, radeval 2.2.1 on the same tiny
+    model) for the 590 IU-Xray studies: the distinct-sentence option must OR each report's sentence
+    labels as RadEval does (a label per report, not one over the whole set)."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from rexrank.metrics.srr_bert import SRRBert
+
+    golden = json.loads((Path(__file__).parents[1] / "data" / "srr_bert" / "official.json").read_text())
+    preds = pd.read_csv(shared_path("validation", "moerad_iu", "preds.csv"))
+    gts = pd.read_csv(shared_path("validation", "moerad_iu", "gts.csv"))
+    model_dir, tokenizer_dir = tiny_srr_bert
+    metric = SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", progress=False,
+                     cache=False, batching=batching)
+    result = metric.score(preds.report.fillna("nan").tolist(), gts.report.fillna("nan").tolist())
+    np.testing.assert_array_equal(result.primary, golden["per_study"]["f1"])
+    np.testing.assert_array_equal(result.per_study["srr_bert_precision"], golden["per_study"]["precision"])
+    assert result.corpus["srr_bert_mean_f1"] == pytest.approx(sum(golden["per_study"]["f1"]) / 590, abs=1e-12)
+
+
+@pytest.mark.parametrize("batching", ["radeval", "distinct"])
+def test_srr_bert_shows_its_progress_bar_unless_told_not_to(tiny_srr_bert, srr_stand_in_splitter, capsys, batching):
+    """`progress=True` (the default) shows tqdm's "srr_bert" bar on stderr for each model pass."""
+    from rexrank.metrics.srr_bert import SRRBert
+
+    model_dir, tokenizer_dir = tiny_srr_bert
+    texts = ["No effusion. Heart normal.", "Small left effusion."]
+    for progress in (True, False):
+        SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", cache=False,
+                batching=batching, progress=progress).score(texts, texts[::-1])
+        shown = capsys.readouterr().err
+        assert ("srr_bert" in shown and "batch" in shown) is progress, shown
+
+
+def test_srr_bert_of_no_study_is_empty_columns_without_loading_the_model():
+    """No prediction: empty per-study columns (F1, precision, recall), and no model is read (the
+    paths here do not exist)."""
+    from rexrank.metrics.srr_bert import SRRBert
+
+    result = SRRBert(model_path="/nowhere/model", tokenizer_path="/nowhere/tokenizer", cache=False,
+                     progress=False).score([], [])
+    assert len(result.primary) == 0
+    assert {k: len(v) for k, v in result.per_study.items()} == {"srr_bert": 0, "srr_bert_precision": 0,
+                                                                 "srr_bert_recall": 0}
+
+
+def test_srr_bert_reloads_a_local_checkpoint_whose_files_changed(tmp_path):
+    """Metrics share a loaded model within a process; a local checkpoint whose files changed on
+    disk is another model (new weights) and must be loaded again, an unchanged one is reused."""
+    import torch
+    from transformers import BertForSequenceClassification
+
+    from support import srr_bert_tiny
+    from rexrank.metrics.srr_bert import SRRBert
+
+    model_dir, tokenizer_dir = srr_bert_tiny.build(tmp_path)
+
+    def metric():
+        return SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", cache=False,
+                       progress=False)
+
+    first = metric().labeler
+    assert metric().labeler is first
+    model = BertForSequenceClassification.from_pretrained(str(model_dir))
+    with torch.no_grad():
+        model.classifier.bias += 5.0
+    model.save_pretrained(str(model_dir))
+    # the same size, and maybe the same second: the model's identity is names, sizes and whole-second mtimes
+    import os
+
+    for path in model_dir.iterdir():
+        os.utime(path, (path.stat().st_atime, path.stat().st_mtime + 10))
+    assert metric().labeler is not first
+
+
+def test_srr_bert_by_default_shows_progress_and_keeps_reference_labels(tiny_srr_bert, srr_stand_in_splitter, capsys,
+                                                                        tmp_path):
+    """The card's defaults: `progress=True` and `cache=True` (with the distinct-sentence option, the
+    references' labels kept for the next submission on the same test set)."""
+    from rexrank.metrics.srr_bert import SRRBert
+
+    model_dir, tokenizer_dir = tiny_srr_bert
+    SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cpu", batching="distinct",
+            cache_dir=str(tmp_path)).score(["No effusion."], ["Small left effusion."])
+    assert "srr_bert" in capsys.readouterr().err
+    assert any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, True, 2.5, "4"])
+def test_srr_bert_batch_size_must_be_a_positive_integer(batch_size):
+    from rexrank.errors import MetricError
+    from rexrank.metrics.srr_bert import SRRBert
+
+    with pytest.raises(MetricError) as refused:
+        SRRBert(batch_size=batch_size)
+    assert str(refused.value) == f"srr_bert: batch_size must be a positive integer, got {batch_size!r}"
+
+
+def test_srr_bert_takes_a_batch_size_of_one():
+    from rexrank.metrics.srr_bert import SRRBert
+
+    assert SRRBert(batch_size=1).batch_size == 1

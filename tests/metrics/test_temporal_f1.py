@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.errors import MetricError
 from rexrank.metrics import temporal_f1 as T
 from rexrank.metrics.temporal_f1 import TemporalF1, keyword_entities
-from temporal_fake_ner import ADVERSARIAL, FakeNER
-from test_rouge import RADEVAL_HYPS, RADEVAL_REFS
+from support.temporal_fake_ner import ADVERSARIAL, FakeNER
+from support.radeval_texts import RADEVAL_HYPS, RADEVAL_REFS
 
-GOLDEN = json.loads((Path(__file__).parent / "data" / "temporal_f1" / "official.json").read_text())
+GOLDEN = json.loads((Path(__file__).parents[1] / "data" / "temporal_f1" / "official.json").read_text())
 
 
 @pytest.fixture
@@ -87,3 +87,44 @@ def test_missing_stanza_model_fails_fast_with_the_fix(tmp_path, monkeypatch):
 def test_bad_option():
     with pytest.raises(MetricError, match="ner must be one of"):
         TemporalF1(ner="spacy")
+
+
+# ---- Temporal F1 -----------------------------------------------------------------------------
+def test_temporal_f1_refuses_an_unknown_ner_naming_the_choices():
+    from rexrank.errors import MetricError
+    from rexrank.metrics.temporal_f1 import TemporalF1
+
+    with pytest.raises(MetricError) as err:
+        TemporalF1(ner="spacy")
+    assert str(err.value) == "temporal_f1: ner must be one of 'stanza', 'keywords', got 'spacy'"
+
+
+def test_temporal_f1_config_names_the_keywords_epsilon_and_the_ner_pipeline(tmp_path):
+    """RadEval's epsilon 1e-10 and Stanza's radiology package (its f1temporal builds
+    `stanza.Pipeline(lang="en", package="radiology", ...)`); the keywords-only option says so."""
+    from rexrank.metrics.temporal_f1 import TemporalF1
+
+    assert TemporalF1(ner="keywords").config() == {"keywords": "Bannur et al. 2023 (RadEval f1temporal.KEYWORDS)",
+                                                  "epsilon": 1e-10, "ner": "none (keywords only)"}
+    config = TemporalF1(stanza_dir=str(tmp_path)).config()
+    assert config["epsilon"] == 1e-10 and config["keywords"].startswith("Bannur et al. 2023")
+    assert {k: config["ner"][k] for k in ("lang", "package", "processors", "resources")} == {
+        "lang": "en", "package": "radiology", "processors": {"tokenize": "default", "ner": "radiology"},
+        "resources": str(tmp_path)}
+
+
+def _temporal_bar(capsys, n_texts: int, **options) -> str:
+    from rexrank.metrics.temporal_f1 import TemporalF1
+
+    capsys.readouterr()
+    half = n_texts // 2  # distinct predictions and references: n_texts distinct texts in all
+    TemporalF1(ner="keywords", **options).score([f"new {i}" for i in range(half)],
+                                                [f"stable {i}" for i in range(half, n_texts)])
+    return capsys.readouterr().err
+
+
+def test_temporal_f1_shows_its_progress_from_50_distinct_texts_unless_told_not_to(capsys):
+    bar = _temporal_bar(capsys, 50)  # progress on by default
+    assert "temporal_f1: 100%" in bar and "50/50" in bar and "text/s]" in bar
+    assert _temporal_bar(capsys, 48) == ""  # fewer than 50 distinct texts: no bar
+    assert _temporal_bar(capsys, 50, progress=False) == ""

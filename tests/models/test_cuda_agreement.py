@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tiny_report_models import CORPUS, make_tiny_radcliq_models  # noqa: E402
+from support.tiny_report_models import CORPUS, make_tiny_radcliq_models  # noqa: E402
 
 pytestmark = [
     pytest.mark.cuda,
@@ -33,7 +33,7 @@ def test_every_per_study_column_agrees_between_cpu_and_cuda(tmp_path):
     from rexrank.models import shared
     from rexrank.scoring import score_predictions
     from rexrank.submissions import Predictions
-    from test_ratescore_metric import _build_encoder, _build_tagger
+    from support.ratescore_models import _build_encoder, _build_tagger
 
     models = make_tiny_radcliq_models(tmp_path / "models")
     ner, encoder = str(_build_tagger(tmp_path / "ner")), str(_build_encoder(tmp_path / "encoder"))

@@ -10,8 +10,8 @@ from rexrank.errors import MetricError  # noqa: E402
 from rexrank.metrics.options import device_options, merge_options  # noqa: E402
 from rexrank.models import shared  # noqa: E402
 from rexrank.models.checkpoints import pick_device  # noqa: E402
-from test_cli import EXAMPLE_PREDICTIONS, rexrank  # noqa: E402
-from tiny_report_models import CORPUS, make_tiny_radcliq_models  # noqa: E402
+from support.commands import EXAMPLE_PREDICTIONS, rexrank  # noqa: E402
+from support.tiny_report_models import CORPUS, make_tiny_radcliq_models  # noqa: E402
 
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
 

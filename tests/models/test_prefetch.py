@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rexrank.models.prefetch import ahead, behind, on_device
-from tiny_report_models import CORPUS, make_tiny_radcliq_models
+from support.tiny_report_models import CORPUS, make_tiny_radcliq_models
 
 TEXTS = CORPUS + [" ".join(CORPUS[i:i + 3]) for i in range(len(CORPUS) - 2)] + ["Mild edema.", "No effusion."]
 
@@ -91,7 +91,7 @@ class _Recorded:
 @pytest.mark.parametrize("part", ["tagger", "encoder"])
 def test_ratescore_models_give_identical_outputs_with_batches_prepared_ahead(part, tmp_path):
     from rexrank.ratescore.models import EntityEncoder, EntityTagger
-    from test_ratescore_metric import _build_encoder, _build_tagger
+    from support.ratescore_models import _build_encoder, _build_tagger
 
     if part == "tagger":
         model = EntityTagger(_build_tagger(tmp_path / "ner"), "cpu", 3)
@@ -118,7 +118,7 @@ def test_ratescore_splits_while_its_models_load_with_identical_scores(tmp_path, 
     import rexrank.metrics.ratescore as module
     from rexrank.errors import MetricError
     from rexrank.metrics.registry import get_metric
-    from test_ratescore_metric import _build_encoder, _build_tagger
+    from support.ratescore_models import _build_encoder, _build_tagger
 
     paths = dict(ner_path=str(_build_tagger(tmp_path / "ner")), embedding_path=str(_build_encoder(tmp_path / "encoder")))
     predictions, references = TEXTS[:6] + ["", "ab"], TEXTS[6:12] + ["Mild edema.", ""]

@@ -16,7 +16,7 @@ from rexrank.metrics.run_context import RunContext  # noqa: E402
 from rexrank.models import shared  # noqa: E402
 from rexrank.scoring import score_predictions  # noqa: E402
 from rexrank.submissions import Predictions  # noqa: E402
-from tiny_report_models import CORPUS, make_tiny_radcliq_models  # noqa: E402
+from support.tiny_report_models import CORPUS, make_tiny_radcliq_models  # noqa: E402
 
 # a repeated prediction, an empty one, a prediction that is also a reference
 PREDICTIONS = CORPUS[:5] + ["", CORPUS[0], CORPUS[2]]

@@ -315,7 +315,7 @@ def test_default_needs_are_what_the_metrics_load():
 
 @pytest.fixture
 def fake_hub(monkeypatch):
-    from fakehub import FakeHub
+    from support.fakehub import FakeHub
 
     with FakeHub() as hub:
         online(monkeypatch, hub.url)
@@ -375,7 +375,7 @@ def test_download_without_a_hub_says_so_at_once(monkeypatch, capsys):
 
 
 def test_the_user_hub_cache_follows_huggingface_hub_rules(monkeypatch, tmp_path):
-    from conftest import _user_hub_cache
+    from support.paths import _user_hub_cache
 
     for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)

@@ -15,7 +15,7 @@ from rexrank.radgraph.annotator import RadGraphAnnotator, _stitching
 from rexrank.radgraph.decode import fetch, read, to_json
 from rexrank.radgraph.fake import TINY_SETTINGS, write_archive, write_tiny_bert
 from rexrank.radgraph.model import DocumentLabels
-from tiny_report_models import CORPUS, make_tiny_radcliq_models
+from support.tiny_report_models import CORPUS, make_tiny_radcliq_models
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from rexrank.metrics.registry import get_metric
 from rexrank.radgraph.annotator import RadGraphAnnotator
 from rexrank.radgraph.fake import TINY_SETTINGS, state_digest, write_archive, write_tiny_bert
 
-from conftest import PROJECT_ROOT, shared_path
+from support.paths import PROJECT_ROOT, shared_path
 
-GOLDEN = json.loads((Path(__file__).parent / "data" / "radgraph" / "official_annotations.json").read_text(encoding="utf-8"))
+GOLDEN = json.loads((Path(__file__).parents[1] / "data" / "radgraph" / "official_annotations.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.errors import MetricError
 from rexrank.ratescore.affinity import ENTITY_TYPES, LONG, SHORT, load_affinity
 from rexrank.ratescore.match import directional_score, rate_score
@@ -170,7 +170,7 @@ def test_orthogonal_entities_score_zero():
 
 
 # --- sentence splitting: the earlier "regex" splitter (the default "pyrush" one is in
-# test_ratescore_sentences.py) ---
+# tests/ratescore/test_sentences.py) ---
 # Expected outputs below are what medspaCy 1.3.1 / PyRuSH 1.0.13 produced for these
 # (made-up) reports, after the official strip / length filter.
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.metrics.registry import get_metric
 from rexrank.ratescore.rush import default_rules, parse_rules, sentence_spans
 from rexrank.ratescore.sentences import DEFAULT_SPLITTER, get_splitter, keep, split_pyrush

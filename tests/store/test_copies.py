@@ -10,7 +10,7 @@ from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, PENDING, Quota, open_store
 from rexrank.store import copies
 from rexrank.store import records as R
-from test_store import example_rows, submit, write_jsonl
+from support.requests import example_rows, submit, write_jsonl
 
 KEY = b"k" * 32
 

@@ -10,7 +10,7 @@ from rexrank.leaderboard.records import records_frame
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.store import Quota, open_store
 from rexrank.store import records as R
-from test_store_layout import RESULT, Reads, earlier_layout_store
+from support.store_fixtures import RESULT, Reads, earlier_layout_store
 
 
 def record(i: int, **kw) -> dict:

@@ -1,4 +1,4 @@
-"""The Hub store against a fake Hub API served on 127.0.0.1 (tests/fakehub.py)."""
+"""The Hub store against a fake Hub API served on 127.0.0.1 (tests/support/fakehub.py)."""
 from __future__ import annotations
 
 import json
@@ -6,29 +6,11 @@ import threading
 
 import pytest
 
-from fakehub import FakeHub
 from rexrank.errors import SubmissionError
 from rexrank.store import FINISHED, ConflictError, Quota, open_store
 from rexrank.store.hub import HubRepo
-from test_store import example_rows, submit, variant, write_jsonl
-
-
-@pytest.fixture(scope="module")
-def fake_hub():
-    with FakeHub() as hub:
-        yield hub
-
-
-@pytest.fixture
-def hub(fake_hub, monkeypatch):
-    """The fake Hub, with huggingface_hub allowed online (tests run with HF_HUB_OFFLINE=1,
-    which huggingface_hub reads once at import) and pointed at it."""
-    import huggingface_hub.constants as constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_ENDPOINT", fake_hub.url)
-    monkeypatch.setenv("HF_TOKEN", "hf_fake")
-    return fake_hub
+from support.requests import example_rows, submit, variant, write_jsonl
+from support.store_fixtures import fake_hub, hub  # noqa: F401 (fixtures)
 
 
 def test_hub_store_roundtrip(hub, tmp_path):

@@ -1,13 +1,13 @@
-"""On the Hub too (the fake Hub of tests/fakehub.py), a claim and a leaderboard reload make
+"""On the Hub too (the fake Hub of tests/support/fakehub.py), a claim and a leaderboard reload make
 the same few requests whatever the history holds: no listing of the whole repo, no read of
 a settled request or of an unchanged result record."""
 from __future__ import annotations
 
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.store import Quota, open_store
-from test_store import submit, variant
-from test_store_hub import fake_hub, hub  # noqa: F401 (fixtures)
-from test_store_layout import RESULT, settle
+from support.requests import submit, variant
+from support.store_fixtures import fake_hub, hub  # noqa: F401 (fixtures)
+from support.store_fixtures import RESULT, settle
 
 
 def calls(hub, start: int) -> list[str]:

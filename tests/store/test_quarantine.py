@@ -13,8 +13,8 @@ from rexrank.backend.worker import Worker
 from rexrank.cli.main import main
 from rexrank.leaderboard.source import LeaderboardSource
 from rexrank.store import FINISHED, PENDING, Quota, open_store
-from test_store import submit, variant
-from test_store_hub import fake_hub, hub  # noqa: F401 (fixtures)
+from support.requests import submit, variant
+from support.store_fixtures import fake_hub, hub  # noqa: F401 (fixtures)
 
 
 def run(capsys, *args):

@@ -8,42 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from rexrank.data import data_path
 from rexrank.errors import RexrankError, SubmissionError
 from rexrank.store import FAILED, FINISHED, PENDING, RUNNING, ConflictError, Quota, open_store
 from rexrank.store.local import LocalRepo
 from rexrank.store.records import parse_iso
-
-EXAMPLE_PREDS = data_path("example_predictions.json")
-
-
-def example_rows() -> dict[str, str]:
-    doc = json.loads(Path(EXAMPLE_PREDS).read_text())
-    return {sid: study["model_prediction"] for sid, study in doc.items()}
-
-
-def write_jsonl(path: Path, rows: dict[str, str]) -> Path:
-    path.write_text("".join(json.dumps({"id": k, "prediction": v}) + "\n" for k, v in rows.items()), encoding="utf-8")
-    return path
-
-
-def variant(tmp_path: Path, n: int) -> Path:
-    """The example predictions with study texts changed, so each variant is distinct."""
-    rows = {k: f"{v} variant {n}." for k, v in example_rows().items()}
-    return write_jsonl(tmp_path / f"variant{n}.jsonl", rows)
-
+from support.requests import example_rows, submit, variant, write_jsonl
 
 def with_duplicate(path: Path) -> Path:
     write_jsonl(path, example_rows())
     with path.open("a") as fh:
         fh.write(json.dumps({"id": "EX001", "prediction": "again"}) + "\n")
     return path
-
-
-def submit(store, predictions=EXAMPLE_PREDS, **kw):
-    args = dict(test_set="example", track="findings", predictions=predictions, model_name="model-a", submitter="alice")
-    args.update(kw)
-    return store.submit(**args)
 
 
 def store_files(root: Path) -> dict[str, bytes]:

@@ -20,9 +20,9 @@ from rexrank.cli.main import main
 from rexrank.errors import SubmissionError
 from rexrank.store import FAILED, FINISHED, Quota, StoreError, open_store
 from rexrank.store import records as R
-from test_backend import HELPER, cli, private_set, test_metrics  # noqa: F401 (fixtures)
-from test_store import example_rows, submit, variant, write_jsonl
-from test_store_hub import fake_hub, hub  # noqa: F401 (fixtures)
+from support.backend_fixtures import HELPER, cli, private_set, test_metrics  # noqa: F401 (fixtures)
+from support.requests import example_rows, submit, variant, write_jsonl
+from support.store_fixtures import fake_hub, hub  # noqa: F401 (fixtures)
 
 
 def run(capsys, *args):

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from rexrank.metrics.base import Metric
 
-TESTS_DIR = Path(__file__).resolve().parent
+TESTS_DIR = Path(__file__).resolve().parents[1]  # on sys.path, `support.backendhelpers` names the test metrics
 TEST_METRICS = {
-    "counting": ("backendhelpers:Counting", "core"),
-    "leaky": ("backendhelpers:Leaky", "core"),
-    "crashing": ("backendhelpers:Crashing", "core"),
-    "patchy": ("backendhelpers:Patchy", "core"),
+    "counting": ("support.backendhelpers:Counting", "core"),
+    "leaky": ("support.backendhelpers:Leaky", "core"),
+    "crashing": ("support.backendhelpers:Crashing", "core"),
+    "patchy": ("support.backendhelpers:Patchy", "core"),
 }
 
 

@@ -8,7 +8,7 @@ import json
 import random
 from pathlib import Path
 
-DATA = Path(__file__).with_name("data") / "crimson"
+DATA = Path(__file__).resolve().parents[1] / "data" / "crimson"
 GOLDEN = DATA / "official_golden.json"
 
 # (reference, candidate, patient context or None)

@@ -2,7 +2,7 @@
 for tests of code that talks to the Hub through `huggingface_hub` (HfApi, hf_hub_download,
 snapshot_download, create_commit with parent_commit).
 
-    from fakehub import FakeHub
+    from support.fakehub import FakeHub
     with FakeHub() as hub:                   # hub.url = "http://127.0.0.1:PORT"
         HfApi(endpoint=hub.url).create_repo("org/results", repo_type="dataset")
 

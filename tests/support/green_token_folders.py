@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-DATA = Path(__file__).with_name("data") / "green"
+DATA = Path(__file__).resolve().parents[1] / "data" / "green"
 EXTRA_TOKEN, EXTRA_ID = "<|coord_9|>", 600  # GREEN's folder lists one additional special token
 
 FOLDERS = {

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from fakehub import Account, FakeHub
+from support.fakehub import Account, FakeHub
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WRITE, READ, LIMITED = "hf_write", "hf_read", "hf_fine_grained_no_write"
 ACCOUNTS = {
     WRITE: Account("alice", ("rexrank",)),

@@ -1,7 +1,7 @@
 """The neighbouring-dataset harness (issue 37): the whole public path of one private request,
 run on one private test set, and everything the public can read afterwards.
 
-A "world" is one run: a fresh fake Hub (tests/fakehub.py: the organisers' private requests
+A "world" is one run: a fresh fake Hub (tests/support/fakehub.py: the organisers' private requests
 repo, the public results repo, whoami), the leaderboard Space's app built in this process
 (`rexrank.leaderboard.app.build_app` on the Hub store), one filing through its /submit, the
 backend scoring it (the single worker, or the dispatcher with its shard Jobs), then:
@@ -39,11 +39,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from backendhelpers import TEST_METRICS
-from fakehub import Account, FakeHub
+from support.backendhelpers import TEST_METRICS
+from support.fakehub import Account, FakeHub
 from rexrank.metrics.base import Metric
-from test_dispatch import ThreadJobs
-from test_private_door import stand_in
+from support.dispatch_fixtures import ThreadJobs
+from support.backend_fixtures import stand_in
 
 BOT, PROBER = "hf_bot", "hf_prober"
 ACCOUNTS = {BOT: Account("rexrank-bot", ("rexrank",)), PROBER: Account("prober")}
@@ -56,7 +56,7 @@ METRICS = "bleu2,timed"
 
 def WORLD_METRICS(registry) -> dict:
     """The metric registry of a world: the real metrics, the backend tests' and `timed`."""
-    return {**registry.METRICS, **TEST_METRICS, "timed": ("neighbours:Timed", "core")}
+    return {**registry.METRICS, **TEST_METRICS, "timed": ("support.neighbours:Timed", "core")}
 STORE = "hf://rexrank"
 
 
@@ -106,7 +106,7 @@ def masked_noise(real):
 
 
 class LoggedThreadJobs(ThreadJobs):
-    """The Jobs service in this process (tests/test_dispatch.py's ThreadJobs: each Job runs
+    """The Jobs service in this process (tests/support/dispatch_fixtures.py's ThreadJobs: each Job runs
     `rexrank backend-shard`'s function in a thread, so the test's registry, test set and
     clock reach it), with each Job's log: what its shard logged (logger, level, message; the
     service's own time stamps are left out: what dates a Job is not its shard's text)."""
@@ -299,7 +299,7 @@ def run_world(tmp: Path, findings: dict[str, str | None], *, dispatched: bool = 
               interrupted: int = 0) -> World:
     """The whole path on one private set (see the module's note); `config`: the store's
     config.json; `predictions`: the filer's (default: one sentence for every study);
-    `metrics`: the backend's (tests/backendhelpers.py's test metrics may be named too);
+    `metrics`: the backend's (tests/support/backendhelpers.py's test metrics may be named too);
     `interrupted`: workers that claimed the request and died scoring it before the backend's."""
     import gradio.oauth
     import huggingface_hub.constants as constants

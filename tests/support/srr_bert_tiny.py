@@ -1,6 +1,6 @@
 """A tiny SRR-BERT of the real architecture (BertForSequenceClassification with 163 outputs,
 the official state-dict layout; 2 layers of width 32) with random weights from a fixed seed,
-and a small WordPiece tokenizer. Shared by tests/test_srr_bert.py and
+and a small WordPiece tokenizer. Shared by tests/metrics/test_srr_bert.py and
 tests/data/srr_bert/generate_golden.py, which runs RadEval's own pipeline on the same model."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A stand-in for Stanza's radiology NER with the same interface (`pipeline(text).entities`,
 each with `.text` and `.type`), deterministic, that tags words the keyword search can miss:
 it splits on every non-letter, so "new/increased" gives "new" and "increased" where the
-official clean-up joins them into "newincreased". Shared by tests/test_temporal_f1.py and
+official clean-up joins them into "newincreased". Shared by tests/metrics/test_temporal_f1.py and
 tests/data/temporal_f1/generate_golden.py (which feeds it to RadEval's own code)."""
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import sys
 import rexrank.testsets.loading as loading
 from rexrank.data import data_path
 from rexrank.scoring import score_submission
-from test_store import EXAMPLE_PREDS
+from support.requests import EXAMPLE_PREDS
 
 
 def counting_builder(monkeypatch) -> list[str]:

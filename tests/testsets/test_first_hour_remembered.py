@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import rexrank.testsets.download as download
-from conftest import PROJECT_ROOT, shared_path
+from support.paths import PROJECT_ROOT, shared_path
 from rexrank.cli.main import main
 from rexrank.errors import TestSetError
 
@@ -140,7 +140,7 @@ def test_unknown_names_suggest_the_closest(argv, hint, capsys):
 
 
 def test_an_unknown_per_study_column_suggests_the_closest(tmp_path, capsys):
-    from test_analysis_cli import write_runs
+    from support.analysis_files import write_runs
 
     paths = write_runs(tmp_path)
     assert main(["analyze", *map(str, paths), "--out", str(tmp_path / "o"), "--attributes", str(tmp_path / "attrs.csv"),
@@ -183,7 +183,7 @@ def test_result_files_follow_the_umask(tmp_path, umask, mask, mode):
 
 def test_slow_steps_show_progress(tmp_path, capsys):
     from rexrank.data import data_path
-    from test_analysis_cli import write_runs
+    from support.analysis_files import write_runs
 
     paths = write_runs(tmp_path)
     assert main(["analyze", *map(str, paths), "--out", str(tmp_path / "o"), "--bootstrap", "5"]) == 0

@@ -11,7 +11,7 @@ import threading
 import datasets
 import pytest
 
-from conftest import shared_path
+from support.paths import shared_path
 from rexrank.errors import TestSetError
 from rexrank.testsets.loading import load_all_studies, load_test_set
 from rexrank.testsets.registry import TEST_SETS

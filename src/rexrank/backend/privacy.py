@@ -29,7 +29,7 @@ So for any two test sets that differ in one study (or any two submissions that d
 one study's prediction), each published number has a probability distribution that
 changes by at most a factor e^ε = e^0.5 ≈ 1.65. A submitter who asks one yes/no question
 about one study with one published number is right with probability at most
-e^ε / (1 + e^ε) ≈ 0.62 (a coin toss is 0.5); tests/test_private_attack.py runs the
+e^ε / (1 + e^ε) ≈ 0.62 (a coin toss is 0.5); tests/backend/test_private_attack.py runs the
 boundary attack above and checks it against this bound.
 
 EPSILON = 0.5 per published number. The noise scale b (the Laplace parameter; its
@@ -135,7 +135,7 @@ and the death can come at a time that depends on the scoring: that time reaches 
 only as the slot, with the probability above. How often a request was interrupted is not
 published either: a private record's provenance has no `attempt`.
 
-tests/test_private_door.py runs GREEN's length probe and the findings-track probe through
+tests/backend/test_private_door.py runs GREEN's length probe and the findings-track probe through
 the leaderboard's /submit and /status, and checks what the probes one ledger allows can
 learn against these bounds.
 

@@ -18,7 +18,7 @@ no timings and no text of an exception raised while scoring. Its time is its pub
 slot (rexrank.backend.publication_slot): the worker settles a private request only then,
 and the record carries no start or scoring time; every decimal is taken from the test
 set's total size (`privacy.public_size`), never the track's. `PUBLIC_FIELDS` lists every
-field a private request's public answers may hold; tests/test_public_door.py fails when a
+field a private request's public answers may hold; tests/backend/test_public_door.py fails when a
 new one appears without a decision about it.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ PyTorch (2.2 and later) aligns buffers of 2 MB and more to huge pages and madvis
 when THP_MEM_ALLOC_ENABLE is set: on that pass 23 times fewer faults and 1.28 times less
 CPU time, steadier too (`benchmarks/huge_pages.py`). PyTorch reads the variable once, at the
 process's first tensor, so a program sets it before creating any. Only where buffers lie changes, not what is
-computed: every score is the same bit for bit (tests/test_huge_pages.py).
+computed: every score is the same bit for bit (tests/models/test_huge_pages.py).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """RadGraph's decoding as it was written first: one word, one span and one relation at a
 time. Kept as the reference that the batched decoding (model.DyGIE.score + decode.py) is
-tested and benchmarked against (tests/test_radgraph_decode.py, benchmarks/decode.py);
+tested and benchmarked against (tests/radgraph/test_decode.py, benchmarks/decode.py);
 nothing in the scoring path calls it.
 
 On a GPU this path reads every document's labels back with its own transfers and every

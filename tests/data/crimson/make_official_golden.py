@@ -1,8 +1,8 @@
 """Produce official_golden.json: what the official crimson-score computes on rexrank's
-CRIMSON test inputs (tests/crimson_cases.py), for the parity tests in tests/test_crimson_official.py:
+CRIMSON test inputs (tests/support/crimson_cases.py), for the parity tests in tests/metrics/test_crimson_official.py:
 
 - prompt ids of the transformers path: the official `CRIMSONScore(api="hf")` pipeline loads a
-  tiny random Gemma 3 vision-language model (MedGemma's architecture, tests/llm_tiny_models.py)
+  tiny random Gemma 3 vision-language model (MedGemma's architecture, tests/support/llm_tiny_models.py)
   and its `generate` is replaced to record the ids it is given and to answer scripted text;
 - the messages and request arguments of the OpenAI and vLLM paths (fake clients);
 - the completions the official transformers path generates with the random model (greedy,
@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 import transformers
 
-from crimson_cases import GOLDEN, PAIRS, TOKENIZER_CORPUS, answers
-from llm_tiny_models import build_tiny_gemma3
+from support.crimson_cases import GOLDEN, PAIRS, TOKENIZER_CORPUS, answers
+from support.llm_tiny_models import build_tiny_gemma3
 
 from CRIMSON.generate_score import CRIMSONScore
 from CRIMSON.utils import parse_json_response

@@ -23,7 +23,7 @@ from pathlib import Path
 import transformers
 from transformers import AutoTokenizer
 
-from green_token_folders import CASES, FOLDERS, build_folder
+from support.green_token_folders import CASES, FOLDERS, build_folder
 from rexrank.metrics.green_text import make_prompt
 
 CHAT_TEMPLATE = (

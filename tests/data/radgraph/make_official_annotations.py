@@ -1,5 +1,5 @@
 """Produce official_annotations.json: the official radgraph 0.1.18 package's annotations on
-the tiny random RadGraph archives that tests/test_radgraph_model.py rebuilds.
+the tiny random RadGraph archives that tests/radgraph/test_model.py rebuilds.
 
 radgraph 0.1.18 needs transformers < 5, so this runs in a side environment, e.g.
 

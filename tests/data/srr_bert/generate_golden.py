@@ -1,12 +1,12 @@
 """Regenerates official.json with RadEval's own SRR-BERT pipeline on the tiny random model of
-tests/srr_bert_tiny.py (not run by the tests):
+tests/support/srr_bert_tiny.py (not run by the tests):
 
     pip install --no-deps --target /tmp/side radeval==2.2.1
     PYTHONPATH=/tmp/side:tests .venv/bin/python tests/data/srr_bert/generate_golden.py tests/data/srr_bert/official.json
 
 radeval/metrics/SRRBert/srr_bert.py and radeval/utils.py are loaded on their own (radeval's
 package __init__ and its other metrics are not imported). Its hub ids are pointed at the tiny
-model's folders, and nltk.sent_tokenize is replaced by tests/srr_bert_tiny.py's stand-in
+model's folders, and nltk.sent_tokenize is replaced by tests/support/srr_bert_tiny.py's stand-in
 (NLTK's English punkt_tab cannot be fetched here); everything else is RadEval's code.
 """
 import importlib.metadata as md
@@ -20,7 +20,7 @@ from pathlib import Path
 import nltk
 import pandas as pd
 
-import srr_bert_tiny as tiny
+from support import srr_bert_tiny as tiny
 
 SITE = next(Path(p) for p in sys.path if (Path(p) / "radeval").is_dir())
 
@@ -55,7 +55,7 @@ with tempfile.TemporaryDirectory() as tmp:
     weighted = report["weighted avg"]
     out = {"_generated_by": f"radeval {md.version('radeval')} SRRBert(model_type='leaves_with_statuses').evaluate(refs, hyps) "
                             f"(scikit-learn {md.version('scikit-learn')}, torch {md.version('torch')}, transformers "
-                            f"{md.version('transformers')}) on the tiny model of tests/srr_bert_tiny.py, as "
+                            f"{md.version('transformers')}) on the tiny model of tests/support/srr_bert_tiny.py, as "
                             "tests/data/srr_bert/generate_golden.py says; IU-Xray: shared/validation/moerad_iu (NaN read as "
                             "'nan'), only study ids and scores stored (the text is CC BY-NC-ND)",
            "study_ids": P.study_id.tolist(),

@@ -4,7 +4,7 @@
     PYTHONPATH=/tmp/side:tests .venv/bin/python tests/data/temporal_f1/generate_golden.py tests/data/temporal_f1/official.json
 
 radeval/metrics/f1temporal/f1temporal.py builds a Stanza pipeline when imported; Stanza's
-radiology model cannot be fetched here, so the pipeline is replaced by tests/temporal_fake_ner.py
+radiology model cannot be fetched here, so the pipeline is replaced by tests/support/temporal_fake_ner.py
 ("fake_ner") or by one that finds nothing ("no_ner"). The file is loaded on its own, so
 radeval's package __init__ (and its other metrics' dependencies) is not imported.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from temporal_fake_ner import ADVERSARIAL, Doc, FakeNER
+from support.temporal_fake_ner import ADVERSARIAL, Doc, FakeNER
 
 SITE = next(Path(p) for p in sys.path if (Path(p) / "radeval").is_dir())
 

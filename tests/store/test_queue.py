@@ -1,6 +1,7 @@
-"""Tests that pin the store's queue operations and record helpers (issue 32: the survivors of
-mutmut's runs over rexrank.store.queue and rexrank.store.records). Each asserts against a
-rule written out by hand (the modules' docstrings), never against the code's earlier output."""
+"""The request queue: its state machine, leases, commits and the backend's policy check (rexrank.store.queue).
+
+Pinned by hand (issue 32: what the mutation tool found unpinned): every expected value comes from an
+independent oracle, never from rexrank's earlier output."""
 from __future__ import annotations
 
 import json
@@ -9,12 +10,247 @@ import re
 import pytest
 
 from rexrank.store import records as R
-from test_pins import _store_with_request
-from test_store import submit, variant
-
-T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z (56 x 365 days + 14 leap days after 1970, by hand)
+from support.requests import submit, variant
+from support.store_queue import T0, _Clock, _store_with_request
 
 
+# ---- store.queue: the request state machine's rules, written out -------------------------
+def test_a_lease_expires_after_its_own_duration_on_this_processes_clock(monkeypatch):
+    """The rule (LeaseClock): a lease has expired once its token (lease_token, worker,
+    attempts, lease_expires) has stayed the same for its `lease_seconds`, measured from when
+    this process first saw it; a duration that is not a number in (0, 86400] (a bool, a
+    string, 0, negative, more than a day) is replaced by the caller's default."""
+    from rexrank.store import queue as Q
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    leases = Q.LeaseClock()
+    req = {"id": "r1", "lease_token": "a", "worker": "w", "attempts": 1, "lease_expires": 5.0, "lease_seconds": 10}
+    assert leases.observe(req) == 0.0
+    clock.t += 9.5
+    assert leases.observe(req) == 9.5 and not leases.expired(req, 1000)
+    clock.t += 0.5
+    assert leases.expired(req, 1000)  # 10 s unchanged: expired exactly at its duration
+    for field, value in (("lease_token", "b"), ("worker", "w2"), ("attempts", 2), ("lease_expires", 6.0)):
+        req = {**req, field: value}  # any part of the token changed: a renewal, counted from now
+        assert leases.observe(req) == 0.0
+        clock.t += 10
+        assert leases.observe(req) == 10.0
+    # durations outside (0, 86400] or not numbers fall back to the default (here 100 s)
+    for i, duration in enumerate((True, "10", 0, -5, 86400.5, None)):
+        other = {"id": f"d{i}", "lease_token": "t", "lease_seconds": duration}
+        leases.observe(other)
+        clock.t += 99
+        assert not leases.expired(other, 100), duration
+        clock.t += 1
+        assert leases.expired(other, 100), duration
+    day = {"id": "day", "lease_token": "t", "lease_seconds": 86400}  # a day is still its own duration
+    leases.observe(day)
+    clock.t += 86399
+    assert not leases.expired(day, 1)
+    clock.t += 1
+    assert leases.expired(day, 1)
+    small = {"id": "small", "lease_token": "t", "lease_seconds": 0.5}
+    leases.observe(small)
+    clock.t += 0.5
+    assert leases.expired(small, 1000)
+    leases.forget({"day", "small"})  # the others are no longer RUNNING: what was seen of them goes
+    assert set(leases._seen) == {"day", "small"}
+    clock.t += 1
+    assert leases.observe({"id": "r1", **{k: req[k] for k in ("lease_token", "worker", "attempts", "lease_expires")}}) == 0.0
+
+
+def test_a_new_lease_is_a_fresh_16_hex_digit_token_and_the_duration_asked():
+    from rexrank.store.queue import new_lease
+
+    first, second = new_lease(30), new_lease(30)
+    assert set(first) == {"lease_token", "lease_seconds"}
+    assert re.fullmatch(r"[0-9a-f]{16}", first["lease_token"]) and first["lease_token"] != second["lease_token"]
+    assert first["lease_seconds"] == 30.0 and type(first["lease_seconds"]) is float
+
+
+def test_a_transition_sets_the_status_dates_a_settled_request_and_appends_its_history():
+    """The rule: the new status and fields replace the old; FINISHED and FAILED get
+    finished_time; the history gains {time, status} and the worker when one is given."""
+    from rexrank.store.queue import transition
+
+    ts = 1_767_225_600.0  # 2026-01-01T00:00:00Z, by hand:
+    assert ts == (2026 - 1970) * 365 * 86400 + 14 * 86400  # 14 leap days between 1970 and 2026
+    old = {"id": "r", "status": "PENDING", "history": [{"time": "x", "status": "PENDING"}], "keep": 1}
+    running = transition(old, "RUNNING", ts, worker="w1", attempts=1)
+    assert running == {"id": "r", "status": "RUNNING", "keep": 1, "worker": "w1", "attempts": 1,
+                       "history": [{"time": "x", "status": "PENDING"},
+                                   {"time": "2026-01-01T00:00:00Z", "status": "RUNNING", "worker": "w1"}]}
+    assert old["history"] == [{"time": "x", "status": "PENDING"}]  # the old record is left as it was
+    for status in ("FINISHED", "FAILED"):
+        done = transition(running, status, ts + 61, worker=None)
+        assert done["finished_time"] == "2026-01-01T00:01:01Z" and done["status"] == status
+        assert done["history"][-1] == {"time": "2026-01-01T00:01:01Z", "status": status}  # no worker given: none named
+    back = transition({"id": "r", "status": "RUNNING"}, "PENDING", ts)
+    assert "finished_time" not in back and back["history"] == [{"time": "2026-01-01T00:00:00Z", "status": "PENDING"}]
+
+
+def test_arrivals_are_open_queue_requests_not_yet_received_and_get_the_servers_time():
+    """The rule (stamp_arrivals): an open request in queue/ without received_time is
+    registered now and dated now; anything else (settled, in done/, already received)
+    is returned as it is. _seen: settled, or open and registered."""
+    from rexrank.store.queue import _seen, stamp_arrivals
+
+    class Edit:
+        def __init__(self):
+            self.received = []
+
+        def receive(self, rid, when):
+            self.received.append((rid, when))
+
+    edit = Edit()
+    when = "2026-01-01T00:00:00Z"
+    requests = [("queue/a.json", {"id": "a", "status": "PENDING", "submitted_time": "1999-01-01T00:00:00Z"}),
+                ("queue/b.json", {"id": "b", "status": "RUNNING", "submitted_time": "x"}),
+                ("queue/c.json", {"id": "c", "status": "PENDING", "submitted_time": "y", "received_time": "y"}),
+                ("queue/d.json", {"id": "d", "status": "FAILED", "submitted_time": "z"}),
+                ("done/e.json", {"id": "e", "status": "PENDING", "submitted_time": "w"})]
+    out = stamp_arrivals(edit, requests, 1_767_225_600.0)
+    assert edit.received == [("a", when), ("b", when)]
+    assert [p for p, _ in out] == [p for p, _ in requests]
+    assert out[0][1] == {"id": "a", "status": "PENDING", "submitted_time": when, "received_time": when}
+    assert out[1][1]["submitted_time"] == out[1][1]["received_time"] == when
+    assert [r for _, r in out[2:]] == [r for _, r in requests[2:]]
+    assert [_seen(r) for _, r in requests] == [False, False, True, True, False]
+    assert [_seen(r) for _, r in out] == [True, True, True, True, False]
+
+
+def test_each_queue_operation_follows_the_state_machine_written_out(tmp_path):
+    """The rules, from the queue's docstrings: only the holder of a RUNNING request may
+    renew, publish, dispatch, finish, fail or release it; release puts it back PENDING with
+    the attempt not counted and the reason in its history; requeue takes FAILED or RUNNING
+    back to PENDING with attempts 0, no error, no dispatch; cancel takes PENDING or RUNNING
+    to FAILED, kind "cancelled", with "cancelled by the maintainers: <reason>"."""
+    from rexrank.store import StoreError
+
+    store, req = _store_with_request(tmp_path)
+    rid = req["id"]
+    claimed = store.claim("w1", lease_seconds=60)
+    assert (claimed["status"], claimed["worker"], claimed["attempts"], claimed["lease_seconds"]) == ("RUNNING", "w1", 1, 60.0)
+    assert claimed["history"][-1]["worker"] == "w1" and claimed["started_time"] == claimed["history"][-1]["time"]
+    assert claimed["lease_expires"] - time_of(claimed["started_time"]) == pytest.approx(60, abs=1.5)
+    for other in ("w2", None):  # not the holder: refused, nothing changes
+        assert not store.renew_lease(rid, other, lease_seconds=60)
+        assert not store.begin_publish(rid, other)
+        assert not store.record_dispatch(rid, other, {"jobs": []})
+        assert not store.release(rid, other, reason="r")
+        assert not store.fail(rid, other, error="e")
+        assert not store.finish(rid, other, result_id="x")
+    assert store.get_request(rid)["history"] == claimed["history"]
+    assert store.renew_lease(rid, "w1", lease_seconds=90)
+    renewed = store.get_request(rid)
+    assert renewed["lease_seconds"] == 90.0 and renewed["lease_token"] != claimed["lease_token"]
+    assert store.record_dispatch(rid, "w1", {"jobs": ["j1"]}) and store.get_request(rid)["dispatch"] == {"jobs": ["j1"]}
+    assert store.release(rid, "w1", reason="no test set here")
+    back = store.get_request(rid)
+    assert (back["status"], back["worker"], back["lease_expires"], back["attempts"], back["publishing"]) == ("PENDING", None, None, 0, False)
+    assert back["history"][-1]["note"] == "no test set here" and back["history"][-1]["status"] == "PENDING"
+    assert [h["status"] for h in back["history"]] == ["PENDING", "RUNNING", "PENDING"]
+    again = store.claim("w2", lease_seconds=60)
+    assert again["attempts"] == 1  # the released attempt was not counted
+    assert store.fail(rid, "w2", error="boom", kind="validation")
+    failed = store.get_request(rid)
+    assert (failed["status"], failed["error"], failed["failure_kind"], failed["lease_expires"]) == ("FAILED", "boom", "validation", None)
+    assert failed["finished_time"] == failed["history"][-1]["time"]
+    with pytest.raises(StoreError, match=re.escape(f"request {rid} is FAILED; only PENDING or RUNNING requests can be cancelled")):
+        store.cancel(rid)
+    requeued = store.requeue(rid)
+    assert {k: requeued[k] for k in ("status", "worker", "lease_expires", "error", "failure_kind", "attempts", "publishing", "dispatch")} \
+        == {"status": "PENDING", "worker": None, "lease_expires": None, "error": None, "failure_kind": None,
+            "attempts": 0, "publishing": False, "dispatch": None}
+    assert store.get_request(rid) == requeued
+    with pytest.raises(StoreError, match=re.escape(f"request {rid} is PENDING; only FAILED or RUNNING requests can be requeued")):
+        store.requeue(rid)
+    cancelled = store.cancel(rid, reason="withdrawn")
+    assert (cancelled["status"], cancelled["failure_kind"], cancelled["error"], cancelled["worker"]) == \
+        ("FAILED", "cancelled", "cancelled by the maintainers: withdrawn", None)
+    assert store.get_request(rid) == cancelled
+
+
+def time_of(text):
+    from datetime import datetime, timezone
+
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def test_finish_keeps_notes_and_a_cancel_without_reason_says_only_who(tmp_path):
+    from rexrank.store import StoreError
+
+    store, req = _store_with_request(tmp_path)
+    store.claim("w", lease_seconds=60)
+    assert store.begin_publish(req["id"], "w") and store.get_request(req["id"])["publishing"] is True
+    with pytest.raises(StoreError, match=re.escape(f"request {req['id']}: its result is being published; too late to cancel it")):
+        store.cancel(req["id"])
+    assert store.finish(req["id"], "w", result_id="res-1", notes=("metric x not run",))
+    done = store.get_request(req["id"])
+    assert (done["status"], done["result_id"], done["notes"], done["error"], done["lease_expires"]) == \
+        ("FINISHED", "res-1", ["metric x not run"], None, None)
+    with pytest.raises(StoreError, match=re.escape(f"request {req['id']} is FINISHED; only FAILED or RUNNING requests can be requeued")):
+        store.requeue(req["id"])
+    store2, other = _store_with_request(tmp_path / "b")
+    assert store2.cancel(other["id"])["error"] == "cancelled by the maintainers"
+    store3, third = _store_with_request(tmp_path / "c")
+    store3.claim("w", lease_seconds=60)
+    assert store3.finish(third["id"], "w", result_id="r")
+    assert "notes" not in store3.get_request(third["id"])  # no notes: no field
+    store4, fourth = _store_with_request(tmp_path / "d")
+    store4.claim("w", lease_seconds=60)
+    assert store4.requeue(fourth["id"])["status"] == "PENDING"  # a RUNNING request can be requeued too
+    with pytest.raises(StoreError, match="no request '20260101T120000.000000-0123456789' in "):
+        store4.renew_lease("20260101T120000.000000-0123456789", "w", lease_seconds=1)
+
+
+def test_a_request_interrupted_max_attempts_times_fails_with_the_count_in_its_message(tmp_path, monkeypatch):
+    """Rule: a RUNNING request whose lease expired and that was claimed max_attempts times
+    is FAILED, kind internal, with the count in its message; below that it is claimed again."""
+    from rexrank.store import queue as Q
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    store, req = _store_with_request(tmp_path)
+    assert store.claim("w1", lease_seconds=10, max_attempts=2)["attempts"] == 1
+    clock.t += 10
+    assert store.claim("w2", lease_seconds=10, max_attempts=2)["attempts"] == 2
+    clock.t += 9.9
+    assert store.claim("w3", lease_seconds=10, max_attempts=2) is None  # 9.9 s of a 10 s lease: live
+    clock.t += 0.1
+    assert store.claim("w3", lease_seconds=10, max_attempts=2) is None
+    failed = store.get_request(req["id"])
+    assert (failed["status"], failed["failure_kind"]) == ("FAILED", "internal")
+    assert failed["error"] == ("scoring was interrupted 2 times (worker stopped or timed out); this usually means it needs "
+                               "more memory or time than the worker has — contact the maintainers")
+    assert failed["history"][-1] == {"time": failed["finished_time"], "status": "FAILED"}
+
+
+def test_a_release_gives_back_only_the_released_attempt(tmp_path, monkeypatch):
+    """Rule (release): attempts becomes max(0, attempts − 1): a request claimed twice (its
+    first lease expired) and then released has 1 attempt, not 0; one whose record has no
+    attempts (an earlier store's) counts as 1 and goes back to 0."""
+    from rexrank.store import queue as Q
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    store, req = _store_with_request(tmp_path)
+    store.claim("w1", lease_seconds=10)
+    clock.t += 10
+    assert store.claim("w2", lease_seconds=10)["attempts"] == 2
+    assert store.release(req["id"], "w2", reason="r")
+    assert store.get_request(req["id"])["attempts"] == 1
+    store.claim("w3", lease_seconds=10)
+    path = tmp_path / "s" / "requests" / "queue" / f"{req['id']}.json"
+    record = json.loads(path.read_text())
+    del record["attempts"]
+    path.write_text(json.dumps(record))
+    assert store.release(req["id"], "w3", reason="r")
+    assert store.get_request(req["id"])["attempts"] == 0
+
+
+# ---- store.queue: operations, their commits and the backend's policy check, written out ----------
 def _at(monkeypatch, ts: float) -> None:
     """The store's clock (records.now, which the queue reads) stopped at `ts`."""
     monkeypatch.setattr(R, "now", lambda: ts)
@@ -94,7 +330,6 @@ def test_a_renewal_dates_the_lease_and_registers_arrivals_at_the_servers_time(tm
     _at(monkeypatch, T0 + 60)
     assert store.begin_publish(first["id"], "w1")
     assert third["id"] not in _received(tmp_path)  # left for the next claim or renewal
-
 
 
 def test_requeueing_a_running_request_being_published_clears_its_worker_lease_and_publishing(tmp_path, monkeypatch):
@@ -350,7 +585,7 @@ def test_by_default_a_request_interrupted_three_times_fails(tmp_path, monkeypatc
     """Rule (claim's max_attempts = 3): leases that expire three times leave a FAILED request
     ("interrupted 3 times"); the third claim still happens."""
     from rexrank.store import queue as Q
-    from test_pins import _Clock
+    from support.store_queue import _Clock
 
     clock = _Clock()
     monkeypatch.setattr(Q.time, "monotonic", clock)
@@ -402,103 +637,14 @@ def test_a_claim_with_nothing_to_claim_still_registers_arrivals_and_forgets_remo
     assert store.claim("w2", lease_seconds=60) is None and messages == ["register received requests"]
 
 
-# ---- store.records: paths, public names and views, written out ---------------------------
-RID = "20260101T120000.000000-0123456789"  # the form new_request_id gives (records.REQUEST_ID_EXAMPLE)
-
-
-def test_result_and_scratch_paths_by_hand():
-    """Where records live (records' module docstring): index/records/<first two hex digits of
-    the path's sha256>.json (FIPS 180-2's test vector sha256("abc") = ba7816bf...), records/
-    and per_study/ under test set and track with every character but letters, digits and
-    "-_." replaced by "_" (an empty part is "_"), scratch/<id>/shard-<kkk>-attempt-<a>."""
-    assert R.result_shard("abc") == "index/records/ba.json"
-    assert R.result_shard("") == "index/records/e3.json"  # sha256 of nothing: e3b0c442...
-    record = {"test_set": "iu_xray", "track": "find ings", "id": "../a:b"}
-    assert R.result_path(record) == "records/iu_xray/find_ings/.._a_b.json"
-    assert R.result_path({"test_set": "", "track": "t-1", "id": "x.y"}) == "records/_/t-1/x.y.json"
-    assert R.per_study_path("iu/xray", "", "r 1") == "per_study/iu_xray/_/r_1.parquet"
-    assert R.shard_paths(RID, 3, 2) == (f"scratch/{RID}/shard-003-attempt-2.json", f"scratch/{RID}/shard-003-attempt-2.parquet")
-    assert R.shard_paths(RID, "12", 1.0)[0] == f"scratch/{RID}/shard-012-attempt-1.json"
-    with pytest.raises(R.BadRequestId):
-        R.shard_paths("../x", 0, 0)
-
-
-def test_public_names_of_stores_sources_and_paths_by_hand():
-    """Nothing public holds a server's or a submitter's path: a local store is named
-    "local store <its folder's name>", a local source or a local path in a provenance by its
-    base name (after / or \\, trailing ones dropped); hf:// ids, URLs and plain words stay."""
-    assert R.public_store_name("hf://org/store") == "hf://org/store"
-    assert R.public_store_name("/srv/data/my-store/") == "local store my-store"
-    assert R.public_store_name("HF://org/store") == "local store store"
-    assert R.public_source("C:\\Users\\me\\preds.jsonl") == "preds.jsonl"
-    assert R.public_source("/home/me/runs/a/b/preds.parquet") == "preds.parquet"
-    assert R.public_source("hf://me/preds@abc") == "hf://me/preds@abc"
-    assert R.public_source(None) == R.public_source("") == ""
-    assert R.public_paths({"ckpt": ["/opt/models/a.pt", "~/b.bin", "./c.pt", "C:\\d.pt", "..\\e.pt"],
-                           "hub": "hf://x/y", "url": "https://e.org/a/b", "name": "BERT/base", 3: 4.5}) == \
-        {"ckpt": ["a.pt", "b.bin", "c.pt", "d.pt", "e.pt"], "hub": "hf://x/y", "url": "https://e.org/a/b",
-         "name": "BERT/base", 3: 4.5}
-
-
-def test_public_predictions_sources_by_hand():
-    """A Hub dataset is named by its id only if the Hub said it was public when filed (True,
-    not a truthy string); else "a private dataset at commit <revision, or the id's @sha>"; a
-    local file by its base name."""
-    hub = "hf://alice/preds@0123abc"
-    assert R.public_predictions_source({"source": hub, "public": True}) == hub
-    assert R.public_predictions_source({"source": hub, "public": "yes"}) == "a private dataset at commit 0123abc"
-    assert R.public_predictions_source({"source": hub, "revision": "fedcba9"}) == "a private dataset at commit fedcba9"
-    assert R.public_predictions_source({"source": "hf://a/b@c@d"}) == "a private dataset at commit d"
-    assert R.public_predictions_source({"source": "/home/alice/preds.jsonl", "public": True}) == "preds.jsonl"
-    assert R.public_predictions_source({}) == ""
-
-
-def test_status_view_by_hand():
-    """What `rexrank status --json` prints: id, status, error, the result's values (None
-    without a result), and notes only when there are some."""
-    request = {"id": RID, "status": "FINISHED", "error": None, "notes": ("metric x not run",), "model_name": "m"}
-    assert R.status_view(request, {"values": {"bleu2": 0.5}, "id": "r"}) == \
-        {"id": RID, "status": "FINISHED", "error": None, "results": {"bleu2": 0.5}, "notes": ["metric x not run"]}
-    assert R.status_view({"id": RID, "status": "FAILED", "error": "boom", "notes": []}) == \
-        {"id": RID, "status": "FAILED", "error": "boom", "results": None}
-    assert R.status_view({"id": RID, "status": "PENDING"}, {}) == {"id": RID, "status": "PENDING", "error": None,
-                                                                    "results": None}
-
-
-def test_records_are_written_as_indented_utf8_json_and_jsonable_makes_plain_values():
-    """dumps: JSON indented by 2, non-ASCII kept as UTF-8, a final newline, NaN refused;
-    jsonable: numpy scalars and arrays to Python, NaN and infinities to None, tuples to
-    lists, keys to strings."""
-    import numpy as np
-
-    assert R.dumps({"a": "é", "b": [1]}) == '{\n  "a": "é",\n  "b": [\n    1\n  ]\n}\n'.encode("utf-8")
-    with pytest.raises(ValueError):
-        R.dumps({"x": float("nan")})
-    out = R.jsonable({1: np.float32(0.5), "a": (np.int64(3), float("inf")), "n": np.array([1.0, np.nan]),
-                      "m": -float("inf"), "s": "x", "f": 2.5})
-    assert out == {"1": 0.5, "a": [3, None], "n": [1.0, None], "m": None, "s": "x", "f": 2.5}
-    assert type(out["a"][0]) is int and type(out["1"]) is float
-
-
-def test_request_ids_are_the_time_to_the_microsecond_and_a_10_digit_hash():
-    """new_request_id: UTC %Y%m%dT%H%M%S.%f, "-", and the first 10 hex digits of the sha256 of
-    repr(ts) and the parts joined by NUL (the digest written out with hashlib)."""
-    import hashlib
-
-    rid = R.new_request_id(T0 + 0.25, "alice", "model-a")
-    digest = hashlib.sha256(b"1767225600.25\x00alice\x00model-a").hexdigest()[:10]
-    assert rid == f"20260101T000000.250000-{digest}"
-    assert R.check_request_id(rid) == rid
-    assert R.new_request_id(T0, "a") != R.new_request_id(T0, "b")
-
-
+# ---- store.queue: leases of earlier records, claims and the settled index --------------------
 def test_a_lease_of_an_earlier_versions_record_uses_the_claims_duration_and_counts_no_attempt(tmp_path, monkeypatch):
     """Rule (claim on a record an earlier version wrote: no lease_token, lease_seconds or
     attempts): its lease lasts the claiming worker's lease_seconds from when this process
     first saw it, and a missing attempt count is 0 (claimed again with max_attempts 1; failed
     with "interrupted 0 times" with max_attempts 0)."""
     from rexrank.store import queue as Q
-    from test_pins import _Clock
+    from support.store_queue import _Clock
 
     clock = _Clock()
     monkeypatch.setattr(Q.time, "monotonic", clock)
@@ -529,7 +675,7 @@ def test_a_claim_that_fails_an_interrupted_request_goes_on_to_claim_the_next(tmp
     """Rule (claim): failing a request interrupted max_attempts times does not end the claim:
     the next PENDING request is claimed in the same commit."""
     from rexrank.store import queue as Q
-    from test_pins import _Clock
+    from support.store_queue import _Clock
 
     clock = _Clock()
     monkeypatch.setattr(Q.time, "monotonic", clock)
@@ -541,179 +687,6 @@ def test_a_claim_that_fails_an_interrupted_request_goes_on_to_claim_the_next(tmp
     assert store.claim("w2", lease_seconds=10, max_attempts=1)["id"] == second["id"]
     assert messages == [f"claim {second['id']} by w2"]
     assert store.get_request(first["id"])["status"] == "FAILED"
-
-
-def _request_file(**change) -> dict:
-    """A well-formed open request record (REQUEST_FIELDS), changed by `change`."""
-    record = {"id": RID, "status": "PENDING", "test_set": "example", "track": "findings", "model_name": "m",
-              "submitter": "alice", "submitted_time": "2026-01-01T12:00:00Z",
-              "predictions": {"path": f"predictions/{RID}/test.parquet", "sha256": "ab"}}
-    return {k: v for k, v in {**record, **change}.items() if v is not ...}
-
-
-@pytest.mark.parametrize("record, path, message", [
-    ([1], None, "a JSON list, not an object"),
-    (_request_file(status=..., track=...), None, "lacks status, track"),
-    (_request_file(status=1, predictions=[]), None, "status is int, not str; predictions is list, not dict"),
-    (_request_file(id="../x"), None,
-     "'../x' is not a request id (expected the form 20260101T120000.000000-0123456789)"),
-    (_request_file(), f"queue/{RID[:-1]}8.json",
-     f"holds request id '{RID}', which belongs in queue/{RID}.json"),
-    (_request_file(status="FINISHED"), f"queue/{RID[:-1]}8.json",
-     f"holds request id '{RID}', which belongs in done/{RID}.json"),
-    (_request_file(status="DONE"), None, "unknown status 'DONE'"),
-    (_request_file(status="RUNNING"), f"done/{RID}.json",
-     f"is RUNNING but lies among the settled requests; it belongs in queue/{RID}.json"),
-    (_request_file(submitted_time="2026-01-01 12:00:00"), None,
-     "submitted_time '2026-01-01 12:00:00' is not YYYY-MM-DDTHH:MM:SSZ"),
-    (_request_file(predictions={"path": "p"}), None, "predictions lacks its path or sha256"),
-    (_request_file(predictions={"sha256": "ab"}), None, "predictions lacks its path or sha256"),
-    (_request_file(attempts=True), None, "attempts is bool"),
-    (_request_file(attempts=1.0), None, "attempts is float"),
-    (_request_file(lease_expires="soon"), None, "lease_expires is str"),
-    (_request_file(lease_expires=False), None, "lease_expires is bool"),
-])
-def test_a_queue_file_that_cannot_be_used_is_refused_with_its_reason(record, path, message):
-    """parse_request's checks, in order, each message written out: an object, the fields
-    and their types, the id's form, the file it must be in (queue/ open, done/ settled),
-    a known status, an open request not in done/, the date's form, the predictions' path
-    and sha256, attempts an int and lease_expires a number or null (never a bool)."""
-    with pytest.raises(R.BadRecord) as caught:
-        R.parse_request(json.dumps(record).encode("utf-8"), path or f"queue/{RID}.json")
-    assert str(caught.value) == message
-
-
-def test_a_usable_queue_file_is_read_as_it_is():
-    record = _request_file(attempts=2, lease_expires=1.5, status="FAILED")
-    assert R.parse_request(json.dumps(record).encode(), f"done/{RID}.json") == record
-    assert R.parse_request(json.dumps(_request_file(lease_expires=None, attempts=0)).encode(), f"queue/{RID}.json") \
-        == _request_file(lease_expires=None, attempts=0)
-    assert R.parse_request(json.dumps(_request_file(lease_expires=3)).encode(), f"queue/{RID}.json")["lease_expires"] == 3
-
-
-@pytest.mark.parametrize("data, message", [
-    (b'{"a": 1, "a": 2}', "repeated keys ['a']"),
-    (b"\xff{}", "not UTF-8 (byte 0)"),
-    (b'{"a": 1,}', "not valid JSON (line 1, column 9): Expecting property name enclosed in double quotes"),
-])
-def test_a_file_that_is_not_a_json_object_says_why_in_one_line(data, message):
-    """_load: the JSON module's own message with its line and column, the first byte that is
-    not UTF-8, the keys given twice."""
-    with pytest.raises(R.BadRecord) as caught:
-        R.parse_result(data, "records/x.json")
-    assert str(caught.value) == message
-
-
-def test_result_records_need_their_five_fields():
-    good = {"id": "r", "model_name": "m", "test_set": "t", "track": "k", "values": {}}
-    assert R.parse_result(json.dumps(good).encode(), "records/x.json") == good
-    with pytest.raises(R.BadRecord, match="^lacks values$"):
-        R.parse_result(json.dumps({k: v for k, v in good.items() if k != "values"}).encode(), "records/x.json")
-    with pytest.raises(R.BadRecord, match="^values is list, not dict$"):
-        R.parse_result(json.dumps({**good, "values": []}).encode(), "records/x.json")
-
-
-def test_a_request_id_that_is_no_id_is_shown_short():
-    """check_request_id: only the form new_request_id gives (ASCII digits), any other value
-    refused with its repr, cut to 40 characters and its length when longer than 60."""
-    with pytest.raises(R.BadRequestId) as caught:
-        R.check_request_id("a" * 100)
-    assert str(caught.value) == f"'{'a' * 39}... (100 characters) is not a request id (expected the form {R.REQUEST_ID_EXAMPLE})"
-    sixty = "b" * 58  # repr adds two quotes: 60 characters, shown whole
-    with pytest.raises(R.BadRequestId, match=re.escape(f"'{sixty}' is not a request id")):
-        R.check_request_id(sixty)
-    for bad in (None, 20260101, RID + "\n", "\u0662" * 8 + RID[8:], RID.upper().replace("0123456789", "ABCDEF0123")):
-        with pytest.raises(R.BadRequestId):
-            R.check_request_id(bad)
-    assert R.request_path(RID) == f"queue/{RID}.json" and R.request_path(RID, "FAILED") == f"done/{RID}.json"
-    assert R.request_paths(RID) == (f"queue/{RID}.json", f"done/{RID}.json")
-    assert R.predictions_path(RID) == f"predictions/{RID}/test.parquet"
-    with pytest.raises(R.BadRequestId):
-        R.request_paths("x")
-
-
-def test_an_open_request_is_dated_by_the_servers_register_and_a_settled_one_as_written():
-    """with_server_time: an open request in queue/ takes submitted_time and received_time
-    from the register (an ISO date), loses a received_time its writer put there when the
-    register has none; a settled request, or one outside queue/, is returned as it is."""
-    req = _request_file(received_time="1999-01-01T00:00:00Z")
-    when = "2026-02-03T04:05:06Z"
-    assert R.with_server_time(f"queue/{RID}.json", req, {RID: when}) == \
-        {**req, "submitted_time": when, "received_time": when}
-    unseen = R.with_server_time(f"queue/{RID}.json", req, {RID: "not a date"})
-    assert unseen == {k: v for k, v in req.items() if k != "received_time"}
-    assert R.with_server_time(f"queue/{RID}.json", req, {}) == unseen
-    assert R.with_server_time(f"queue/{RID}.json", unseen, {}) == unseen  # none in the file, none in the register
-    assert req["received_time"] == "1999-01-01T00:00:00Z"  # the record read is left as it was
-    settled = {**req, "status": "FINISHED"}
-    assert R.with_server_time(f"queue/{RID}.json", settled, {RID: when}) is settled
-    assert R.with_server_time(f"done/{RID}.json", req, {RID: when}) is req
-
-
-def test_summaries_and_recent_entries_hold_what_the_rules_and_tables_read():
-    """summary: the fields the submission rules read and the predictions' sha256 only;
-    recent_entry: those and the queue tables' (institution, error, finished_time, worker,
-    result_id); a missing field is None."""
-    req = {**_request_file(status="FINISHED"), "failure_kind": None, "private": False, "institution": "Lab",
-           "worker": "w", "result_id": "r1", "finished_time": "2026-01-02T00:00:00Z", "lease_token": "t"}
-    expected = {"id": RID, "status": "FINISHED", "failure_kind": None, "private": False,
-                "submitted_time": "2026-01-01T12:00:00Z", "submitter": "alice", "model_name": "m",
-                "test_set": "example", "track": "findings", "predictions": {"sha256": "ab"}}
-    assert R.summary(req) == expected
-    assert R.recent_entry(req) == {**expected, "institution": "Lab", "error": None,
-                                   "finished_time": "2026-01-02T00:00:00Z", "worker": "w", "result_id": "r1"}
-
-
-def test_index_files_are_named_by_the_names_key_and_the_contents_sha256():
-    """request_index_files: index/names/ and index/submitters/ files named by the first 32
-    hex digits of the sha256 of the name's key (names that compare equal share one), and
-    index/predictions/ by those of the sha256 of the predictions' sha256 text."""
-    import hashlib
-
-    from rexrank.store.names import name_key
-
-    names, submitters, contents = R.request_index_files("Model A", "alice", "ab")
-    assert names == f"index/names/{hashlib.sha256(name_key('Model A').encode()).hexdigest()[:32]}.json"
-    assert submitters == f"index/submitters/{hashlib.sha256(name_key('alice').encode()).hexdigest()[:32]}.json"
-    assert contents == f"index/predictions/{hashlib.sha256(b'ab').hexdigest()[:32]}.json"
-    assert R.request_index_files("model a", "ALICE", "ab")[:2] == (names, submitters)
-    assert R.request_index_files("Model B", "bob", "cd")[0] != names
-
-
-def test_dates_are_utc_seconds_written_with_a_z_whatever_the_machines_time_zone(monkeypatch):
-    """iso and parse_iso read and write UTC, also on a machine whose local time is 5 hours
-    behind it (POSIX TZ "XYZ+5", no daylight saving)."""
-    import time
-
-    monkeypatch.setenv("TZ", "XYZ+5")
-    time.tzset()
-    try:
-        assert time.localtime(T0).tm_hour == 19  # the zone is in effect: 2025-12-31 19:00 there
-        _check_dates()
-    finally:
-        monkeypatch.undo()  # the machine's own zone back for the tests that follow
-        time.tzset()
-
-
-def test_request_ids_are_dated_in_utc_whatever_the_machines_time_zone(monkeypatch):
-    """new_request_id's time is UTC, also where local time is 5 hours behind it."""
-    import time
-
-    monkeypatch.setenv("TZ", "XYZ+5")
-    time.tzset()
-    try:
-        assert R.new_request_id(T0 + 0.25, "alice").startswith("20260101T000000.250000-")
-    finally:
-        monkeypatch.undo()
-        time.tzset()
-
-
-def _check_dates():
-    assert R.iso(T0 + 3661.9) == "2026-01-01T01:01:01Z"
-    assert R.parse_iso("2026-01-01T01:01:01Z") == T0 + 3661
-    for bad in ("2026-01-01T01:01:01", "2026-01-01 01:01:01Z", None):
-        assert not R._is_iso(bad)
-    assert R._is_iso("2026-01-01T01:01:01Z")
 
 
 def test_a_claim_on_a_store_indexed_by_an_earlier_name_key_reindexes_it_first(tmp_path):
@@ -744,12 +717,3 @@ def test_the_backends_policy_check_reads_the_settled_index_at_a_snapshot(tmp_pat
     assert store.policy_problem({**req, "id": R.new_request_id(T0, "later")}) is not None  # alice's quota is spent
     assert {p for _, p in seen} >= set(R.request_index_files("model-a", "alice", req["predictions"]["sha256"]))
     assert all(kind is Snapshot for kind, _ in seen), [p for kind, p in seen if kind is not Snapshot]
-
-
-def test_a_61_character_id_is_cut_and_a_base_name_keeps_its_last_letters():
-    """check_request_id shows a repr of at most 60 characters whole (59 letters and two
-    quotes: 61, cut to 40 and the length); public_source drops only trailing slashes."""
-    with pytest.raises(R.BadRequestId) as caught:
-        R.check_request_id("c" * 59)
-    assert str(caught.value).startswith(f"'{'c' * 39}... (59 characters) is not a request id")
-    assert R.public_source("/data/runs/MAX/") == "MAX"

@@ -1,23 +1,28 @@
-"""Mutation testing of the modules that decide published numbers and trust (issue 32).
+"""Mutation testing of every module that decides money, privacy, identity or a published
+number (issues 32 and 40).
 
     pip install -e ".[mutation,test]"
-    python benchmarks/mutation.py                 # run mutmut over every module, then the table
-    python benchmarks/mutation.py --only stats    # some modules (repeatable; names from MODULES)
-    python benchmarks/mutation.py --report        # the table of the last run, without running
+    python benchmarks/mutation.py --list                 # what is audited, against which tests; what not, and why
+    python benchmarks/mutation.py                        # every audited module, then the table (hours on 2 cores)
+    python benchmarks/mutation.py --only backend.shards  # some modules (repeatable)
+    python benchmarks/mutation.py --report               # the last runs' table, without running
+
+The modules are derived, not chosen: every module under src/rexrank/ is audited unless
+EXCLUDED names it (by a pattern) with the reason, so a new module is audited by default.
+A module's tests are the files beside it in tests/'s mirror of src/rexrank/
+(tests/backend/test_shards.py and tests/backend/test_shards_*.py for backend/shards.py)
+unless TESTS names others (with why); PARTS runs parts of a module on their own as well
+(with why).
 
 mutmut 3 (configured in pyproject.toml's [tool.mutmut]) copies the package into mutants/,
 makes its mutants with its own operators and runs, for each one, the selected tests that
-reach the mutated function. This script runs it once per module of MODULES, in a working
-folder mutants/<module>/ whose pyproject.toml is the project's [tool.mutmut] narrowed to
-that module and its fast test files (a mutant of `stats` then runs the statistics tests
-that reach its function, not every metric test that aggregates scores). For two modules it
-asks for one function only: the coverage rule (`public_door.coverage_failure`), the F+I reference builder.
-
-It prints per module: mutants, killed, survived, timeouts, equivalents, and the score =
-killed / (mutants - equivalent), and lists every survivor that
-benchmarks/mutation_equivalents.txt does not record as equivalent. Slow (an hour or more on
-a few cores): not run by CI. Exit 1 if any survivor is left. Re-running a module keeps its
-earlier verdicts and tests the mutants of changed functions and those named by --rerun.
+reach the mutated function. This script runs it once per module, in a working folder
+mutants/<module>/ whose pyproject.toml is the project's [tool.mutmut] narrowed to that module
+and its tests. It prints per module: mutants, killed, survived, timeouts, equivalents, and
+the score = killed / (mutants - equivalent - not run), and lists every survivor that
+benchmarks/mutation_equivalents.txt does not record as equivalent. Slow: not run by CI.
+Exit 1 if any survivor is left. Re-running a module keeps its earlier verdicts and tests
+the mutants of changed functions and those named by --rerun.
 """
 from __future__ import annotations
 
@@ -31,10 +36,104 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "rexrank"
 EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.txt"
 
+# Modules outside the audit, by pattern (relative to src/rexrank), each with its reason: none
+# of them decides money, privacy, identity or a published number on its own, or what they
+# decide is pinned another way (named). Every other module is audited.
+EXCLUDED: dict[str, str] = {
+    "__init__.py": "package entry points: re-exports and lazy imports",
+    "*/__init__.py": "package entry points: re-exports, and the store's choice of local or Hub repository",
+    "__main__.py": "`python -m rexrank`: one call of the command line",
+    "cli/*.py": "the command line: parses flags and prints what the audited modules decide",
+    "errors.py": "error classes",
+    "hub/errors.py": "error classes",
+    "file_modes.py": "file permissions from the umask",
+    "suggest.py": "'did you mean' spelling hints",
+    "catalogue.py": "the metric catalogue's descriptions and links (directions and ranges are in results_schema)",
+    "evaluate_*.py": "the `evaluate` module glue: hands inputs to the metrics",
+    "metric_space.py": "the metric Spaces' Gradio page",
+    "strict_json.py": "the JSON reader's duplicate-key and number refusals (tested as attacks in test_untrusted_files)",
+    "sandbox.py": "runs the reader in a forked child, which mutmut's trampoline does not follow; its limits are attacks "
+                  "in test_untrusted_files",
+    "http_faults.py": "retries of passing network faults",
+    "per_study_file.py": "the per-study file's reading and writing (round trips in test_results_feed)",
+    "prediction_columns.py": "the accepted column names",
+    "refcache.py": "the on-disk cache of reference-side model outputs (cached and fresh numbers compared in the metric tests)",
+    **dict.fromkeys([f"hub/{name}.py" for name in ("cards", "deploy", "manifest", "plan", "remote", "requirements",
+                                                    "source", "testset_repo", "wheel")],
+                    "shipping: the wheel, Spaces, cards and deploy plan (built and run from their files in test_release, "
+                    "test_hub_deploy)"),
+    "leaderboard/app.py": "the Gradio page's wiring (browser tests at 1,400 and 390 px)",
+    "leaderboard/about.py": "the About tab's text",
+    "leaderboard/page_style.py": "CSS",
+    "leaderboard/view_state.py": "the page address's view state",
+    "leaderboard/model_page.py": "the Model page's layout of values the audited tables compute",
+    "leaderboard/client.py": "the Space API client: sends the filing the Space checks",
+    "leaderboard/source.py": "where the board reads its results (local or Hub)",
+    "leaderboard/published.py": "the published ReXrank tables imported as seed data (compared with ../shared's tables)",
+    "leaderboard/downloads.py": "the CSV download (formula escaping is a hand-written mutant in tests/mutation_audit.py)",
+    "llm/*.py": "transport to the LLM judges (endpoints, replicas, local generation); what an answer means is decided "
+                "in the audited *_text modules",
+    "models/*.py": "checkpoint download, pinning and loading; torch encoders compared with official outputs (the weights "
+                   "tests), each mutant a model load",
+    "radgraph/annotator.py": "RadGraph's model inference, compared with the official annotations",
+    "radgraph/model.py": "RadGraph's network (state-dict layout of the official checkpoint)",
+    "radgraph/tarball.py": "reading the official checkpoint archive",
+    "radgraph/preprocess.py": "RadGraph's tokenisation, compared with the official annotations",
+    "radgraph/fake.py": "a stand-in annotator for tests and examples",
+    "radgraph/reference.py": "the reference annotations' cache",
+    "ratescore/models.py": "RaTEScore's encoders and tagger loading",
+    "ratescore/rush.py": "sentence splitting, equal to the official sentences of every IU-Xray field (test_ratescore_sentences)",
+    "ratescore/sentences.py": "sentence splitting, equal to the official sentences of every IU-Xray field",
+    "ratescore/tokens.py": "the tagger's tokenisation, compared with the official spans",
+    "ratescore/spans.py": "the tagger's spans, compared with the official spans",
+    "metrics/options.py": "option checking (messages tested in test_bad_inputs)",
+    "metrics/registry.py": "the metric names",
+    "metrics/run_context.py": "models shared between metrics of one run",
+    "metrics/llm_common.py": "the LLM judges' shared plumbing (caches, retries)",
+    "metrics/crimson_context.py": "CRIMSON's patient context columns",
+    "store/hub.py": "storage plumbing: reads and writes; what is stored is decided by the audited modules, its trust "
+                    "rules are hand-written mutants in tests/mutation_audit.py",
+    "store/local.py": "storage plumbing (the local repository)",
+    "store/repo.py": "storage plumbing (snapshots and commits)",
+    "store/layout.py": "storage plumbing (paths)",
+    "store/index.py": "storage plumbing (the submitters' index)",
+    "store/scratch.py": "storage plumbing (a dispatched run's scratch files)",
+    "store/config.py": "the store's settings file",
+    "store/feed.py": "the results feed the board reads",
+    "store/predictions.py": "storage plumbing (the stored predictions)",
+    "store/problems.py": "the store's health messages",
+    "store/store.py": "storage plumbing; its per-study path rule is a hand-written mutant in tests/mutation_audit.py",
+    "store/hub_predictions.py": "downloading a Hub predictions dataset at its commit (hand-written mutants in "
+                                "tests/mutation_audit.py)",
+    "store/review.py": "the maintainers' release or rejection of held copies",
+    "testsets/download.py": "downloading the test sets",
+    "testsets/loading.py": "reading the test sets (checked against ../shared's files)",
+    "testsets/locations.py": "remembering a test-set folder",
+    "testsets/reading.py": "reading the test sets' files",
+    "testsets/registry.py": "the test sets' names and sizes",
+    "backend/worker.py": "the worker's loop (claim, score, publish); its decisions are the audited policy, door, "
+                         "privacy and ledger modules",
+    "backend/local_job.py": "a shard run as a local process",
+    "backend/shard_job.py": "a Job's entry point: scores its shard through scoring.py",
+    "backend/job_environment.py": "what a Job carries (compared with the dispatcher's numbers under `env -i`)",
+    "backend/resolved.py": "a request's resolved test set",
+    "backend/dispatch_settings.py": "the dispatcher's settings file",
+    "backend/metric_set.py": "which metrics a request gets",
+    "analysis/io.py": "reading runs for the analysis",
+    "analysis/pipeline.py": "the analysis' sequence of the audited steps",
+    "analysis/report.py": "the analysis report's HTML",
+    "analysis/figures.py": "figures of the audited numbers",
+}
+
+# A module's tests where the mirror's files are not the right ones, each group with why: the
+# module is tested from another package's files (a scenario, a shared table), or its mirrored
+# files also hold slow tests (a model, a served Space, a Job) whose forked run takes a minute a
+# mutant, so the fast ones are named (tests/test_mutation_audit.py checks every name exists).
 _VIEWS = "tests/leaderboard/test_views.py"
-# issue 32's tests written out by hand, where their module's test file also holds slow tests
+_ANALYSIS_TABLES = ("tests/analysis/test_tables.py",)  # the analysis' tables by their definitions, and scipy
 _INPUT_LIMITS_PINS = tuple(f"tests/test_input_limits.py::test_{t}" for t in (
     "what_a_file_that_is_no_regular_file_is_called", "a_file_of_exactly_the_cap_passes_and_one_byte_more_is_refused",
     "a_file_longer_than_it_said_is_refused_at_the_cap", "json_values_are_counted_by_hand", "jsonl_lines_by_hand",
@@ -62,7 +161,7 @@ _SRR_BERT_PINS = tuple(f"tests/metrics/test_srr_bert.py::test_srr_bert_{t}" for 
     "by_default_shows_progress_and_keeps_reference_labels", "batch_size_must_be_a_positive_integer",
     "takes_a_batch_size_of_one"))
 # the store's tests without those that start a fake Hub server or a subprocess, or need a mount
-# namespace: mutmut's test-mapping run failed on the fake-Hub tests (see store.names)
+# namespace: mutmut's test-mapping run failed on the fake-Hub tests
 _STORE_TESTS = ("tests/store/test_store.py",
                 *(f"tests/store/test_trust.py::test_{t}" for t in (
                     "odd_request_ids_are_refused_before_any_path_is_built", "a_forged_predictions_path_is_never_read",
@@ -74,67 +173,84 @@ _STORE_TESTS = ("tests/store/test_store.py",
                     "a_cancel_just_before_publication_publishes_nothing[local]",
                     "a_request_being_published_can_no_longer_be_cancelled",
                     "a_waiting_request_that_says_it_is_being_published_can_still_be_cancelled")),
-                # the queue's and the records' tests written out by hand (issue 32)
                 "tests/store/test_queue.py", "tests/store/test_records.py")
-# name -> (source file under src/rexrank, mutmut's name pattern for its mutants, the fast
-# test files (or test ids) its mutants are tried against); in the order they run
-MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "stats": ("stats.py", "rexrank.stats.*", ("tests/test_stats.py",)),
-    "results_schema": ("results_schema.py", "rexrank.results_schema.*",
-                       ("tests/test_results_schema.py", "tests/leaderboard/test_tables.py")),
-    "leaderboard.progress": ("leaderboard/progress.py", "rexrank.leaderboard.progress.*", (_VIEWS, "tests/leaderboard/test_progress.py")),
-    "leaderboard.tiers": ("leaderboard/tiers.py", "rexrank.leaderboard.tiers.*", (_VIEWS, "tests/leaderboard/test_tiers.py")),
-    "hub.eval_results": ("hub/eval_results.py", "rexrank.hub.eval_results.*", ("tests/hub/test_eval_results.py",)),
-    "store.names": ("store/names.py", "rexrank.store.names.*",
-                    (*(f"tests/backend/test_policy.py::test_{t}" for t in (
+_PLAN = tuple(f"tests/backend/test_dispatch_plan.py::test_{t}" for t in (
+    "the_planner_knows_the_hubs_hardware_and_nothing_else", "a_multi_gpu_flavour_is_refused_with_its_single_gpu_flavour_named",
+    "a_slower_gpu_takes_longer_and_costs_its_own_hours", "prices_come_from_the_hub_when_it_answers_else_from_the_dated_table",
+    "configured_prices_win_over_the_hubs_and_the_tables", "job_start_up_is_in_the_makespan_and_the_bill",
+    "shards_fit_the_job_timeout_or_the_plan_says_what_to_change", "target_wall_gives_the_jobs_needed",
+    "target_wall_and_startup_are_settings"))
+_GREEN_TEXT = tuple(f"tests/metrics/test_green.py::test_{t}" for t in (
+    "shipped_template_is_the_trained_prompt", "golden_completions_parse_to_recorded_counts_and_scores",
+    "prompt_truncates_each_report_to_300_words_and_renders_the_official_chat",
+    "prompt_is_filled_in_one_pass_as_the_official_f_string", "parser_adversarial_error_sections",
+    "parser_matched_findings_quirks", "each_sub_category_a_to_f_counts_in_the_score",
+    "an_omitted_comparison_f_in_a_golden_answer_lowers_the_score", "clean_completion_keeps_text_after_last_explanation",
+    "clean_completion_takes_each_official_branch", "make_prompt_truncates_both_reports_to_the_words_asked")) + (
+    "tests/metrics/test_green_official.py::test_decoding_cleans_up_spaces_before_parsing",)
+
+TESTS: dict[str, tuple[str, ...]] = {
+    "results_schema": ("tests/test_results_schema.py", "tests/leaderboard/test_tables.py"),
+    "leaderboard.progress": (_VIEWS, "tests/leaderboard/test_progress.py"),
+    "leaderboard.tiers": (_VIEWS, "tests/leaderboard/test_tiers.py"),
+    "store.names": (*(f"tests/backend/test_policy.py::test_{t}" for t in (
                         "a_submitter_name_must_be_a_hub_name", "names_are_normalised_before_comparison",
                         "display_removes_escapes_and_invisible_characters", "a_right_to_left_override_cannot_reverse_a_name_on_the_page",
                         "a_lookalike_submitter_is_no_second_submitter")),
-                     *(f"tests/leaderboard/test_public_names_and_page.py::test_{t}" for t in (
-                         "every_published_name_stays_valid", "a_lookalike_of_a_published_name_is_the_same_name",
-                         "distinct_names_stay_distinct", "a_new_name_holding_a_default_ignorable_character_is_refused",
-                         "no_name_begins_with_a_formula_character_tab_or_return",
-                         "a_name_that_a_spreadsheet_runs_or_that_is_outside_the_repertoire_is_refused")),
-                     "tests/store/test_names.py")),
-    "leaderboard.identity": ("leaderboard/identity.py", "rexrank.leaderboard.identity.*",
-                             ("tests/backend/test_policy.py::test_on_the_hub_the_submitter_is_the_tokens_account_never_the_typed_name",
-                              "tests/leaderboard/test_identity.py")),
-    "testsets.schema (F+I reference)": ("testsets/schema.py",
-                                        "rexrank.testsets.schema.x_findings_impression_reference__mutmut_*",
-                                        ("tests/testsets/test_loading.py", "tests/testsets/test_schema.py")),
-    "backend.public_door (coverage rule)": ("backend/public_door.py",
-                                            "rexrank.backend.public_door.x_coverage_failure__mutmut_*",
-                                            # without test_private_door's tests that start the Space in its own process:
-                                            # that process inherits MUTANT_UNDER_TEST=stats and runs in a temporary
-                                            # folder, where mutmut's trampoline finds no configuration and fails
-                                            # ("failed to collect stats")
-                                            ("tests/backend/test_coverage.py",
-                                             *(f"tests/backend/test_private_door.py::test_{t}" for t in (
-                                                 "the_length_probe_learns_no_more_than_epsilon_allows",
-                                                 "the_probes_the_ledger_allows_learn_no_more_than_their_epsilon")))),
-    "metrics.radcliq_formula": ("metrics/radcliq_formula.py", "rexrank.metrics.radcliq_formula.*",
-                                ("tests/metrics/test_radcliq.py::test_formula_reproduces_official_columns",
-                                 "tests/metrics/test_radcliq.py::test_rexrank_figure_is_one_over_mean_v1",
-                                 "tests/metrics/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", *_RADCLIQ_PINS)),
-    "metrics.temporal_f1": ("metrics/temporal_f1.py", "rexrank.metrics.temporal_f1.*", ("tests/metrics/test_temporal_f1.py",)),
-    "metrics.rouge": ("metrics/rouge.py", "rexrank.metrics.rouge.*", ("tests/metrics/test_rouge.py",)),
-    "metrics.bleu2": ("metrics/bleu2.py", "rexrank.metrics.bleu2.*", ("tests/metrics/test_bleu2.py",)),
-    "leaderboard.records": ("leaderboard/records.py", "rexrank.leaderboard.records.*",
-                            ("tests/leaderboard/test_tables.py", "tests/leaderboard/test_public_names_and_page.py", "tests/leaderboard/test_records.py")),
-    "store.records": ("store/records.py", "rexrank.store.records.*", _STORE_TESTS),
-    "store.policy": ("store/policy.py", "rexrank.store.policy.*", ("tests/backend/test_policy.py", "tests/store/test_store.py", "tests/store/test_policy.py", "tests/store/test_names.py")),
-    "backend.privacy": ("backend/privacy.py", "rexrank.backend.privacy.*",
-                        ("tests/backend/test_private_rounding.py", "tests/backend/test_private_attack.py", "tests/backend/test_privacy.py")),
-    "metrics.crimson_text": ("metrics/crimson_text.py", "rexrank.metrics.crimson_text.*",
-                             ("tests/metrics/test_crimson_official.py::test_answer_reader_repairs_and_refuses_as_the_official_one",
-                              "tests/metrics/test_crimson_official.py::test_score_equals_the_official_on_every_answer",
-                              "tests/metrics/test_crimson_official.py::test_prompt_messages_of_the_endpoint_paths_are_the_official_ones",
-                              "tests/metrics/test_crimson_official.py::test_prompts_equal_the_reference_prompt_files", *_CRIMSON_PINS)),
-    "store.queue": ("store/queue.py", "rexrank.store.queue.*", _STORE_TESTS),
+                    *(f"tests/leaderboard/test_public_names_and_page.py::test_{t}" for t in (
+                        "every_published_name_stays_valid", "a_lookalike_of_a_published_name_is_marked_and_never_a_takeover",
+                        "distinct_names_stay_distinct", "a_new_name_holding_a_default_ignorable_character_is_refused",
+                        "no_name_begins_with_a_formula_character_tab_or_return",
+                        "a_name_that_a_spreadsheet_runs_or_that_is_outside_the_repertoire_is_refused")),
+                    "tests/store/test_names.py"),
+    "leaderboard.identity": ("tests/backend/test_policy.py::test_on_the_hub_the_submitter_is_the_tokens_account_never_the_typed_name",
+                             "tests/leaderboard/test_identity.py"),
+    "testsets.schema": ("tests/testsets/test_loading.py", "tests/testsets/test_schema.py"),
+    # without test_private_door's tests that start the Space in its own process: that process
+    # inherits MUTANT_UNDER_TEST and runs in a temporary folder, where mutmut's trampoline finds
+    # no configuration ("failed to collect stats")
+    "backend.public_door": ("tests/backend/test_coverage.py", "tests/backend/test_public_door.py",
+                            *(f"tests/backend/test_private_door.py::test_{t}" for t in (
+                                "the_length_probe_learns_no_more_than_epsilon_allows",
+                                "the_probes_the_ledger_allows_learn_no_more_than_their_epsilon"))),
+    "store.ledger": ("tests/backend/test_public_door.py",
+                     *(f"tests/backend/test_private_door.py::test_{t}" for t in (
+                         "the_length_probe_learns_no_more_than_epsilon_allows",
+                         "the_probes_the_ledger_allows_learn_no_more_than_their_epsilon",
+                         "a_damaged_ledger_stops_the_charge_and_says_how_to_restore_it"))),
+    "store.accounts": ("tests/leaderboard/test_identity_attacks.py", "tests/store/test_policy.py"),
+    "backend.publication_slot": ("tests/backend/test_private_time.py",),
+    "backend.jobs": ("tests/backend/test_dispatch_jobs.py", "tests/test_fakehub_jobs.py"),
+    "backend.shards": ("tests/backend/test_shards.py", *_PLAN,
+                       "tests/backend/test_merge.py::test_radcliq_shards_as_its_components_allow_under_their_options"),
+    "metrics.base": ("tests/backend/test_merge.py", "tests/test_scoring.py"),
+    "metrics.radcliq_formula": ("tests/metrics/test_radcliq.py::test_formula_reproduces_official_columns",
+                                "tests/metrics/test_radcliq.py::test_rexrank_figure_is_one_over_mean_v1",
+                                "tests/metrics/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", *_RADCLIQ_PINS),
+    "metrics.radgraph": ("tests/radgraph/test_logic.py",),
+    "radgraph.f1": ("tests/radgraph/test_logic.py",),
+    "metrics.sembscore": ("tests/metrics/test_chexbert.py",),
+    "ratescore.affinity": ("tests/ratescore/test_parts.py",),
+    "ratescore.match": ("tests/ratescore/test_parts.py",),
+    "metrics.green_text": _GREEN_TEXT,
+    "metrics.fineradscore_text": ("tests/metrics/test_fineradscore.py",),
+    "metrics.spec_cxr_text": ("tests/metrics/test_spec_cxr.py",),
+    "metrics.json_answers": ("tests/metrics/test_fineradscore.py::test_answer_validation", "tests/metrics/test_spec_cxr.py"),
+    "metrics.crimson_text": ("tests/metrics/test_crimson_official.py::test_answer_reader_repairs_and_refuses_as_the_official_one",
+                             "tests/metrics/test_crimson_official.py::test_score_equals_the_official_on_every_answer",
+                             "tests/metrics/test_crimson_official.py::test_prompt_messages_of_the_endpoint_paths_are_the_official_ones",
+                             "tests/metrics/test_crimson_official.py::test_prompts_equal_the_reference_prompt_files", *_CRIMSON_PINS),
+    "leaderboard.records": ("tests/leaderboard/test_tables.py", "tests/leaderboard/test_public_names_and_page.py",
+                            "tests/leaderboard/test_records.py"),
+    "store.records": _STORE_TESTS,
+    "store.queue": _STORE_TESTS,
+    "store.policy": ("tests/backend/test_policy.py", "tests/store/test_store.py", "tests/store/test_policy.py",
+                     "tests/store/test_names.py"),
+    "backend.privacy": ("tests/backend/test_private_rounding.py", "tests/backend/test_private_attack.py",
+                        "tests/backend/test_privacy.py"),
     # without test_the_space_and_the_cli_set_gradios_upload_limit: it runs leaderboard_space/app.py,
-    # which mutmut does not copy into mutants/ (and it reads a module constant, which mutmut never mutates)
-    "input_limits": ("input_limits.py", "rexrank.input_limits.*",
-                     (*(f"tests/test_input_limits.py::test_{t}" for t in (
+    # which mutmut does not copy into mutants/
+    "input_limits": (*(f"tests/test_input_limits.py::test_{t}" for t in (
                          "a_fifo_is_refused_at_once", "dev_zero_and_folders_are_one_line_errors",
                          "a_test_set_file_that_is_a_fifo_or_device_is_one_line", "a_parquet_bomb_is_refused_from_its_metadata",
                          "parquet_metadata_is_limited_before_it_is_parsed", "a_dictionary_bomb_is_refused_before_it_expands",
@@ -143,29 +259,77 @@ MODULES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                          "rows_values_and_characters_are_limited", "a_datasets_folder_is_limited_before_it_is_loaded",
                          "a_million_duplicates_give_a_short_message", "a_non_string_of_megabytes_is_named_briefly",
                          "the_limits_let_a_10000_study_submission_through")),
-                      *_INPUT_LIMITS_PINS)),
-    "metrics.srr_bert": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.*", ("tests/metrics/test_srr_bert.py",)),
-    # the per-study and corpus formulas alone against the fast tests: with test_srr_bert.py's model
-    # tests, each mutant of srr_bert took a minute or more on the shared 2-core machine
-    "metrics.srr_bert (formulas)": ("metrics/srr_bert.py", "rexrank.metrics.srr_bert.x_*_prf__mutmut_*",
-                                    ("tests/metrics/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",
-                                     "tests/metrics/test_srr_bert.py::test_per_study_rule_for_reports_without_labels", *_SRR_BERT_PINS)),
-    # without the three views tests that build the Gradio app: each mutant's forked run imported
-    # gradio again (about 15 s a mutant); what they check of the tables is in the tables' tests written out by hand
-    "leaderboard.tables": ("leaderboard/tables.py", "rexrank.leaderboard.tables.*",
-                           ("tests/leaderboard/test_tables.py",
-                            *(f"{_VIEWS}::test_{t}" for t in (
-                                "tiers_are_paired_t_tests_with_holm_against_the_next_model_above",
-                                "filters_leave_rows_out_of_ranking_and_say_so",
-                                "column_choice_hides_new_metrics_by_default_and_keeps_the_ranking_one",
-                                "a_lower_is_better_metric_ranks_lowest_first_and_marks_it",
-                                "results_without_the_ranking_metric_say_why", "dates_show_as_years_and_the_csv_keeps_them",
-                                "progress_is_the_best_score_by_date", "the_address_holds_the_view",
-                                "submit_message_points_to_the_server_option_and_keeps_links_whole",
-                                "holm_correction_decides_a_tie_that_raw_p_values_would_split",
-                                "about_explains_tiers_and_published_figures",
-                                "an_optional_column_ranked_by_gets_tiers_from_its_per_study_scores")))),
+                     *_INPUT_LIMITS_PINS),
+    # without the views tests that build the Gradio app (each mutant's forked run imported gradio
+    # again, about 15 s a mutant); what they check of the tables is in the tables' own tests
+    "leaderboard.tables": ("tests/leaderboard/test_tables.py",
+                           *(f"{_VIEWS}::test_{t}" for t in (
+                               "tiers_are_paired_t_tests_with_holm_against_the_next_model_above",
+                               "filters_leave_rows_out_of_ranking_and_say_so",
+                               "column_choice_hides_new_metrics_by_default_and_keeps_the_ranking_one",
+                               "a_lower_is_better_metric_ranks_lowest_first_and_marks_it",
+                               "results_without_the_ranking_metric_say_why", "dates_show_as_years_and_the_csv_keeps_them",
+                               "progress_is_the_best_score_by_date", "the_address_holds_the_view",
+                               "submit_message_points_to_the_server_option_and_keeps_links_whole",
+                               "holm_correction_decides_a_tie_that_raw_p_values_would_split",
+                               "about_explains_tiers_and_published_figures",
+                               "an_optional_column_ranked_by_gets_tiers_from_its_per_study_scores"))),
+    **{f"analysis.{name}": _ANALYSIS_TABLES for name in ("alignment", "correlation", "error_rates", "sites", "strata")},
 }
+
+# Parts of a module run on their own as well, with faster tests (label -> module, mutmut's
+# name pattern, tests): a whole-module run of these takes hours on 2 cores.
+PARTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    # the per-study and corpus formulas against the fast tests (with the model tests each mutant
+    # took a minute or more)
+    "metrics.srr_bert (formulas)": ("metrics/srr_bert.py", ("rexrank.metrics.srr_bert.x_*_prf__mutmut_*",),
+                                    ("tests/metrics/test_srr_bert.py::test_weighted_scores_equal_sklearn_classification_report",
+                                     "tests/metrics/test_srr_bert.py::test_per_study_rule_for_reports_without_labels",
+                                     *_SRR_BERT_PINS)),
+    # the money the dispatcher decides: the prices it reads, the Jobs it lets run at once, the
+    # GPU-hour ceiling (the rest of the dispatcher is its loop, tested by scenarios of minutes)
+    "backend.dispatch (money)": ("backend/dispatch.py", ("rexrank.backend.dispatch.x_job_prices__mutmut_*",
+                                                         "rexrank.backend.dispatch.xǁDispatcherǁ_step__mutmut_*",
+                                                         "rexrank.backend.dispatch.xǁDispatcherǁ_over_ceiling__mutmut_*"),
+                                 (*_PLAN, "tests/backend/test_dispatch_plan.py::test_no_more_jobs_run_at_once_than_max_jobs",
+                                  "tests/backend/test_dispatch_plan.py::test_a_private_requests_ceiling_refusal_comes_from_the_sets_public_size")),
+}
+
+
+
+def module_files() -> list[str]:
+    """Every module under src/rexrank, as a path relative to it."""
+    return sorted(p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def exclusion(path: str) -> str | None:
+    """Why `path` is not audited, or None when it is."""
+    return next((why for pattern, why in EXCLUDED.items() if fnmatch.fnmatchcase(path, pattern)), None)
+
+
+def label_of(path: str) -> str:
+    return path.removesuffix(".py").replace("/", ".")
+
+
+def mirrored_tests(path: str) -> tuple[str, ...]:
+    """tests/<folder>/test_<name>.py and test_<name>_*.py for src/rexrank/<folder>/<name>.py."""
+    folder, _, name = path.removesuffix(".py").rpartition("/")
+    where = ROOT / "tests" / folder
+    found = sorted({*where.glob(f"test_{name}.py"), *where.glob(f"test_{name}_*.py")})
+    return tuple(p.relative_to(ROOT).as_posix() for p in found)
+
+
+def modules() -> dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """{label: (path under src/rexrank, mutmut's name patterns for its mutants, its tests)} for
+    every audited module, then the PARTS."""
+    out = {}
+    for path in module_files():
+        if exclusion(path) is None:
+            label = label_of(path)
+            out[label] = (path, (f"rexrank.{label}.*",), TESTS.get(label) or mirrored_tests(path))
+    return {**out, **PARTS}
+
+
 # mutmut's exit codes (mutmut/stats.py): 1 and 3 are a failing test run, 0 a passing one
 KILLED = {1, 3}
 SURVIVED = {0}
@@ -219,19 +383,26 @@ def prepare(label: str, path: str, tests: tuple[str, ...]) -> Path:
     return folder
 
 
-def results(modules: dict[str, tuple[str, str]]) -> dict[str, dict[str, int | None]]:
-    """{module: {mutant name: exit code or None (not run)}} from mutmut's .meta files."""
+def results(chosen: dict[str, tuple[str, tuple, tuple]]) -> dict[str, dict[str, int | None] | None]:
+    """{module: {mutant name: exit code or None (not run)}, or None when it never ran} from
+    mutmut's .meta files."""
     out = {}
-    for label, (path, pattern, _) in modules.items():
+    for label, (path, patterns, _) in chosen.items():
         meta = workdir(label) / "mutants" / "src" / "rexrank" / f"{path}.meta"
-        codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
-        out[label] = {k: v for k, v in codes.items() if fnmatch.fnmatch(k, pattern)}
+        if not meta.exists():
+            out[label] = None
+            continue
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        out[label] = {k: v for k, v in codes.items() if any(fnmatch.fnmatchcase(k, p) for p in patterns)}
     return out
 
 
-def report(modules: dict[str, tuple[str, str]], equivalents: dict[str, str]) -> int:
-    rows, survivors = [], []
-    for label, codes in results(modules).items():
+def report(chosen: dict[str, tuple[str, tuple, tuple]], equivalents: dict[str, str]) -> int:
+    rows, survivors, never = [], [], []
+    for label, codes in results(chosen).items():
+        if codes is None:
+            never.append(label)
+            continue
         killed = sum(c in KILLED for c in codes.values())
         # an equivalent mutant leaves the score whether its tests passed or ran out of time
         equivalent = sum(c in SURVIVED | TIMEOUT and k in equivalents for k, c in codes.items())
@@ -245,35 +416,55 @@ def report(modules: dict[str, tuple[str, str]], equivalents: dict[str, str]) -> 
     print("| module | mutants | killed | survived | timeout | equivalent | not run / no tests | score |")
     print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    if never:
+        print(f"\nnot run yet ({len(never)}): {', '.join(never)}")
     print(f"\n{len(survivors)} survivor(s)" + (":" if survivors else ""))
     for name in survivors:
         print(f"  {name}")
-    return 1 if survivors else 0
+    return 1 if survivors or never else 0
+
+
+def listing() -> None:
+    """The audit's scope: each audited module with its tests, each excluded one with why."""
+    for label, (_, _, tests) in modules().items():
+        print(f"audit    {label:<40} {' '.join(tests) or 'NO TESTS'}")
+    for path in module_files():
+        why = exclusion(path)
+        if why is not None:
+            print(f"exclude  {label_of(path):<40} {why}")
 
 
 def main(argv: list[str] | None = None) -> int:
+    audited = modules()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", action="append", choices=list(MODULES), metavar="MODULE",
-                        help="run these modules only (repeatable)")
-    parser.add_argument("--report", action="store_true", help="print the last run's table without running")
+    parser.add_argument("--only", action="append", choices=list(audited), metavar="MODULE",
+                        help="run these modules only (repeatable; --list names them)")
+    parser.add_argument("--list", action="store_true", help="print what is audited against which tests, and what is not and why")
+    parser.add_argument("--report", action="store_true", help="print the last runs' table without running")
     parser.add_argument("--rerun", nargs="+", metavar="MUTANT", help="run only these mutants again (e.g. the survivors)")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2, help="parallel mutants")
     args = parser.parse_args(argv)
-    chosen = {k: v for k, v in MODULES.items() if not args.only or k in args.only}
-    equivalents = load_equivalents()
+    if args.list:
+        listing()
+        return 0
+    chosen = {k: v for k, v in audited.items() if not args.only or k in args.only}
     if not args.report:
+        missing = [label for label, (_, _, tests) in chosen.items() if not tests]
+        if missing:
+            raise SystemExit(f"no tests for {', '.join(missing)}: add tests beside the module (tests/<folder>/test_<name>.py) "
+                             "or name them in TESTS of benchmarks/mutation.py")
         # the tests read ../shared beside the checkout; mutmut runs them from mutants/
         env = {**os.environ, "REXRANK_SHARED": os.environ.get("REXRANK_SHARED", str(ROOT.parent / "shared"))}
-        for label, (path, pattern, tests) in chosen.items():
+        for label, (path, patterns, tests) in chosen.items():
             print(f"== {label}", flush=True)
             folder = prepare(label, path, tests)
-            names = [pattern] if not args.rerun else [n for n in args.rerun if fnmatch.fnmatch(n, pattern)]
+            names = list(patterns) if not args.rerun else [n for n in args.rerun if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
             if not names:
                 continue
             with (folder / "run.log").open("a", encoding="utf-8") as out:  # mutmut's progress, for a look afterwards
                 subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *names],
                                cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
-    return report(chosen, equivalents)
+    return report(chosen, load_equivalents())
 
 
 if __name__ == "__main__":

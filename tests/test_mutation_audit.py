@@ -3,6 +3,8 @@ stands exactly once in its file, and names tests that exist (the audit itself ru
 `python tests/mutation_audit.py`: it takes minutes per mutant, so not in the suite)."""
 from __future__ import annotations
 
+import fnmatch
+
 import pytest
 
 from mutation_audit import MUTANTS, ROOT
@@ -23,3 +25,42 @@ def test_each_mutant_mutates_one_place_and_names_real_tests(mutant):
 def test_mutant_ids_are_unique():
     ids = [m.id for m in MUTANTS]
     assert len(ids) == len(set(ids)) and ids  # an empty table audits nothing
+
+
+def _mutation_tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mutation_tool", ROOT / "benchmarks" / "mutation.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_the_mutation_tool_audits_every_module_but_those_excluded_with_a_reason():
+    tool = _mutation_tool()
+    audited = tool.modules()
+    for path in tool.module_files():
+        why = tool.exclusion(path)
+        assert (why is None) == (tool.label_of(path) in audited), path
+        assert why is None or why.strip(), f"{path} is excluded without a reason"
+    for pattern in tool.EXCLUDED:
+        assert any(fnmatch.fnmatchcase(p, pattern) for p in tool.module_files()), f"EXCLUDED {pattern!r} names no module"
+    # a module the issue names is never excluded
+    for label in ("backend.dispatch", "backend.shards", "backend.jobs", "backend.merge", "backend.public_door",
+                  "backend.privacy", "store.ledger", "store.accounts", "store.names", "leaderboard.identity",
+                  "metrics.green_text", "metrics.crimson_text", "metrics.fineradscore_text", "metrics.spec_cxr_text",
+                  "analysis.uncertainty", "analysis.strata", "analysis.sites", "analysis.error_rates", "submissions", "scoring"):
+        assert label in audited, label
+
+
+def test_every_audited_module_has_tests_that_exist():
+    tool = _mutation_tool()
+    assert set(tool.TESTS) <= set(tool.modules()), set(tool.TESTS) - set(tool.modules())
+    for label, (path, _, tests) in tool.modules().items():
+        assert (tool.SRC / path).is_file(), label
+        assert tests, f"{label} has no tests: add tests/<folder>/test_<name>.py or name them in TESTS"
+        for test in tests:
+            file, _, name = test.partition("::")
+            assert (ROOT / file).is_file(), f"{label}: {test}"
+            if name:
+                assert f"def {name.split('[')[0]}(" in (ROOT / file).read_text(encoding="utf-8"), f"{label}: {test}"

@@ -141,3 +141,35 @@ def test_metric_end_to_end(tmp_path):
     assert effusion["presence_f1"] == 1.0 and effusion["category"] == "pleura"
     assert result.details["per_category"]["pleura"]["tn"] == 1
     assert math.isnan(next(e for e in result.details["per_entity"] if e["entity"] == "fracture")["presence_f1"])
+
+
+def test_an_entity_set_records_where_it_came_from_and_its_name():
+    assert load_entity_set().source == "rexrank.data/spec_cxr_entities.yaml"
+
+
+def test_a_user_entity_set_file_is_read_by_its_kind_and_refused_naming_what_is_wrong(tmp_path):
+    def entity_set(name, text):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    unnamed = entity_set("chest.yaml", "categories:\n  heart: [cardiomegaly]\n")
+    assert (load_entity_set(unnamed).name, load_entity_set(unnamed).source) == ("chest", str(unnamed))
+    # a .json file is read as JSON: its syntax error is JSON's
+    with pytest.raises(MetricError, match=r"cannot read entity set .*broken\.json: Expecting ',' delimiter"):
+        load_entity_set(entity_set("broken.json", '{"categories": {"a": ["x"] "b": ["y"]}}'))
+    for name, text in [("list.yaml", "[1, 2]\n"), ("text.yaml", "categories: x\n"), ("none.yaml", "categories: {}\n")]:
+        with pytest.raises(MetricError, match=r"must hold a mapping 'categories': \{category: \[entity, \.\.\.\]\}"):
+            load_entity_set(entity_set(name, text))
+    with pytest.raises(MetricError, match="category 'a' must be a non-empty list of entity names"):
+        load_entity_set(entity_set("blank.yaml", "categories:\n  a: ['  ']\n"))
+    missing = tmp_path / "missing.yaml"
+    with pytest.raises(MetricError, match=f"entity set file '{missing}' does not exist"):
+        load_entity_set(missing)
+
+
+def test_an_answer_that_is_no_object_or_holds_no_objects_is_refused_for_a_reask():
+    model = answer_model(SMALL_SET)
+    for text in ("[1]", '{"entities": ["cardiomegaly"]}'):
+        with pytest.raises(ValueError, match="^field "):
+            parse_answer(text, model)

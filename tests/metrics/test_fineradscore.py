@@ -168,3 +168,15 @@ def test_bad_options():
         get_metric("fineradscore", model="m", base_url="http://127.0.0.1:9/v1", no_actionable_max=7)
     with pytest.raises(MetricError, match="strata"):
         get_metric("fineradscore", model="m", base_url="http://127.0.0.1:9/v1", strata=["a"]).score(["x", "y"], ["x", "y"])
+
+
+@pytest.mark.parametrize("label, score", [("no error", 0), ("not actionable", 1), ("actionable nonurgent", 2),
+                                          ("urgent", 3), ("emergent", 4)])
+def test_each_severity_in_each_spelling_a_judge_writes_gives_its_score(label, score):
+    # the README's 0-4 scale; a judge writes "Urgent error", "ACTIONABLE-NONURGENT", extra spaces
+    spellings = {label, label.upper(), label.replace(" ", "-"), f" {label.title()}  "}
+    if label != "no error":
+        spellings.add(f"{label.capitalize()} error")
+    for spelling in spellings:
+        assert severities(parse_answer(answer(fix(0, spelling)), 1)) == [score], spelling
+    assert severities(parse_answer(answer(fix(None, label, "insert"), fix(0, label, "delete")), 1)) == [score, score]

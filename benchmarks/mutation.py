@@ -219,7 +219,11 @@ TESTS: dict[str, tuple[str, ...]] = {
                          "the_probes_the_ledger_allows_learn_no_more_than_their_epsilon",
                          "a_damaged_ledger_stops_the_charge_and_says_how_to_restore_it"))),
     "store.accounts": ("tests/leaderboard/test_identity_attacks.py", "tests/store/test_policy.py"),
-    "backend.publication_slot": ("tests/backend/test_publication_slot.py", "tests/backend/test_private_time.py"),
+    "backend.publication_slot": ("tests/backend/test_publication_slot.py",
+                                 *(f"tests/backend/test_private_time.py::test_{t}" for t in (
+                                     "the_next_slot_is_the_first_multiple_strictly_after", "the_slot_is_the_stores_setting",
+                                     "the_scoring_time_of_a_private_request_is_not_public",
+                                     "a_bad_slot_setting_stops_the_worker_at_start_and_public_sets_wait_for_no_slot"))),
     "backend.jobs": ("tests/backend/test_dispatch_jobs.py", "tests/test_fakehub_jobs.py"),
     "backend.shards": ("tests/backend/test_shards.py", *_PLAN,
                        "tests/backend/test_merge.py::test_radcliq_shards_as_its_components_allow_under_their_options"),

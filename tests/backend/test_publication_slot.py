@@ -33,3 +33,22 @@ def test_the_wait_sleeps_until_the_slot_in_steps_of_at_most_a_minute(monkeypatch
 def test_the_clock_is_the_machines(monkeypatch):
     monkeypatch.setattr(publication_slot, "time", _Time(1234.5))
     assert publication_slot.SystemClock().now() == 1234.5
+
+
+class _Clock:
+    def __init__(self, now: float):
+        self.now_at, self.waits = now, []
+
+    def now(self) -> float:
+        return self.now_at
+
+    def wait_until(self, when: float) -> None:
+        self.waits.append(when)
+
+
+def test_a_private_result_is_held_until_the_next_slot_strictly_after_its_scoring():
+    clock = _Clock(7200.0 + 1.0)
+    assert publication_slot.hold_until_slot("r", seconds=3600.0, clock=clock) == 10800.0
+    clock.now_at = 10800.0  # on the slot itself: the next one
+    assert publication_slot.hold_until_slot("r", seconds=900.0, clock=clock) == 11700.0
+    assert clock.waits == [10800.0, 11700.0]

@@ -126,7 +126,9 @@ def test_metric_end_to_end(tmp_path):
         return Reply(body=chat_body(reply if isinstance(reply, str) else json.dumps(reply)))
 
     with FakeOpenAIServer(script) as server:
-        metric = get_metric("spec_cxr", model="judge", base_url=server.base_url, max_reasks=1, cache_dir=str(tmp_path), progress=False)
+        # a short backoff: a request the script refuses (a wrong response_format) fails in seconds
+        metric = get_metric("spec_cxr", model="judge", base_url=server.base_url, max_reasks=1, backoff=0.01,
+                            cache_dir=str(tmp_path), progress=False)
         result = metric.score(["cand0", "cand1", "cand2"], ["r0", "r1", "r2"])
     # errors: cand0 = severity not aligned + FP = 2; cand1 = location + comparison + FN = 3
     np.testing.assert_array_equal(result.primary[:2], [2, 3])

@@ -15,6 +15,12 @@ for _name, _value in {
 }.items():
     os.environ.setdefault(_name, _value)
 
+# README's test command runs one pytest-xdist worker per core: each worker's torch and BLAS keep
+# to one thread (set before anything imports torch), else the workers' threads fight over the cores
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
+
 
 @pytest.fixture(autouse=True)
 def _isolated_caches(tmp_path_factory, monkeypatch, request):

@@ -6,9 +6,11 @@ flavour's relative speed 0.25 (shards.FLAVOR_SPEED) = 6 s per study; its officia
 start-up is set to 272 s, and a10g-large costs $1.50 an hour in the dated table."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from rexrank.backend.shards import TABLE_SOURCE, PlanError, plan_shards, seconds_per_study, startup_seconds
+from rexrank.backend.shards import TABLE_SOURCE, PlanError, PriceList, plan_shards, seconds_per_study, startup_seconds
 
 GREEN_A10G = dict(flavor="a10g-large", startup=272)
 
@@ -75,3 +77,32 @@ def test_a_jobs_start_up_is_image_encoders_and_each_local_judge_unless_set():
     assert startup_seconds("h200", 1, 100) == 100.0
     assert startup_seconds("h200", 1, {"h200": 50}) == 50.0
     assert startup_seconds("t4-small", 1, {"h200": 50}) == 240 + 60 + 120
+
+
+def test_the_plan_says_its_sizes_hours_cost_waves_and_shards_in_words():
+    plan = plan_shards(1000, ["green"], max_jobs=2, job_timeout=1800, estimate_studies=2000, **GREEN_A10G)
+    # sized on the set's 2,000 studies: 250 batches, 24 a shard -> 11 shards; the request's 125 batches
+    # split 12, 12, 12, 12, then 11 each; (12,000 + 11 x 272) s = 4.16 GPU-h at $1.50 = $6.25; the longest
+    # sized shard 272 + 23 x 48 s = 23 min, 6 waves of 2 = 138 min
+    lines = plan.describe().splitlines()
+    assert lines[:4] == [
+        "1000 studies (estimated from the test set's 2000 studies) -> 11 shard(s) on a10g-large (boundaries on "
+        "multiples of 8)",
+        "metrics: green",
+        f"estimated 4.16 GPU-hours, $6.25 at $1.50/h ({TABLE_SOURCE})",
+        "about 138 min in 6 waves of up to 2: each Job 23 min with 4.5 min of start-up (a stated default: image, "
+        "install, model downloads; set job_startup); Job timeout 0.50 h (80% planned)"]
+    assert lines[4:] == [f"  shard {i}: studies [{a}, {b})" for i, (a, b) in enumerate(
+        [(0, 96), (96, 192), (192, 288), (288, 384)] + [(384 + 88 * j, 472 + 88 * j) for j in range(7)])]
+
+
+def test_the_hubs_prices_per_second_minute_or_hour_are_dollars_an_hour():
+    def info(name, unit, cost):
+        return SimpleNamespace(name=name, unit_label=unit, unit_cost_usd=cost)
+
+    prices = PriceList.from_hardware([info("t4-small", "Second", "0.0000012345"), info("l4x1", "minute", 0.02),
+                                      info("h200", "hour", 4.5), info("a10g-large", "day", 99.0)])
+    assert prices.per_hour["t4-small"] == 0.004444  # 0.0000012345 x 3,600, to the micro-dollar
+    assert prices.per_hour["l4x1"] == pytest.approx(1.2) and prices.per_hour["h200"] == 4.5
+    assert prices.per_hour["a10g-large"] == 1.5  # a unit it cannot read: the dated table's figure stays
+    assert prices.source == "the Hub's list_jobs_hardware()"

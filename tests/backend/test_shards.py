@@ -10,7 +10,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from rexrank.backend.shards import TABLE_SOURCE, PlanError, PriceList, plan_shards, seconds_per_study, startup_seconds
+from rexrank.backend.shards import (
+    TABLE_SOURCE,
+    PlanError,
+    PriceList,
+    check_flavor,
+    gpus_of,
+    plan_shards,
+    seconds_per_study,
+    startup_seconds,
+)
 
 GREEN_A10G = dict(flavor="a10g-large", startup=272)
 
@@ -106,3 +115,38 @@ def test_the_hubs_prices_per_second_minute_or_hour_are_dollars_an_hour():
     assert prices.per_hour["l4x1"] == pytest.approx(1.2) and prices.per_hour["h200"] == 4.5
     assert prices.per_hour["a10g-large"] == 1.5  # a unit it cannot read: the dated table's figure stays
     assert prices.source == "the Hub's list_jobs_hardware()"
+
+
+def test_the_shards_wanted_follow_the_work_when_max_jobs_allows_more():
+    # 1.67 h of work in half-hour shards: 4, which --max-jobs 10 allows; 125 batches split 32, 31, 31, 31
+    plan = plan_shards(1000, ["green"], max_jobs=10, **GREEN_A10G)
+    assert [tuple(r) for r in plan.ranges] == [(0, 256), (256, 504), (504, 752), (752, 1000)]
+    assert plan_shards(1000, ["green"], max_jobs=10, target_shard_hours=1.0, **GREEN_A10G).k == 2  # ceil(1.67 / 1)
+    # five studies are one batch: one shard however many Jobs may run
+    assert [tuple(r) for r in plan_shards(5, ["green"], max_jobs=4, **GREEN_A10G).ranges] == [(0, 5)]
+    # a cap of exactly the shards the timeout needs is enough
+    assert plan_shards(1000, ["green"], max_jobs=2, job_timeout=1800, max_shards=6, **GREEN_A10G).k == 6
+
+
+def test_the_plans_speed_price_and_start_up_come_from_the_settings_given():
+    faster = plan_shards(1000, ["green"], max_jobs=3, speed={"a10g-large": 0.5}, **GREEN_A10G)
+    assert faster.seconds_per_study == 1.5 / 0.5
+    priced = plan_shards(1000, ["green"], max_jobs=3, prices={"a10g-large": 2.0}, **GREEN_A10G)
+    assert priced.price_per_hour == 2.0 and priced.price_source == f"{TABLE_SOURCE}; flavor_prices in config.json for a10g-large"
+    # no start-up set and no judge in the Job: image and install, and the encoders
+    assert plan_shards(1000, ["green"], flavor="a10g-large", max_jobs=3).startup_seconds == 240 + 60
+
+
+def test_gpus_of_each_kind_of_flavour_and_what_a_refusal_says():
+    assert [gpus_of(f) for f in ("cpu-basic", "a10g-large", "h200x8", "l40sx4")] == [0, 1, 8, 4]
+    with pytest.raises(PlanError) as refused:
+        check_flavor("h200x8")
+    assert str(refused.value) == ("h200x8 has 8 GPUs and a shard Job scores on one (one replica of each judge), so 7 "
+                                  "would be paid for and idle: use --flavor h200 with 8 times the --max-jobs (the same "
+                                  "GPUs at the same price per GPU-hour)")
+    with pytest.raises(PlanError, match=r"^unknown flavour 'h300': not Hugging Face Jobs hardware; known: cpu-basic, "):
+        check_flavor("h300")
+    with pytest.raises(PlanError, match=r"\(--flavor, --llm-flavor or the store's config.json\)$"):
+        check_flavor("h300")
+    with pytest.raises(PlanError, match=r"^cpu-basic has no GPU: green, crimson need a GPU flavour \(--flavor, e.g. a10g-large\)$"):
+        seconds_per_study(["bleu2", "green", "crimson"], "cpu-basic")

@@ -150,3 +150,11 @@ def test_gpus_of_each_kind_of_flavour_and_what_a_refusal_says():
         check_flavor("h300")
     with pytest.raises(PlanError, match=r"^cpu-basic has no GPU: green, crimson need a GPU flavour \(--flavor, e.g. a10g-large\)$"):
         seconds_per_study(["bleu2", "green", "crimson"], "cpu-basic")
+
+
+def test_a_plan_of_the_requests_own_size_in_one_wave_says_no_more():
+    lines = plan_shards(1000, ["green"], max_jobs=3, **GREEN_A10G).describe().splitlines()
+    assert lines[0] == "1000 studies -> 3 shard(s) on a10g-large (boundaries on multiples of 8)"
+    # one wave of 3 Jobs, each 272 + 42 x 48 s = 38 min; no Job timeout set
+    assert lines[3] == ("about 38 min: each Job 38 min with 4.5 min of start-up (a stated default: image, install, "
+                        "model downloads; set job_startup)")

@@ -7,6 +7,7 @@ import logging
 
 from rexrank.backend import publication_slot
 from rexrank.store.records import iso
+from support.neighbours import ControlledClock
 
 REAL_WAIT = publication_slot.SystemClock.wait_until  # taken before conftest's autouse stand-in replaces it
 
@@ -41,22 +42,11 @@ def test_the_clock_is_the_machines(monkeypatch):
     assert publication_slot.SystemClock().now() == 1234.5
 
 
-class _Clock:
-    def __init__(self, now: float):
-        self.now_at, self.waits = now, []
-
-    def now(self) -> float:
-        return self.now_at
-
-    def wait_until(self, when: float) -> None:
-        self.waits.append(when)
-
-
 def test_a_private_result_is_held_until_the_next_slot_strictly_after_its_scoring(caplog):
-    clock = _Clock(7200.0 + 1.0)
+    clock = ControlledClock(7200.0 + 1.0)
     with caplog.at_level(logging.INFO, logger="rexrank.backend"):
         assert publication_slot.hold_until_slot("r", seconds=3600.0, clock=clock) == 10800.0
     assert caplog.messages == [f"r: scored; held until its publication slot {iso(10800.0)}"]
-    clock.now_at = 10800.0  # on the slot itself: the next one
+    # now on the slot itself (the first wait moved the clock there): the next one
     assert publication_slot.hold_until_slot("r", seconds=900.0, clock=clock) == 11700.0
-    assert clock.waits == [10800.0, 11700.0]
+    assert clock.waits == [(7201.0, 10800.0), (10800.0, 11700.0)]

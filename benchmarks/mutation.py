@@ -152,7 +152,12 @@ _CRIMSON_PINS = tuple(f"tests/metrics/test_crimson.py::test_crimson_{t}" for t i
     "prompt_and_messages_default_to_the_full_official_prompt", "reader_tells_structural_quotes_from_prose_by_the_official_rule",
     "reader_escapes_a_stray_quote_up_to_five_characters_before_the_error",
     "reader_never_escapes_a_quote_that_follows_a_backslash", "attribute_error_without_error_types_counts_in_no_type",
-    "reader_escapes_a_stray_quote_after_an_escaped_one", "reader_makes_at_most_49_quote_fixes"))
+    "reader_escapes_a_stray_quote_after_an_escaped_one", "reader_makes_at_most_49_quote_fixes",
+    "each_field_the_official_scorer_reads_changes_the_score", "missing_findings_and_error_types_count_but_never_move_the_score",
+    "without_weighted_reference_findings_by_the_official_rule",
+    "a_matched_benign_finding_with_a_negligible_error_takes_no_credit", "a_missing_section_reads_as_empty",
+    "each_repair_of_the_official_reader_reads_the_answer_it_scores",
+    "orphan_removal_also_drops_the_middle_of_a_three_item_list", "an_orphan_with_an_invalid_escape_is_unreadable"))
 _SRR_BERT_PINS = tuple(f"tests/metrics/test_srr_bert.py::test_srr_bert_{t}" for t in (
     "config_records_radevals_model_labels_and_batches", "keeps_reference_labels_in_the_cache_folder_under_its_namespace",
     "per_study_scores_by_hand", "weighted_scores_of_labels_predicted_or_present_once_by_hand",

@@ -292,3 +292,275 @@ def test_crimson_reader_makes_at_most_49_quote_fixes():
     assert read_answer('{"a": "' + ' "x' * 49 + '"}') == {"a": ' "x' * 49}
     with pytest.raises(UnreadableAnswer):
         read_answer('{"a": "' + ' "x' * 50 + '"}')
+
+
+# ---- each field the official scorer reads changes the score (hand-computed) -------------------
+# BASE by hand: reference weights R1 urgent 1, R2 actionable 0.5 -> N_G = 1.5; R1 matched with
+# no attribute error -> correct = 1; P2 (not actionable, 0.25) false -> E_false = 0.25;
+# S = (1 - 0.25) / 1.5 = 0.5. Each case below changes one field the official scorer reads.
+def _crimson_base() -> dict:
+    return {
+        "reference_findings": [{"id": "R1", "finding": "effusion", "clinical_significance": "urgent"},
+                               {"id": "R2", "finding": "cardiomegaly", "clinical_significance": "actionable_not_urgent"}],
+        "predicted_findings": [{"id": "P1", "finding": "effusion", "clinical_significance": "urgent"},
+                               {"id": "P2", "finding": "nodule", "clinical_significance": "not_actionable_not_urgent"}],
+        "matched_findings": [{"ref_id": "R1", "pred_id": "P1"}],
+        "errors": {"false_findings": ["P2"], "missing_findings": ["R2"], "attribute_errors": []},
+    }
+
+
+def _ref(e, k):
+    return e["reference_findings"][k]
+
+
+def _pred(e, k):
+    return e["predicted_findings"][k]
+
+
+def _attribute(e, **fields):
+    e["errors"]["attribute_errors"].append({"ref_id": "R1", "pred_id": "P1", **fields})
+
+
+_FIELD_CASES = [
+    # reference_findings[].clinical_significance: N_G = 1 + 1 = 2, S = 0.75 / 2
+    ("reference significance urgent", lambda e: _ref(e, 1).update(clinical_significance="urgent"), 0.375),
+    # benign weighs 0: N_G = 1, S = 0.75
+    ("reference significance benign", lambda e: _ref(e, 1).update(clinical_significance="benign_expected"), 0.75),
+    # a label outside the list, or none, weighs 0.25: N_G = 1.25, S = 0.75 / 1.25
+    ("reference significance unknown", lambda e: _ref(e, 1).update(clinical_significance="moderate"), 0.6),
+    ("reference significance absent", lambda e: _ref(e, 1).pop("clinical_significance"), 0.6),
+    # reference_findings[].id: the matched R1 has no weight -> correct 0, S < 0, d = 0.25 -> -0.25 / 1.25
+    ("reference id", lambda e: _ref(e, 0).update(id="R7"), -0.2),
+    # the last entry of an id gives its weight (benign: correct 0), N_G sums every entry (1 + 0.5 + 0)
+    ("reference id repeated", lambda e: e["reference_findings"].append(
+        {"id": "R1", "clinical_significance": "benign_expected"}), -0.2),
+    # predicted_findings[].clinical_significance: E_false = 0.5, S = 0.5 / 1.5
+    ("predicted significance actionable", lambda e: _pred(e, 1).update(clinical_significance="actionable_not_urgent"), 0.3333),
+    # E_false = 1: S = 0
+    ("predicted significance urgent", lambda e: _pred(e, 1).update(clinical_significance="urgent"), 0.0),
+    # E_false = 0: S = 1 / 1.5
+    ("predicted significance benign", lambda e: _pred(e, 1).update(clinical_significance="benign_expected"), 0.6667),
+    # predicted_findings[].id: the false P2 is not listed -> weight 0, S = 1 / 1.5
+    ("predicted id", lambda e: _pred(e, 1).update(id="P8"), 0.6667),
+    # matched_findings[].ref_id: R2 (0.5) matched instead of R1: S = (0.5 - 0.25) / 1.5
+    ("matched ref_id", lambda e: e["matched_findings"][0].update(ref_id="R2"), 0.1667),
+    # a second match of R1 counts once; a match of R2 adds 0.5: S = (1.5 - 0.25) / 1.5
+    ("matched twice", lambda e: e["matched_findings"].append({"ref_id": "R1", "pred_id": "P2"}), 0.5),
+    ("matched another", lambda e: e["matched_findings"].append({"ref_id": "R2", "pred_id": "P2"}), 0.8333),
+    # errors.false_findings: none -> S = 1 / 1.5; P1 and P2 -> E_false = 1.25, d = 0.25 -> -0.2
+    ("no false finding", lambda e: e["errors"].update(false_findings=[]), 0.6667),
+    ("two false findings", lambda e: e["errors"]["false_findings"].append("P1"), -0.2),
+    # errors.attribute_errors[].severity on R1: significant 0.5 -> correct = 1 x 1 / 1.5,
+    # S = (2/3 - 0.25) / 1.5 = 0.27778
+    ("attribute significant", lambda e: _attribute(e, severity="significant"), 0.2778),
+    # negligible weighs 0: correct = 1 x 1 / 1 = 1, unchanged
+    ("attribute negligible", lambda e: _attribute(e, severity="negligible"), 0.5),
+    # unknown or absent severity weighs 0.25: correct = 1 / 1.25 = 0.8, S = 0.55 / 1.5 = 0.36667
+    ("attribute unknown severity", lambda e: _attribute(e, severity="moderate"), 0.3667),
+    ("attribute without severity", lambda e: _attribute(e), 0.3667),
+    # two significant errors: correct = 1 x 1 / 2, S = 0.25 / 1.5
+    ("two attribute errors", lambda e: (_attribute(e, severity="significant"), _attribute(e, severity="significant")), 0.1667),
+    # errors.attribute_errors[].ref_id: an error of the unmatched R2 takes no credit
+    ("attribute of an unmatched reference", lambda e: _attribute(e, severity="significant", ref_id="R2"), 0.5),
+    # the first of a repeated top-level key wins: errors without P2 -> S = 1 / 1.5 (see the reader test)
+]
+
+
+@pytest.mark.parametrize("label, change, expected", _FIELD_CASES, ids=[c[0] for c in _FIELD_CASES])
+def test_crimson_each_field_the_official_scorer_reads_changes_the_score(label, change, expected):
+    from rexrank.metrics.crimson_text import score_evaluation
+
+    assert score_evaluation(_crimson_base()).score == 0.5
+    evaluation = _crimson_base()
+    change(evaluation)
+    assert score_evaluation(evaluation).score == expected
+
+
+def test_crimson_missing_findings_and_error_types_count_but_never_move_the_score():
+    """E_miss enters S only when N_G = 0, where every reference weighs 0 (none listed, or all
+    benign), so missing findings change the counts, never the score; error types only count.
+    Base: E_miss = 0.5 (R2 actionable); with R1 also missing 1.5."""
+    from rexrank.metrics.crimson_text import ATTRIBUTE_TYPES, score_evaluation
+
+    base = score_evaluation(_crimson_base())
+    assert (base.n_missing, base.weighted_missing, base.n_false, base.weighted_false) == (1, 0.5, 1, 0.25)
+    evaluation = _crimson_base()
+    evaluation["errors"]["missing_findings"] = ["R2", "R1", "R9"]  # R9 is not listed: weighs 0
+    parts = score_evaluation(evaluation)
+    assert (parts.n_missing, parts.weighted_missing, parts.score) == (3, 1.5, 0.5)
+    evaluation = _crimson_base()
+    _attribute(evaluation, severity="negligible", error_types=["location", "temporal"])
+    _attribute(evaluation, severity="significant", error_types=["location", "unknown"])
+    parts = score_evaluation(evaluation)
+    assert parts.attribute_counts == {t: {"location": 2, "temporal": 1}.get(t, 0) for t in ATTRIBUTE_TYPES}
+    assert (parts.n_attribute, parts.weighted_attribute) == (2, 0.5)
+    # correct = 1 x 1 / (1 + 0 + 0.5) = 2/3 -> S = (2/3 - 0.25) / 1.5, as one significant error
+    assert parts.score == 0.2778 and parts.correct == pytest.approx(2 / 3, abs=1e-15)
+
+
+_EMPTY_REFERENCE_CASES = [
+    # N_G = 0 with no reference finding and nothing wrong: S = 1
+    ("nothing found, nothing expected", [], [], [], [], 1.0, 1.0),
+    # N_G = 0, E_false = 1: S = -(1 + 0 + 1) = -2; d = 1 - 0 -> -1 / 2
+    ("one urgent false finding", [], [("P1", "urgent")], [], ["P1"], -0.5, -2),
+    # no reference listed but one match: N_G = matches + E_miss = 1, correct 0 (no weight): S = 0
+    ("a match of an unlisted reference", [], [("P1", "urgent")], [("R1", "P1")], [], 0.0, 0.0),
+    # ... and with the P1 false: S = -1 / 1, d = 1 -> -0.5
+    ("a match and a false finding", [], [("P1", "urgent")], [("R1", "P1")], ["P1"], -0.5, -1.0),
+    # references listed but all benign: N_G stays 0 (not the count of matches); nothing false: S = 1
+    ("benign references only", [("R1", "benign_expected")], [("P1", "benign_expected")], [("R1", "P1")], [], 1.0, 1.0),
+    # ... with an actionable false finding: S = -(0.5 + 0 + 1), d = 0.5 -> -0.5 / 1.5
+    ("benign references and a false finding", [("R1", "benign_expected")], [("P2", "actionable_not_urgent")],
+     [("R1", "P1")], ["P2"], -0.3333, -1.5),
+]
+
+
+@pytest.mark.parametrize("label, refs, preds, matched, false, expected, s", _EMPTY_REFERENCE_CASES,
+                         ids=[c[0] for c in _EMPTY_REFERENCE_CASES])
+def test_crimson_without_weighted_reference_findings_by_the_official_rule(label, refs, preds, matched, false, expected, s):
+    from rexrank.metrics.crimson_text import score_evaluation
+
+    parts = score_evaluation({
+        "reference_findings": [{"id": i, "clinical_significance": w} for i, w in refs],
+        "predicted_findings": [{"id": i, "clinical_significance": w} for i, w in preds],
+        "matched_findings": [{"ref_id": r, "pred_id": p} for r, p in matched],
+        "errors": {"false_findings": false, "missing_findings": [], "attribute_errors": []}})
+    assert (parts.score, parts.s) == (expected, s)
+    assert parts.n_g == (len(matched) if not refs else 0)
+
+
+def test_crimson_a_matched_benign_finding_with_a_negligible_error_takes_no_credit():
+    """w = 0 and the errors' severities sum to 0: the official credit factor is 0 (no division).
+    R1 benign matched, R2 urgent missing: N_G = 1, correct = 0, S = 0."""
+    from rexrank.metrics.crimson_text import score_evaluation
+
+    parts = score_evaluation({
+        "reference_findings": [{"id": "R1", "clinical_significance": "benign_expected"},
+                               {"id": "R2", "clinical_significance": "urgent"}],
+        "predicted_findings": [{"id": "P1", "clinical_significance": "benign_expected"}],
+        "matched_findings": [{"ref_id": "R1", "pred_id": "P1"}],
+        "errors": {"false_findings": [], "missing_findings": ["R2"],
+                   "attribute_errors": [{"ref_id": "R1", "pred_id": "P1", "severity": "negligible"}]}})
+    assert (parts.score, parts.correct, parts.n_g, parts.weighted_missing) == (0.0, 0.0, 1.0, 1.0)
+
+
+def test_crimson_a_missing_section_reads_as_empty():
+    """Without `errors`, nothing is false: S = correct / N_G = 1 / 1.5; without
+    `matched_findings`, nothing is correct: S = -0.25 / 1.5 < 0, d = 0.25 -> -0.2; without
+    `reference_findings`, N_G = matches + E_miss = 1 and R1 has no weight: S = -0.25, d = 0.25."""
+    from rexrank.metrics.crimson_text import score_evaluation
+
+    for section, expected in (("errors", 0.6667), ("matched_findings", -0.2), ("reference_findings", -0.2)):
+        evaluation = _crimson_base()
+        del evaluation[section]
+        assert score_evaluation(evaluation).score == expected, section
+    evaluation = _crimson_base()
+    del evaluation["predicted_findings"]  # P2 has no weight: E_false = 0
+    assert score_evaluation(evaluation).score == 0.6667
+    # with R1's significant error (correct 2/3): without false findings S = (2/3) / 1.5 = 0.4444;
+    # without the attribute errors (none then): the base 0.5; missing findings never move it: 0.2778
+    for key, expected in (("false_findings", 0.4444), ("attribute_errors", 0.5), ("missing_findings", 0.2778)):
+        evaluation = _crimson_base()
+        _attribute(evaluation, severity="significant")
+        del evaluation["errors"][key]
+        assert score_evaluation(evaluation).score == expected, key
+
+
+# ---- each repair of the official reader, on an answer it changes the score of ------------------
+def _base_text() -> str:
+    return json.dumps(_crimson_base())
+
+
+_REPAIRS = [
+    # curly double quotes in prose become escaped quotes
+    ("curly double quotes", lambda t: t.replace('"finding": "nodule"', '"finding": "a \u201csmall\u201d nodule"'),
+     ("predicted_findings", 1, "finding"), 'a "small" nodule', 0.5),
+    # curly single quotes become \' (no JSON escape): the invalid-escape fix doubles its backslash
+    ("curly single quotes", lambda t: t.replace('"finding": "nodule"', '"finding": "a \u2018small\u2019 nodule"'),
+     ("predicted_findings", 1, "finding"), "a \\'small\\' nodule", 0.5),
+    # ["": ["P2"]  ->  ["P2"]
+    ("array written as an object", lambda t: t.replace('"false_findings": ["P2"]', '"false_findings": ["": ["P2"]'),
+     ("errors", "false_findings", 0), "P2", 0.5),
+    # a key's opening quote restored after "<comma>: R2's significance read as urgent -> 0.375
+    ("key without its opening quote after a string",
+     lambda t: t.replace('"cardiomegaly", "clinical_significance": "actionable_not_urgent"',
+                         '"cardiomegaly", clinical_significance": "urgent"'),
+     ("reference_findings", 1, "clinical_significance"), "urgent", 0.375),
+    # ... after ]<comma>: no false finding -> 1 / 1.5
+    ("key without its opening quote after an array",
+     lambda t: t.replace('"false_findings": ["P2"], "missing_findings"', '"false_findings": [], missing_findings"'),
+     ("errors", "missing_findings", 0), "R2", 0.6667),
+    # ... after }<comma>: R2 matched too -> (1.5 - 0.25) / 1.5
+    ("key without its opening quote after an object",
+     lambda t: t.replace('"pred_id": "P1"}]', '"pred_id": "P1"}, {"ref_id": "R2", "pred_id": "P2"}], "n": {}, x_y9": 0'),
+     ("matched_findings", 1, "ref_id"), "R2", 0.8333),
+    # ... after a digit<comma>
+    ("key without its opening quote after a number", lambda t: t.replace('{"false_findings"', '{"n": 1, false_findings"'),
+     ("errors", "false_findings", 0), "P2", 0.5),
+    # ... right after {: P2 renamed -> no weight for the false finding -> 1 / 1.5
+    ("key without its opening quote after a brace",
+     lambda t: t.replace('{"id": "P2"', '{ id": "P9"'), ("predicted_findings", 1, "id"), "P9", 0.6667),
+    # a bare string inside an object after a comma is dropped
+    ("orphan string after a comma", lambda t: t.replace('"pred_id": "P1"}', '"pred_id": "P1", "pred_old"}'),
+     ("matched_findings", 0, "pred_id"), "P1", 0.5),
+    # ... and as an object's first item
+    ("orphan string first in an object", lambda t: t.replace('{"ref_id": "R1"', '{"orphan", "ref_id": "R1"'),
+     ("matched_findings", 0, "ref_id"), "R1", 0.5),
+    # an invalid backslash escape is doubled
+    ("invalid escape", lambda t: t.replace('"finding": "nodule"', '"finding": "no\\_dule"'),
+     ("predicted_findings", 1, "finding"), "no\\_dule", 0.5),
+    # a quote inside prose is escaped
+    ("quote inside a string", lambda t: t.replace('"finding": "nodule"', '"finding": "a "so-called" nodule"'),
+     ("predicted_findings", 1, "finding"), 'a "so-called" nodule', 0.5),
+    # an invalid escape and a quote inside prose: the quotes are fixed on the escape-fixed text
+    ("invalid escape and a quote inside a string",
+     lambda t: t.replace('"finding": "nodule"', '"finding": "a\\_b "so-called" nodule"'),
+     ("predicted_findings", 1, "finding"), 'a\\_b "so-called" nodule', 0.5),
+    # a repeated key keeps its first value: errors with no false finding -> 1 / 1.5
+    ("repeated key", lambda t: '{"errors": {"false_findings": []}, ' + t[1:],
+     ("errors", "false_findings"), [], 0.6667),
+]
+
+
+@pytest.mark.parametrize("label, fault, where, value, expected", _REPAIRS, ids=[r[0] for r in _REPAIRS])
+def test_crimson_each_repair_of_the_official_reader_reads_the_answer_it_scores(label, fault, where, value, expected):
+    """Each answer is no JSON as written, or JSON that plain json reads otherwise (curly quotes
+    kept, a repeated key's last value): the repair gives the value at `where` and the score
+    computed by hand (0.5 unchanged where only prose was repaired)."""
+    from rexrank.metrics.crimson_text import read_answer, score_evaluation
+
+    text = fault(_base_text())
+    try:
+        plain = json.loads(text)
+    except json.JSONDecodeError:
+        plain = None
+    parsed = read_answer(text)
+    assert parsed != plain
+    got = parsed
+    for key in where:
+        got = got[key]
+    assert got == value
+    assert score_evaluation(parsed).score == expected
+
+
+def test_crimson_orphan_removal_also_drops_the_middle_of_a_three_item_list():
+    """The official orphan fix (tried when plain JSON fails) removes any `, "x"` followed by a
+    comma, in lists too: with an orphan in the answer, false findings ["P2", "P1", "P3"] read
+    as ["P2", "P3"] -> E_false = 0.25 + 0 (P3 not listed), S = 0.5 (not -0.2 with P1 false)."""
+    from rexrank.metrics.crimson_text import read_answer, score_evaluation
+
+    text = _base_text().replace('"pred_id": "P1"}', '"pred_id": "P1", "pred_old"}').replace(
+        '"false_findings": ["P2"]', '"false_findings": ["P2", "P1", "P3"]')
+    parsed = read_answer(text)
+    assert parsed["errors"]["false_findings"] == ["P2", "P3"]
+    assert score_evaluation(parsed).score == 0.5
+
+
+def test_crimson_an_orphan_with_an_invalid_escape_is_unreadable():
+    """The official fixes are tried one at a time on the repaired text (orphans, then escapes,
+    then quotes on the raw and on the escape-fixed text), never orphans and escapes together."""
+    from rexrank.metrics.crimson_text import UnreadableAnswer, read_answer
+
+    text = _base_text().replace('"pred_id": "P1"}', '"pred_id": "P1", "pred_old"}').replace('"nodule"', '"no\\_dule"')
+    with pytest.raises(UnreadableAnswer):
+        read_answer(text)

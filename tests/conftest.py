@@ -15,11 +15,32 @@ for _name, _value in {
 }.items():
     os.environ.setdefault(_name, _value)
 
-# README's test command runs one pytest-xdist worker per core: each worker's torch and BLAS keep
+# README's test command runs pytest-xdist workers on every core: each worker's torch and BLAS keep
 # to one thread (set before anything imports torch), else the workers' threads fight over the cores
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
+
+
+# Files of minutes (a fresh venv's pip installs, a browser, Job scenarios, generation), started
+# first: the workers take whole files (--dist loadfile), and one of them taken last would leave the
+# other workers idle at the end. The rest keep their collection order.
+LONG_FILE_MARKERS = ("fresh_venv", "browser", "long")
+
+
+def pytest_collection_modifyitems(items):
+    rank: dict = {}
+    for item in items:
+        for place, marker in enumerate(LONG_FILE_MARKERS):
+            if item.get_closest_marker(marker):
+                rank[item.path] = min(place, rank.get(item.path, place))
+    items.sort(key=lambda item: rank.get(item.path, len(LONG_FILE_MARKERS)))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: a worker per core and one more, which runs while the others wait on pip's
+    downloads, servers and subprocesses (a third of the fresh-venv tests' time is such waiting)."""
+    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.fixture(autouse=True)

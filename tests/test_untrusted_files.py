@@ -173,7 +173,9 @@ def test_each_limit_of_the_child_is_a_refusal_that_names_it():
         "p.parquet: reading it needs more than 64 MiB, the memory limit of the reader (RLIMIT_AS)")
     assert refusal(T.spin, cpu_seconds=1).startswith(
         "p.parquet: reading it used more than 1 s of CPU time, the CPU time limit of the reader (RLIMIT_CPU)")
-    assert sandbox.last_cost().cpu_seconds > 0.9  # (the kernel counts CPU time in ticks)
+    # the child's own CPU time is its cost (the kernel samples it in ticks, and under load it has
+    # counted 0.83 s at SIGXCPU: the bound says it was measured, not how finely)
+    assert sandbox.last_cost().cpu_seconds > 0.5
     assert refusal(T.wait_forever, wall_seconds=1).startswith(
         "p.parquet: reading it took longer than 1 s, the wall-clock limit of the reader")
     assert refusal(T.many_rows, 100, 10_000, answer_bytes=100_000).startswith(

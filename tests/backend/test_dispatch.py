@@ -24,6 +24,9 @@ from support.dispatch_fixtures import hub  # noqa: F401 (fixtures)
 from support.backend_fixtures import HELPER
 from support.backend_fixtures import test_metrics  # noqa: F401 (fixtures)
 
+pytestmark = pytest.mark.long  # Job scenarios with fake Hubs and shard processes: minutes
+
+
 def single_worker_run(tmp_path, metrics: str, **env):
     store = open_store(tmp_path / "single", quota=Quota(0))
     submit(store)

@@ -102,14 +102,21 @@ def test_configured_prices_win_over_the_hubs_and_the_tables(tmp_path):
     settings = DispatchSettings(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.1,
                                 flavor_prices={"cpu-basic": 36.0})
     live = PriceList({**FLAVOR_PRICES, "cpu-basic": 0.02}, "the Hub's list_jobs_hardware()")
-    d = Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), InProcessJobs(str(tmp_path / "s")), settings,
-                   prices=live)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    d = Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), jobs, settings, prices=live)
     assert d.run(once=True) == 1
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
     plan = final["dispatch"]["plan"]
     assert plan["price_per_hour"] == 36.0 and "flavor_prices in config.json for cpu-basic" in plan["price_source"]
-    for job in final["dispatch"]["jobs"]:  # each Job's recorded cost at the configured price
+    recorded = final["dispatch"]["jobs"]
+    # one record per Job started, each naming its shard and first attempt, as the Job it was
+    assert sorted((job["shard"], job["attempt"]) for job in recorded) == [(i, 1) for i in range(len(plan["ranges"]))]
+    assert {job["job_id"] for job in recorded} == set(jobs.jobs)
+    for job in recorded:  # each Job's recorded seconds, and its cost at the configured price
+        ran = jobs.jobs[job["job_id"]]
+        assert (job["flavor"], job["state"]) == ("cpu-basic", "COMPLETED")
+        assert job["seconds"] == round(ran.finished - ran.started, 1)
         assert job["estimated_cost_usd"] == round(job["seconds"] / 3600 * 36.0, 4)
     assert plan["estimated_cost_usd"] == round(plan["estimated_gpu_hours"] * 36.0, 2)
 
@@ -227,6 +234,57 @@ def test_no_more_jobs_run_at_once_than_max_jobs(tmp_path):
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
     assert len(final["dispatch"]["plan"]["ranges"]) == 4 and len(jobs.jobs) == 4 and jobs.peak == 2
+
+
+# ---- the GPU-hours the Jobs used ------------------------------------------------------------------
+
+class _LongRunningJobs(InProcessJobs):
+    """Jobs that say they started `ran_for` seconds ago (the hours a slow or stuck Job has billed)."""
+
+    def __init__(self, store_name: str, ran_for: float):
+        super().__init__(store_name)
+        self.ran_for = ran_for
+
+    def run(self, **job):
+        job_id = super().run(**job)
+        self.jobs[job_id].started -= self.ran_for
+        return job_id
+
+
+def test_jobs_that_used_more_gpu_hours_than_the_ceiling_fail_the_request_and_stop(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    # two shards, each Job said to have run 40 minutes: 80 GPU-minutes used against a ceiling of one hour
+    settings = DispatchSettings(mode="local", flavor="l4x1", max_jobs=2, target_shard_hours=1e-9, poll=0.05,
+                                flavor_speed={"l4x1": 1e-4}, job_timeout=300, job_startup=0, gpu_hours_ceiling=1.0)
+    jobs = _LongRunningJobs(str(tmp_path / "s"), ran_for=2400)
+    jobs.go.clear()  # the Jobs run on while the dispatcher polls them
+    Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), jobs, settings).run(once=True)
+    jobs.go.set()
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["failure_kind"] == "internal"
+    used = sum(job["seconds"] for job in final["dispatch"]["jobs"]) / 3600  # 1.33 and a little
+    assert 4800 / 3600 <= used < 4800 / 3600 + 0.005
+    assert final["error"] == ("internal error while scoring: the Jobs used 1.33 GPU-hours, over this board's "
+                              "per-request ceiling of 1")
+    assert {job["state"] for job in final["dispatch"]["jobs"]} == {"CANCELED"}
+
+
+def test_the_used_hours_ceiling_counts_every_recorded_job_and_lets_exactly_the_ceiling_through(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    worker = Worker(store, metrics="bleu2", worker_id="d")
+    d = Dispatcher(worker, None, DispatchSettings(mode="local", flavor="l4x1", gpu_hours_ceiling=1.5))
+    d._records["r"] = [{"seconds": 1800.0}, {"seconds": 3600.0}]  # 1.5 h: the ceiling itself is allowed
+    assert d._over_ceiling("r") is None
+    d._records["r"].append({"seconds": 1.0})  # 5,401 s: one second over
+    assert d._over_ceiling("r") == ("internal error while scoring: the Jobs used 1.50 GPU-hours, over this "
+                                    "board's per-request ceiling of 1.5", "internal")
+    # a previous holder's record of a Job it never saw run carries no seconds: it used none
+    d._records["r"] = [{"seconds": 5400.0}, {"job_id": "adopted"}]
+    assert d._over_ceiling("r") is None
+    unlimited = Dispatcher(worker, None, DispatchSettings(mode="local", flavor="l4x1"))
+    unlimited._records["r"] = [{"seconds": 1e9}]
+    assert unlimited._over_ceiling("r") is None
 
 
 # ---- a private request is planned from public sizes --------------------------------------------

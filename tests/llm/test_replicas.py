@@ -14,6 +14,8 @@ from rexrank.llm.replicas import overlapping, replica_bytes
 from rexrank.llm.transformers_backend import TransformersBackend
 from rexrank.metrics.registry import get_metric
 
+pytestmark = pytest.mark.long  # generation on two replicas against the sequential path: minutes
+
 
 @pytest.fixture(scope="module")
 def tiny_green(tmp_path_factory):

@@ -12,6 +12,8 @@ import pytest
 
 from rexrank.models.huge_pages import VARIABLE, prefer_huge_pages
 
+pytestmark = pytest.mark.long  # each case scores in fresh Python processes: minutes
+
 # PyTorch places a buffer of >= 2 MB on a page boundary only when it madvises huge pages;
 # otherwise glibc's mmap chunk header leaves it 64 bytes past one
 OFFSET_OF_A_3MB_BUFFER = "import torch; print(torch.empty(3 * 262144).data_ptr() % 4096)"

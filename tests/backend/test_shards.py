@@ -10,18 +10,29 @@ from types import SimpleNamespace
 
 import pytest
 
+from rexrank.backend import shards
 from rexrank.backend.shards import (
     TABLE_SOURCE,
     PlanError,
     PriceList,
+    _time,
     check_flavor,
     gpus_of,
     plan_shards,
     seconds_per_study,
+    shard_rules,
     startup_seconds,
 )
+from rexrank.metrics.base import ShardRule
 
 GREEN_A10G = dict(flavor="a10g-large", startup=272)
+# GREEN sorted by length on a local model, and SRR-BERT's distinct sentences, batch the whole
+# request: each says so in its shard rule (rexrank.metrics.green, rexrank.metrics.srr_bert)
+BY_LENGTH = {"green": {"batching": "by_length"}}
+GREEN_WHY = ("green: batching='by_length' batches the whole request's prompts sorted by length (batching='official', "
+             "the default, shards)")
+SRR_WHY = ("srr_bert: batching='distinct' classifies the request's distinct sentences together (batching='radeval', "
+           "the default, shards)")
 
 
 def test_three_jobs_plan_their_ranges_hours_cost_and_makespan_by_hand():
@@ -47,12 +58,14 @@ def test_a_job_timeout_cuts_more_shards_that_run_in_waves_of_max_jobs():
     assert plan.to_json()["estimated_makespan_hours"] == round(3 * (272 + 21 * 8 * 6) / 3600, 4) == 1.0667
 
 
-def test_one_shard_over_the_job_timeout_names_its_hours_and_the_timeout_needed():
+# 80 % of the timeout less 272 s of start-up: 1,168 s hold 24 batches of 48 s, so 6 shards; 3,728 s hold 77, so 2
+@pytest.mark.parametrize(("job_timeout", "said"), [(1800, "30 min"), (5000, "83 min")])
+def test_one_shard_over_the_job_timeout_names_its_hours_and_the_timeout_needed(job_timeout, said):
     with pytest.raises(PlanError) as refused:
-        plan_shards(1000, ["green"], max_jobs=2, job_timeout=1800, max_shards=1, **GREEN_A10G)
+        plan_shards(1000, ["green"], max_jobs=2, job_timeout=job_timeout, max_shards=1, **GREEN_A10G)
     # one shard: 272 + 125 x 48 = 6,272 s = 1.7 h; it needs a timeout of 6,272 / 0.8 = 7,840 s, 2.2 h rounded up
     assert str(refused.value) == ("at most 1 shard(s), and one shard of 1000 studies (1.7 h with start-up) does not fit "
-                                  "80% of the Job timeout of 30 min: raise --job-timeout to at least 2.2 h, or score "
+                                  f"80% of the Job timeout of {said}: raise --job-timeout to at least 2.2 h, or score "
                                   "without it")
 
 
@@ -68,8 +81,10 @@ def test_a_target_wall_may_use_exactly_max_jobs():
     # within 1 h: 3,328 s after start-up hold 69 batches, so ceil(125 / 69) = 2 Jobs, which --max-jobs 2 allows
     plan = plan_shards(1000, ["green"], max_jobs=2, target_wall=3600, **GREEN_A10G)
     assert plan.k == 2 and plan.makespan_hours == pytest.approx((272 + 63 * 8 * 6) / 3600)
-    with pytest.raises(PlanError, match="need 2 Jobs at once and --max-jobs allows 1: raise --max-jobs to 2"):
+    with pytest.raises(PlanError) as refused:
         plan_shards(1000, ["green"], max_jobs=1, target_wall=3600, **GREEN_A10G)
+    assert str(refused.value) == ("1000 studies within 60 min need 2 Jobs at once and --max-jobs allows 1: raise "
+                                  "--max-jobs to 2, or allow a longer --target-wall")
 
 
 def test_seconds_per_study_add_the_suites_share_and_each_judge_over_the_flavours_speed():
@@ -158,3 +173,133 @@ def test_a_plan_of_the_requests_own_size_in_one_wave_says_no_more():
     # one wave of 3 Jobs, each 272 + 42 x 48 s = 38 min; no Job timeout set
     assert lines[3] == ("about 38 min: each Job 38 min with 4.5 min of start-up (a stated default: image, install, "
                         "model downloads; set job_startup)")
+
+
+def test_durations_for_people_switch_units_at_90_s_and_90_min():
+    assert [_time(89), _time(89.4)] == ["89 s", "89 s"]
+    # from 90 s on, minutes: 1.5 min rounds to 2, and 90.5 s too (it is no longer said in seconds)
+    assert [_time(90), _time(90.5)] == ["2 min", "2 min"]
+    assert _time(5399) == "90 min"  # 89.98 min
+    # from 90 min on, hours to the tenth: 5,400 s is 1.5 h, and so is 5,400.5 s
+    assert [_time(5400), _time(5400.5)] == ["1.5 h", "1.5 h"]
+    assert _time(9200) == "2.6 h"  # 2.556 h
+    # up: a least value that must suffice is never rounded down
+    assert [_time(47.2, up=True), _time(47.2)] == ["48 s", "47 s"]
+    assert [_time(9000, up=True), _time(9001, up=True)] == ["2.5 h", "2.6 h"]
+
+
+def test_a_flavour_with_no_speed_estimate_is_refused_naming_the_setting(monkeypatch):
+    # a flavour a newer huggingface_hub names and FLAVOR_SPEED does not know yet
+    known = shards.job_flavors()
+    monkeypatch.setattr(shards, "job_flavors", lambda: (*known, "b200"))
+    with pytest.raises(PlanError) as refused:
+        seconds_per_study(["green"], "b200")
+    assert str(refused.value) == ("no speed estimate for flavour 'b200': set flavor_speed (its throughput relative to "
+                                  "one H100) in the store's config.json")
+    assert seconds_per_study(["green"], "b200", speed={"b200": 2.0}) == 1.5 / 2.0
+
+
+def test_a_flavour_with_no_price_is_refused_and_configured_prices_are_named_in_the_source():
+    with pytest.raises(PlanError) as refused:
+        PriceList({"h200": 5.0}, "a list").price("b200")
+    assert str(refused.value) == "no price for flavour 'b200': set flavor_prices in the store's config.json"
+    configured = PriceList({"h200": 5.0}, "a list").configured({"h200": 4.0, "a10g-large": 1.2})
+    assert configured.source == "a list; flavor_prices in config.json for a10g-large, h200"
+    assert (configured.price("h200"), configured.price("a10g-large")) == (4.0, 1.2)
+
+
+def test_max_jobs_below_one_is_refused_with_the_value_given():
+    with pytest.raises(PlanError) as refused:
+        plan_shards(1000, ["green"], max_jobs=0, **GREEN_A10G)
+    assert str(refused.value) == "--max-jobs must be at least 1, got 0"
+
+
+def test_each_metric_gets_the_shard_rule_of_its_own_options():
+    assert shard_rules(["green", "bleu2"], BY_LENGTH) == {"green": ShardRule(refusal=GREEN_WHY[len("green: "):]),
+                                                         "bleu2": ShardRule()}
+    assert shard_rules(["green"], {"bleu2": {"batching": "by_length"}}) == {"green": ShardRule(align=8)}
+
+
+def test_a_metric_that_cannot_be_cut_keeps_the_request_in_one_shard_and_says_why():
+    # 1.67 h of work would be 4 half-hour shards, which --max-jobs 4 allows; GREEN by length allows one
+    plan = plan_shards(1000, ["green"], BY_LENGTH, max_jobs=4, **GREEN_A10G)
+    assert plan.ranges == ((0, 1000),) and plan.why_one_shard == GREEN_WHY
+    assert plan.describe().splitlines()[0] == ("1000 studies -> 1 shard(s) on a10g-large (boundaries on multiples of 1; "
+                                               f"one shard: {GREEN_WHY})")
+    both = plan_shards(1000, ["green", "srr_bert"], {**BY_LENGTH, "srr_bert": {"batching": "distinct"}}, max_jobs=4,
+                       **GREEN_A10G)
+    assert both.ranges == ((0, 1000),) and both.why_one_shard == f"{GREEN_WHY}; {SRR_WHY}"
+
+
+def test_a_metric_that_cannot_be_cut_over_the_job_timeout_names_the_timeout_it_needs():
+    # one shard: 120 s of start-up and 1,000 x 6 s = 6,120 s = 1.7 h; 80 % of 5,000 s leaves 3,880 s after
+    # start-up, 646 studies, so 2 shards would be needed; 6,120 / 0.8 = 7,650 s = 2.125 h, up to 2.2 h
+    with pytest.raises(PlanError) as refused:
+        plan_shards(1000, ["green"], BY_LENGTH, flavor="a10g-large", startup=120, max_jobs=4, job_timeout=5000)
+    assert str(refused.value) == (f"{GREEN_WHY}, and one shard of 1000 studies (1.7 h with start-up) does not fit 80% "
+                                  "of the Job timeout of 83 min: raise --job-timeout to at least 2.2 h, or score without "
+                                  "green")
+    # with SRR-BERT as well: 1/6 of the suite's 15.4 s per 600 studies at a quarter of an H100 adds 0.0171 s a
+    # study: 6,137 s (1.7 h) in one shard, 7,671 s (2.13 h) needed
+    with pytest.raises(PlanError) as refused:
+        plan_shards(1000, ["green", "srr_bert"], {**BY_LENGTH, "srr_bert": {"batching": "distinct"}},
+                    flavor="a10g-large", startup=120, max_jobs=4, job_timeout=5000)
+    assert str(refused.value) == (f"{GREEN_WHY}; {SRR_WHY}, and one shard of 1000 studies (1.7 h with start-up) does "
+                                  "not fit 80% of the Job timeout of 83 min: raise --job-timeout to at least 2.2 h, or "
+                                  "score without green, srr_bert")
+
+
+def test_shards_are_no_more_than_max_shards_nor_the_batches_nor_the_work_wants():
+    # --max-shards 2 where the work wants 4 and --max-jobs allows 10: 125 batches split 63, 62
+    assert plan_shards(1000, ["green"], max_jobs=10, max_shards=2, **GREEN_A10G).ranges == ((0, 504), (504, 1000))
+    # 16 studies are 2 batches: 2 shards however many a tiny shard target, --max-jobs and --max-shards allow
+    assert plan_shards(16, ["green"], max_jobs=10, max_shards=5, target_shard_hours=1e-6,
+                       **GREEN_A10G).ranges == ((0, 8), (8, 16))
+    assert plan_shards(5, ["green"], max_jobs=4, target_shard_hours=1e-6, **GREEN_A10G).ranges == ((0, 5),)
+    # 16 x 6 s = 96 s of work is less than one half-hour shard: one, though 2 batches and 4 Jobs allow 2
+    small = plan_shards(16, ["green"], max_jobs=4, **GREEN_A10G)
+    assert small.ranges == ((0, 16),) and small.why_one_shard == ""
+    # 3,601 x 6 s = 6.0017 h: 12.003 half-hours, so 13 shards
+    assert plan_shards(3601, ["green"], max_jobs=20, **GREEN_A10G).k == 13
+
+
+def test_a_target_wall_that_waves_or_one_unshardable_shard_exceed_is_refused():
+    # the target wall gives 2 Jobs, the Job timeout 6 shards: 3 waves of 272 + 21 x 48 = 1,280 s, 64 min
+    with pytest.raises(PlanError) as refused:
+        plan_shards(1000, ["green"], max_jobs=2, target_wall=3600, job_timeout=1800, **GREEN_A10G)
+    assert str(refused.value) == ("6 shard(s) take about 64 min where --target-wall asks for 60 min: allow a longer "
+                                  "--target-wall or --job-timeout")
+    # 3 Jobs would finish 250 studies in 15 min (570.5 s after start-up hold 95 studies); GREEN by length keeps one
+    # shard: 329.5 + 250 x 6 = 1,829.5 s, half a second short of 30.5 min
+    with pytest.raises(PlanError) as refused:
+        plan_shards(250, ["green"], BY_LENGTH, flavor="a10g-large", startup=329.5, max_jobs=4, target_wall=900)
+    assert str(refused.value) == (f"1 shard(s) take about 30 min ({GREEN_WHY}) where --target-wall asks for 15 min: "
+                                  "allow a longer --target-wall or --job-timeout")
+
+
+def test_a_makespan_of_exactly_the_target_wall_is_allowed_and_half_a_second_more_is_not():
+    # 480 studies, 60 batches of 48 s after 180 s of start-up: 80 % of 1,150 s leaves 740 s, 15 batches, so 4
+    # shards of 180 + 720 = 900 s; the 30 min target wall gives 2 Jobs (1,620 s hold 33 batches): 2 waves, 1,800 s
+    settings = dict(flavor="a10g-large", startup=180, max_jobs=2, job_timeout=1150)
+    plan = plan_shards(480, ["green"], target_wall=1800, **settings)
+    assert plan.ranges == ((0, 120), (120, 240), (240, 360), (360, 480)) and plan.makespan_hours == 0.5
+    plan_shards(480, ["green"], target_wall=1800 - 1e-6, **settings)  # a microsecond is float noise
+    with pytest.raises(PlanError, match=r"^4 shard\(s\) take about 30 min where --target-wall asks for 30 min"):
+        plan_shards(480, ["green"], target_wall=1799.5, **settings)
+
+
+def test_a_limit_of_start_up_and_exactly_one_batch_is_enough():
+    # 272 s of start-up and one batch of 48 s: 320 s fit one batch a Job, so 2 Jobs for 16 studies
+    assert plan_shards(16, ["green"], max_jobs=2, target_wall=320, **GREEN_A10G).ranges == ((0, 8), (8, 16))
+    # the same through the Job timeout: 80 % of 400 s is 320 s; 400 s is 6.67 min, said as at least 7 min
+    assert plan_shards(16, ["green"], max_jobs=1, job_timeout=400, **GREEN_A10G).ranges == ((0, 8), (8, 16))
+    with pytest.raises(PlanError) as refused:
+        plan_shards(16, ["green"], max_jobs=1, job_timeout=300, **GREEN_A10G)
+    assert str(refused.value) == ("80% of the Job timeout (4 min of 5 min) leaves no room: a Job's start-up (5 min) and "
+                                  "one batch of studies (48 s) take longer; raise --job-timeout to at least 7 min")
+
+
+def test_the_plan_names_every_metric_and_a_day_long_job_timeout_in_hours():
+    lines = plan_shards(1000, ["bleu2", "green"], max_jobs=3, job_timeout=86400, **GREEN_A10G).describe().splitlines()
+    assert lines[1] == "metrics: bleu2, green"
+    assert lines[3].endswith("; set job_startup); Job timeout 24.00 h (80% planned)")

@@ -298,13 +298,15 @@ PARTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                                      *_SRR_BERT_PINS)),
     # the money the dispatcher decides: the prices it reads, the Jobs it lets run at once, the
     # GPU-hour ceiling on the plan and on the hours used, each Job's recorded seconds and cost
-    # (the rest of the dispatcher is its loop, tested by scenarios of minutes)
+    # (the rest of the dispatcher is its loop, tested by scenarios of minutes: its mutants that
+    # stop the loop run into the mutation tool's timeout, each minutes under load)
     "backend.dispatch (money)": ("backend/dispatch.py", ("rexrank.backend.dispatch.x_job_prices__mutmut_*",
-                                                         "rexrank.backend.dispatch.xǁDispatcherǁ_step__mutmut_*",
+                                                         "rexrank.backend.dispatch.xǁDispatcherǁ_room_for_a_job__mutmut_*",
                                                          "rexrank.backend.dispatch.xǁDispatcherǁ_over_ceiling__mutmut_*",
                                                          "rexrank.backend.dispatch.xǁDispatcherǁ_plan_or_refusal__mutmut_*",
                                                          "rexrank.backend.dispatch.xǁDispatcherǁ_note__mutmut_*"),
                                  (*_PLAN, "tests/backend/test_dispatch_plan.py::test_no_more_jobs_run_at_once_than_max_jobs",
+                                  "tests/backend/test_dispatch_plan.py::test_a_job_starts_only_while_fewer_than_max_jobs_run",
                                   "tests/backend/test_dispatch_plan.py::test_a_private_requests_ceiling_refusal_comes_from_the_sets_public_size",
                                   "tests/backend/test_dispatch_plan.py::test_jobs_that_used_more_gpu_hours_than_the_ceiling_fail_the_request_and_stop",
                                   "tests/backend/test_dispatch_plan.py::test_the_used_hours_ceiling_counts_every_recorded_job_and_lets_exactly_the_ceiling_through")),

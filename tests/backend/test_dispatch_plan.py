@@ -236,6 +236,12 @@ def test_no_more_jobs_run_at_once_than_max_jobs(tmp_path):
     assert len(final["dispatch"]["plan"]["ranges"]) == 4 and len(jobs.jobs) == 4 and jobs.peak == 2
 
 
+def test_a_job_starts_only_while_fewer_than_max_jobs_run(tmp_path):
+    worker = Worker(open_store(tmp_path / "s", quota=Quota(0)), metrics="bleu2", worker_id="d")
+    d = Dispatcher(worker, None, DispatchSettings(mode="local", flavor="l4x1", max_jobs=2))
+    assert [d._room_for_a_job(running) for running in range(4)] == [True, True, False, False]
+
+
 # ---- the GPU-hours the Jobs used ------------------------------------------------------------------
 
 class _LongRunningJobs(InProcessJobs):

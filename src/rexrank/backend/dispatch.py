@@ -315,6 +315,10 @@ class Dispatcher:
                     "shard outputs are left to the holder", rid)
         return current
 
+    def _room_for_a_job(self, running: int) -> bool:
+        """The board's cap on paid Jobs at once (max_jobs)."""
+        return running < self.settings.max_jobs
+
     def _over_ceiling(self, rid: str) -> tuple[str, str] | None:
         ceiling = self.settings.gpu_hours_ceiling
         used = sum(j.get("seconds", 0.0) for j in self._records[rid]) / 3600
@@ -428,7 +432,7 @@ class Dispatcher:
             if shard.failures >= self.settings.shard_attempts:
                 return (f"internal error while scoring: shard {shard.index + 1} of {len(shards)} failed "
                         f"{shard.failures} time(s); last cause: {shard.cause}"), R.INTERNAL
-            if running >= self.settings.max_jobs:
+            if not self._room_for_a_job(running):
                 continue
             if not self.store.renew_lease(rid, self.worker.worker_id, lease_seconds=self.worker.lease_seconds):
                 return None  # no longer ours: the next loop sees it and lets go

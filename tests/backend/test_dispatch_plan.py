@@ -242,6 +242,26 @@ def test_a_job_starts_only_while_fewer_than_max_jobs_run(tmp_path):
     assert [d._room_for_a_job(running) for running in range(4)] == [True, True, False, False]
 
 
+def test_each_jobs_record_is_its_seconds_and_cost_at_the_price_of_its_flavour(tmp_path):
+    from rexrank.backend.jobs import JobState
+
+    worker = Worker(open_store(tmp_path / "s", quota=Quota(0)), metrics="bleu2", worker_id="d")
+    d = Dispatcher(worker, None, DispatchSettings(mode="local", flavor="l4x1", flavor_prices={"l4x1": 0.8}))
+    d._note("r", JobState("j1", "RUNNING", labels={}, flavor="l4x1", started=1000.0, finished=1900.04), 0, 1)
+    # 900.04 s is recorded as 900.0; at $0.80 an hour that is $0.2 (0.8 * 900 / 3600)
+    assert d._records["r"] == [{"job_id": "j1", "shard": 0, "attempt": 1, "flavor": "l4x1", "state": "RUNNING",
+                                "seconds": 900.0, "estimated_cost_usd": 0.2}]
+    # the same Job seen again replaces its record; another Job gets its own. A flavour with no
+    # price (one the Hub added after this board's table) is recorded with its seconds, at no cost
+    d._note("r", JobState("j1", "COMPLETED", flavor="l4x1", started=1000.0, finished=1000.0 + 4321.0), 0, 1)
+    d._note("r", JobState("j2", "ERROR", flavor="b200", started=0.0, finished=60.0), 1, 2)
+    assert d._records["r"] == [
+        {"job_id": "j1", "shard": 0, "attempt": 1, "flavor": "l4x1", "state": "COMPLETED", "seconds": 4321.0,
+         "estimated_cost_usd": 0.9602},  # 4321 / 3600 * 0.8 = 0.960222...
+        {"job_id": "j2", "shard": 1, "attempt": 2, "flavor": "b200", "state": "ERROR", "seconds": 60.0,
+         "estimated_cost_usd": 0.0}]
+
+
 # ---- the GPU-hours the Jobs used ------------------------------------------------------------------
 
 class _LongRunningJobs(InProcessJobs):

@@ -277,25 +277,6 @@ class _LongRunningJobs(InProcessJobs):
         return job_id
 
 
-def test_jobs_that_used_more_gpu_hours_than_the_ceiling_fail_the_request_and_stop(tmp_path):
-    store = open_store(tmp_path / "s", quota=Quota(0))
-    req = submit(store)
-    # two shards, each Job said to have run 40 minutes: 80 GPU-minutes used against a ceiling of one hour
-    settings = DispatchSettings(mode="local", flavor="l4x1", max_jobs=2, target_shard_hours=1e-9, poll=0.05,
-                                flavor_speed={"l4x1": 1e-4}, job_timeout=300, job_startup=0, gpu_hours_ceiling=1.0)
-    jobs = _LongRunningJobs(str(tmp_path / "s"), ran_for=2400)
-    jobs.go.clear()  # the Jobs run on while the dispatcher polls them
-    Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), jobs, settings).run(once=True)
-    jobs.go.set()
-    final = store.get_request(req["id"])
-    assert final["status"] == FAILED and final["failure_kind"] == "internal"
-    used = sum(job["seconds"] for job in final["dispatch"]["jobs"]) / 3600  # 1.33 and a little
-    assert 4800 / 3600 <= used < 4800 / 3600 + 0.005
-    assert final["error"] == ("internal error while scoring: the Jobs used 1.33 GPU-hours, over this board's "
-                              "per-request ceiling of 1")
-    assert {job["state"] for job in final["dispatch"]["jobs"]} == {"CANCELED"}
-
-
 def test_the_used_hours_ceiling_counts_every_recorded_job_and_lets_exactly_the_ceiling_through(tmp_path):
     store = open_store(tmp_path / "s", quota=Quota(0))
     worker = Worker(store, metrics="bleu2", worker_id="d")
@@ -311,6 +292,29 @@ def test_the_used_hours_ceiling_counts_every_recorded_job_and_lets_exactly_the_c
     unlimited = Dispatcher(worker, None, DispatchSettings(mode="local", flavor="l4x1"))
     unlimited._records["r"] = [{"seconds": 1e9}]
     assert unlimited._over_ceiling("r") is None
+
+
+def test_jobs_that_used_more_gpu_hours_than_the_ceiling_fail_the_request_and_stop(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    # two shards, each Job said to have run 40 minutes: 80 GPU-minutes used against a ceiling of one hour
+    settings = DispatchSettings(mode="local", flavor="l4x1", max_jobs=2, target_shard_hours=1e-9, poll=0.05,
+                                flavor_speed={"l4x1": 1e-4}, job_timeout=300, job_startup=0, gpu_hours_ceiling=1.0)
+    jobs = _LongRunningJobs(str(tmp_path / "s"), ran_for=2400)
+    jobs.go.clear()  # the Jobs run on while the dispatcher polls them
+    dispatcher = Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), jobs, settings)
+    thread = threading.Thread(target=lambda: dispatcher.run(once=True), daemon=True)
+    thread.start()
+    thread.join(timeout=120)
+    jobs.go.set()
+    assert not thread.is_alive(), "the dispatcher let the Jobs run on past the ceiling"
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["failure_kind"] == "internal"
+    used = sum(job["seconds"] for job in final["dispatch"]["jobs"]) / 3600  # 1.33 and a little
+    assert 4800 / 3600 <= used < 4800 / 3600 + 0.005
+    assert final["error"] == ("internal error while scoring: the Jobs used 1.33 GPU-hours, over this board's "
+                              "per-request ceiling of 1")
+    assert {job["state"] for job in final["dispatch"]["jobs"]} == {"CANCELED"}
 
 
 # ---- a private request is planned from public sizes --------------------------------------------

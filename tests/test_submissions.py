@@ -136,3 +136,403 @@ def test_non_utf8_file_is_a_clear_error(tmp_path):
     (tmp_path / "p.csv").write_bytes("id,prediction\nS00,Effusion \xe9panchement\n".encode("latin-1"))
     with pytest.raises(SubmissionError, match="not UTF-8 text"):
         load_predictions(tmp_path / "p.csv", IDS)
+
+
+# The reader's own functions, called in this process (read_rows_here: what the sandbox's child
+# runs), and the validator on rows put together by hand: every message by the words a
+# submitter reads, every location by the line, item, row or study it names.
+
+from rexrank.submissions import RawPredictions, checked_rows, read_rows_here, validate_predictions  # noqa: E402
+
+
+def _read(path, id_column=None, prediction_column=None):
+    return read_rows_here(str(path), id_column, prediction_column)
+
+
+def _refusal(path, id_column=None, prediction_column=None) -> str:
+    with pytest.raises(SubmissionError) as err:
+        _read(path, id_column, prediction_column)
+    message = str(err.value)
+    assert message.startswith(f"{path}: "), message  # each refusal names the file first
+    return message[len(f"{path}: "):]
+
+
+def test_csv_rows_are_located_by_line_counting_the_header_and_ids_are_text(tmp_path):
+    (tmp_path / "p.csv").write_text("id,prediction\n007,a\n 8 ,\nS9,c\n")
+    # line 1 is the header; an empty cell is an empty prediction; ids are stripped, never numbers
+    assert _read(tmp_path / "p.csv") == [("007", "a", "line 2"), ("8", "", "line 3"), ("S9", "c", "line 4")]
+
+
+@pytest.mark.parametrize("delimiter,named", [("\t", "tabs"), (";", "semicolons")])
+def test_a_header_separated_by_tabs_or_semicolons_is_read_with_that_delimiter(tmp_path, delimiter, named):
+    path = tmp_path / "p.csv"
+    path.write_text(f"id{delimiter}prediction\nS1{delimiter}No effusion, no edema.\n")
+    assert _read(path) == [("S1", "No effusion, no edema.", "line 2")]
+    # a prediction holding the delimiter unquoted: three fields on a line of a two-field header
+    path.write_text(f"id{delimiter}prediction\nS1{delimiter}a\nS2{delimiter}b{delimiter}c\n")
+    message = _refusal(path)
+    assert message.startswith("not a readable CSV: ") and f"its header line is separated by {named}" in message
+    assert "write the file with a CSV writer (csv.writer, pandas' to_csv), which quotes such fields" in message
+
+
+def test_a_comma_header_is_read_with_commas_whatever_else_it_holds(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("id,prediction;x\nS1,a;b\n")  # a comma in the header: commas, the semicolon is text
+    assert _read(path, prediction_column="prediction;x") == [("S1", "a;b", "line 2")]
+    path.write_text("id,prediction\nS1,a\nS2,b,c\n")
+    assert "its header line is separated by commas" in _refusal(path)
+
+
+def test_an_empty_csv_says_what_a_csv_holds(tmp_path):
+    (tmp_path / "p.csv").write_text("")
+    message = _refusal(tmp_path / "p.csv")
+    assert message.startswith("empty CSV file: expected a header line (id,prediction) and one line per study; "
+                              "the accepted shapes: CSV")
+
+
+def test_a_csv_header_of_1000_columns_is_read_and_one_more_is_refused(tmp_path):
+    from rexrank import input_limits as L
+
+    names = ["id", "prediction"] + [f"c{i}" for i in range(L.MAX_CSV_COLUMNS - 2)]
+    (tmp_path / "ok.csv").write_text(",".join(names) + "\n" + ",".join(["S1", "a"] + ["x"] * (len(names) - 2)) + "\n")
+    assert _read(tmp_path / "ok.csv") == [("S1", "a", "line 2")]
+    (tmp_path / "wide.csv").write_text(",".join(names + ["one_more"]) + "\nS1,a\n")
+    assert _refusal(tmp_path / "wide.csv") == "the header line has more than 1,000 columns"
+
+
+def test_a_csv_one_row_past_the_limit_is_refused_and_one_of_the_limit_is_read(tmp_path):
+    from rexrank import input_limits as L
+
+    rows = "".join(f"S{i},a\n" for i in range(L.MAX_ROWS))
+    (tmp_path / "full.csv").write_text("id,prediction\n" + rows)
+    assert len(_read(tmp_path / "full.csv")) == L.MAX_ROWS
+    (tmp_path / "over.csv").write_text("id,prediction\n" + rows + "S_last,a\n")
+    assert _refusal(tmp_path / "over.csv").startswith("has more than 20,000 rows; ")
+
+
+def test_a_csv_larger_than_the_table_cap_is_refused_and_a_json_of_that_size_is_read(tmp_path):
+    from rexrank import input_limits as L
+
+    big = "x" * (L.MAX_TABLE_BYTES + 1)  # one prediction too long, but first the file's size
+    (tmp_path / "p.csv").write_text("id,prediction\nS1," + big + "\n")
+    assert _refusal(tmp_path / "p.csv").startswith("file is 20.0 MiB")
+    # a JSON file may be larger (MAX_FILE_BYTES): it is read, and refused for its prediction's length
+    (tmp_path / "p.json").write_text(json.dumps({"S1": big}))
+    assert "file is" not in _refusal(tmp_path / "p.json")
+
+
+def test_file_types_by_their_suffix_in_any_case(tmp_path):
+    (tmp_path / "P.CSV").write_text("id,prediction\nS1,a\n")
+    assert _read(tmp_path / "P.CSV") == [("S1", "a", "line 2")]
+    (tmp_path / "predictions").write_text("id,prediction\nS1,a\n")
+    assert _refusal(tmp_path / "predictions").startswith("unsupported file type (none); the accepted shapes: CSV")
+    (tmp_path / "p.tsv").write_text("id\tprediction\nS1\ta\n")
+    assert _refusal(tmp_path / "p.tsv").startswith("unsupported file type .tsv; the accepted shapes:")
+
+
+def test_a_json_object_of_strings_is_id_to_prediction_located_by_study(tmp_path):
+    (tmp_path / "p.json").write_text(json.dumps({"S1": "a", "S2": ""}))
+    assert _read(tmp_path / "p.json") == [("S1", "a", "study 'S1'"), ("S2", "", "study 'S2'")]
+    for option in ({"id_column": "key"}, {"prediction_column": "text"}):
+        message = _refusal(tmp_path / "p.json", **option)
+        assert message == ("a JSON object {id: prediction} has no columns or fields to name: leave out --id-column "
+                           "and --prediction-column")
+
+
+def test_the_submission_json_reads_model_prediction_or_the_field_named(tmp_path):
+    doc = {"S1": {"model_prediction": "a", "report": "r1", "findings": "x"}, "S2": {"model_prediction": "b", "report": "r2"}}
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    assert _read(tmp_path / "s.json") == [("S1", "a", "study 'S1'"), ("S2", "b", "study 'S2'")]
+    assert _read(tmp_path / "s.json", prediction_column="report") == [("S1", "r1", "study 'S1'"), ("S2", "r2", "study 'S2'")]
+    message = _refusal(tmp_path / "s.json", prediction_column="findings")
+    assert message.startswith("study 'S2' has no 'findings' field (ReXrank submission JSON: the test JSON with "
+                              "'findings' added to every study); the accepted shapes:")
+    assert _refusal(tmp_path / "s.json", id_column="study") == \
+        "a ReXrank submission JSON is keyed by study id: it has no id column to name"
+
+
+def test_a_json_object_mixing_strings_and_other_values_names_the_study_and_both_shapes(tmp_path):
+    (tmp_path / "m.json").write_text(json.dumps({"S1": {"model_prediction": "a"}, "S2": 7}))
+    message = _refusal(tmp_path / "m.json")
+    assert message.startswith("study 'S2' holds int 7, neither a prediction string nor an object with "
+                              "'model_prediction': a JSON object is either {id: prediction} (every value a string) "
+                              "or the ReXrank submission JSON (every value an object with 'model_prediction'); "
+                              "the accepted shapes:")
+    # objects throughout but one without the field: the submission JSON's message, not a type error
+    (tmp_path / "o.json").write_text(json.dumps({"S1": {"model_prediction": "a"}, "S2": {"report": "b"}}))
+    assert _refusal(tmp_path / "o.json").startswith("study 'S2' has no 'model_prediction' field")
+    (tmp_path / "e.json").write_text("{}")
+    assert _read(tmp_path / "e.json") == []
+
+
+def test_a_json_list_of_records_is_located_by_item_and_its_columns_are_every_records(tmp_path):
+    records = [{"id": "S1", "note": "x"}, {"study_id": "S2", "id": "S2", "report": "b", "prediction": "B"}]
+    (tmp_path / "l.json").write_text(json.dumps(records))
+    # `prediction` is a column because the second record has it; the first lacks it
+    assert _refusal(tmp_path / "l.json") == "item 1 has no 'prediction' field"
+    records[0]["prediction"] = "A"
+    (tmp_path / "l.json").write_text(json.dumps(records))
+    assert _read(tmp_path / "l.json") == [("S1", "A", "item 1"), ("S2", "B", "item 2")]
+    assert _refusal(tmp_path / "l.json", id_column="study_id", prediction_column="report") == \
+        "item 1 has no 'report' field"
+    records[0].update(study_id="T1", report="R")
+    (tmp_path / "l.json").write_text(json.dumps(records))
+    assert _read(tmp_path / "l.json", id_column="study_id", prediction_column="report") == [("T1", "R", "item 1"),
+                                                                                             ("S2", "b", "item 2")]
+
+
+def test_a_record_without_an_id_is_a_missing_id_and_a_non_record_is_named(tmp_path):
+    (tmp_path / "l.json").write_text(json.dumps([{"id": "S1", "prediction": "a"}, {"prediction": "b"}]))
+    assert _refusal(tmp_path / "l.json") == "item 2: missing study id"
+    (tmp_path / "n.json").write_text(json.dumps([{"id": "S1", "prediction": "a"}, 5]))
+    assert _refusal(tmp_path / "n.json").startswith("expected objects with id and prediction fields, found int; "
+                                                     "the accepted shapes:")
+    (tmp_path / "s.json").write_text(json.dumps("S1,a"))
+    assert _refusal(tmp_path / "s.json").startswith("expected a JSON object or list, got str; the accepted shapes:")
+
+
+def test_jsonl_skips_blank_lines_and_names_a_broken_line_by_its_number(tmp_path):
+    (tmp_path / "p.jsonl").write_text('{"id": "S1", "prediction": "a"}\n{"id": "S2", "prediction": "b"}\n')
+    assert _read(tmp_path / "p.jsonl") == [("S1", "a", "line 1"), ("S2", "b", "line 2")]
+    (tmp_path / "blank.jsonl").write_text('{"id": "S1", "prediction": "a"}\n\n  \n{"id": "S2", "prediction": "b"}\n')
+    assert [row[:2] for row in _read(tmp_path / "blank.jsonl")] == [("S1", "a"), ("S2", "b")]
+    (tmp_path / "bad.jsonl").write_text('{"id": "S1", "prediction": "a"}\n\n{"id": "S2"\n')
+    assert _refusal(tmp_path / "bad.jsonl").startswith("line 3 is not valid JSON")
+
+
+def test_repeated_keys_in_json_are_refused_by_where_they_repeat(tmp_path):
+    (tmp_path / "o.json").write_text('{"S1": "a", "S2": "b", "S1": "c"}')
+    with pytest.raises(SubmissionError) as err:
+        _read(tmp_path / "o.json")
+    assert str(err.value) == f"{tmp_path / 'o.json'}: study ids appear more than once: 'S1'"
+    assert err.value.details == {"duplicates": ["S1"]}
+    (tmp_path / "l.json").write_text('[{"id": "S1", "prediction": "a", "id": "S2"}]')
+    with pytest.raises(SubmissionError) as err:
+        _read(tmp_path / "l.json")
+    assert str(err.value) == f"{tmp_path / 'l.json'}: keys repeated in [0]: 'id'"
+    assert err.value.details == {"duplicates": []}  # no study id repeats at the top of a list
+    (tmp_path / "p.jsonl").write_text('{"id": "S1", "prediction": "a"}\n{"id": "S2", "prediction": "b", "id": "S3"}\n')
+    assert _refusal(tmp_path / "p.jsonl") == "line 2: keys appear more than once: 'id'"
+
+
+def test_a_file_that_is_not_utf8_names_the_byte_and_its_position(tmp_path):
+    (tmp_path / "p.json").write_bytes(b'{"S1": "caf\xe9"}')
+    assert _refusal(tmp_path / "p.json") == "not UTF-8 text (byte 11: b'\\xe9'); save the file as UTF-8"
+
+
+def test_parquet_rows_are_located_by_row_and_a_damaged_file_is_named(tmp_path):
+    pd.DataFrame({"study_id": ["S1", "S2"], "report": ["a", "b"]}).to_parquet(tmp_path / "p.parquet", index=False)
+    assert _read(tmp_path / "p.parquet") == [("S1", "a", "row 1"), ("S2", "b", "row 2")]
+
+
+def test_a_parquet_file_that_breaks_while_read_is_named_with_the_first_line_of_why(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    pd.DataFrame({"id": ["S1"], "prediction": ["a"]}).to_parquet(tmp_path / "p.parquet", index=False)
+
+    def broken(*args, **kwargs):
+        raise OSError("page checksum mismatch\nat offset 4")
+
+    monkeypatch.setattr(pq, "ParquetFile", broken)
+    assert _refusal(tmp_path / "p.parquet") == "not a readable parquet file (OSError: page checksum mismatch)"
+
+
+def _saved(folder, frame):
+    datasets.Dataset.from_pandas(frame, preserve_index=False).save_to_disk(str(folder))
+    return folder
+
+
+def test_a_saved_dataset_dict_of_one_split_is_read_and_of_two_is_refused(tmp_path):
+    frame = pd.DataFrame({"id": ["S1", "S2"], "prediction": ["a", "b"]})
+    datasets.DatasetDict({"test": datasets.Dataset.from_pandas(frame, preserve_index=False)}).save_to_disk(
+        str(tmp_path / "one"))
+    assert _read(tmp_path / "one") == [("S1", "a", "row 1"), ("S2", "b", "row 2")]
+    both = datasets.Dataset.from_pandas(frame, preserve_index=False)
+    datasets.DatasetDict({"test": both, "val": both}).save_to_disk(str(tmp_path / "two"))
+    assert _refusal(tmp_path / "two") == "saved DatasetDict has splits ['test', 'val']; save a single split"
+
+
+NOT_SAVED = "not a folder saved with datasets.save_to_disk: "
+
+
+@pytest.mark.parametrize("splits", [None, "test", ["../outside"], ["a/b"], [""], ["."], [".."], ["a\\b"], [3]])
+def test_a_dataset_dict_listing_no_plain_split_is_refused(tmp_path, splits):
+    folder = _saved(tmp_path / "d" / "test", pd.DataFrame({"id": ["S1"], "prediction": ["a"]})).parent
+    (folder / "dataset_dict.json").write_text(json.dumps({"splits": splits} if splits is not None else {}))
+    assert _refusal(folder).startswith(NOT_SAVED + "its dataset_dict.json lists no splits; the accepted shapes:")
+
+
+def test_a_folder_without_state_json_or_with_unreadable_json_is_refused(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert _refusal(tmp_path / "empty").startswith(NOT_SAVED + "it has no state.json nor dataset_dict.json; ")
+    folder = _saved(tmp_path / "d", pd.DataFrame({"id": ["S1"], "prediction": ["a"]}))
+    (folder / "state.json").write_text("[1, 2]")
+    assert _refusal(folder).startswith(NOT_SAVED + "its state.json is not a JSON object; ")
+    (folder / "state.json").write_text("{oops")
+    assert _refusal(folder).startswith(NOT_SAVED + "its state.json is not readable JSON (Expecting")
+    (folder / "state.json").write_bytes(b'{"\xff": 1}')
+    assert _refusal(folder).startswith(NOT_SAVED + "its state.json is not readable JSON (")
+    (folder / "state.json").write_bytes(b"{" + b" " * (1024 * 1024) + b"}")  # over its 1 MiB cap
+    assert _refusal(folder).startswith(NOT_SAVED + f"its state.json is not readable JSON ({folder / 'state.json'}: "
+                                                   "file is 1.0 MiB")
+
+
+@pytest.mark.parametrize("files", [None, [], "data.arrow", ["data.arrow"], [{"filename": "../x.arrow"}],
+                                   [{"filename": "missing.arrow"}], [{"name": "data.arrow"}]])
+def test_a_state_json_naming_no_data_file_of_the_folder_is_refused(tmp_path, files):
+    folder = _saved(tmp_path / "d", pd.DataFrame({"id": ["S1"], "prediction": ["a"]}))
+    (tmp_path / "x.arrow").write_bytes((next(folder.glob("*.arrow"))).read_bytes())
+    (folder / "state.json").write_text(json.dumps({"_data_files": files} if files is not None else {}))
+    assert _refusal(folder).startswith(NOT_SAVED + "its state.json names no data files of the folder; ")
+
+
+def test_a_saved_folder_of_several_files_reads_each_and_refuses_other_columns(tmp_path):
+    import pyarrow as pa
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+
+    def stream(name, table):
+        with pa.ipc.new_stream(str(folder / name), table.schema) as writer:
+            writer.write_table(table)
+
+    stream("a.arrow", pa.table({"id": ["S1"], "prediction": ["a"]}))
+    stream("b.arrow", pa.table({"id": ["S2", "S3"], "prediction": ["b", "c"]}))
+    files = [{"filename": "a.arrow"}, {"filename": "b.arrow"}]
+    (folder / "state.json").write_text(json.dumps({"_data_files": files}))
+    assert _read(folder) == [("S1", "a", "row 1"), ("S2", "b", "row 2"), ("S3", "c", "row 3")]
+    stream("b.arrow", pa.table({"id": ["S2"], "prediction": ["b"], "extra": ["x"]}))
+    assert _refusal(folder).startswith(NOT_SAVED + "b.arrow has other columns than a.arrow; ")
+    stream("a.arrow", pa.table({"key": ["S1"], "prediction": ["a"]}))
+    assert _refusal(folder).startswith("no id column: expected one of id, study_id, found key, prediction")
+    (folder / "a.arrow").write_bytes(b"\xff\xff\xff\xff\x05\x00\x00\x00abc")  # a damaged stream: pyarrow's reason
+    assert _refusal(folder).startswith(NOT_SAVED + "Expected to read 5 metadata bytes, but only read 3; ")
+
+
+def _raw(*rows, source="p.csv"):
+    return RawPredictions([(sid, text, f"line {n}") for n, (sid, text) in enumerate(rows, 2)], source)
+
+
+def test_ids_are_text_as_written_and_a_missing_or_blank_id_is_named_by_its_row():
+    rows = checked_rows(_raw((12.0, "a"), (7, "b"), ("  S3\t", "c"), (2.5, "d")))
+    assert rows == [("12", "a", "line 2"), ("7", "b", "line 3"), ("S3", "c", "line 4"), ("2.5", "d", "line 5")]
+    for value, why in ((None, "missing"), (float("nan"), "missing"), (True, "missing"), (False, "missing"),
+                       ("   ", "empty"), ("", "empty")):
+        with pytest.raises(SubmissionError) as err:
+            checked_rows(_raw(("S1", "a"), (value, "b")))
+        assert str(err.value) == f"p.csv: line 3: {why} study id", value
+
+
+def test_an_id_or_prediction_holding_a_lone_surrogate_is_refused_by_its_place():
+    with pytest.raises(SubmissionError) as err:
+        checked_rows(_raw(("S\ud800", "a")))
+    assert str(err.value) == "p.csv: line 2: study id 'S\\ud800' holds a lone surrogate, not valid Unicode text"
+    with pytest.raises(SubmissionError) as err:
+        checked_rows(_raw(("S1", "ok"), ("S2", "ab\udc01c"), ("S3", "\ud83d")))
+    assert str(err.value) == ("p.csv: 2 predictions are not valid Unicode text: line 3 (id 'S2'): lone surrogate "
+                              "U+DC01 at character 3; line 4 (id 'S3'): lone surrogate U+D83D at character 1; write "
+                              "real characters (UTF-8), not lone \\udXXX escapes")
+    assert checked_rows(_raw(("S1", "\U0001F600 \ue000"))) == [("S1", "\U0001F600 \ue000", "line 2")]  # not surrogates
+
+
+def test_non_string_and_non_unicode_predictions_list_ten_then_say_there_are_more():
+    rows = [(f"S{i}", i) for i in range(11)]
+    with pytest.raises(SubmissionError) as err:
+        checked_rows(_raw(*rows))
+    listed = "; ".join(f"line {i + 2} (id 'S{i}'): int {i}" for i in range(10))
+    assert str(err.value) == f"p.csv: 11 predictions are not strings: {listed} …"
+    assert err.value.details["non_string"] == [f"line {i + 2} (id 'S{i}'): int {i}" for i in range(11)]
+    with pytest.raises(SubmissionError) as err:
+        checked_rows(_raw(*rows[:10]))
+    assert str(err.value) == f"p.csv: 10 predictions are not strings: {listed}"
+    with pytest.raises(SubmissionError) as err:
+        checked_rows(_raw(*[(f"S{i}", "\ud800") for i in range(11)]))
+    assert str(err.value).endswith("line 11 (id 'S9'): lone surrogate U+D800 at character 1 …; write real characters "
+                                   "(UTF-8), not lone \\udXXX escapes")
+    with pytest.raises(SubmissionError) as err:  # a non-string is named before a lone surrogate
+        checked_rows(_raw(("S1", "\ud800"), ("S2", None)))
+    assert str(err.value) == "p.csv: 1 predictions are not strings: line 3 (id 'S2'): NoneType None"
+
+
+def test_duplicates_name_each_id_at_three_places_and_ten_ids_at_most():
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(*[("S1", str(n)) for n in range(5)], ("S2", "x"), ("S2", "y")), ["S1", "S2"])
+    assert str(err.value) == ("p.csv: 2 study ids appear more than once: 'S1' at line 2, line 3, line 4 and 2 more "
+                              "places; 'S2' at line 7, line 8")
+    assert err.value.details == {"duplicates": ["S1", "S2"]}
+    ids = [f"S{i:02d}" for i in range(12)]
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(*[(sid, "a") for sid in ids * 2]), ids)
+    message = str(err.value)
+    assert message.startswith("p.csv: 12 study ids appear more than once: 'S00' at line 2, line 14; ")
+    assert message.endswith("'S09' at line 11, line 23; … (2 more)") and "'S10'" not in message
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(*[(sid, "a") for sid in ids[:3] * 2]), ids)
+    assert str(err.value) == ("p.csv: 3 study ids appear more than once: 'S00' at line 2, line 5; 'S01' at line 3, "
+                              "line 6; 'S02' at line 4, line 7")
+
+
+def test_missing_and_unknown_ids_are_one_message_listing_ten_of_each():
+    expected = [f"S{i:02d}" for i in range(13)]
+    unknown = [f"X{i:02d}" for i in range(11)]
+    raw = _raw(*[(sid, "a") for sid in ["S00"] + unknown])
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(raw, expected, test_set="IU-Xray")
+    missing_listed = ", ".join(f"'S{i:02d}'" for i in range(1, 11)) + ", … (2 more)"
+    unknown_listed = ", ".join(f"'X{i:02d}'" for i in range(10)) + ", … (1 more)"
+    assert str(err.value) == (f"p.csv: 12 of 13 studies of IU-Xray have no prediction: {missing_listed}; "
+                              f"11 study ids are not in IU-Xray: {unknown_listed}")
+    assert err.value.details == {"missing": expected[1:], "unknown": unknown, "n_expected": 13}
+
+
+def test_predictions_for_another_test_set_are_recognised_by_every_id_being_unknown():
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(("X1", "a"), ("X2", "b"), ("X3", "c"), ("X4", "d")), ["S1", "S2"], test_set="ReXGradient")
+    assert str(err.value) == ("p.csv: none of the 4 study ids belongs to ReXGradient (e.g. 'X1', 'X2', 'X3'); are these "
+                              "predictions for another test set?")
+    assert err.value.details == {"unknown": ["X1", "X2", "X3", "X4"], "n_expected": 2}
+    # one known id among them: the usual message, naming the unknown ones and the missing one
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(("X1", "a"), ("S1", "b")), ["S1", "S2"], test_set="T")
+    assert str(err.value) == "p.csv: 1 of 2 studies of T have no prediction: 'S2'; 1 study ids are not in T: 'X1'"
+    # ids outside the track are not unknown, so predictions for those alone are not "another test set"
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(("S9", "a")), ["S1"], test_set="T", outside_track_ids=["S9"])
+    assert str(err.value) == "p.csv: 1 of 1 studies of T have no prediction: 'S1'"
+    # a track of no study, none outside it: every id is unknown, said as such
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(("S1", "a")), [], test_set="T")
+    assert str(err.value) == "p.csv: 1 study ids are not in T: 'S1'"
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(("S1", "a")), [], test_set="T", outside_track_ids=["S2"])
+    assert "none of the 1 study ids belongs to T" in str(err.value)
+
+
+def test_valid_predictions_come_in_test_set_order_with_empty_and_outside_ones_reported():
+    raw = _raw(("S3", " \n"), ("S9", "outside"), ("S1", "one"), ("S2", ""), source="mine.csv")
+    predictions = validate_predictions(raw, ["S1", "S2", "S3"], outside_track_ids=["S9", "S8"])
+    assert predictions.ids == ["S1", "S2", "S3"] and predictions.texts == ["one", "", " \n"]
+    assert predictions.source == "mine.csv" and len(predictions) == 3
+    assert predictions.n_empty == 2 and predictions.empty_ids == ["S2", "S3"]
+    assert predictions.not_in_track_ids == ["S9"]
+    # an id both in the track and listed outside it is the track's
+    assert validate_predictions(_raw(("S1", "a")), ["S1"], outside_track_ids=["S1"]).not_in_track_ids == []
+    assert validate_predictions(_raw(), []).ids == []
+
+
+def test_the_warm_up_reads_a_file_of_each_format_without_a_refusal(monkeypatch):
+    import rexrank.submissions as submissions
+
+    read = []
+    real = submissions.read_rows_here
+
+    def counted(path, id_column, prediction_column):
+        rows = real(path, id_column, prediction_column)
+        read.append((path.rsplit("/", 1)[-1], rows))
+        return rows
+
+    monkeypatch.setattr(submissions, "read_rows_here", counted)
+    submissions.warm_up()
+    rows = {name: [row[:2] for row in got] for name, got in read}
+    assert list(rows) == ["p.csv", "p.jsonl", "p.json", "p.parquet", "saved"]
+    assert all(got == [("S1", "a"), ("S2", "b")] for got in rows.values()), rows

@@ -194,6 +194,26 @@ _GREEN_TEXT = tuple(f"tests/metrics/test_green.py::test_{t}" for t in (
     "clean_completion_takes_each_official_branch", "make_prompt_truncates_both_reports_to_the_words_asked")) + (
     "tests/metrics/test_green_official.py::test_decoding_cleans_up_spaces_before_parsing",)
 
+# the scoring engine's parts called directly on test metrics: the file's end-to-end runs (the command
+# line, a fake LLM server, weights that are not there) took 30 s a mutant
+_SCORING_DIRECT = tuple(f"tests/test_scoring.py::test_{t}" for t in (
+    "the_texts_fingerprint_is_sha256_of_each_text_in_utf8_ended_by_a_zero_byte",
+    "a_metric_summary_counts_the_scored_studies_by_its_primary_column_and_names_failures_by_id",
+    "without_a_primary_column_every_study_not_failed_counts_as_scored",
+    "a_metric_that_scored_no_study_names_its_three_commonest_reasons",
+    "a_failure_record_gives_reason_advice_type_and_seconds",
+    "a_run_keeps_going_past_a_failed_metric_and_reports_each_step",
+    "a_complete_run_says_so_and_its_provenance_is_the_per_study_files",
+    "the_run_gives_a_metric_progress_and_the_run_context_where_it_takes_them_and_options_win",
+    "the_results_header_describes_the_predictions_the_references_and_the_statistics",
+    "a_metric_that_scored_nothing_fails_the_run_unless_told_otherwise",
+    "a_selection_is_its_studies_references_and_per_study_options_cut_alike",
+    "a_resolved_test_set_is_described_and_its_header_is_the_runs",
+    "score_resolved_validates_the_whole_file_and_scores_the_selection_only",
+    "crimsons_context_from_the_test_set_is_one_per_study_in_test_set_order",
+    "score_submission_refuses_a_bad_metric_name_before_looking_the_test_set_up",
+))
+
 TESTS: dict[str, tuple[str, ...]] = {
     "results_schema": ("tests/test_results_schema.py", "tests/leaderboard/test_tables.py"),
     "leaderboard.progress": (_VIEWS, "tests/leaderboard/test_progress.py"),
@@ -235,6 +255,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "backend.shards": ("tests/backend/test_shards.py", *_PLAN,
                        "tests/backend/test_merge.py::test_radcliq_shards_as_its_components_allow_under_their_options"),
     "metrics.base": ("tests/backend/test_merge.py", "tests/test_scoring.py"),
+    "scoring": _SCORING_DIRECT,
     "metrics.radcliq_formula": ("tests/metrics/test_radcliq.py::test_formula_reproduces_official_columns",
                                 "tests/metrics/test_radcliq.py::test_rexrank_figure_is_one_over_mean_v1",
                                 "tests/metrics/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", *_RADCLIQ_PINS),

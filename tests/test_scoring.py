@@ -310,7 +310,10 @@ def test_a_resolved_test_set_is_described_and_its_header_is_the_runs():
     test = _test_set(["S0", "S1"], ["r0", "r1"], outside=["X"])
     assert describe_test_set(test) == {"name": "tiny", "title": "Tiny", "split": "test", "track": "findings",
                                    "n_studies": 2, "n_studies_outside_track": 1, "access": "public"}
+    assert run_header(test, _predictions(("a", "b")), ["optioned"])["statistics"]["bootstrap"] is None
     header = run_header(test, _predictions(("a", "b")), ["optioned"], bootstrap=3, seed=9)
+    assert header["statistics"]["bootstrap"] == {"resamples": 3, "seed": 9, "method": "percentile"}
+    assert run_header(test, _predictions(("a", "b")), ["optioned"], bootstrap=3)["statistics"]["bootstrap"]["seed"] == 0
     assert header["test_set"] == {**describe_test_set(test), "references_sha256": texts_fingerprint(["r0", "r1"])}
     assert header["pending"] == ["optioned"] and header["statistics"]["bootstrap"]["resamples"] == 3
     assert header["metrics"] == {} and header["failed"] == {} and header["complete"] is False
@@ -328,6 +331,18 @@ def test_score_resolved_validates_the_whole_file_and_scores_the_selection_only(r
                          prediction_column="text")
     assert run.per_study["optioned"].tolist() == [1.0, 2.0, 3.0]
     assert run.results["test_set"]["title"] == "Tiny" and run.results["predictions"]["not_in_track_ids"] == ["X"]
+    assert run.results["statistics"]["bootstrap"] is None  # no bootstrap unless asked
+    # by default: progress shown, a metric that raises or scores nothing stops the run
+    score_resolved(test, tmp_path / "p.csv", metrics="optioned", id_column="key", prediction_column="text")
+    assert registered_metrics.made[-1]["progress"] is True
+    with pytest.raises(ValueError, match="cannot handle reference: r2"):
+        score_resolved(test, tmp_path / "p.csv", metrics="crashing", id_column="key", prediction_column="text")
+    with pytest.raises(MetricError, match="none of the 3 studies could be scored"):
+        score_resolved(test, tmp_path / "p.csv", metrics="patchy", progress=False, id_column="key",
+                       prediction_column="text", metric_options={"patchy": {"fail_references": ["r0", "r1", "r2"]}})
+    booted = score_resolved(test, tmp_path / "p.csv", metrics="optioned", progress=False, id_column="key",
+                            prediction_column="text", bootstrap=4)
+    assert booted.results["statistics"]["bootstrap"] == {"resamples": 4, "seed": 0, "method": "percentile"}
     # a shard of studies whose judge answers nothing is no failure of its own (the merge decides)
     shard = score_resolved(test, tmp_path / "p.csv", metrics="patchy", progress=False, id_column="key",
                            prediction_column="text", select=(1, 3),
@@ -364,3 +379,21 @@ def test_score_submission_refuses_a_bad_metric_name_before_looking_the_test_set_
     run = score_submission("example", "findings", EXAMPLE_PREDICTIONS, metrics="optioned", progress=False)
     assert run.results["test_set"]["name"] == "example" and run.results["test_set"]["track"] == "findings"
     assert run.results["metrics"]["optioned"]["n_studies"] == 19
+
+
+def test_score_submission_looks_the_test_set_up_in_the_folder_given_and_passes_the_options_on(registered_metrics,
+                                                                                             monkeypatch, tmp_path):
+    import rexrank.testsets.loading as loading
+
+    asked = []
+
+    def resolve(dataset, track, *, data_dir=None):
+        asked.append((dataset, track, data_dir))
+        return _test_set(["S0"], ["r0"])
+
+    monkeypatch.setattr(loading, "resolve_test_set", resolve)
+    (tmp_path / "p.csv").write_text("id,prediction\nS0,a b\n")
+    run = score_submission("tiny", "findings", tmp_path / "p.csv", data_dir=tmp_path / "sets", metrics="optioned",
+                           progress=False, bootstrap=2, seed=5)
+    assert asked == [("tiny", "findings", tmp_path / "sets")]
+    assert run.results["statistics"]["bootstrap"] == {"resamples": 2, "seed": 5, "method": "percentile"}

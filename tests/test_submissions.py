@@ -536,3 +536,24 @@ def test_the_warm_up_reads_a_file_of_each_format_without_a_refusal(monkeypatch):
     rows = {name: [row[:2] for row in got] for name, got in read}
     assert list(rows) == ["p.csv", "p.jsonl", "p.json", "p.parquet", "saved"]
     assert all(got == [("S1", "a"), ("S2", "b")] for got in rows.values()), rows
+
+
+def test_rows_put_together_elsewhere_are_held_to_the_readers_limits_and_named_by_their_source():
+    from rexrank import input_limits as L
+
+    rows = [(f"S{i}", "a") for i in range(L.MAX_ROWS + 1)]
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(*rows, source="hf://shards"), [sid for sid, _ in rows])
+    assert str(err.value).startswith("hf://shards: has more than 20,000 rows (20,001); ")
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(("S1", "a"), ("S2", "x" * (L.MAX_PREDICTION_CHARS + 1)), source="hf://shards"),
+                             ["S1", "S2"])
+    assert str(err.value) == ("hf://shards: 1 predictions are longer than 20000 characters (a report is ~1000): "
+                              "'S2' (20001 characters)")
+
+
+def test_the_test_set_is_called_the_test_set_unless_named():
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(("S1", "a"), ("X", "b")), ["S1", "S2"])
+    assert str(err.value) == ("p.csv: 1 of 2 studies of the test set have no prediction: 'S2'; 1 study ids are not in "
+                              "the test set: 'X'")

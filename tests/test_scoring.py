@@ -109,6 +109,7 @@ def registered_metrics(monkeypatch):
     for name, target in {**TEST_METRICS, **SCORING_METRICS}.items():
         monkeypatch.setitem(registry.METRICS, name, target)
     monkeypatch.setattr(Optioned, "made", [])
+    monkeypatch.setattr(Optioned, "parts", [])
     return Optioned
 
 
@@ -343,6 +344,17 @@ def test_score_resolved_validates_the_whole_file_and_scores_the_selection_only(r
     booted = score_resolved(test, tmp_path / "p.csv", metrics="optioned", progress=False, id_column="key",
                             prediction_column="text", bootstrap=4)
     assert booted.results["statistics"]["bootstrap"] == {"resamples": 4, "seed": 0, "method": "percentile"}
+    seeded = score_resolved(test, tmp_path / "p.csv", metrics="optioned", progress=False, id_column="key",
+                            prediction_column="text", bootstrap=4, seed=7)
+    assert seeded.results["statistics"]["bootstrap"]["seed"] == 7
+    assert registered_metrics.made[-1]["progress"] is False
+    updates = []
+    score_resolved(test, tmp_path / "p.csv", metrics="optioned,counting", progress=False, id_column="key",
+                   prediction_column="text", on_update=lambda run, name: updates.append(name))
+    assert updates == ["optioned", "counting"]
+    kept = score_resolved(test, tmp_path / "p.csv", metrics="crashing,optioned", progress=False, id_column="key",
+                          prediction_column="text", keep_going=True)
+    assert list(kept.failed) == ["crashing"] and "optioned" in kept.results["metrics"]
     # a shard of studies whose judge answers nothing is no failure of its own (the merge decides)
     shard = score_resolved(test, tmp_path / "p.csv", metrics="patchy", progress=False, id_column="key",
                            prediction_column="text", select=(1, 3),
@@ -350,6 +362,10 @@ def test_score_resolved_validates_the_whole_file_and_scores_the_selection_only(r
     assert shard.per_study["id"].tolist() == ["S1", "S2"]
     assert shard.results["metrics"]["patchy"]["n_scored"] == 0
     assert shard.results["predictions"]["n"] == 2
+    # the shard's metric scores its studies as part of all the request's pairs
+    score_resolved(test, tmp_path / "p.csv", metrics="optioned", progress=False, id_column="key",
+                   prediction_column="text", select=(1, 3))
+    assert registered_metrics.parts[-1] == (3, 1, 3)
     with pytest.raises(SubmissionError, match="Tiny, findings track have no prediction: 'S2'"):
         (tmp_path / "q.csv").write_text("id,prediction\nS0,a\nS1,b\n")
         score_resolved(test, tmp_path / "q.csv", metrics="optioned", progress=False)
@@ -371,6 +387,25 @@ def test_crimsons_context_from_the_test_set_is_one_per_study_in_test_set_order(m
         "optioned": {"scale": 1}}
     assert _with_test_set_context(options, ["optioned"], test) is options  # crimson not run: nothing read
     assert _with_test_set_context(None, ["crimson"], test) is None
+
+
+def test_score_resolved_gives_crimson_its_patient_context_from_this_test_set(registered_metrics, monkeypatch, tmp_path):
+    import rexrank.metrics.registry as registry
+    import rexrank.testsets.loading as loading
+
+    test = _test_set(["S0", "S1"], ["r0", "r1"])
+    rows = [{"id": "S0", "age": 61}, {"id": "S1", "section_clinical_history": "fever"}]
+
+    class Rows(list):
+        def __getitem__(self, key):
+            return [row["id"] for row in self] if key == "id" else list.__getitem__(self, key)
+
+    monkeypatch.setattr(loading, "track_rows", lambda of: Rows(rows) if of is test else Rows())
+    monkeypatch.setitem(registry.METRICS, "crimson", registry.METRICS["optioned"])  # a stand-in judge under its name
+    (tmp_path / "p.csv").write_text("id,prediction\nS0,a\nS1,b\n")
+    score_resolved(test, tmp_path / "p.csv", metrics="crimson", progress=False,
+                   metric_options={"crimson": {"patient_context": "test_set"}})
+    assert registered_metrics.made[-1]["patient_context"] == [{"Age": 61}, {"Indication": "fever"}]
 
 
 def test_score_submission_refuses_a_bad_metric_name_before_looking_the_test_set_up(registered_metrics):

@@ -333,6 +333,7 @@ PARTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                                                          "rexrank.backend.dispatch.xǁDispatcherǁ_note__mutmut_*"),
                                  (*_PLAN, "tests/backend/test_dispatch_plan.py::test_no_more_jobs_run_at_once_than_max_jobs",
                                   "tests/backend/test_dispatch_plan.py::test_a_job_starts_only_while_fewer_than_max_jobs_run",
+                                  "tests/backend/test_dispatch_plan.py::test_the_plans_ceiling_lets_exactly_its_gpu_hours_through",
                                   "tests/backend/test_dispatch_plan.py::test_each_jobs_record_is_its_seconds_and_cost_at_the_price_of_its_flavour",
                                   "tests/backend/test_dispatch_plan.py::test_a_private_requests_ceiling_refusal_comes_from_the_sets_public_size",
                                   "tests/backend/test_dispatch_plan.py::test_jobs_that_used_more_gpu_hours_than_the_ceiling_fail_the_request_and_stop",

@@ -66,7 +66,7 @@ def test_a_slower_gpu_takes_longer_and_costs_its_own_hours():
     assert seconds_per_study(["green"], "l4x1", speed={"l4x1": 0.5}) == pytest.approx(3.0)
 
 
-def test_prices_come_from_the_hub_when_it_answers_else_from_the_dated_table(tmp_path, monkeypatch):
+def test_prices_come_from_the_hub_when_it_answers_else_from_the_dated_table(tmp_path, monkeypatch, caplog):
     import huggingface_hub.constants as constants
 
     from support.fakehub import Account, FakeHub
@@ -92,8 +92,12 @@ def test_prices_come_from_the_hub_when_it_answers_else_from_the_dated_table(tmp_
         assert live.per_hour["h200"] == pytest.approx(7.25) and live.source == "the Hub's list_jobs_hardware()"
         assert "GET /api/jobs/hardware" in hub.requests
         hub.inject("GET", "/api/jobs/hardware", 400)  # the Hub refuses: the table, said as such
-        fallback = job_prices(HubJobs(namespace="board", image="x", token=token, endpoint=hub.url))
+        with caplog.at_level(logging.WARNING, logger="rexrank"):
+            fallback = job_prices(HubJobs(namespace="board", image="x", token=token, endpoint=hub.url))
         assert fallback.per_hour["h200"] == 5.00 and PRICE_TABLE_DATE in fallback.source
+        # the log says why (the Hub's answer) and which figures the plans use instead
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("could not read the Hub's Jobs prices")]
+        assert len(said) == 1 and "(could not list the Jobs hardware: Bad request" in said[0] and said[0].endswith(f"); estimating with {fallback.source}")
 
 
 def test_configured_prices_win_over_the_hubs_and_the_tables(tmp_path):
@@ -234,6 +238,24 @@ def test_no_more_jobs_run_at_once_than_max_jobs(tmp_path):
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
     assert len(final["dispatch"]["plan"]["ranges"]) == 4 and len(jobs.jobs) == 4 and jobs.peak == 2
+
+
+def test_the_plans_ceiling_lets_exactly_its_gpu_hours_through(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    worker = Worker(open_store(tmp_path / "s", quota=Quota(0)), metrics="bleu2", worker_id="d")
+
+    def refusal(ceiling):
+        d = Dispatcher(worker, None, DispatchSettings(mode="local", flavor="l4x1", gpu_hours_ceiling=ceiling))
+        monkeypatch.setattr(d, "plan", lambda resolved: SimpleNamespace(gpu_hours=2.0))
+        plans: dict = {}
+        said = d._plan_or_refusal(None, plans)
+        assert plans["plan"].gpu_hours == 2.0  # the plan is kept for the record either way
+        return said
+
+    assert refusal(None) is None and refusal(2.0) is None
+    assert refusal(1.99) == ("the estimated 2.00 GPU-hours exceed this board's per-request ceiling of 1.99 "
+                             "(gpu_hours_ceiling); contact the maintainers")
 
 
 def test_a_job_starts_only_while_fewer_than_max_jobs_run(tmp_path):

@@ -557,3 +557,23 @@ def test_the_test_set_is_called_the_test_set_unless_named():
         validate_predictions(_raw(("S1", "a"), ("X", "b")), ["S1", "S2"])
     assert str(err.value) == ("p.csv: 1 of 2 studies of the test set have no prediction: 'S2'; 1 study ids are not in "
                               "the test set: 'X'")
+
+
+def test_a_jsonl_file_is_refused_at_the_first_record_past_the_row_limit(tmp_path):
+    from rexrank import input_limits as L
+
+    lines = "".join(f'{{"id": "S{i}", "prediction": "a"}}\n' for i in range(L.MAX_ROWS + 1))
+    (tmp_path / "over.jsonl").write_text(lines)
+    # reading stops there, so the message gives no count of the rows
+    assert _refusal(tmp_path / "over.jsonl").startswith("has more than 20,000 rows; the largest test set")
+
+
+def test_ten_ids_and_three_places_are_listed_whole():
+    expected = [f"S{i}" for i in range(11)]
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(("S0", "a")), expected)
+    listed = ", ".join(f"'S{i}'" for i in range(1, 11))
+    assert str(err.value) == f"p.csv: 10 of 11 studies of the test set have no prediction: {listed}"
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(("S0", "a"), ("S0", "b"), ("S0", "c")), ["S0"])
+    assert str(err.value) == "p.csv: 1 study ids appear more than once: 'S0' at line 2, line 3, line 4"

@@ -219,6 +219,8 @@ def test_a_run_keeps_going_past_a_failed_metric_and_reports_each_step(registered
     assert run.metric_results["optioned"].corpus["optioned"] == 2.0 and "crashing" not in run.metric_results
     assert run.results["metrics"]["counting"]["corpus"]["counting"] == pytest.approx(0.03)
     assert run.results["seconds"] >= 0 and run.results["pending"] == []
+    summary = run.results["metrics"]["optioned"]
+    assert 0 <= summary["seconds"] <= run.results["seconds"] < 60 and summary["higher_is_better"] is True
     with pytest.raises(ValueError, match="cannot handle reference: r2"):
         score_predictions(_predictions(), references, metrics="optioned,crashing,counting", progress=False)
 
@@ -272,7 +274,13 @@ def test_the_results_header_describes_the_predictions_the_references_and_the_sta
                                           "ReXrank papers", "bootstrap": None}
     booted = score_predictions(predictions, ["r0", "r1", "r2"], metrics="optioned", progress=False, bootstrap=7, seed=4)
     assert booted.results["statistics"]["bootstrap"] == {"resamples": 7, "seed": 4, "method": "percentile"}
-    assert booted.results["metrics"]["optioned"]["scores"]["optioned"]["bootstrap_resamples"] == 7
+    booted_scores = booted.results["metrics"]["optioned"]["scores"]["optioned"]
+    assert (booted_scores["bootstrap_resamples"], booted_scores["bootstrap_seed"]) == (7, 4)
+    # by default: no bootstrap, seed 0, progress shown
+    plain = score_predictions(predictions, ["r0", "r1", "r2"], metrics="optioned")
+    assert plain.results["statistics"]["bootstrap"] is None and registered_metrics.made[-1]["progress"] is True
+    unseeded = score_predictions(predictions, ["r0", "r1", "r2"], metrics="optioned", progress=False, bootstrap=3)
+    assert unseeded.results["statistics"]["bootstrap"]["seed"] == 0
 
 
 def test_a_metric_that_scored_nothing_fails_the_run_unless_told_otherwise(registered_metrics, monkeypatch):
@@ -379,8 +387,8 @@ def test_crimsons_context_from_the_test_set_is_one_per_study_in_test_set_order(m
             return [row["id"] for row in self] if key == "id" else list.__getitem__(self, key)
 
     rows = Rows([{"id": "S1", "age": 40.0, "section_clinical_history": "chest  pain"}, {"id": "S0"}])
-    monkeypatch.setattr(loading, "track_rows", lambda test: rows)
     test = _test_set(["S0", "S1"], ["r0", "r1"])
+    monkeypatch.setattr(loading, "track_rows", lambda of: rows if of is test else Rows())
     options = {"crimson": {"patient_context": "test_set", "batch_size": 2}, "optioned": {"scale": 1}}
     assert _with_test_set_context(options, ["optioned", "crimson"], test) == {
         "crimson": {"patient_context": [None, {"Age": 40, "Indication": "chest pain"}], "batch_size": 2},

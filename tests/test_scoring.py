@@ -440,3 +440,12 @@ def test_score_submission_looks_the_test_set_up_in_the_folder_given_and_passes_t
                            progress=False, bootstrap=2, seed=5)
     assert asked == [("tiny", "findings", tmp_path / "sets")]
     assert run.results["statistics"]["bootstrap"] == {"resamples": 2, "seed": 5, "method": "percentile"}
+
+
+def test_the_run_shows_a_bar_of_metrics_naming_each_only_when_asked(registered_metrics, capsys):
+    score_predictions(_predictions(), ["r0", "r1", "r2"], metrics="optioned,counting", progress=True)
+    shown = capsys.readouterr().err
+    assert "scoring: 100%" in shown and "2/2" in shown and "metric/s" in shown
+    assert ", optioned]" in shown and ", counting]" in shown  # the metric being scored, after the rate
+    score_predictions(_predictions(), ["r0", "r1", "r2"], metrics="optioned,counting", progress=False)
+    assert capsys.readouterr().err == ""

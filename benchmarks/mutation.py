@@ -215,6 +215,7 @@ _SCORING_DIRECT = tuple(f"tests/test_scoring.py::test_{t}" for t in (
     "score_submission_looks_the_test_set_up_in_the_folder_given_and_passes_the_options_on",
     "score_resolved_gives_crimson_its_patient_context_from_this_test_set",
     "the_run_shows_a_bar_of_metrics_naming_each_only_when_asked",
+    "a_runs_seconds_and_a_failed_metrics_seconds_are_time_spent",
 ))
 
 TESTS: dict[str, tuple[str, ...]] = {

@@ -449,3 +449,18 @@ def test_the_run_shows_a_bar_of_metrics_naming_each_only_when_asked(registered_m
     assert ", optioned]" in shown and ", counting]" in shown  # the metric being scored, after the rate
     score_predictions(_predictions(), ["r0", "r1", "r2"], metrics="optioned,counting", progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_a_runs_seconds_and_a_failed_metrics_seconds_are_time_spent(registered_metrics, monkeypatch):
+    import itertools
+
+    import rexrank.scoring as scoring
+
+    clock = itertools.count(1_000_000_000.0, 2.0)  # a clock that moves 2 s each time it is read
+    monkeypatch.setattr(scoring, "time", SimpleNamespace(time=lambda: next(clock)))
+    run = score_predictions(_predictions(), ["r0", "r1", "r2"], metrics="crashing,optioned", progress=False,
+                            keep_going=True)
+    assert 0 < run.failed["crashing"]["seconds"] < 100 and 0 < run.results["metrics"]["optioned"]["seconds"] < 100
+    assert run.failed["crashing"]["seconds"] < run.results["seconds"] < 100
+    assert sorted(run.results) == ["complete", "created", "failed", "metrics", "pending", "predictions", "python",
+                                   "rexrank_version", "seconds", "statistics", "test_set"]

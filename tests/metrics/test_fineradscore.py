@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -180,3 +181,136 @@ def test_each_severity_in_each_spelling_a_judge_writes_gives_its_score(label, sc
     for spelling in spellings:
         assert severities(parse_answer(answer(fix(0, spelling)), 1)) == [score], spelling
     assert severities(parse_answer(answer(fix(None, label, "insert"), fix(0, label, "delete")), 1)) == [score, score]
+
+
+def test_config_records_the_prompt_the_judges_settings_and_the_thresholds():
+    default = get_metric("fineradscore", model="m", base_url="http://127.0.0.1:9/v1").config()
+    assert (default["max_reasks"], default["max_tokens"], default["json_mode"]) == (2, 2048, True)
+    assert (default["no_actionable_max"], default["no_significant_max"]) == (1, 2)
+    metric = get_metric("fineradscore", model="m", base_url="http://127.0.0.1:9/v1", no_actionable_max=0,
+                        no_significant_max=3, max_reasks=1, max_tokens=512, json_mode=False)
+    assert metric.config() == {**metric.llm_config(), "prompt": "rexrank-fineradscore-v1", "temperature": 0.0,
+                               "max_tokens": 512, "json_mode": False, "max_reasks": 1, "no_actionable_max": 0,
+                               "no_significant_max": 3, "report_score": "max line severity"}
+
+
+def test_each_stratum_takes_the_thresholds_given():
+    """a: maxima 0 and 1; b: 3 and 4. No actionable error is max <= 0 here, no significant
+    error max <= 3."""
+    strata = rates_by_stratum([0, 3, 1, 4], ["a", "b", "a", "b"], no_actionable_max=0, no_significant_max=3)
+    assert [strata[k]["no_actionable_error_rate"] for k in "ab"] == [0.5, 0.0]
+    assert [strata[k]["no_significant_error_rate"] for k in "ab"] == [1.0, 0.5]
+
+
+def test_aggregate_from_rows_takes_the_runs_thresholds():
+    """Rows by hand: maxima 0, 1, 3 and a failure; thresholds 0 (no actionable) and 3 (no
+    significant). Mean 4/3, 1/mean 3/4; no error 1 of 3, max <= 0 1 of 3, max <= 3 3 of 3."""
+    from rexrank.metrics.base import StudyRows
+    from rexrank.metrics.fineradscore import FineRadScore
+
+    rows = StudyRows({"fineradscore": np.array([0.0, 1.0, 3.0, math.nan])}, {"stratum": ["a", "b", "a", "b"]},
+                     {3: "LLM call failed: down"}, {"thresholds": {"no_actionable_max": 0, "no_significant_max": 3},
+                                                    "llm_prices": {"price_input_per_mtok": None, "price_output_per_mtok": None}},
+                     {"reasks": 2, "llm_usage": {"requests": 4}})
+    result = FineRadScore.aggregate(rows)
+    assert result.corpus["fineradscore"] == pytest.approx(4 / 3) and result.corpus["fineradscore_inv"] == pytest.approx(3 / 4)
+    rates = result.details["rates"]
+    assert (rates["n"], rates["n_failed"]) == (3, 1)
+    assert (rates["no_error_rate"], rates["no_actionable_error_rate"], rates["no_significant_error_rate"]) == pytest.approx(
+        (1 / 3, 1 / 3, 1.0))
+    assert result.details["thresholds"] == {
+        "no_actionable_max": 0, "no_significant_max": 3,
+        "note": "no actionable error: max severity <= no_actionable_max; no significant error: <= no_significant_max "
+                "(our reading; the Challenge paper does not define them)"}
+    assert result.details["strata"]["a"]["no_actionable_error_rate"] == 0.5  # a: maxima 0 and 3
+    assert result.details["strata"]["b"]["n_failed"] == 1
+    assert (result.details["reasks"], result.details["n_failed"], result.details["failed_positions"]) == (2, 1, [3])
+    assert result.details["llm_usage"]["requests"] == 4
+
+
+@pytest.mark.parametrize("json_mode", [True, False])
+def test_json_mode_asks_an_openai_endpoint_for_a_json_object_and_nothing_else_does(json_mode, tmp_path):
+    bodies = []
+
+    def script(path, body):
+        bodies.append(body)
+        return Reply(body=chat_body(answer()))
+
+    with FakeOpenAIServer(script) as server:
+        get_metric("fineradscore", model="judge", base_url=server.base_url, json_mode=json_mode, max_tokens=300, seed=7,
+                   cache_dir=str(tmp_path), progress=False).score(["Clear."], ["Clear."])
+    (body,) = bodies
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.0, 300, 7)
+    assert body.get("response_format") == ({"type": "json_object"} if json_mode else None)
+
+
+def test_thresholds_are_severities_0_to_4_and_re_asks_none_or_more():
+    options = dict(model="m", base_url="http://127.0.0.1:9/v1")
+    for name in ("no_actionable_max", "no_significant_max"):
+        for bad in (-1, 5, 2.5):
+            with pytest.raises(MetricError) as err:
+                get_metric("fineradscore", **options, **{name: bad})
+            assert str(err.value) == f"fineradscore: {name} must be a severity 0-4, got {bad!r}"
+        for good in (0, 4):
+            assert get_metric("fineradscore", **options, **{name: good}).config()[name] == good
+    assert get_metric("fineradscore", **options, max_reasks=0).config()["max_reasks"] == 0
+    with pytest.raises(MetricError) as err:
+        get_metric("fineradscore", **options, max_reasks=-1)
+    assert str(err.value) == "fineradscore: max_reasks must be >= 0, got -1"
+
+
+def test_the_judge_sees_the_pair_and_each_re_ask_names_the_problem_and_the_last_line_id(tmp_path, capsys):
+    """Three lines (ids 0-2) and one line (id 0), each first answered with no JSON, then
+    validly; a third study's call fails: its every column is NaN. The bar is labelled."""
+    replies = {"A.": ["nope", answer()], "Clear.": ["nope", answer(fix(0, "not actionable"), fix(None, "not actionable", "insert"))]}
+    conversations = []
+
+    def script(path, body):
+        conversations.append(body["messages"])
+        user = body["messages"][1]["content"]
+        if "[0] Down." in user:
+            return Reply(500, {"error": {"message": "down"}})
+        key = "A." if "[0] A." in user else "Clear."
+        return Reply(body=chat_body(replies[key][(len(body["messages"]) - 2) // 2]))
+
+    preds, refs = ["A. B. C.", "Clear.", "Down."], ["Effusion.", "Edema.", "Normal."]
+    with FakeOpenAIServer(script) as server:
+        result = get_metric("fineradscore", model="judge", base_url=server.base_url, backoff=0.01, max_retries=0,
+                            cache_dir=str(tmp_path), progress=True).score(preds, refs)
+    assert re.search(r"(^|\r)FineRadScore: ", capsys.readouterr().err)  # tqdm's bar, labelled
+    with pytest.raises(AnswerError) as err:
+        parse_answer("nope", 3)
+    for pred, ref, last_id in (("A. B. C.", "Effusion.", 2), ("Clear.", "Edema.", 0)):
+        first, again = [c for c in conversations if c[:2] == build_messages(pred, ref)[0]]
+        assert len(first) == 2 and again[2:] == [
+            {"role": "assistant", "content": "nope"},
+            {"role": "user", "content": f"Your answer could not be used: {err.value}\nReply again with only the JSON object "
+                                        f'{{"corrections": [...]}} in the format described, using candidate line ids '
+                                        f"between 0 and {last_id}."}]
+    columns = result.per_study
+    # maxima 0 and 1 (two not-actionable corrections): no actionable error is max <= 1
+    expected = {"fineradscore": [0, 1], "fineradscore_sum": [0, 2], "fineradscore_n_corrections": [0, 2],
+                "fineradscore_no_error": [1, 0], "fineradscore_no_actionable_error": [1, 1],
+                "fineradscore_no_significant_error": [1, 1]}
+    for name, values in expected.items():
+        assert columns[name].dtype == np.float64 and list(columns[name][:2]) == values and math.isnan(columns[name][2]), name
+    assert result.details["reasks"] == 2 and list(result.failures) == [2]
+    assert result.failures[2].startswith("LLM call failed: HTTP 500")
+
+
+def test_error_rates_read_a_null_as_a_study_not_scored():
+    """A JSON null (None) is a failed study like NaN: maxima 0 and 3 scored, mean 1.5."""
+    r = error_rates([0, None, 3])
+    assert (r["n"], r["n_failed"], r["fineradscore"], r["fineradscore_inv"]) == (2, 1, 1.5, pytest.approx(2 / 3))
+    assert (r["no_error_rate"], r["no_actionable_error_rate"], r["no_significant_error_rate"]) == (0.5, 0.5, 0.5)
+
+
+def test_error_rates_of_no_scored_study_are_nan_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "Mean of empty slice" would reach the user's terminal
+        r = error_rates([math.nan, math.nan])
+    assert (r["n"], r["n_failed"]) == (0, 2)
+    assert all(math.isnan(r[k]) for k in ("fineradscore", "fineradscore_inv", "no_error_rate", "no_actionable_error_rate",
+                                            "no_significant_error_rate"))

@@ -577,3 +577,12 @@ def test_ten_ids_and_three_places_are_listed_whole():
     with pytest.raises(SubmissionError) as err:
         validate_predictions(_raw(("S0", "a"), ("S0", "b"), ("S0", "c")), ["S0"])
     assert str(err.value) == "p.csv: 1 study ids appear more than once: 'S0' at line 2, line 3, line 4"
+
+
+def test_ten_duplicated_ids_are_listed_whole_and_columns_named_reach_the_reader(tmp_path):
+    ids = [f"S{i}" for i in range(10)]
+    with pytest.raises(SubmissionError) as err:
+        validate_predictions(_raw(*[(sid, "a") for sid in ids * 2]), ids)
+    assert str(err.value).endswith("'S9' at line 11, line 21")
+    (tmp_path / "p.csv").write_text("key,text\nS0,a\n")
+    assert load_predictions(tmp_path / "p.csv", ["S0"], id_column="key", prediction_column="text").texts == ["a"]

@@ -37,12 +37,6 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(item.path, len(LONG_FILE_MARKERS)))
 
 
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: a worker per core and one more, which runs while the others wait on pip's
-    downloads, servers and subprocesses (a third of the fresh-venv tests' time is such waiting)."""
-    return len(os.sched_getaffinity(0)) + 1
-
-
 @pytest.fixture(autouse=True)
 def _isolated_caches(tmp_path_factory, monkeypatch, request):
     """Keep every test's caches (rexrank, HF datasets/evaluate) out of the user's home.

@@ -175,6 +175,19 @@ def test_a_header_separated_by_tabs_or_semicolons_is_read_with_that_delimiter(tm
     assert "write the file with a CSV writer (csv.writer, pandas' to_csv), which quotes such fields" in message
 
 
+def test_a_csv_whose_every_line_is_wider_than_its_header_is_refused_not_read_shifted(tmp_path):
+    # each prediction holds one unquoted comma: read as is, the ids would be "a" and "c" (pandas
+    # takes a first column it has no header for as the index)
+    path = tmp_path / "p.csv"
+    path.write_text("id,prediction\nS1,a,b\nS2,c,d\n")
+    assert _refusal(path) == (
+        "not a readable CSV: every line after the header has more fields than the header; its header line is "
+        "separated by commas: a line with more fields than the header holds the delimiter in a prediction that is "
+        "not quoted; write the file with a CSV writer (csv.writer, pandas' to_csv), which quotes such fields")
+    path.write_text('id,prediction\nS1,"a,b"\nS2,"c,d"\n')  # as a CSV writer writes them
+    assert _read(path) == [("S1", "a,b", "line 2"), ("S2", "c,d", "line 3")]
+
+
 def test_a_comma_header_is_read_with_commas_whatever_else_it_holds(tmp_path):
     path = tmp_path / "p.csv"
     path.write_text("id,prediction;x\nS1,a;b\n")  # a comma in the header: commas, the semicolon is text

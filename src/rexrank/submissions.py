@@ -25,7 +25,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NoReturn, Sequence
 
 from rexrank.errors import SubmissionError, first_line
 from rexrank.prediction_columns import ACCEPTED_SHAPES, first_present, short_repr
@@ -318,16 +318,24 @@ def _read_csv(data: bytes, *, source: str, ids, texts) -> RawPredictions:
         raise SubmissionError("empty CSV file: expected a header line (id,prediction) and one line per study; "
                               f"{ACCEPTED_SHAPES}", source=source) from None
     except pd.errors.ParserError as exc:
-        named = OTHER_DELIMITERS.get(delimiter, "commas")
-        raise SubmissionError(f"not a readable CSV: {first_line(exc)}; its header line is separated by {named}: a "
-                              "line with more fields than the header holds the delimiter in a prediction that is "
-                              "not quoted; write the file with a CSV writer (csv.writer, pandas' to_csv), which "
-                              "quotes such fields", source=source) from None
+        _refuse_wide_lines(first_line(exc), delimiter, source)
+    if not isinstance(frame.index, pd.RangeIndex):
+        # every line one field wider than the header: pandas would take the first column for an
+        # index and read the others shifted (ids from the predictions), so it is refused
+        _refuse_wide_lines("every line after the header has more fields than the header", delimiter, source)
     L.check_rows(len(frame), source=source, counted=False)
     # CSV row numbers count the header as line 1
     raw = _read_table(frame, source=source, location="line", ids=ids, texts=texts)
     raw.rows = [(i, t, f"line {n + 2}") for n, (i, t, _) in enumerate(raw.rows)]
     return raw
+
+
+def _refuse_wide_lines(problem: str, delimiter: str, source: str) -> NoReturn:
+    named = OTHER_DELIMITERS.get(delimiter, "commas")
+    raise SubmissionError(f"not a readable CSV: {problem}; its header line is separated by {named}: a line with "
+                          "more fields than the header holds the delimiter in a prediction that is not quoted; "
+                          "write the file with a CSV writer (csv.writer, pandas' to_csv), which quotes such fields",
+                          source=source) from None
 
 
 def _strict_json(text: str, *, source: str, where: str):

@@ -222,8 +222,9 @@ def test_aggregate_from_rows_takes_the_runs_thresholds():
         "no_actionable_max": 0, "no_significant_max": 3,
         "note": "no actionable error: max severity <= no_actionable_max; no significant error: <= no_significant_max "
                 "(our reading; the Challenge paper does not define them)"}
-    assert result.details["strata"]["a"]["no_actionable_error_rate"] == 0.5  # a: maxima 0 and 3
-    assert result.details["strata"]["b"]["n_failed"] == 1
+    strata = result.details["strata"]  # a: maxima 0 and 3; b: 1 and a failure
+    assert (strata["a"]["no_actionable_error_rate"], strata["a"]["no_significant_error_rate"]) == (0.5, 1.0)
+    assert (strata["b"]["no_actionable_error_rate"], strata["b"]["n_failed"]) == (0.0, 1)
     assert (result.details["reasks"], result.details["n_failed"], result.details["failed_positions"]) == (2, 1, [3])
     assert result.details["llm_usage"]["requests"] == 4
 

@@ -189,6 +189,12 @@ def test_summary_per_stratum_with_normal_and_bootstrap_intervals_and_rank_ranges
     assert _rank_ranges({"a": a[0:3], "b": b[0:3]}, 5, 1) != _rank_ranges({"a": a[0:3], "b": b[0:3]}, 5, 0)  # seeded
     unsettled = got.loc[(got.stratum == "2") & (got.metric == "m"), ["rank_low", "rank_high"]]
     assert unsettled.values.tolist() == [[1, 2], [1, 2]]
+    # the ranks are over the resamples asked for: seed 3's five never put b above a in stratum 2
+    # (a thousand would, b's mean being above a's when 2 of the 3 studies drawn are s2)
+    settled = summary_table(runs, strata=strata, resamples=5, seed=3)
+    assert _rank_ranges({"a": a[0:3], "b": b[0:3]}, 5, 3) == {"a": (1, 1), "b": (2, 2)}
+    assert settled.loc[(settled.stratum == "2") & (settled.metric == "m"), ["rank_low", "rank_high"]].values.tolist() == [
+        [1, 1], [2, 2]]
 
 
 def test_summary_with_unscored_studies_resamples_each_system_on_its_own_and_ranks_on_complete_ones():
@@ -220,6 +226,9 @@ def test_summary_without_resamples_one_system_and_chosen_metrics():
     alone = join_runs({"a": pd.DataFrame({"id": ids, "m": [1.0, 2.0, 6.0]})})
     _assert_table(summary_table(alone, resamples=4, seed=2),
                   [_row("all", "m", "a", [1, 2, 6], boot=_boot_interval([1, 2, 6], 4, 2))])
-    # the defaults: 1,000 resamples, seed 0
-    pd.testing.assert_frame_equal(summary_table(runs, metrics=["m"]),
-                                  summary_table(runs, metrics=["m"], resamples=1000, seed=0))
+    # the defaults: 1,000 resamples, seed 0 (on 12 studies, whose intervals another seed moves)
+    rng = np.random.default_rng(21)
+    twelve = join_runs({s: pd.DataFrame({"id": [f"s{i:02d}" for i in range(12)], "m": rng.normal(0, 1, 12)}) for s in "ab"})
+    default = summary_table(twelve)
+    pd.testing.assert_frame_equal(default, summary_table(twelve, resamples=1000, seed=0))
+    assert default.loc[0, "boot_low"] != summary_table(twelve, seed=1).loc[0, "boot_low"]

@@ -104,7 +104,7 @@ def summary_table(
     """One row per (stratum, metric, system): n, mean, normal and bootstrap CIs, rank and
     bootstrap rank interval. `strata` maps study id -> stratum label (None = all studies)."""
     groups = [(ALL, runs.ids)] if strata is None else [
-        (str(label), pd.Index(ids, name="id")) for label, ids in strata.loc[runs.ids].groupby(strata.loc[runs.ids]).groups.items()
+        (str(label), ids) for label, ids in strata.loc[runs.ids].groupby(strata.loc[runs.ids]).groups.items()
     ]
     rows = []
     for label, ids in groups:
@@ -112,15 +112,17 @@ def summary_table(
             frame = runs.matrix(metric, ids)
             complete, n_excluded = complete_cases(frame)
             boot = {}
-            if resamples and len(frame) >= 2 and len(complete) == len(frame):
-                low, high = np.quantile(bootstrap_means(frame.to_numpy(), resamples=resamples, seed=seed), [0.025, 0.975], axis=0)
-                boot = {s: (lo, hi) for s, lo, hi in zip(runs.systems, low, high)}
-            elif resamples and len(frame) >= 2:
-                for s in runs.systems:
-                    col = frame[s].dropna().to_numpy()
-                    if col.size >= 2:
-                        means = bootstrap_means(col, resamples=resamples, seed=seed)[:, 0]
-                        boot[s] = np.quantile(means, [0.025, 0.975])
+            if resamples and len(frame) >= 2:
+                if not n_excluded:  # one draw of the studies for all systems
+                    means = bootstrap_means(frame.to_numpy(), resamples=resamples, seed=seed)
+                    low, high = np.quantile(means, [0.025, 0.975], axis=0)
+                    boot = {s: (lo, hi) for s, lo, hi in zip(runs.systems, low, high)}
+                else:  # each system on the studies it scored
+                    for s in runs.systems:
+                        col = frame[s].dropna().to_numpy()
+                        if col.size >= 2:
+                            means = bootstrap_means(col, resamples=resamples, seed=seed)[:, 0]
+                            boot[s] = np.quantile(means, [0.025, 0.975])
             ranks = None
             if resamples and len(complete) >= 2 and len(runs.systems) > 1:
                 ranks = rank_intervals(complete, higher_is_better=runs.higher_is_better(metric),

@@ -242,7 +242,7 @@ TESTS: dict[str, tuple[str, ...]] = {
                             *(f"tests/backend/test_private_door.py::test_{t}" for t in (
                                 "the_length_probe_learns_no_more_than_epsilon_allows",
                                 "the_probes_the_ledger_allows_learn_no_more_than_their_epsilon"))),
-    "store.ledger": ("tests/backend/test_public_door.py",
+    "store.ledger": ("tests/store/test_ledger.py", "tests/backend/test_public_door.py",
                      *(f"tests/backend/test_private_door.py::test_{t}" for t in (
                          "the_length_probe_learns_no_more_than_epsilon_allows",
                          "the_probes_the_ledger_allows_learn_no_more_than_their_epsilon",

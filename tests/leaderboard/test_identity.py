@@ -17,8 +17,9 @@ from rexrank.errors import SubmissionError
 # ---- identity: only a user's token names a submitter ---------------------------------------
 @pytest.fixture
 def whoami_server(monkeypatch):
-    """A stand-in for the Hub's whoami endpoint answering `answer["body"]` (huggingface_hub
-    allowed online: the server is on 127.0.0.1)."""
+    """A stand-in for the Hub answering every GET (whoami, a model's info) with `answer["body"]`,
+    `answer["status"]` and `answer["headers"]`, and recording each request's path and token
+    (huggingface_hub allowed online: the server is on 127.0.0.1)."""
     import huggingface_hub.constants as constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
@@ -27,8 +28,11 @@ def whoami_server(monkeypatch):
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             answer.setdefault("tokens", []).append(self.headers.get("Authorization"))
+            answer.setdefault("paths", []).append(self.path.partition("?")[0])
             body = json.dumps(answer["body"]).encode()
             self.send_response(answer.get("status", 200))
+            for name, value in answer.get("headers", {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -38,7 +42,8 @@ def whoami_server(monkeypatch):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # a short poll: shutdown() waits up to one poll interval (0.5 s by default) at each teardown
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}", answer
     server.shutdown()
@@ -129,3 +134,88 @@ def test_an_offline_server_cannot_check_a_token(monkeypatch):
     with pytest.raises(SubmissionError) as err:
         verified_submitter("hf_x", endpoint="http://127.0.0.1:9")
     assert str(err.value) == "cannot check the token: this server runs with HF_HUB_OFFLINE set"
+
+
+# ---- identity: a linked model repo is the submitter's or their organisations' ----------------
+def alice():
+    """A submitter: the user alice (id u1), a member of the organisation Acme (id o1)."""
+    from rexrank.store.accounts import Account, Submitter
+
+    return Submitter(Account("alice", "u1"), (Account("Acme", "o1"),))
+
+
+@pytest.mark.parametrize("typed, asked", [
+    ("alice/CXR-Model", "alice/CXR-Model"), (" alice/CXR-Model/ ", "alice/CXR-Model"),
+    ("https://huggingface.co/alice/CXR-Model", "alice/CXR-Model"),
+    ("http://huggingface.co/alice/CXR-Model/", "alice/CXR-Model"),
+    ("hf://alice/CXR-Model", "alice/CXR-Model"), ("ACME/CXR-Model", "ACME/CXR-Model"),  # an organisation's, any case
+    ("alice/CheX/", "alice/CheX"),  # only the slash is trimmed
+])
+def test_a_model_repo_of_the_submitter_or_their_organisation_is_asked_of_the_hub_by_its_id(whoami_server, typed, asked):
+    from rexrank.leaderboard.identity import verified_model_repo
+
+    endpoint, answer = whoami_server
+    answer["body"] = {"id": "Hub-Spelling/CXR-Model"}
+    assert verified_model_repo(typed, alice(), token="hf_alice", endpoint=endpoint) == "Hub-Spelling/CXR-Model"
+    assert answer["paths"] == [f"/api/models/{asked}"] and answer["tokens"] == ["Bearer hf_alice"]
+
+
+def test_a_model_repo_the_hub_names_without_an_id_is_the_one_typed(whoami_server, monkeypatch):
+    from rexrank.leaderboard.identity import verified_model_repo
+
+    endpoint, answer = whoami_server
+    answer["body"] = {"id": ""}
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    assert verified_model_repo("hf://alice/m", alice(), token="hf_alice") == "alice/m"  # the endpoint from the environment
+
+
+@pytest.mark.parametrize("typed", ["alice", "alice/m/extra", "/m", "alice/", "datasets/x", "spaces/x",
+                                   "https://huggingface.co/"])
+def test_a_model_repo_must_be_namespace_slash_name(typed):
+    from rexrank.leaderboard.identity import verified_model_repo
+
+    with pytest.raises(SubmissionError) as err:
+        verified_model_repo(typed, alice(), token="hf_alice", endpoint="http://127.0.0.1:9")
+    assert str(err.value) == f"model repo {typed!r}: expected NAMESPACE/NAME of a model repo on the Hub"
+
+
+def test_a_model_repo_of_someone_else_is_refused_before_the_hub_is_asked():
+    from rexrank.leaderboard.identity import verified_model_repo
+
+    with pytest.raises(SubmissionError) as err:
+        verified_model_repo("https://huggingface.co/\x1b[1mmallory/m", alice(), token="hf_alice",
+                            endpoint="http://127.0.0.1:9")  # nothing listens: no question was asked
+    assert str(err.value) == ("the model repo mallory/m belongs to 'mallory', not to 'alice' or one of their "
+                              "organisations: link a model repo of your own")
+
+
+@pytest.mark.parametrize("status, headers, message", [
+    (404, {"X-Error-Code": "RepoNotFound"},
+     "no model repo alice/m on the Hub that this token can read: create it, or leave the model repo empty"),
+    (403, {}, None),
+    (503, {}, "cannot check the model repo alice/m with the Hub (HTTP 503); try again later"),
+])
+def test_a_model_repo_the_hub_does_not_show_says_why(whoami_server, status, headers, message):
+    from rexrank.leaderboard.identity import REFUSED, verified_model_repo
+
+    endpoint, answer = whoami_server
+    answer.update(status=status, headers=headers, body={"error": "no"})
+    with pytest.raises(SubmissionError) as err:
+        verified_model_repo("alice/m", alice(), token="hf_alice", endpoint=endpoint)
+    assert str(err.value) == (message or REFUSED)
+
+
+def test_a_model_repo_cannot_be_checked_offline_or_without_the_hub(monkeypatch):
+    import huggingface_hub.constants as constants
+
+    from rexrank.leaderboard.identity import verified_model_repo
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with pytest.raises(SubmissionError) as err:  # nothing listens on the discard port
+        verified_model_repo("alice/m", alice(), token="hf_alice", endpoint="http://127.0.0.1:9")
+    assert re.fullmatch(r"cannot reach the Hub to check the model repo alice/m \((?!NoneType)\w+\); try again later",
+                        str(err.value))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(SubmissionError) as err:
+        verified_model_repo("alice/m", alice(), token="hf_alice", endpoint="http://127.0.0.1:9")
+    assert str(err.value) == "cannot check the model repo alice/m: this server runs with HF_HUB_OFFLINE set"

@@ -312,3 +312,44 @@ def test_missing_checkpoint_fails_fast_offline():
     metric = get_metric("green", cache=False, progress=False)
     with pytest.raises(MetricError, match="GREEN-radllama2-7b"):
         metric.score(["x"], ["y"])
+
+
+def test_config_records_the_official_prompt_decoding_and_length_cap(monkeypatch):
+    monkeypatch.delenv("REXRANK_LLM_BASE_URL", raising=False)  # the local model's path
+    metric = get_metric("green", cache=False, progress=False)
+    assert metric.config() == {
+        **metric.llm_config(), "max_length": 2048, "max_words": 300, "max_new_tokens": None,
+        "length_cap": "2048 - padded width of the study's batch of 8 in input order (official)", "batching": "official",
+        "endpoint_prompt": None, "unparseable": "zero",
+        "prompt": "Stanford-AIMI/GREEN make_prompt (trained prompt), official chat rendering, transformers-4 ids",
+        "decoding": "greedy, transformers' space clean-up"}
+    assert metric.config()["dtype"] == "float16"  # the official weights' dtype, CPU included
+    options = get_metric("green", max_length=1024, max_words=100, max_new_tokens=50, batching="by_length", batch_size=4,
+                         unparseable="fail", cache=False, progress=False).config()
+    assert {k: options[k] for k in ("max_length", "max_words", "max_new_tokens", "batching", "unparseable", "length_cap")} == {
+        "max_length": 1024, "max_words": 100, "max_new_tokens": 50, "batching": "by_length", "unparseable": "fail",
+        "length_cap": "1024 - padded width of the study's batch of prompts of similar length"}
+
+
+def test_an_endpoints_config_says_how_the_prompt_goes_and_what_caps_the_completion():
+    endpoint = dict(base_url="http://127.0.0.1:9/v1", cache=False, progress=False)
+    ids = get_metric("green", **endpoint).config()
+    assert ids["endpoint_prompt"] == "token ids (GREEN's tokenizer, transformers-4 Llama rule)"
+    assert ids["length_cap"] == "2048 - padded width of the study's batch of 8 in input order (official)"
+    text = get_metric("green", endpoint_prompt="text", batching="by_length", **endpoint).config()
+    assert text["endpoint_prompt"] == "text (endpoint_prompt='text'; the server tokenises it)"
+    assert text["length_cap"] == "2048 - the prompt's own length"
+
+
+def test_shards_keep_the_official_batches_whole_and_by_length_batches_refuse_on_a_local_model(monkeypatch):
+    from rexrank.metrics.base import ShardRule
+    from rexrank.metrics.green import Green
+
+    monkeypatch.delenv("REXRANK_LLM_BASE_URL", raising=False)
+    endpoint = {"base_url": "http://127.0.0.1:9/v1"}
+    assert Green.shard_rule({}) == ShardRule(align=8)
+    assert Green.shard_rule({"batch_size": 4, "batching": "official"}) == ShardRule(align=4)
+    assert Green.shard_rule({**endpoint, "batch_size": 2}) == ShardRule(align=2)  # the official budget per batch
+    assert Green.shard_rule({"batching": "by_length"}) == ShardRule(refusal=(
+        "batching='by_length' batches the whole request's prompts sorted by length (batching='official', the default, shards)"))
+    assert Green.shard_rule({**endpoint, "batching": "by_length"}) == ShardRule()  # each prompt's own room

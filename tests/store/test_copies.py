@@ -150,3 +150,140 @@ def test_stored_predictions_are_fingerprinted_through_the_sandboxed_reader(tmp_p
     again = store.filing_of(request)
     assert reads == ["read_rows_here"]
     assert again.prints == indexed.prints and again.n == indexed.n
+
+
+# ---- the copy rule's parts, by hand (issue 40: what the mutation tool found unpinned) ---------
+def _rid(i: int) -> str:
+    return f"20260101T000000.000000-{i:010x}"
+
+
+def test_a_fingerprint_is_64_bits_of_hmac_sha256_of_the_study_id_a_nul_and_the_normalised_text():
+    import hashlib
+    import hmac
+
+    assert copies.normalised(" No\t\teffusion. \n") == "No effusion." and copies.normalised(3) == "3"
+    first = hmac.new(KEY, b"s1\x00No effusion.", hashlib.sha256).hexdigest()[:16]  # the module docstring's definition
+    second = hmac.new(KEY, b"s2\x00Clear.", hashlib.sha256).hexdigest()[:16]
+    assert copies.fingerprints(KEY, ["s1"], ["  No \n effusion. "]) == (first,)
+    # sorted, and a study filed twice with the same text is one fingerprint
+    assert copies.fingerprints(KEY, ["s2", "s1", "s1"], ["Clear.", "No effusion.", "No effusion."]) == tuple(
+        sorted([first, second]))
+
+
+def test_a_filing_is_kept_as_json_with_each_field_and_read_back_as_it_was():
+    request = {"id": _rid(1), "test_set": "rexgradient", "track": "findings", "submitter": "Alice",
+               "submitter_id": "u1", "namespace": "Acme", "namespace_id": "o9"}
+    filing = copies.Filing.of(request, ["b" * 16, "a" * 16], n="3", content_time=5, content_from=copies.FROM_COMMIT)
+    assert filing.to_json() == {"request_id": _rid(1), "test_set": "rexgradient", "track": "findings",
+                                "submitter_key": "id:u1", "namespace_key": "id:o9", "content_time": 5.0,
+                                "content_from": "commit", "n": 3, "fingerprints": ["a" * 16, "b" * 16]}
+    assert type(filing.content_time) is float and type(filing.n) is int
+    assert copies.Filing.from_json(filing.to_json()) == filing
+    assert copies.Filing.from_json({**filing.to_json(), "content_time": "5", "n": "3"}) == filing
+    by_name = copies.Filing.of({**request, "submitter": " Bob ", "submitter_id": None, "namespace": None}, [], n=0,
+                               content_time=0, content_from=copies.FROM_UPLOAD)
+    assert (by_name.submitter_key, by_name.namespace_key) == ("name:bob", "name:bob")  # no namespace: the submitter's
+    ten = copies.Filing.of(request, [f"{i:016x}" for i in range(9, -1, -1)], n=10, content_time=0, content_from="upload")
+    assert ten.anchors == tuple(f"{i:016x}" for i in range(8))  # the 8 smallest (a bottom-k sketch, k = 8)
+
+
+def test_a_name_recorded_before_ids_is_one_party_with_the_account_it_is_bound_to():
+    old = _filing(_rid(1), ["a"], who="alice")  # filed by name, before ids
+    new = copies.Filing.of({"id": _rid(2), "test_set": "rexgradient", "track": "findings", "submitter": "alice2",
+                            "submitter_id": "u1"}, ["a"], n=1, content_time=0, content_from=copies.FROM_UPLOAD)
+    assert not old.same_party(new) and not old.same_party(new, {"bob": {"id": "u1"}})
+    assert old.same_party(new, {"alice": {"id": "u1"}}) and new.same_party(old, {"alice": {"id": "u1"}})
+    # by namespace: an organisation's name bound to its id
+    team_old = _filing(_rid(3), ["a"], who="bob", ns="acme")
+    team_new = copies.Filing.of({"id": _rid(4), "test_set": "rexgradient", "track": "findings", "submitter": "carol",
+                                 "submitter_id": "c1", "namespace": "acme", "namespace_id": "o1"}, ["a"], n=1,
+                                content_time=0, content_from=copies.FROM_UPLOAD)
+    assert not team_old.same_party(team_new) and team_old.same_party(team_new, {"acme": {"id": "o1"}})
+
+
+def test_the_share_of_filings_of_one_study_each_and_of_none():
+    one, same = _filing(_rid(1), ["a"]), _filing(_rid(2), ["a"], who="bob")
+    assert copies.share(one, same) == 1.0 and copies.share(one, _filing(_rid(3), ["b"], who="bob")) == 0.0
+    assert copies.share(_filing(_rid(4), []), _filing(_rid(5), [], who="bob")) == 0.0  # nothing predicted: no copy
+
+
+def test_where_filings_and_anchors_are_kept():
+    assert copies.filing_path(_rid(7)) == f"copies/filings/{_rid(7)}.json"
+    with pytest.raises(R.BadRequestId):
+        copies.filing_path("../../config")
+    assert copies.anchor_path("a/b", "find ings", "c3" + "0" * 14) == "copies/anchors/a_b/find_ings/c3.json"
+    assert (copies.KEY_PATH, copies.PUBLISHED_COPIES) == ("copies/key.json", "copies/published.json")
+
+
+def test_the_key_is_made_once_in_a_commit_of_its_own_and_a_damaged_one_is_made_again(tmp_path, monkeypatch):
+    import json
+
+    repo = open_store(tmp_path / "s").requests
+    found, changes = copies.key_at(repo, repo.snapshot())
+    assert len(found) == 32 and list(changes) == ["copies/key.json"]
+    assert changes["copies/key.json"] == (json.dumps({"key": found.hex()}) + "\n").encode()
+    messages, commit = [], repo.commit
+    monkeypatch.setattr(repo, "commit", lambda changes, *, message, parent: (messages.append(message),
+                                                                            commit(changes, message=message,
+                                                                                   parent=parent))[1])
+    made = copies.key(repo)
+    assert len(made) == 32 and copies.key(repo) == made and copies.key_at(repo, repo.snapshot()) == (made, {})
+    assert messages == ["copies: the fingerprint key"]  # once
+    assert json.loads((tmp_path / "s" / "requests" / "copies" / "key.json").read_text()) == {"key": made.hex()}
+    (tmp_path / "s" / "requests" / "copies" / "key.json").write_text(json.dumps({"key": "ab" * 31}))  # 62 digits
+    again, changes = copies.key_at(repo, repo.snapshot())
+    assert len(again) == 32 and again != made and list(changes) == ["copies/key.json"]
+
+
+def test_the_index_finds_other_parties_filings_on_the_same_set_and_track_at_99_percent(tmp_path):
+    """Rule (CopyIndex.matches): candidates share an anchor; the filing itself, its own
+    party's, another test set's or track's, and those under 99 % of the larger filing's
+    studies are no match; 99 % is."""
+    from rexrank.store import StoreError
+
+    repo = open_store(tmp_path / "s").requests
+    prints = [f"{i:016x}" for i in range(100)]
+    mine = _filing(_rid(1), prints, when=10.0)
+    filings = [mine,
+               _filing(_rid(2), prints, who="alice", ns="alice"),  # my own party
+               _filing(_rid(3), prints, who="bob", test_set="iu_xray"),  # another test set
+               _filing(_rid(4), prints, who="bob", track="impression"),  # another track
+               _filing(_rid(5), prints[2:] + ["y1", "y2"], who="carol"),  # 98 of 100
+               _filing(_rid(6), prints[1:] + ["z1"], who="dave", when=5.0),  # 99 of 100, filed earlier
+               _filing(_rid(7), prints, who="erin", when=20.0)]  # identical, later
+    index = copies.CopyIndex(repo, repo.snapshot())
+    assert index.filing(_rid(1)) is None
+    changes = {}
+    for filing in filings:
+        changes.update(index.add(filing))
+    shard = copies.anchor_path("rexgradient", "findings", prints[0])
+    assert shard in changes and copies.filing_path(_rid(7)) in changes
+    assert index.add(mine)[shard] == changes[shard]  # filed again (a requeue): listed once
+    repo.commit(changes, message="filings", parent=repo.version())
+    index = copies.CopyIndex(repo, repo.snapshot())
+    assert index.filing(_rid(6)) == filings[5]
+    found = index.matches(mine)
+    assert [(f.request_id, common) for f, common in found] == [(_rid(6), 0.99), (_rid(7), 1.0)]
+    originals, later = copies.judge(mine, found)
+    assert [f.request_id for f, _ in originals] == [_rid(6)] and [f.request_id for f, _ in later] == [_rid(7)]
+    assert copies.describe([(filings[5], 2 / 3)]) == [{"request_id": _rid(6), "share": 0.6667,
+                                                       "content_time": "1970-01-01T00:00:05Z", "content_from": "upload"}]
+    (tmp_path / "s" / "requests" / copies.filing_path(_rid(6))).write_text('{"request_id": "x"}')
+    with pytest.raises(StoreError, match=rf"{copies.filing_path(_rid(6))} is damaged; restore it from the repo's history"):
+        copies.CopyIndex(repo, repo.snapshot()).matches(mine)
+
+
+def test_a_published_copy_is_listed_with_its_original_and_the_list_emptied_is_removed(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "now", lambda: 1_767_225_600.0)  # 2026-01-01T00:00:00Z
+    copy, original = _filing(_rid(1), ["a"], when=60.0), _filing(_rid(2), ["a"], who="bob", when=0.0)
+    flagged = copies.flag_published({"x": 1}, copy, original, 0.99996)
+    assert flagged == {"x": 1, _rid(1): {"original": _rid(2), "share": 1.0, "flagged_time": "2026-01-01T00:00:00Z",
+                                         "content_time": "1970-01-01T00:01:00Z",
+                                         "original_content_time": "1970-01-01T00:00:00Z"}}
+    assert copies.published_changes({}) == {"copies/published.json": None}
+    repo = open_store(tmp_path / "s").requests
+    assert copies.published_copies(repo, repo.snapshot()) == {}
+    repo.commit(copies.published_changes(flagged), message="flag", parent=repo.version())
+    assert copies.published_copies(repo, repo.snapshot()) == flagged
+    repo.commit({copies.PUBLISHED_COPIES: b'{"requests": [1]}'}, message="odd", parent=repo.version())
+    assert copies.published_copies(repo, repo.snapshot()) == {}

@@ -717,3 +717,26 @@ def test_the_backends_policy_check_reads_the_settled_index_at_a_snapshot(tmp_pat
     assert store.policy_problem({**req, "id": R.new_request_id(T0, "later")}) is not None  # alice's quota is spent
     assert {p for _, p in seen} >= set(R.request_index_files("model-a", "alice", req["predictions"]["sha256"]))
     assert all(kind is Snapshot for kind, _ in seen), [p for kind, p in seen if kind is not Snapshot]
+
+
+def test_dropping_shard_outputs_removes_that_requests_scratch_folder_only_in_one_commit(tmp_path, monkeypatch):
+    """Rule (drop_shard_outputs): every file under scratch/<id>/ goes, in one commit saying
+    so; another request's shard outputs and the request itself stay; nothing to remove
+    commits nothing; an id that is not a request id is refused before any path is built."""
+    store, req = _store_with_request(tmp_path)
+    rid, other = req["id"], R.new_request_id(T0, "other")
+    mine = [*R.shard_paths(rid, 0, 1), *R.shard_paths(rid, 1, 2)]
+    theirs = R.shard_paths(other, 0, 1)
+    store.requests.commit({path: b"{}" for path in (*mine, *theirs)}, message="shards", parent=store.requests.version())
+    requests = tmp_path / "s" / "requests"
+    assert mine[0] == f"scratch/{rid}/shard-000-attempt-1.json"  # the layout by hand (records' docstring)
+    messages = _commits(monkeypatch, store)
+    store.drop_shard_outputs(rid)
+    assert messages == [f"remove the shard outputs of {rid}"]
+    assert [p for p in (*mine, *theirs) if (requests / p).exists()] == list(theirs)
+    assert store.get_request(rid)["status"] == "PENDING"
+    store.drop_shard_outputs(rid)  # nothing left: no commit
+    assert messages == [f"remove the shard outputs of {rid}"]
+    with pytest.raises(R.BadRequestId, match=r"'\.\./x' is not a request id"):
+        store.drop_shard_outputs("../x")
+    assert messages == [f"remove the shard outputs of {rid}"] and all((requests / p).exists() for p in theirs)

@@ -161,3 +161,35 @@ def test_complete_lowercases_relation_tuples_only():
     assert simple == 0.0 and partial == 0.0
     # relation tuple matches after lower-casing; ("Left",..) vs ("left",..) does not: P = R = 1/2
     assert complete == pytest.approx(0.5)
+
+
+def test_complete_keeps_each_relation_apart_by_its_target():
+    # same source entity, different targets: no relation tuple is shared; the unrelated
+    # targets ("left" / "right") differ too, so nothing matches at the complete level
+    ref = ann(("effusion", "OBS-DP", [("located_at", 2)]), ("left", "ANAT-DP", []))
+    hyp = ann(("effusion", "OBS-DP", [("located_at", 2)]), ("right", "ANAT-DP", []))
+    simple, partial, complete = f1.rewards(hyp, ref)
+    # simple: {effusion, left} vs {effusion, right}: P = R = 1/2
+    assert simple == pytest.approx(0.5) and partial == pytest.approx(0.5)
+    assert complete == 0.0
+
+
+def test_complete_compares_relation_tuples_lower_cased_not_upper_cased():
+    # 0.1.18 applies str.lower(): "Maß" -> "maß" differs from "mass", though both upper-case to "MASS"
+    ref = ann(("Maß", "OBS-DP", [("located_at", 2)]), ("lung", "ANAT-DP", []))
+    hyp = ann(("mass", "OBS-DP", [("located_at", 2)]), ("lung", "ANAT-DP", []))
+    # complete: {("maß", ..., "lung"), ("lung", ...)} vs {("mass", ..., "lung"), ("lung", ...)}: P = R = 1/2
+    assert f1.rewards(hyp, ref)[2] == pytest.approx(0.5)
+    # the same on the relation's target
+    ref = ann(("opacity", "OBS-DP", [("located_at", 2)]), ("Maß", "ANAT-DP", []))
+    hyp = ann(("opacity", "OBS-DP", [("located_at", 2)]), ("Maß", "ANAT-DP", []))
+    hyp["entities"]["2"]["tokens"] = "MASS"
+    # target "maß" vs "mass": the relation tuples differ, and so do the plain targets ("Maß" / "MASS")
+    assert f1.rewards(hyp, ref)[2] == 0.0
+
+
+def test_reward_f1_of_an_empty_side_is_zero_as_radgraph_rewards():
+    # rewards.py: precision is 0 without hypothesis items, recall 0 without reference items
+    assert f1._reward_f1([], [("acute", "OBS-DA")]) == 0.0
+    assert f1._reward_f1([("acute", "OBS-DA")], []) == 0.0
+    assert f1._reward_f1([], []) == 0.0

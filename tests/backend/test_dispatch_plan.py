@@ -230,7 +230,7 @@ def test_no_more_jobs_run_at_once_than_max_jobs(tmp_path):
     thread.start()
     deadline = time.time() + 120
     while jobs.inspected < 20:  # many polls while two Jobs run and two shards wait
-        assert time.time() < deadline, "the dispatcher stopped polling"
+        assert thread.is_alive() and time.time() < deadline, f"the dispatcher stopped polling: {store.get_request(req['id'])}"
         time.sleep(0.01)
     assert len(jobs.jobs) == 2 and jobs.peak == 2
     jobs.go.set()
@@ -327,9 +327,13 @@ def test_jobs_that_used_more_gpu_hours_than_the_ceiling_fail_the_request_and_sto
     dispatcher = Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), jobs, settings)
     thread = threading.Thread(target=lambda: dispatcher.run(once=True), daemon=True)
     thread.start()
-    thread.join(timeout=120)
+    # the first poll that sees the Jobs' hours (the second inspection of each) fails the request: a
+    # dispatcher still polling after 12 inspections let them run on (bounded by polls, not minutes)
+    deadline = time.time() + 120
+    while thread.is_alive() and jobs.inspected < 12 and time.time() < deadline:
+        thread.join(timeout=0.05)
     jobs.go.set()
-    assert not thread.is_alive(), "the dispatcher let the Jobs run on past the ceiling"
+    assert not thread.is_alive(), f"the dispatcher let the Jobs run on past the ceiling ({jobs.inspected} inspections)"
     final = store.get_request(req["id"])
     assert final["status"] == FAILED and final["failure_kind"] == "internal"
     used = sum(job["seconds"] for job in final["dispatch"]["jobs"]) / 3600  # 1.33 and a little

@@ -213,6 +213,34 @@ def test_metric_correlation_matches_scipy():
         metric_correlation(table.iloc[:2])
 
 
+def test_metric_correlations_by_hand_over_systems_having_both_metrics():
+    """Pearson, Kendall's tau and Spearman of three systems, by hand: a = 1, 2, 3 against
+    b = 3, 1, 2 is one concordant pair and two discordant (tau = -1/3), rank differences
+    -2, 1, 1 (rho = 1 - 6 x 6 / (3 x 8) = -0.5); against c = 2, 1, 3 Pearson is
+    cov 1 / sqrt(2 x 2) = 0.5. A system lacking a metric leaves only that metric's cells."""
+    table = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [3.0, 1.0, 2.0, np.nan], "c": [2.0, 1.0, 3.0, np.nan],
+                          "name": ["w", "x", "y", "z"]}, index=list("wxyz"))
+    assert metric_correlation(table, "kendall").loc["a", "b"] == pytest.approx(-1 / 3)
+    assert metric_correlation(table, "spearman").loc["a", "b"] == pytest.approx(-0.5)
+    pearson = metric_correlation(table)  # Pearson by default; the text column is no metric
+    assert list(pearson.columns) == ["a", "b", "c"] and pearson.loc["a", "c"] == pytest.approx(0.5)
+    assert np.isnan(metric_correlation(table, min_systems=4).loc["a", "c"])  # 3 systems have both
+    assert metric_correlation(table.iloc[:3])["a"].notna().all()  # 3 systems: enough by default
+
+
+def test_metric_correlation_says_what_it_needs():
+    table = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [3.0, 1.0, 2.0]})
+    with pytest.raises(AnalysisError) as err:
+        metric_correlation(table, "cosine")
+    assert str(err.value) == "unknown correlation method 'cosine'; use one of pearson, kendall, spearman"
+    with pytest.raises(AnalysisError) as err:
+        metric_correlation(table[["a"]])
+    assert str(err.value) == "need at least two metrics to correlate, got ['a']"
+    with pytest.raises(AnalysisError) as err:
+        metric_correlation(table, min_systems=4)
+    assert str(err.value) == "need at least 4 systems to correlate metrics across systems, got 3"
+
+
 def test_published_table_reads_as_system_table():
     path = shared_path("data", "published", "current", "findings_result_iu_xray.csv")
     table = read_system_table(path)
@@ -281,3 +309,115 @@ def test_human_alignment_tau_b_vs_scipy(tmp_path):
     assert table["n"].eq(200).all()
     with pytest.raises(AnalysisError, match="do not match the pairs"):
         human_alignment(pairs, scores.iloc[1:], resamples=0)
+
+
+# --- ReXVal by hand (issue 40: what the mutation tool found unpinned) --------------------
+
+def _rexval_files(directory, error_rows, n_studies=2):
+    from rexrank.analysis.alignment import CANDIDATES_FILE
+
+    pd.DataFrame({"study_id": [101 + i for i in range(n_studies)], "gt_report": [f"ref{i}" for i in range(n_studies)],
+                  "radgraph": [f"c{i}r" for i in range(n_studies)], "bertscore": [None] * n_studies,
+                  "s_emb": [f"c{i}s" for i in range(n_studies)], "bleu": [f"c{i}b" for i in range(n_studies)]}
+                 ).to_csv(directory / CANDIDATES_FILE, index=False)
+    pd.DataFrame(error_rows, columns=["study_number", "candidate_type", "error_category", "rater_index",
+                                      "clinically_significant", "num_errors"]).to_csv(directory / ERRORS_FILE, index=False)
+
+
+RATED = [(0, "radgraph", 1, 1, "True", 2), (0, "radgraph", 1, 2, " true", 4),  # category 1: mean 3
+         (0, "radgraph", 2, 1, "1", 1),  # category 2: one rater, 1
+         (0, "radgraph", 1, 1, "FALSE", 1), (0, "radgraph", 1, 2, "0", 0),  # insignificant: mean 0.5
+         (1, "bleu", 1, 3, "false", 2), (0, "bertscore", 1, 1, "False", 0)]
+
+
+def test_read_rexval_means_over_raters_then_sums_over_categories_by_hand(tmp_path):
+    _rexval_files(tmp_path, RATED)
+    pairs = read_rexval(tmp_path)
+    assert pairs.to_dict("records") == [
+        {"pair_id": "0_bertscore", "study_number": 0, "study_id": "101", "candidate_type": "bertscore", "candidate": "",
+         "reference": "ref0", "significant_errors": 0.0, "insignificant_errors": 0.0, "total_errors": 0.0, "n_raters": 1},
+        {"pair_id": "0_radgraph", "study_number": 0, "study_id": "101", "candidate_type": "radgraph", "candidate": "c0r",
+         "reference": "ref0", "significant_errors": 4.0, "insignificant_errors": 0.5, "total_errors": 4.5, "n_raters": 2},
+        {"pair_id": "1_bleu", "study_number": 1, "study_id": "102", "candidate_type": "bleu", "candidate": "c1b",
+         "reference": "ref1", "significant_errors": 0.0, "insignificant_errors": 2.0, "total_errors": 2.0, "n_raters": 1}]
+
+
+def test_read_rexval_refuses_files_that_are_not_rexvals_saying_what_is_wrong(tmp_path):
+    from rexrank.analysis.alignment import CANDIDATES_FILE
+
+    with pytest.raises(AnalysisError) as err:
+        read_rexval(tmp_path)
+    assert str(err.value) == (f"ReXVal file {tmp_path / CANDIDATES_FILE} does not exist (download it from PhysioNet "
+                              "rexval-dataset 1.0.0)")
+    errors_path = tmp_path / ERRORS_FILE
+    for rows, message in (
+            ([(0, "bleu", 1, 1, "maybe", 1), (0, "bleu", 1, 2, "yes", 1), (0, "bleu", 1, 3, "maybe", 1)],
+             f"{errors_path}: clinically_significant values must be True/False, got ['maybe', 'yes']"),
+            ([(2, "bleu", 1, 1, True, 1)], f"{errors_path}: study_number [2] not in {tmp_path / CANDIDATES_FILE} (rows 0–1)"),
+            ([(0, "bleu", 1, 1, True, -1)], f"{errors_path}: num_errors must be non-negative numbers"),
+            ([(0, "bleu", 1, 1, True, None)], f"{errors_path}: num_errors must be non-negative numbers"),
+            ([(0, "bleu", 1, 1, True, 1)] * 3, f"{errors_path}: 2 duplicate rows for the same rater/category/significance")):
+        _rexval_files(tmp_path, rows)
+        with pytest.raises(AnalysisError) as err:
+            read_rexval(tmp_path)
+        assert str(err.value) == message
+    pd.DataFrame({"study_id": [1], "gt_report": ["r"], "radgraph": ["a"], "bertscore": ["b"], "s_emb": ["c"]}).to_csv(
+        tmp_path / CANDIDATES_FILE, index=False)
+    with pytest.raises(AnalysisError) as err:
+        read_rexval(tmp_path)
+    assert str(err.value) == (f"{tmp_path / CANDIDATES_FILE}: not the ReXVal schema, missing columns ['bleu'] (has "
+                              "['study_id', 'gt_report', 'radgraph', 'bertscore', 's_emb'])")
+
+
+def test_human_alignment_by_hand_on_five_pairs():
+    """Badness (-score for a higher-is-better metric, the score otherwise) against the
+    errors: five pairs in the same order are tau_b = 1 with scipy's exact p = 2 / 5! = 1/60;
+    a missing score leaves its pair out; non-numeric and bool columns are no scores."""
+    pairs = pd.DataFrame({"pair_id": [f"p{i}" for i in range(5)], "total_errors": [0.0, 1, 2, 3, 4],
+                          "significant_errors": [4.0, 3, 2, 1, 0]})
+    scores = pd.DataFrame({"id": [f"p{i}" for i in range(4, -1, -1)],  # order does not matter
+                           "bleu2": [1.0, 2, 3, 4, 5], "radcliq_v1": [4.0, 3, 2, 1, 0], "mine": [4.0, 3, 2, 1, 0],
+                           "gappy": [1.0, 2, 3, np.nan, 5], "flag": [True] * 5, "name": list("abcde")})
+    table = human_alignment(pairs, scores, resamples=0, seed=7, lower_is_better=("mine",)).set_index("metric")
+    assert list(table.index) == ["bleu2", "radcliq_v1", "mine", "gappy"]
+    assert table["tau_b"].tolist() == pytest.approx([1.0, 1.0, 1.0, 1.0])
+    assert table.loc["bleu2", "p_value"] == pytest.approx(1 / 60)
+    assert table.loc["gappy", ["n", "n_missing"]].tolist() == [4, 1] and table.loc["bleu2", "n_missing"] == 0
+    assert table["ci_low"].isna().all() and table["ci_high"].isna().all()  # no resamples: no interval
+    assert (table["target"] == "total_errors").all() and (table["resamples"] == 0).all() and (table["seed"] == 7).all()
+    by_default = human_alignment(pairs, scores[["id", "mine"]], resamples=0)  # higher is better by default
+    assert by_default.loc[0, "tau_b"] == pytest.approx(-1.0)
+    significant = human_alignment(pairs, scores[["id", "bleu2"]], target="significant_errors", resamples=0)
+    assert significant.loc[0, "tau_b"] == pytest.approx(-1.0) and significant.loc[0, "target"] == "significant_errors"
+
+
+def test_human_alignments_interval_is_the_seeded_percentile_bootstrap_over_pairs():
+    """The definition (module docstring): resample the pairs with numpy's default_rng(seed),
+    tau_b of each resample (a resample of one distinct pair has none and is dropped), and
+    the (1 - level) / 2 and (1 + level) / 2 quantiles."""
+    from scipy.stats import kendalltau
+
+    pairs = pd.DataFrame({"pair_id": [f"p{i}" for i in range(6)], "total_errors": [0.0, 2, 1, 3, 5, 4]})
+    scores = pd.DataFrame({"id": pairs["pair_id"], "radcliq_v1": [0.0, 1, 2, 3, 4, 5]})
+    table = human_alignment(pairs, scores, resamples=40, seed=3, level=0.8)
+    idx = np.random.default_rng(3).integers(0, 6, size=(40, 6))
+    badness, errors = scores["radcliq_v1"].to_numpy(), pairs["total_errors"].to_numpy()
+    taus = np.array([kendalltau(badness[i], errors[i], variant="b").statistic for i in idx])
+    low, high = np.quantile(taus[~np.isnan(taus)], [0.1, 0.9])
+    assert table.loc[0, "ci_low"] == pytest.approx(low) and table.loc[0, "ci_high"] == pytest.approx(high)
+    assert low < high and table.loc[0, "resamples"] == 40
+
+
+def test_human_alignment_says_what_it_needs():
+    pairs = pd.DataFrame({"pair_id": ["p0", "p1"], "total_errors": [0.0, 1]})
+    for kwargs, scores, message in (
+            ({"target": "errors"}, pd.DataFrame({"id": ["p0", "p1"], "x": [1.0, 2]}),
+             "unknown ReXVal target 'errors'; use one of total_errors, significant_errors, insignificant_errors"),
+            ({}, pd.DataFrame({"pair": ["p0", "p1"], "x": [1.0, 2]}),
+             "ReXVal scores need an `id` column holding pair ids like '0_bleu'"),
+            ({}, pd.DataFrame({"id": ["p0", "q"], "x": [1.0, 2]}),
+             "ReXVal scores do not match the pairs: missing ['p1'] (1), unknown ['q'] (1)"),
+            ({}, pd.DataFrame({"id": ["p0", "p1"], "x": ["a", "b"]}), "ReXVal scores have no numeric score column")):
+        with pytest.raises(AnalysisError) as err:
+            human_alignment(pairs, scores, resamples=0, **kwargs)
+        assert str(err.value) == message

@@ -49,7 +49,7 @@ def _as_bool(series: pd.Series, where: str) -> pd.Series:
         return series
     mapped = series.astype(str).str.strip().str.lower().map({"true": True, "false": False, "1": True, "0": False})
     if mapped.isna().any():
-        raise AnalysisError(f"{where}: clinically_significant values must be True/False, got {series[mapped.isna()].unique()[:5]}")
+        raise AnalysisError(f"{where}: clinically_significant values must be True/False, got {sorted({str(v) for v in series[mapped.isna()]})[:5]}")
     return mapped.astype(bool)
 
 

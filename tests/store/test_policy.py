@@ -123,6 +123,11 @@ def test_quota_from_an_empty_environment(monkeypatch):
 
     monkeypatch.delenv("REXRANK_QUOTA", raising=False)
     assert Quota.from_env() == Quota(1, 7.0)
+    # where it was set, which a refusal names (origin takes no part in ==)
+    assert Quota.from_env().origin == ("ReXrank's for a public service; its organisers change it with --quota or the "
+                                       "store's config.json key \"quota\"")
+    monkeypatch.setenv("REXRANK_QUOTA", "2/3")
+    assert Quota.from_env().origin == "set by REXRANK_QUOTA (or --quota)"
 
 
 # ---- policy: identical resubmissions, name ownership, approved submitters ----------------------------

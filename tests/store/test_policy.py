@@ -104,6 +104,8 @@ def test_the_quota_setting(text, limit, days, monkeypatch):
     from rexrank.store.policy import Quota
 
     assert Quota.parse(text) == Quota(limit, days)
+    assert Quota.parse(text).origin == "set with --quota"  # what a refusal names, by default
+    assert Quota.parse(text, origin="set in config.json").origin == "set in config.json"
     monkeypatch.setenv("REXRANK_QUOTA", text)
     assert Quota.from_env() == Quota(limit, days)
     assert Quota() == Quota(1, 7.0)

@@ -599,3 +599,25 @@ def test_ten_duplicated_ids_are_listed_whole_and_columns_named_reach_the_reader(
     assert str(err.value).endswith("'S9' at line 11, line 21")
     (tmp_path / "p.csv").write_text("key,text\nS0,a\n")
     assert load_predictions(tmp_path / "p.csv", ["S0"], id_column="key", prediction_column="text").texts == ["a"]
+
+
+def test_ten_predictions_that_are_not_unicode_text_are_listed_whole():
+    with pytest.raises(SubmissionError) as err:
+        checked_rows(_raw(*[(f"S{i}", "\ud800") for i in range(10)]))
+    listed = "; ".join(f"line {i + 2} (id 'S{i}'): lone surrogate U+D800 at character 1" for i in range(10))
+    assert str(err.value) == (f"p.csv: 10 predictions are not valid Unicode text: {listed}; write real characters "
+                              "(UTF-8), not lone \\udXXX escapes")
+
+
+def test_a_refusal_by_the_reader_itself_names_the_file_as_given(tmp_path, monkeypatch):
+    """A limit of the sandbox (here its answer limit, made tiny) is the reader's refusal, not the
+    file's: it still names the file the submitter gave."""
+    from rexrank import sandbox
+    from rexrank.submissions import read_raw_predictions
+
+    monkeypatch.setattr(sandbox, "LIMITS", sandbox.Limits(answer_bytes=16))
+    (tmp_path / "p.csv").write_text("id,prediction\nS1,a prediction longer than sixteen bytes\n")
+    with pytest.raises(SubmissionError) as err:
+        read_raw_predictions(tmp_path / "p.csv")
+    assert err.value.source == str(tmp_path / "p.csv")
+    assert str(err.value).startswith(f"{tmp_path / 'p.csv'}: the reader's answer is over 16 bytes, the answer limit")

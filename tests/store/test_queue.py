@@ -740,3 +740,41 @@ def test_dropping_shard_outputs_removes_that_requests_scratch_folder_only_in_one
     with pytest.raises(R.BadRequestId, match=r"'\.\./x' is not a request id"):
         store.drop_shard_outputs("../x")
     assert messages == [f"remove the shard outputs of {rid}"] and all((requests / p).exists() for p in theirs)
+
+
+def test_a_name_recorded_before_ids_is_bound_to_the_first_account_with_an_id_that_files_under_it(tmp_path, monkeypatch):
+    """Rule (bind_legacy_name): an account with an id filing under a name that has open or
+    settled requests filed by name, or a privacy ledger under that name, binds the name to
+    its id (accounts/legacy.json, written with the filing); a name already bound, an account
+    without an id (a local store's typed name), or a name with nothing recorded binds nothing,
+    and a request filed with an id leaves its name free."""
+    import json as json_
+
+    from rexrank.store.accounts import LEGACY_BINDINGS, Account
+    from rexrank.store.ledger import ledger_path
+
+    _at(monkeypatch, T0)
+    store, _ = _store_with_request(tmp_path)  # alice's request, filed by name, still open
+    store.claim("w", lease_seconds=60)
+    carol = submit(store, variant(tmp_path, 1), model_name="model-c", submitter="carol")
+    store.claim("w", lease_seconds=60)
+    assert store.fail(carol["id"], "w", error="boom")  # carol's: settled, in the index by name
+    submit(store, variant(tmp_path, 2), model_name="model-d", submitter="dave", submitter_id="u4")
+    store.requests.commit({ledger_path(Account("erin"), "rexgradient"): b"{}"}, message="ledger",
+                          parent=store.requests.version())
+
+    def bind(account):
+        return store.bind_legacy_name(store.requests.snapshot(R.QUEUE_DIR), account)
+
+    how = "the first filing under this name by an account with an id"
+    for account, key in ((Account(" Alice ", "u1"), "alice"), (Account("CAROL", "u3"), "carol"), (Account("erin", "u5"), "erin")):
+        entry = {"id": account.id, "name": account.name, "time": "2026-01-01T00:00:00Z", "how": how}
+        assert bind(account) == ({key: entry}, {LEGACY_BINDINGS: R.dumps({key: entry})}), account
+    for account in (Account("alice"), Account("dave", "u6"), Account("frank", "u7")):
+        assert bind(account) == ({}, {}), account  # no id; a name filed with an id; nothing under the name
+    taken = {"alice": {"id": "u1", "name": "alice", "time": "t", "how": how}}
+    (tmp_path / "s" / "requests" / LEGACY_BINDINGS).parent.mkdir(exist_ok=True)
+    (tmp_path / "s" / "requests" / LEGACY_BINDINGS).write_text(json_.dumps(taken))
+    assert bind(Account("ALICE", "u9")) == (taken, {})  # bound already: nobody takes its place
+    assert bind(Account("carol", "u3"))[0] == {**taken, "carol": {"id": "u3", "name": "carol",
+                                                                  "time": "2026-01-01T00:00:00Z", "how": how}}

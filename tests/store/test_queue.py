@@ -778,3 +778,33 @@ def test_a_name_recorded_before_ids_is_bound_to_the_first_account_with_an_id_tha
     assert bind(Account("ALICE", "u9")) == (taken, {})  # bound already: nobody takes its place
     assert bind(Account("carol", "u3"))[0] == {**taken, "carol": {"id": "u3", "name": "carol",
                                                                   "time": "2026-01-01T00:00:00Z", "how": how}}
+
+
+def test_the_approved_list_binds_an_approved_name_to_the_first_account_that_files_under_it(tmp_path, monkeypatch):
+    """Rule (check_approval): no list for the test set, or a typed name on it (a local
+    store): nothing to record; an account with an id filing under an approved name not yet
+    bound: the change that binds it on that test set (accounts/approved.json), beside the
+    other test sets' bindings; the name bound to another id: refused."""
+    from rexrank.errors import SubmissionError
+    from rexrank.store import StoreError
+    from rexrank.store.accounts import APPROVED_BINDINGS, Account
+
+    _at(monkeypatch, T0)
+    store, _ = _store_with_request(tmp_path)
+    requests = tmp_path / "s" / "requests"
+    assert store.check_approval(store.requests.snapshot(), "example", Account("anyone", "u0")) is None  # no list
+    (requests / R.CONFIG_FILE).write_text(json.dumps({"approved_submitters": {"example": ["Carol", "dave"]}}))
+    assert store.check_approval(store.requests.snapshot(), "example", Account("carol")) is None
+    (requests / APPROVED_BINDINGS).parent.mkdir(exist_ok=True)
+    (requests / APPROVED_BINDINGS).write_text(json.dumps({"other": {"x": {"id": "u9"}},
+                                                          "example": {"dave": {"id": "u4", "name": "dave"}}}))
+    change = store.check_approval(store.requests.snapshot(), "example", Account("CAROL", "u3"))
+    carol = {"id": "u3", "name": "CAROL", "time": "2026-01-01T00:00:00Z", "how": "its first filing"}
+    assert change == {APPROVED_BINDINGS: R.dumps({"other": {"x": {"id": "u9"}},
+                                                  "example": {"dave": {"id": "u4", "name": "dave"}, "carol": carol}})}
+    assert store.check_approval(store.requests.snapshot(), "example", Account("dave", "u4")) is None  # bound already
+    with pytest.raises(SubmissionError, match="'dave' is not one of them"):
+        store.check_approval(store.requests.snapshot(), "example", Account("dave", "u8"))  # the name is another's
+    (requests / APPROVED_BINDINGS).write_text("[]")
+    with pytest.raises(StoreError, match=r"accounts/approved\.json is damaged; restore it from the repo's history"):
+        store.check_approval(store.requests.snapshot(), "example", Account("carol", "u3"))

@@ -808,3 +808,24 @@ def test_the_approved_list_binds_an_approved_name_to_the_first_account_that_file
     (requests / APPROVED_BINDINGS).write_text("[]")
     with pytest.raises(StoreError, match=r"accounts/approved\.json is damaged; restore it from the repo's history"):
         store.check_approval(store.requests.snapshot(), "example", Account("carol", "u3"))
+
+
+def test_the_backends_quota_counts_what_an_account_filed_by_name_before_ids_once_the_name_is_bound(tmp_path, monkeypatch):
+    """Rule (_history): the settled requests filed by name before ids are read from the index
+    of every name bound to the account's id (accounts/legacy.json), so an account renamed
+    since still has them counted against its quota; unbound, the name is someone else's."""
+    from rexrank.store.accounts import LEGACY_BINDINGS
+
+    _at(monkeypatch, T0)
+    store, old = _store_with_request(tmp_path)  # alice, by name, 1 per 7 days
+    store.claim("w", lease_seconds=60)
+    assert store.finish(old["id"], "w", result_id="r")
+    renamed = {**old, "id": R.new_request_id(T0 + 3600, "renamed"), "submitter": "alice-2", "submitter_id": "u1",
+               "model_name": "model-z", "predictions": {**old["predictions"], "sha256": "0" * 64},
+               "submitted_time": "2026-01-01T01:00:00Z", "status": "PENDING"}
+    assert store.policy_problem(renamed) is None  # "alice" is bound to nobody: not this account's
+    (tmp_path / "s" / "requests" / LEGACY_BINDINGS).parent.mkdir(exist_ok=True)
+    (tmp_path / "s" / "requests" / LEGACY_BINDINGS).write_text(json.dumps({"alice": {"id": "u1", "name": "alice"}}))
+    assert store.policy_problem(renamed).startswith(
+        "submitter 'alice-2' already has 1 submission(s) on example/findings in the last 7 days (limit 1); next "
+        "submission possible after 2026-01-08T00:00:00Z")

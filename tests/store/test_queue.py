@@ -829,3 +829,32 @@ def test_the_backends_quota_counts_what_an_account_filed_by_name_before_ids_once
     assert store.policy_problem(renamed).startswith(
         "submitter 'alice-2' already has 1 submission(s) on example/findings in the last 7 days (limit 1); next "
         "submission possible after 2026-01-08T00:00:00Z")
+
+
+def test_a_private_request_out_of_attempts_is_claimed_to_be_failed_at_its_slot_not_failed_now(tmp_path, monkeypatch):
+    """Rule (claim, private test set): when it was interrupted is private, so a private
+    request whose lease expired after max_attempts claims is claimed again by this worker,
+    marked out_of_attempts, its attempts not counted up, with a fresh lease; the worker
+    fails it at its publication slot. A public one is FAILED at once (test above)."""
+    from rexrank.store import Quota, open_store
+    from rexrank.store import queue as Q
+    from support.requests import write_jsonl
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    _at(monkeypatch, T0)
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    rows = {f"RG{i:05d}": f"Study {i}: no acute finding." for i in range(20)}
+    req = submit(store, write_jsonl(tmp_path / "p.jsonl", rows), test_set="rexgradient", submitter="alice")
+    first = store.claim("w1", lease_seconds=10, max_attempts=1)
+    assert first["attempts"] == 1 and "out_of_attempts" not in first
+    clock.t += 10
+    messages = _commits(monkeypatch, store)
+    _at(monkeypatch, T0 + 60)
+    again = store.claim("w2", lease_seconds=30, max_attempts=1)
+    assert messages == [f"claim {req['id']} by w2"]
+    assert (again["id"], again["status"], again["worker"], again["attempts"]) == (req["id"], "RUNNING", "w2", 1)
+    assert again["out_of_attempts"] is True and again["lease_expires"] == T0 + 60 + 30 and again["lease_seconds"] == 30.0
+    assert again["lease_token"] != first["lease_token"] and again["started_time"] == first["started_time"]
+    assert again["history"][-1] == {"time": "2026-01-01T00:01:00Z", "status": "RUNNING", "worker": "w2"}
+    assert store.get_request(req["id"]) == again

@@ -767,3 +767,18 @@ def test_a_views_columns_n_and_note_follow_its_ranking_metric_and_choice():
     scored = R.records_frame([board_record("s", "S", radcliq_v1_inv={"mean": 1.0, "n": 590})])
     all_say = T.test_set_view(T.ranked(scored, "iu_xray", "findings"), "iu_xray", "findings", "radcliq_v1_inv", "")
     assert all_say.slots[3] == "n" and all_say.display["n"].tolist() == ["590"]
+
+
+def test_lookalike_names_and_titles_are_marked_except_the_published_original():
+    """Rule (lookalikes): a row is marked when its model's name, or its whole title, reads the
+    same (name_key: case, l for I, ...) as another row's spelt otherwise; a published entry
+    is the original and never marked; two namespaces' models of one name spelt alike are no
+    lookalikes. Nobody takes another's place: the rows all stay."""
+    table = pd.DataFrame({
+        "model_name": ["MAIRA-2", "mallory / MAlRA-2", "stanford-aimi / X", "stanford-aiml / X", "alice / CheXagent",
+                       "bob / CheXagent", "carol / Foo", "dave / FOO"],
+        "namespace": ["", "mallory", "stanford-aimi", "stanford-aiml", "alice", "bob", "carol", "dave"],
+        "source": ["published", "rexrank", "rexrank", "rexrank", "rexrank", "rexrank", "rexrank", "rexrank"]})
+    assert T.lookalikes(table) == [False, True, True, True, False, False, True, True]
+    bare = pd.DataFrame({"model_name": ["MAIRA-2", "MAlRA-2", "Other"]})  # no namespace, no source: names are titles
+    assert T.lookalikes(bare) == [True, True, False]

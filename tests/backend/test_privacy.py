@@ -49,6 +49,25 @@ def test_private_noise_is_calibrated_on_the_fewest_studies_a_mean_is_taken_over(
     assert "n" not in published  # the scored count is not published
 
 
+def test_a_tracks_public_size_is_the_whole_sets_studies():
+    """A track's size is private (which studies lack a findings section); the whole set's, in and
+    outside the track, is what the registry declares: GREEN's batches by length couple that many."""
+    from rexrank.backend.privacy import private_results, public_size
+
+    track = {"test_set": {"n_studies": 590, "n_studies_outside_track": 410}}
+    assert public_size(track) == 1000  # 590 + 410
+    assert public_size({"test_set": {"n_studies_outside_track": 7}, "predictions": {"n": 3}}) == 10
+    assert public_size({"test_set": {"n_studies_outside_track": 7}}) == 7  # no track size said: none counted
+    assert public_size({}) == 0
+    one = {"mean": 0.3, "ci95": 0.02, "n": 590, "n_missing": 0}
+    green = {"scores": {"green": one}, "provenance": {"config": {"length_cap": "batches of similar length"}}}
+    rng = RecordingRng()
+    out = private_results({**track, "metrics": {"green": green}}, rng=rng)
+    assert out["metrics"]["green"]["privacy"]["study_coupling"] == 1000  # never the track's 590
+    # b = k · (1 / L) / ε with k = 1000 and the noise's L = ⌈0.99 × 590⌉ = 585
+    assert rng.scales[0] == pytest.approx(1000 / 585 / 0.5, rel=1e-12)
+
+
 # ---- privacy: what a private set publishes, by hand (mutmut's first run over privacy.py) ------
 class FixedRng:
     """Stands in for the numpy Generator: every Laplace draw is `noise` (recorded with its scale)."""

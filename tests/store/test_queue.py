@@ -430,15 +430,21 @@ def test_the_backends_quota_counts_requests_filed_before_this_one_and_finished_o
     assert store2.policy_problem(dated_before) == _quota_message("alice", done["submitted_time"])
 
 
-def test_the_backend_refuses_a_submitter_the_organisers_did_not_approve(tmp_path):
+def test_the_backend_refuses_a_submitter_the_organisers_did_not_approve(tmp_path, monkeypatch):
     """Rule (policy_problem, config approved_submitters): a test set listed there accepts
-    only the submitters listed for it, with check_approved's message written out."""
+    only the submitters listed for it, with check_approved's message written out; the list
+    and its bindings are read at a snapshot."""
+    from rexrank.store.repo import Snapshot
+
     store, req = _store_with_request(tmp_path)
     (tmp_path / "s" / "requests" / R.CONFIG_FILE).write_text(json.dumps({"approved_submitters": {"example": ["carol"]}}))
     assert store.policy_problem(req) == (
         "test set example accepts submissions only from submitters approved by its organisers, and 'alice' is not one "
         "of them; ask the organisers to be added")
+    seen = _record_reads(store, monkeypatch)
     assert store.policy_problem({**req, "submitter": "carol"}) is None
+    assert R.CONFIG_FILE in {p for _, p in seen} and "accounts/approved.json" in {p for _, p in seen}
+    assert all(kind is Snapshot for kind, _ in seen), [p for kind, p in seen if kind is not Snapshot]  # a Hub store's reads
 
 
 def test_the_backend_lets_a_namespace_use_the_name_of_a_published_entry(tmp_path):

@@ -287,3 +287,35 @@ def test_a_published_copy_is_listed_with_its_original_and_the_list_emptied_is_re
     assert copies.published_copies(repo, repo.snapshot()) == flagged
     repo.commit({copies.PUBLISHED_COPIES: b'{"requests": [1]}'}, message="odd", parent=repo.version())
     assert copies.published_copies(repo, repo.snapshot()) == {}
+
+
+def test_the_index_reads_names_bound_before_ids_and_passes_over_what_it_cannot_use(tmp_path):
+    """CopyIndex without `legacy` reads accounts/legacy.json at its snapshot: a filing by a
+    name bound to an id is one party with that id's; an anchor naming a request without a
+    filing, or a shard whose anchors are not an object, finds nothing; a filing that is not
+    an object is damaged."""
+    import json
+
+    from rexrank.store import StoreError
+
+    repo = open_store(tmp_path / "s").requests
+    prints = [f"{i:016x}" for i in range(10)]
+    by_name = _filing(_rid(1), prints, who="bob")  # before ids
+    by_id = copies.Filing.of({"id": _rid(2), "test_set": "rexgradient", "track": "findings", "submitter": "bob-2",
+                              "submitter_id": "u2"}, prints, n=10, content_time=1.0, content_from=copies.FROM_UPLOAD)
+    index = copies.CopyIndex(repo, repo.snapshot())
+    changes = {**index.add(by_name), **index.add(by_id)}
+    shard = copies.anchor_path("rexgradient", "findings", prints[0])
+    changes[shard] = (json.dumps({"anchors": {**json.loads(changes[shard])["anchors"], prints[0]: [_rid(1), _rid(2),
+                                                                                                     _rid(9), 7]}})).encode()
+    repo.commit({**changes, "accounts/legacy.json": b'{"bob": {"id": "u2", "name": "bob"}}'}, message="f",
+                parent=repo.version())
+    assert copies.CopyIndex(repo, repo.snapshot()).matches(by_id) == []  # one party; 9 has no filing; 7 is no id
+    assert [f.request_id for f, _ in copies.CopyIndex(repo, repo.snapshot(), legacy={}).matches(by_id)] == [_rid(1)]
+    other = copies.anchor_path("iu_xray", "findings", prints[0])
+    repo.commit({other: b'{"anchors": []}'}, message="odd", parent=repo.version())
+    assert copies.CopyIndex(repo, repo.snapshot()).matches(_filing(_rid(3), prints, who="x", test_set="iu_xray")) == []
+    repo.commit({copies.filing_path(_rid(1)): b"[1]"}, message="odd", parent=repo.version())
+    with pytest.raises(StoreError, match=rf"{copies.filing_path(_rid(1))} is damaged; restore it from the repo's history"):
+        copies.CopyIndex(repo, repo.snapshot(), legacy={}).filing(_rid(1))
+    assert not by_id.before(by_id)  # a filing is not before itself

@@ -82,6 +82,8 @@ def test_on_a_local_store_the_typed_name_is_the_identity_unless_a_token_is_sent(
                      "trained_on": ["mimic_cxr"], "data_dir": "/data/sets", "source_label": "p.jsonl",
                      "hub_endpoint": None, "hub_token": False, "dataset_owners": None}
     assert _file(_Store(), predictions="p.jsonl", token="tok-alice")["submitter_id"] == "u1"  # a token: its account
+    assert _file(_Store(), predictions="p.jsonl", typed_name="bob", model_url="http://m.example")["model_url"] == (
+        "http://m.example")
     monkeypatch.setenv("HF_ENDPOINT", "https://env.example")
     assert _file(_Store(), predictions="p.jsonl", token="tok-alice")["hub_endpoint"] == "https://env.example"
     with pytest.raises(SubmissionError) as err:

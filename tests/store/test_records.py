@@ -283,3 +283,15 @@ def test_a_61_character_id_is_cut_and_a_base_name_keeps_its_last_letters():
         R.check_request_id("c" * 59)
     assert str(caught.value).startswith(f"'{'c' * 39}... (59 characters) is not a request id")
     assert R.public_source("/data/runs/MAX/") == "MAX"
+
+
+def test_a_summary_keeps_who_filed_it_by_id_and_leaves_out_ids_it_lacks():
+    """summary: the account fields (submitter_id, namespace, namespace_id) the rules read to
+    know whose a settled request is (rexrank.store.accounts), each only when it has a value:
+    a request filed before ids has none, and is then its submitter's name's."""
+    req = {**_request_file(status="FINISHED"), "submitter_id": "u1", "namespace": "acme", "namespace_id": ""}
+    summary = R.summary(req)
+    assert {k: summary[k] for k in ("submitter_id", "namespace")} == {"submitter_id": "u1", "namespace": "acme"}
+    assert "namespace_id" not in summary
+    assert {"submitter_id", "namespace", "namespace_id"}.isdisjoint(R.summary(_request_file(status="FINISHED")))
+    assert R.recent_entry(req)["submitter_id"] == "u1"

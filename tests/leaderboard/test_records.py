@@ -242,3 +242,16 @@ def test_coverage_notes_name_each_value_computed_on_fewer_studies():
     odd = frame.iloc[[4]].assign(test_set="nih_cxr", track="impression")
     assert R.coverage_notes(odd) == ["someone / Toy on nih_cxr / impression: GREEN n = 9 of 10 studies"]
     assert R.coverage_notes(frame.iloc[[1, 2]]) == []
+
+
+def test_the_namespace_and_title_a_result_is_shown_under():
+    """record_namespace: the record's own; a submission filed before namespaces, its
+    submitter's; a published ReXrank entry, none unless it says one. board_title:
+    "namespace / name" with invisible characters removed, a name alone without a namespace."""
+    assert R.record_namespace({"namespace": "acme", "submitter": "bob"}) == "acme"
+    assert R.record_namespace({"submitter": "bob"}) == "bob" and R.record_namespace({}) == ""
+    assert R.record_namespace({"source": "published", "submitter": "ReXrank"}) == ""
+    assert R.record_namespace({"source": "published", "namespace": "org"}) == "org"
+    assert R.board_title({"namespace": "ac\u200bme", "model_name": "M\u202eX"}) == "acme / MX"
+    assert R.board_title({"source": "published", "model_name": "MAIRA-2", "submitter": "x"}) == "MAIRA-2"
+    assert R.board_title({"submitter": "bob", "model_name": "M"}) == "bob / M"  # filed before namespaces

@@ -147,6 +147,14 @@ def test_a_metric_summary_counts_the_scored_studies_by_its_primary_column_and_na
     assert m["std"] == pytest.approx(math.sqrt(2)) and m["ci95"] == pytest.approx(1.96 * math.sqrt(2) / math.sqrt(2))
     assert "bootstrap_low" not in m
     assert summary["scores"]["m_part"]["mean"] == 0.5
+    # scored means a primary score: a NaN there is a study not scored, even one the metric did not list as failed
+    unlisted = _result({"m": [1.0, math.nan, math.nan]}, {1: "timeout"})
+    assert metric_summary(unlisted, ["A", "B", "C"], provenance={}, higher_is_better=True, seconds=0, bootstrap=0,
+                          seed=0)["n_scored"] == 1
+    # a column given as a plain list, None for the study not scored, is read as the statistics read it (NaN)
+    listed = MetricResult("m", {"m": [2.0, None, 4.0]}, {}, {}, {1: "timeout"})
+    plain = metric_summary(listed, ["A", "B", "C"], provenance={}, higher_is_better=True, seconds=0, bootstrap=0, seed=0)
+    assert (plain["n_scored"], plain["n_failed"], plain["scores"]["m"]["mean"]) == (2, 1, 3.0)
     booted = metric_summary(result, ["A", "B", "C"], provenance={}, higher_is_better=True, seconds=0, bootstrap=20,
                             seed=3)["scores"]["m"]
     assert (booted["bootstrap_resamples"], booted["bootstrap_seed"]) == (20, 3)
@@ -462,5 +470,11 @@ def test_a_runs_seconds_and_a_failed_metrics_seconds_are_time_spent(registered_m
                             keep_going=True)
     assert 0 < run.failed["crashing"]["seconds"] < 100 and 0 < run.results["metrics"]["optioned"]["seconds"] < 100
     assert run.failed["crashing"]["seconds"] < run.results["seconds"] < 100
+    # to the millisecond: with a clock read every 0.2503 s, the run took a whole number of reads
+    fine = itertools.count(1000.0, 0.2503)
+    monkeypatch.setattr(scoring, "time", SimpleNamespace(time=lambda: next(fine)))
+    seconds = score_predictions(_predictions(), ["r0", "r1", "r2"], metrics="optioned", progress=False).results["seconds"]
+    reads = round(seconds / 0.2503)
+    assert seconds == round(reads * 0.2503, 3) and seconds != round(seconds)
     assert sorted(run.results) == ["complete", "created", "failed", "metrics", "pending", "predictions", "python",
                                    "rexrank_version", "seconds", "statistics", "test_set"]

@@ -105,15 +105,18 @@ def deployed(dist, tmp_path_factory):
     from rexrank.cli.main import main
 
     folders = tmp_path_factory.mktemp("spaces")
-    with FakeHub(accounts=ACCOUNTS) as hub, pytest.MonkeyPatch.context() as mp:
-        mp.setattr(constants, "HF_HUB_OFFLINE", False)
-        mp.setenv("HF_ENDPOINT", hub.url)
-        mp.setenv("HF_TOKEN", WRITE)
-        assert main(["hub", "deploy", "--org", "rexrank", "--only", "metrics,leaderboard", "--wheel", str(dist[0])]) == 0
-        api = HfApi(endpoint=hub.url, token=WRITE)
-        for name in ("bleu2", "leaderboard"):
-            snapshot_download(f"rexrank/{name}", repo_type="space", local_dir=folders / name, endpoint=hub.url)
-        variables = {k: v.value for k, v in api.get_space_variables("rexrank/leaderboard").items()}
+    with FakeHub(accounts=ACCOUNTS) as hub:
+        # the Hub settings only while deploying: this fixture now comes up before the build and
+        # twine tests (the early Space install below), which must not run with them
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(constants, "HF_HUB_OFFLINE", False)
+            mp.setenv("HF_ENDPOINT", hub.url)
+            mp.setenv("HF_TOKEN", WRITE)
+            assert main(["hub", "deploy", "--org", "rexrank", "--only", "metrics,leaderboard", "--wheel", str(dist[0])]) == 0
+            api = HfApi(endpoint=hub.url, token=WRITE)
+            for name in ("bleu2", "leaderboard"):
+                snapshot_download(f"rexrank/{name}", repo_type="space", local_dir=folders / name, endpoint=hub.url)
+            variables = {k: v.value for k, v in api.get_space_variables("rexrank/leaderboard").items()}
         yield hub, folders, variables
 
 
@@ -121,33 +124,66 @@ def deployed(dist, tmp_path_factory):
 def space_venv(deployed, tmp_path_factory):
     """One venv for the Spaces; `install(name)` adds a Space's requirements.txt as the Space
     build installs it (one pip call per Space: two direct URLs to the same wheel, one per
-    Space, cannot go into a single pip call)."""
+    Space, cannot go into a single pip call). The bleu2 install starts here, in the background:
+    it mostly waits on the package index (about 130 requests, one at a time), so the build and
+    twine tests run meanwhile; `install` joins it."""
     hub, folders, _ = deployed
     venv = tmp_path_factory.mktemp("venv")
-    run([sys.executable, "-m", "venv", str(venv)])
+    # no pip of its own (ensurepip's bundled pip costs seconds and is years older): this
+    # checkout's pip installs into it with --python (pip >= 22.3), resolving against the index
+    # as pip inside it would
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
     done: set[str] = set()
+    started: dict[str, tuple[subprocess.Popen, float, Path]] = {}
+
+    def start(name: str) -> None:
+        # as the Hub's Space build: requirements.txt alone (mounted at /tmp), run from the
+        # still empty app folder; the Space's other files are copied in only afterwards
+        build = tmp_path_factory.mktemp(f"build-{name}")
+        (build / "app").mkdir()
+        shutil.copy(folders / name / "requirements.txt", build / "requirements.txt")
+        # the build adds the Space's gradio (sdk_version) to the same pip call; --no-compile,
+        # --progress-bar off and --disable-pip-version-check change nothing that is installed
+        sdk = re.search(r"^sdk_version: (\S+)$", (folders / name / "README.md").read_text(), re.M).group(1)
+        cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-compile",
+               "--progress-bar", "off", "--disable-pip-version-check",
+               "-r", str(build / "requirements.txt"), f"gradio[oauth]=={sdk}"]
+        log = build / "pip.log"
+        with log.open("wb") as out:  # a file, not a pipe: nobody reads it while pip runs
+            proc = subprocess.Popen(cmd, cwd=build / "app", stdout=out, stderr=subprocess.STDOUT)
+        started[name] = (proc, time.monotonic(), log)
 
     def install(name: str) -> Path:
         if name not in done:
-            start = time.monotonic()
-            # as the Hub's Space build: requirements.txt alone (mounted at /tmp), run from the
-            # still empty app folder; the Space's other files are copied in only afterwards
-            build = tmp_path_factory.mktemp(f"build-{name}")
-            (build / "app").mkdir()
-            shutil.copy(folders / name / "requirements.txt", build / "requirements.txt")
-            # the build adds the Space's gradio (sdk_version) to the same pip call; --no-compile only
-            # skips writing .pyc files
-            sdk = re.search(r"^sdk_version: (\S+)$", (folders / name / "README.md").read_text(), re.M).group(1)
-            run([str(python), "-m", "pip", "install", "--quiet", "--no-compile", "-r", str(build / "requirements.txt"),
-                 f"gradio[oauth]=={sdk}"], cwd=build / "app")
-            print(f"\n{name} Space requirements into the fresh venv: {time.monotonic() - start:.0f} s")
+            if name not in started:
+                for other, _, _ in started.values():  # never two pip runs in one venv at once
+                    other.wait()
+                start(name)
+            proc, t0, log = started[name]
+            proc.wait()
+            assert proc.returncode == 0, f"pip install of the {name} Space's requirements failed:\n{log.read_text()[-8000:]}"
+            print(f"\n{name} Space requirements into the fresh venv: {time.monotonic() - t0:.0f} s")
             wheel = next((folders / name).glob("*.whl")).name
             assert f"GET /spaces/rexrank/{name}/resolve/main/{wheel}" in hub.requests  # the wheel in that Space
             done.add(name)
         return python
 
-    return install
+    start("bleu2")
+    yield install
+    for proc, _, _ in started.values():  # a run that never joined it (e.g. -k twine)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _space_install_first(request):
+    """Bring up `space_venv` (so the bleu2 install starts) before the first test of this file,
+    when a selected test here needs it."""
+    if any(getattr(item, "module", None) is request.module and "space_venv" in getattr(item, "fixturenames", ())
+           for item in request.session.items):
+        request.getfixturevalue("space_venv")
 
 
 def venv_env(hub, tmp_path, **extra):

@@ -12,6 +12,7 @@ from rexrank.backend.worker import Worker
 from rexrank.errors import MetricError, SubmissionError
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store import ledger
+from rexrank.store.accounts import Account
 from support.backend_fixtures import PRIVATE_SENTENCES, private_set, test_metrics  # noqa: F401 (fixtures)
 from support.requests import submit, write_jsonl
 
@@ -428,3 +429,54 @@ def test_the_private_coverage_rule_is_a_noisy_threshold_with_a_margin_by_hand():
     assert door.coverage_failure({**ample, "metrics": {"bleu2": {"n_scored": 1000}}}, ["bleu2"], min_coverage=0.99,
                                  private=True) is None
     assert door.coverage_failure({**ample, "metrics": {}}, ["bleu2"], min_coverage=0.99, private=True) is not None
+
+
+# ---- the ledger at filing and at a cancel, by hand -----------------------------------------------
+
+def test_a_filing_is_refused_when_the_ledger_cannot_pay_for_the_stores_set_by_hand(tmp_path):
+    store = open_store(tmp_path / "s")
+    config = tmp_path / "s" / "requests" / "config.json"
+    config.write_text(json.dumps({"privacy_budget": {"rexgradient": 23}}))
+    day = 86400.0
+
+    def charged(number: int, cost: float):
+        request = {"id": f"20260101T000000.000000-000000000{number}", "submitter": "alice", "test_set": "rexgradient"}
+        assert ledger.charge(store, request, cost=cost, numbers=2, decisions=1, limit=ledger.Budget(0.0, 365),
+                             now=0.0) is None
+
+    def problem(test_set="rexgradient", **when):
+        return door.filing_budget_problem(store, submitter="alice", test_set=test_set, **when)
+
+    charged(1, 11.500000001)
+    # 11.500000001 spent + ReXrank's set's 11.5 is the budget of 23 within its tolerance of 1e-9 exactly
+    assert problem(now=day) is None
+    charged(2, 0.5)
+    assert problem(now=day) == (
+        "refused: this request would spend ε 11.5 on rexgradient, and alice has spent 12 of its 23 in the last 365 "
+        "days (the privacy budget of a private test set); the next request of this size fits after "
+        "1971-01-01T00:00:00Z")  # when the charges of 1970-01-01 leave the year
+    # a Hub account is named as it is shown
+    said = door.filing_budget_problem(store, submitter=Account("alice"), test_set="rexgradient", now=day)
+    assert said.startswith("refused: this request would spend ε 11.5 on rexgradient, and alice has spent 12 of its 23")
+    assert problem() is None  # today: those charges are decades old
+    assert problem(test_set="example", now=day) is None  # a public set has no ledger
+    config.write_text(json.dumps({"privacy_budget": {"rexgradient": 1}}))  # less than one request costs
+    assert problem(now=day).endswith("in the last 365 days (the privacy budget of a private test set); no request of "
+                                     "this size fits: ask the organisers for a smaller metric set or a larger budget")
+    config.write_text(json.dumps({"privacy_budget": {"rexgradient": 0}}))
+    assert problem(now=day) is None  # a budget of 0: no limit
+    config.write_text(json.dumps({}))  # the default budget, 138: 12 requests of ReXrank's set
+    charged(3, 114.9)
+    assert "alice has spent 126.9 of its 138 in the last 365 days" in problem(now=day)  # 126.9 + 11.5 > 138
+
+
+def test_a_cancelled_private_request_is_charged_the_stores_set_by_hand(tmp_path):
+    store = open_store(tmp_path / "s")
+    private = {"id": "20260101T000000.000000-0000000001", "submitter": "alice", "test_set": "rexgradient"}
+    door.charge_cancelled(store, private)
+    [(key, entry)] = ledger.charges(store, "alice", "rexgradient").items()
+    # ReXrank's set: 22 numbers at ε 0.5 and the coverage decision's 0.5
+    assert key == private["id"] and (entry["epsilon"], entry["numbers"], entry["decisions"]) == (11.5, 22, 1)
+    door.charge_cancelled(store, {**private, "id": "20260101T000000.000000-0000000002", "test_set": "example"})
+    assert list(ledger.charges(store, "alice", "example")) == []  # a public set has no ledger
+    assert door.request_cost(["bleu2", "bertscore"]) == (2 * 2 * 0.5 + 0.5, 4)  # a mean and a CI each

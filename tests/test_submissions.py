@@ -536,12 +536,13 @@ def test_valid_predictions_come_in_test_set_order_with_empty_and_outside_ones_re
 def test_the_warm_up_reads_a_file_of_each_format_without_a_refusal(monkeypatch):
     import rexrank.submissions as submissions
 
-    read = []
+    read, folders = [], set()
     real = submissions.read_rows_here
 
     def counted(path, id_column, prediction_column):
         rows = real(path, id_column, prediction_column)
         read.append((path.rsplit("/", 1)[-1], rows))
+        folders.add(path.rsplit("/", 2)[-2])
         return rows
 
     monkeypatch.setattr(submissions, "read_rows_here", counted)
@@ -549,6 +550,8 @@ def test_the_warm_up_reads_a_file_of_each_format_without_a_refusal(monkeypatch):
     rows = {name: [row[:2] for row in got] for name, got in read}
     assert list(rows) == ["p.csv", "p.jsonl", "p.json", "p.parquet", "saved"]
     assert all(got == [("S1", "a"), ("S2", "b")] for got in rows.values()), rows
+    # one temporary folder, named for what made it (should one be left behind)
+    assert len(folders) == 1 and folders.pop().startswith("rexrank-warm-up-")
 
 
 def test_rows_put_together_elsewhere_are_held_to_the_readers_limits_and_named_by_their_source():

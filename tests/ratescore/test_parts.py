@@ -207,3 +207,93 @@ def test_keep_is_the_official_filter():
 def test_unknown_splitter():
     with pytest.raises(ValueError, match="unknown sentence splitter"):
         get_splitter("nltk")
+
+
+# --- the affinity matrices' API and refusals, word for word ---
+NEGATION = {("NON-DISEASE", "DISEASE"), ("NON-ABNORMALITY", "ABNORMALITY"), ("DISEASE", "NON-DISEASE"),
+            ("ABNORMALITY", "NON-ABNORMALITY"), ("NON-DISEASE", "ABNORMALITY"), ("NON-ABNORMALITY", "DISEASE"),
+            ("DISEASE", "NON-ABNORMALITY"), ("ABNORMALITY", "NON-DISEASE")}  # reference §6 step 5
+
+
+def _official_keys(value=0.25):
+    return {f"{a.lower()}_{b.lower()}": value for a in ENTITY_TYPES for b in ENTITY_TYPES}
+
+
+def test_penalty_is_neg_weight_exactly_on_the_eight_polarity_flips():
+    for a in ENTITY_TYPES:
+        for b in ENTITY_TYPES:
+            assert LONG.penalty(a, b) == (0.8716553966489615 if (a, b) in NEGATION else 1.0), (a, b)
+            assert SHORT.penalty(a, b) == (0.3611577852354489 if (a, b) in NEGATION else 1.0), (a, b)
+
+
+def test_a_type_outside_the_matrix_is_named_with_the_types_it_covers():
+    with pytest.raises(MetricError) as error:
+        LONG.weight("ORGAN", "ANATOMY")
+    assert str(error.value) == ("ratescore: affinity matrix 'long' has no weight for entity types (ORGAN, ANATOMY); "
+                                "it covers ['ABNORMALITY', 'ANATOMY', 'DISEASE', 'NON-ABNORMALITY', 'NON-DISEASE']")
+
+
+def test_types_and_provenance_in_the_official_key_format():
+    assert LONG.types() == set(ENTITY_TYPES)
+    provenance = LONG.provenance()
+    assert provenance["name"] == "long" and provenance["neg_weight"] == 0.8716553966489615
+    assert set(provenance["weights"]) == set(_official_keys())
+    # reference table "long": row non-disease, column anatomy; row anatomy, column non-disease
+    assert provenance["weights"]["non-disease_anatomy"] == 0.1839139293714062
+    assert provenance["weights"]["anatomy_non-disease"] == 0.00013736314126696204
+    # what provenance writes reads back as the same matrix
+    again = load_affinity({**provenance["weights"], "neg_weight": provenance["neg_weight"]})
+    assert again.name == "custom" and dict(again.weights) == dict(LONG.weights) and again.neg_weight == LONG.neg_weight
+
+
+def test_load_affinity_takes_a_matrix_a_name_in_any_case_or_a_mapping():
+    assert load_affinity(SHORT) is SHORT and load_affinity("Short") is SHORT and load_affinity("long") is LONG
+    matrix = load_affinity({**_official_keys(1), "non-disease_disease": 2, "neg_weight": 0})
+    # key halves are upper-cased as the official reader does; ints become floats
+    assert matrix.weight("NON-DISEASE", "DISEASE") == 2.0 and isinstance(matrix.weight("ANATOMY", "ANATOMY"), float)
+    assert matrix.neg_weight == 0.0 and isinstance(matrix.neg_weight, float)
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.pop("neg_weight"), "ratescore: affinity matrix custom has no 'neg_weight' entry (needed since RaTEScore 0.6.0)"),
+        (lambda d: [d.pop(k) for k in list(d)[:6]],
+         "ratescore: affinity matrix custom lacks 6 pair(s): abnormality_abnormality, abnormality_anatomy, "
+         "abnormality_disease, abnormality_non-abnormality, abnormality_non-disease"),
+        (lambda d: d.update({"_disease": 1.0}), "ratescore: affinity matrix custom: key '_disease' is not '<row type>_<column type>'"),
+        (lambda d: d.update({"anatomy_": 1.0}), "ratescore: affinity matrix custom: key 'anatomy_' is not '<row type>_<column type>'"),
+        (lambda d: d.update({"anatomy_disease": True}),
+         "ratescore: affinity matrix custom: 'anatomy_disease' must be a finite number, got True"),
+        (lambda d: d.update({"anatomy_disease": float("inf")}),
+         "ratescore: affinity matrix custom: 'anatomy_disease' must be a finite number, got inf"),
+        (lambda d: d.update({"neg_weight": None}), "ratescore: affinity matrix custom: 'neg_weight' must be a finite number, got None"),
+    ],
+)
+def test_a_bad_mapping_is_refused_word_for_word(mutate, message):
+    data = {**_official_keys(), "neg_weight": 0.5}
+    mutate(data)
+    with pytest.raises(MetricError) as error:
+        load_affinity(data)
+    assert str(error.value) == message
+
+
+def test_a_matrix_file_that_is_missing_unreadable_or_not_an_object_is_refused_word_for_word(tmp_path):
+    with pytest.raises(MetricError) as error:
+        load_affinity(str(tmp_path / "none.json"))
+    assert str(error.value) == (f"ratescore: affinity_matrix={str(tmp_path / 'none.json')!r} is neither 'long', 'short' "
+                                "nor an existing JSON file")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    with pytest.raises(MetricError) as error:
+        load_affinity(broken)
+    assert str(error.value).startswith(f"ratescore: cannot read affinity matrix {broken}: Expecting property name")
+    listed = tmp_path / "list.json"
+    listed.write_text("[0.25]")
+    with pytest.raises(MetricError) as error:
+        load_affinity(str(listed))
+    assert str(error.value) == f"ratescore: affinity matrix {listed} must be a JSON object"
+    # a file's matrix is named by its path
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({**_official_keys(), "neg_weight": 0.5}))
+    assert load_affinity(good).name == str(good)

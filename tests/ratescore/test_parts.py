@@ -297,3 +297,26 @@ def test_a_matrix_file_that_is_missing_unreadable_or_not_an_object_is_refused_wo
     good = tmp_path / "good.json"
     good.write_text(json.dumps({**_official_keys(), "neg_weight": 0.5}))
     assert load_affinity(good).name == str(good)
+
+
+def test_embeddings_are_normalised_as_torch_normalize_with_its_1e_12_floor():
+    # cosine similarity does not depend on the vectors' lengths, however small
+    a = np.array([[1.0, 0.0], [0.0, 2.0]])
+    b = np.array([[1.0, 1.0], [3.0, 0.0]])
+    types_a, types_b = ["DISEASE", "ANATOMY"], ["ANATOMY", "NON-DISEASE"]
+    assert directional_score(a * 1e-6, b * 1e-3, types_a, types_b, LONG) == pytest.approx(
+        directional_score(a, b, types_a, types_b, LONG), rel=1e-12)
+    # F.normalize divides by max(norm, 1e-12): a vector of norm 1e-13 becomes one of norm 0.1,
+    # so its cosine with a unit vector along it is 0.1 (weights cancel for a single entity)
+    tiny, unit = np.array([[1e-13, 0.0]]), np.array([[1.0, 0.0]])
+    assert directional_score(tiny, unit, ["DISEASE"], ["DISEASE"], LONG) == pytest.approx(0.1, rel=1e-12)
+    # a zero vector is similar to nothing: 0
+    assert directional_score(np.zeros((1, 2)), unit, ["DISEASE"], ["DISEASE"], LONG) == 0.0
+
+
+def test_a_direction_whose_matches_weigh_nothing_scores_zero():
+    # every weight 0: the denominator is 0 and the official code gives 0
+    zero = load_affinity({**_official_keys(0), "neg_weight": 0.5})
+    unit = np.array([[1.0, 0.0]])
+    assert directional_score(unit, unit, ["DISEASE"], ["DISEASE"], zero) == 0.0
+    assert rate_score(unit, ["DISEASE"], unit, ["DISEASE"], zero) == 0.0

@@ -40,15 +40,16 @@ def published(store):
     return record, pd.read_parquet(io.BytesIO(store.read_per_study(record)))
 
 
-def run_until_jobs_run(hub, store, tmp_path, *, slow: float) -> threading.Thread:
-    """A dispatcher in a thread scoring `counting` (`slow` seconds a shard), returned once
-    its three Jobs run and one has started scoring."""
-    started = tmp_path / "started"
-    d = dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": str(slow),
+def run_until_jobs_run(hub, store, tmp_path) -> tuple[threading.Thread, Path]:
+    """A dispatcher in a thread scoring `counting`, returned once its three Jobs run and one
+    has started scoring, with the file that lets the shards finish: each shard is held until
+    it exists (not slept a fixed time), so the test acts while they run and waits no longer."""
+    started, go = tmp_path / "started", tmp_path / "go"
+    d = dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_HOLD": str(go),
                                                "REXRANK_TEST_STARTED": str(started)})
     thread = in_thread(lambda: d.run(once=True))
     wait_for(lambda: started.exists() and len(hub.jobs) == 3, what="three running Jobs")
-    return thread
+    return thread, go
 
 
 def test_three_shards_merge_into_the_single_worker_run(hub, tmp_path):
@@ -76,9 +77,10 @@ def test_a_shard_killed_mid_run_is_retried_and_published_once(hub, tmp_path, tes
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     req = submit(store)
     commits_before = hub.commits(f"{ORG}/results")
-    thread = run_until_jobs_run(hub, store, tmp_path, slow=4)
+    thread, go = run_until_jobs_run(hub, store, tmp_path)
     victim = next(j for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == "1")
     hub.kill_job(victim.id)
+    go.touch()  # the other shards, and the victim's second attempt, finish
     thread.join(timeout=180)
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
@@ -93,8 +95,9 @@ def test_a_shard_killed_mid_run_is_retried_and_published_once(hub, tmp_path, tes
 def test_a_vanished_shard_job_is_started_again(hub, tmp_path, test_metrics):
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     req = submit(store)
-    thread = run_until_jobs_run(hub, store, tmp_path, slow=4)
+    thread, go = run_until_jobs_run(hub, store, tmp_path)
     hub.forget_job(next(j.id for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == "2"))
+    go.touch()
     thread.join(timeout=180)
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
@@ -124,7 +127,7 @@ def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause(hub, tmp
 def test_cancel_mid_run_cancels_every_job_and_publishes_nothing(hub, tmp_path, test_metrics):
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     req = submit(store)
-    thread = run_until_jobs_run(hub, store, tmp_path, slow=60)
+    thread, _ = run_until_jobs_run(hub, store, tmp_path)  # held until cancelled
     store.cancel(req["id"], reason="withdrawn")
     thread.join(timeout=60)
     assert not thread.is_alive()
@@ -139,8 +142,8 @@ def test_cancel_mid_run_cancels_every_job_and_publishes_nothing(hub, tmp_path, t
 def test_a_restarted_dispatcher_adopts_the_running_jobs(hub, tmp_path, test_metrics):
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     req = submit(store)
-    started = tmp_path / "started"
-    env = {"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": "8", "REXRANK_TEST_STARTED": str(started)}
+    started, go = tmp_path / "started", tmp_path / "go"  # the shards are held until `go` exists
+    env = {"HF_HUB_OFFLINE": "0", "REXRANK_TEST_HOLD": str(go), "REXRANK_TEST_STARTED": str(started)}
     first_stop = threading.Event()
     first = dispatcher(store, "counting", worker_id="first", lease=2.0, job_env=env)
     thread = in_thread(lambda: first.run(stop=first_stop))
@@ -153,6 +156,9 @@ def test_a_restarted_dispatcher_adopts_the_running_jobs(hub, tmp_path, test_metr
                         job_env=env)
     thread = in_thread(lambda: second.run(stop=second_stop))
     try:
+        wait_for(lambda: (lambda r: r.get("worker") == "second" and len((r.get("dispatch") or {}).get("jobs") or []) == 3)(
+            store.get_request(req["id"])), what="the second dispatcher holding the request with its three Jobs")
+        go.touch()  # the Jobs it adopted while they ran now finish
         wait_for(lambda: store.get_request(req["id"])["status"] == FINISHED, timeout=180, what="FINISHED")
     finally:
         second_stop.set()

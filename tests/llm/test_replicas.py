@@ -43,8 +43,22 @@ def test_concurrent_official_batches_give_the_sequential_ids(tiny_green):
     sequential, backend = _ids_per_batch(get_metric("green", replicas=1, **options), preds, refs)
     assert backend.batch_log == [] and backend._model is not None  # generated here, one batch after another
     metric = get_metric("green", replicas=2, **options)
-    concurrent, backend = _ids_per_batch(metric, preds, refs)
+    backend = metric.runner.backend
+    official, _ = metric._requests(preds, refs)
+    asked = []  # what the metric's scoring asks of its backend: one round on the replicas gives the ids and the scores
+    generate = backend.generate
+
+    def recorded(requests, **kw):
+        asked.append((requests, kw.get("batches"), generate(requests, **kw)))
+        return asked[-1][2]
+
+    backend.generate = recorded
     try:
+        again = metric.score(preds, refs)
+        [(requests, batches, responses)] = asked
+        # the same requests in the official batches of 8 that _ids_per_batch gave the sequential run
+        assert requests == official and batches == [list(range(start, min(start + 8, 20))) for start in range(0, 20, 8)]
+        concurrent = [[responses[i].completion_ids for i in batch] for batch in batches]
         assert backend.replicas == 2  # the option is honoured: two worker processes generated, none of it here
         log = backend.batch_log
         assert len(log) == 3 and len({pid for pid, _, _ in log}) == 2 and os.getpid() not in {pid for pid, _, _ in log}
@@ -52,7 +66,6 @@ def test_concurrent_official_batches_give_the_sequential_ids(tiny_green):
         assert all(len(ids) > 0 for batch in sequential for ids in batch)
         assert concurrent == sequential  # every batch's ids, study by study
         # and the scores through the metric are those of the sequential run
-        again = metric.score(preds, refs)
         assert again.details["llm_usage"]["requests"] == 20 and not again.failures
     finally:
         backend.close()

@@ -19,6 +19,13 @@ from rexrank.submissions import Predictions
 
 def merged_and_whole(metrics: str, options: dict, predictions: list[str], references: list[str], cuts):
     """(merged results, merged per-study table, the whole run) of `cuts` [(start, stop)]."""
+    shards, header, whole = shard_outputs(metrics, options, predictions, references, cuts)
+    results, table = merge_shards(shards, plan_ranges=[list(c) for c in cuts], header=header)
+    return results, table, whole
+
+
+def shard_outputs(metrics: str, options: dict, predictions: list[str], references: list[str], cuts):
+    """([(shard JSON, shard table)] as the merge reads them, the whole run's header, the whole run)."""
     ids = [f"S{i:02d}" for i in range(len(predictions))]
     whole_predictions = Predictions(ids, list(predictions), "test", 0)
     whole = score_predictions(whole_predictions, references, metrics=metrics, metric_options=options, progress=False)
@@ -34,8 +41,7 @@ def merged_and_whole(metrics: str, options: dict, predictions: list[str], refere
         shard_table(run).to_parquet(buf, index=False)  # read back as the merge reads it from the store
         shards.append((meta, pd.read_parquet(io.BytesIO(buf.getvalue()))))
     header = {**{k: v for k, v in whole.results.items() if k != "metrics"}, "predictions_ids": ids}
-    results, table = merge_shards(shards, plan_ranges=[list(c) for c in cuts], header=header)
-    return results, table, whole
+    return shards, header, whole
 
 
 def assert_same_run(results, table, whole):
@@ -138,3 +144,60 @@ def test_radcliq_shards_as_its_components_allow_under_their_options(monkeypatch)
     assert RadCliQ.shard_rule({"sembscore_options": {"batch_size": 4}}) == ShardRule(align=12)
     rule = RadCliQ.shard_rule({"radgraph_options": {"coupled": True}})
     assert rule.refusal == "radgraph: coupled"
+
+
+def test_each_merge_refusal_word_for_word_and_the_merged_runs_accounting():
+    import rexrank
+    from rexrank.backend.merge import SHARD_FORMAT, MergeError, code_fingerprint, options_fingerprint
+
+    predictions = [f"Finding {i} is clear." for i in range(5)]
+    results, table, whole = merged_and_whole("bleu2", {}, predictions, [f"Finding {i} is seen." for i in range(5)],
+                                             [(0, 2), (2, 5)])
+    assert_same_run(results, table, whole)
+    assert (results["pending"], results["failed"], results["complete"]) == ([], {}, True)
+    assert "predictions_ids" not in results and list(table.columns) == list(whole.per_study.columns)
+    ids = [f"S{i:02d}" for i in range(5)]
+    shards, ranges = [], [[0, 2], [2, 5]]
+    for index, (start, stop) in enumerate(ranges):
+        meta = {"format": SHARD_FORMAT, "request_id": "r", "shard": index, "attempt": 1, "range": [start, stop],
+                "code": code_fingerprint(), "metrics": [], "options": options_fingerprint([], {}),
+                "parts": {}, "seconds": 1.25 * (index + 1)}
+        shards.append((meta, table.iloc[start:stop].reset_index(drop=True)))
+    header = {"predictions_ids": ids}
+    # no metric asked: the accounting alone, its seconds the shards' 1.25 + 2.5
+    merged, _ = merge_shards(shards, plan_ranges=ranges, header=header)
+    assert merged == {"metrics": {}, "pending": [], "failed": {}, "complete": True, "seconds": 3.75}
+
+    def refusal(changed_shards, plan=ranges, ids_said=ids):
+        with pytest.raises(MergeError) as caught:
+            merge_shards(changed_shards, plan_ranges=plan, header={"predictions_ids": ids_said})
+        return str(caught.value)
+
+    def second(**changes):
+        return [shards[0], ({**shards[1][0], **changes}, shards[1][1])]
+
+    assert refusal(shards[:1]) == "1 of 2 shards present"
+    assert refusal([({**m, "code": "0.0.1+abc"}, t) for m, t in shards]) == (
+        f"the shards were scored by rexrank 0.0.1, the dispatcher is {rexrank.__version__}: set the Jobs' install to "
+        "this version (\"install\" in the dispatch settings) and requeue the request")
+    for key, value in (("code", f"{rexrank.__version__}+other"), ("metrics", ["rouge"]), ("options", "0123")):
+        assert refusal(second(**{key: value})) == (
+            f"shard 1 was made with another {key} ({value!r}, shard 0: {shards[0][0][key]!r}); requeue the request "
+            "so that every shard is scored again")
+    assert refusal(second(format=1)) == (
+        f"shard 1 is in shard format 1, this merge reads {SHARD_FORMAT}; requeue the request so that every shard is "
+        "scored again")
+    assert refusal(second(range=[2, 4])) == "shard 1 holds studies [2, 4] (3 rows), the plan says [2, 5)"
+    assert refusal(shards, plan=[[0, 2], [2, 4]]) == "shard 1 holds studies [2, 5] (3 rows), the plan says [2, 4)"
+    assert refusal(shards, ids_said=list(reversed(ids))) == (
+        "the shards' studies are not the request's studies in test-set order")
+    # a metric's parts scored with another checkpoint, or rows that cannot make one table
+    scored, header, _ = shard_outputs("bleu2", {}, predictions, [f"Finding {i} is seen." for i in range(5)],
+                                      [(0, 2), (2, 5)])
+    part = scored[1][0]["parts"]["bleu2"]
+    other = {**scored[1][0], "parts": {"bleu2": {**part, "provenance": {"checkpoint": "other"}}}}
+    with pytest.raises(MergeError, match=r"^shard 1 ran bleu2 with another checkpoint or settings$"):
+        merge_shards([scored[0], (other, scored[1][1])], plan_ranges=ranges, header=header)
+    other = {**scored[1][0], "parts": {"bleu2": {**part, "settings": {"n": 3}}}}
+    with pytest.raises(MergeError, match=r"^the shards' bleu2 rows cannot make one run: parts run with other settings$"):
+        merge_shards([scored[0], (other, scored[1][1])], plan_ranges=ranges, header=header)

@@ -480,3 +480,17 @@ def test_a_cancelled_private_request_is_charged_the_stores_set_by_hand(tmp_path)
     door.charge_cancelled(store, {**private, "id": "20260101T000000.000000-0000000002", "test_set": "example"})
     assert list(ledger.charges(store, "alice", "example")) == []  # a public set has no ledger
     assert door.request_cost(["bleu2", "bertscore"]) == (2 * 2 * 0.5 + 0.5, 4)  # a mean and a CI each
+
+
+def test_a_private_sets_predictions_are_checked_against_every_track_s_ids(tmp_path):
+    from types import SimpleNamespace
+
+    track = SimpleNamespace(ids=["RG2", "RG1"], outside_ids=["RG3"])  # RG3: no findings section
+    every = write_jsonl(tmp_path / "every.jsonl", {"RG1": "x", "RG2": "y", "RG3": "z"})
+    door.check_private_ids(every, track, title="ReXGradient (private test)")  # the track's and the rest: all there
+    only_track = write_jsonl(tmp_path / "track.jsonl", {"RG1": "x", "RG2": "y"})
+    with pytest.raises(SubmissionError) as caught:
+        door.check_private_ids(only_track, track, title="ReXGradient (private test)")
+    assert str(caught.value) == f"{only_track}: 1 of 3 studies of ReXGradient (private test) have no prediction: 'RG3'"
+    assert caught.value.details["missing"] == ["RG3"]
+    assert door.is_private("rexgradient") and not door.is_private("example")  # the registry's word

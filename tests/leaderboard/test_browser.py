@@ -86,6 +86,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def serve(demo) -> str:
+    """Launch `demo` on a free local port; its address. Gradio's queue looks for work every 1 ms
+    (and for progress every 10 ms) even when idle: 8 % of a core per server, and this file's
+    four servers live until its end. Every 10 ms (100 ms) costs 2 %; an event waits at most
+    10 ms more to start, and these apps report no progress."""
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    demo._queue.sleep_when_free = 0.01
+    demo._queue.progress_update_sleep_when_free = 0.1
+    return url
+
+
 def published(csv_name: str) -> pd.DataFrame:
     csv = pd.read_csv(shared_path("data", "published", "current", csv_name))
     csv["Model Name"] = csv["Model Name"].str.replace("_", "-")
@@ -151,6 +162,26 @@ def settle(page, timeout_ms: int = STATE_TIMEOUT_MS) -> None:
     )
 
 
+# resolves once the element (or, before it exists, the page) has changed and then been still
+# for 20 ms, or after `ms`: a poll that looks again as soon as the page has redrawn instead of
+# after a fixed sleep
+NEXT_CHANGE = """([sel, ms]) => new Promise(done => {
+  let still;
+  const watch = new MutationObserver(() => { clearTimeout(still); still = setTimeout(stop, 20); });
+  const stop = () => { watch.disconnect(); clearTimeout(cap); clearTimeout(still); done(); };
+  const cap = setTimeout(stop, ms);
+  watch.observe(document.querySelector(sel) || document.body, {subtree: true, childList: true, characterData: true, attributes: true});
+})"""
+
+
+def next_change(page, selector: str, ms: int = 250) -> None:
+    try:
+        page.evaluate(NEXT_CHANGE, [selector, ms])
+    except Exception as exc:  # the page went to another address meanwhile: a change too
+        if "context was destroyed" not in str(exc):
+            raise
+
+
 def wait_until(page, elem_id: str, done, timeout: float = STATE_TIMEOUT_MS / 1000):
     """Poll a table's rendered rows until `done(rows)` and return them. The limit is a failure
     limit: a state that never comes fails the test with what was on screen (a wait that
@@ -162,7 +193,7 @@ def wait_until(page, elem_id: str, done, timeout: float = STATE_TIMEOUT_MS / 100
             return rows
         if time.monotonic() > deadline:
             pytest.fail(f"#{elem_id} did not reach the awaited state in {timeout:.0f} s; its rows: {rows}")
-        time.sleep(0.25)
+        next_change(page, f"#{elem_id}")
 
 
 def wait_rows(page, elem_id: str, expected: list[str], *, full: bool, timeout: float = STATE_TIMEOUT_MS / 1000):
@@ -187,7 +218,7 @@ def wait_text(page, selector: str, done, timeout: float = STATE_TIMEOUT_MS / 100
             return text
         if time.monotonic() > deadline:
             pytest.fail(f"{selector} did not reach the awaited text in {timeout:.0f} s; it reads: {text!r}")
-        time.sleep(0.25)
+        next_change(page, selector)
 
 
 def open_tab(page, name: str) -> None:
@@ -207,7 +238,7 @@ def page_url():
     from rexrank.leaderboard.source import LeaderboardSource
 
     demo = build_app(LeaderboardSource.from_records(load_seed_records(), label="the published ReXrank results"))
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    url = serve(demo)
     try:
         yield url
     finally:
@@ -437,7 +468,7 @@ def store_url(tmp_path_factory):
     for i, (name, values) in enumerate({"Sub-A": a, "Sub-B": b, "Sub-C": c, "Sub-D": d}.items()):
         store.add_result(result(name, values, date=f"2026-0{i + 1}-15"), per_study=per_study_bytes(ids, values))
     demo = build_app(LeaderboardSource.from_store(store, ttl=0))
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    url = serve(demo)
     try:
         yield url
     finally:
@@ -622,7 +653,7 @@ def default_store(tmp_path_factory):
     store = open_store(path)
     seed_if_empty(store)
     demo = build_app(LeaderboardSource.from_store(store, ttl=0))
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    url = serve(demo)
     try:
         yield path, url
     finally:
@@ -744,7 +775,7 @@ def bleu_only_store(tmp_path_factory):
     store = open_store(path)
     mine = next(r for r in store.list_results() if r["model_name"] == "MyModel")
     demo = build_app(LeaderboardSource.from_store(store, ttl=0))
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    url = serve(demo)
     try:
         yield path, url, link, mine["values"]["bleu2"]
     finally:

@@ -624,3 +624,60 @@ def test_a_refusal_by_the_reader_itself_names_the_file_as_given(tmp_path, monkey
         read_raw_predictions(tmp_path / "p.csv")
     assert err.value.source == str(tmp_path / "p.csv")
     assert str(err.value).startswith(f"{tmp_path / 'p.csv'}: the reader's answer is over 16 bytes, the answer limit")
+
+
+def test_a_json_files_rows_are_refused_naming_the_file(tmp_path):
+    (tmp_path / "o.json").write_text(json.dumps({"S1": "a", " ": "b"}))
+    assert _refusal(tmp_path / "o.json") == "study ' ': empty study id"
+    (tmp_path / "s.json").write_text(json.dumps({"S1": {"model_prediction": 5}}))
+    assert _refusal(tmp_path / "s.json") == "1 predictions are not strings: study 'S1' (id 'S1'): int 5"
+
+
+def test_json_records_without_an_id_or_a_text_field_name_the_fields_found_and_the_option(tmp_path):
+    (tmp_path / "k.json").write_text(json.dumps([{"key": "S1", "prediction": "a"}]))
+    assert _refusal(tmp_path / "k.json").startswith("no id column: expected one of id, study_id, found key, "
+                                                    "prediction; name yours with --id-column NAME (Python: id_column")
+    (tmp_path / "t.jsonl").write_text(json.dumps({"id": "S1", "text": "a"}) + "\n")
+    assert _refusal(tmp_path / "t.jsonl").startswith(
+        "no prediction text column: expected one of prediction, report, found id, text; name yours with "
+        "--prediction-column NAME (Python: prediction_column")
+
+
+def test_parquet_rows_are_refused_naming_the_file(tmp_path):
+    from rexrank import input_limits as L
+
+    pd.DataFrame({"id": ["S1", " "], "prediction": ["a", "b"]}).to_parquet(tmp_path / "p.parquet", index=False)
+    assert _refusal(tmp_path / "p.parquet") == "row 2: empty study id"
+    # one prediction of 4 bytes a character and one byte more: past what any report of the limit's length takes
+    long = "x" * (4 * L.MAX_PREDICTION_CHARS + 1)
+    pd.DataFrame({"id": ["S1"], "prediction": [long]}).to_parquet(tmp_path / "long.parquet", index=False)
+    assert _refusal(tmp_path / "long.parquet") == "column 'prediction' holds a value of 80,001 bytes; the limit is " \
+                                                  "20,000 characters"
+
+
+def test_parquet_is_read_two_columns_at_a_time_in_small_batches_on_one_thread_and_a_break_is_named(tmp_path,
+                                                                                                  monkeypatch):
+    """Only the id and text columns are decoded, BATCH_ROWS rows at a time and on this thread, so that
+    the limits count each batch as it arrives; a file that breaks while read is named with why."""
+    import pyarrow.parquet as pq
+
+    from rexrank import input_limits as L
+
+    asked = []
+
+    class Recorded(pq.ParquetFile):
+        def iter_batches(self, **kwargs):
+            asked.append(kwargs)
+            return super().iter_batches(**kwargs)
+
+    pd.DataFrame({"study_id": ["S1"], "note": ["n"], "report": ["a"]}).to_parquet(tmp_path / "p.parquet", index=False)
+    monkeypatch.setattr(pq, "ParquetFile", Recorded)
+    assert _read(tmp_path / "p.parquet") == [("S1", "a", "row 1")]
+    assert asked == [{"batch_size": L.BATCH_ROWS, "columns": ["study_id", "report"], "use_threads": False}]
+
+    class Breaking(pq.ParquetFile):  # the metadata reads, a page does not
+        def iter_batches(self, **kwargs):
+            raise OSError("page checksum mismatch\nat offset 4")
+
+    monkeypatch.setattr(pq, "ParquetFile", Breaking)
+    assert _refusal(tmp_path / "p.parquet") == "not a readable parquet file (OSError: page checksum mismatch)"

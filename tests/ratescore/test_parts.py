@@ -320,3 +320,20 @@ def test_a_direction_whose_matches_weigh_nothing_scores_zero():
     unit = np.array([[1.0, 0.0]])
     assert directional_score(unit, unit, ["DISEASE"], ["DISEASE"], zero) == 0.0
     assert rate_score(unit, ["DISEASE"], unit, ["DISEASE"], zero) == 0.0
+
+
+def test_equal_directions_give_their_common_value():
+    # both directions 1 (the same entity on each side): 2 * 1 * 1 / (1 + 1) = 1
+    unit = np.array([[0.6, 0.8]])
+    assert rate_score(unit, ["DISEASE"], unit * 5, ["DISEASE"], LONG) == pytest.approx(1.0, rel=1e-12)
+    # both directions -1 (opposite vectors): 2 * (-1)(-1) / (-2) = -1
+    assert rate_score(unit, ["DISEASE"], -unit, ["DISEASE"], LONG) == pytest.approx(-1.0, rel=1e-12)
+
+
+def test_similarities_are_computed_in_double_precision_whatever_the_embeddings_dtype():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(4, 8)).astype(np.float32), rng.normal(size=(3, 8)).astype(np.float32)
+    types_a, types_b = ["DISEASE", "ANATOMY", "ABNORMALITY", "NON-DISEASE"], ["ANATOMY", "DISEASE", "NON-ABNORMALITY"]
+    as_float32 = directional_score(a, b, types_a, types_b, LONG)
+    assert type(as_float32) is float
+    assert as_float32 == directional_score(a.astype(np.float64), b.astype(np.float64), types_a, types_b, LONG)

@@ -368,7 +368,7 @@ def test_a_saved_dataset_dict_of_one_split_is_read_and_of_two_is_refused(tmp_pat
 NOT_SAVED = "not a folder saved with datasets.save_to_disk: "
 
 
-@pytest.mark.parametrize("splits", [None, "test", ["../outside"], ["a/b"], [""], ["."], [".."], ["a\\b"], [3]])
+@pytest.mark.parametrize("splits", [None, "test", ["../outside"], ["a/b"], [""], ["."], [".."], ["a\\b"], ["a\0b"], [3]])
 def test_a_dataset_dict_listing_no_plain_split_is_refused(tmp_path, splits):
     folder = _saved(tmp_path / "d" / "test", pd.DataFrame({"id": ["S1"], "prediction": ["a"]})).parent
     (folder / "dataset_dict.json").write_text(json.dumps({"splits": splits} if splits is not None else {}))
@@ -681,3 +681,20 @@ def test_parquet_is_read_two_columns_at_a_time_in_small_batches_on_one_thread_an
 
     monkeypatch.setattr(pq, "ParquetFile", Breaking)
     assert _refusal(tmp_path / "p.parquet") == "not a readable parquet file (OSError: page checksum mismatch)"
+
+
+def test_a_saved_folders_refusals_name_the_folder(tmp_path):
+    folder = _saved(tmp_path / "t", pd.DataFrame({"id": ["S1"], "text": ["a"]}))
+    assert _refusal(folder).startswith("no prediction text column: expected one of prediction, report, found id, "
+                                       "text; name yours with --prediction-column NAME")
+    folder = _saved(tmp_path / "n", pd.DataFrame({"id": [1], "prediction": ["a"]}))
+    assert _refusal(folder) == ("column 'id' holds int64, not strings: write the study ids and the predictions as "
+                                "text (a string column each)")
+    folder = _saved(tmp_path / "d" / "test", pd.DataFrame({"id": ["S1"], "prediction": ["a"]})).parent
+    (folder / "dataset_dict.json").write_text("{oops")
+    assert _refusal(folder).startswith(NOT_SAVED + "its dataset_dict.json is not readable JSON (Expecting")
+    crowded = tmp_path / "crowded"
+    crowded.mkdir()
+    for i in range(1001):
+        (crowded / f"f{i}").touch()
+    assert _refusal(crowded) == "holds more than 1,000 files: not a datasets folder"

@@ -337,3 +337,38 @@ def test_similarities_are_computed_in_double_precision_whatever_the_embeddings_d
     as_float32 = directional_score(a, b, types_a, types_b, LONG)
     assert type(as_float32) is float
     assert as_float32 == directional_score(a.astype(np.float64), b.astype(np.float64), types_a, types_b, LONG)
+
+
+def test_a_table_is_read_row_by_scored_type_and_column_by_matched_type():
+    from rexrank.ratescore.affinity import _table
+
+    rows = [[10 * i + j for j in range(5)] for i in range(5)]
+    table = _table(rows)
+    assert len(table) == 25
+    assert table[("ABNORMALITY", "NON-DISEASE")] == 4 and table[("NON-DISEASE", "ABNORMALITY")] == 40
+    assert table[("ANATOMY", "DISEASE")] == 12 and table[("NON-ABNORMALITY", "NON-ABNORMALITY")] == 33
+
+
+def test_types_are_those_named_as_a_row_or_as_a_column():
+    # a user matrix may weigh an extra type as scored entity only: it is still one of its types
+    matrix = load_affinity({**_official_keys(), "organ_anatomy": 0.5, "neg_weight": 0.5})
+    assert matrix.types() == {*ENTITY_TYPES, "ORGAN"}
+
+
+def test_a_matrix_file_is_read_as_utf_8_whatever_the_locale(tmp_path, monkeypatch):
+    import codecs
+    from pathlib import Path
+
+    encodings = []
+    read_text = Path.read_text
+
+    def recording(self, *args, **kwargs):
+        encodings.append(kwargs.get("encoding", args[0] if args else None))
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", recording)
+    path = tmp_path / "w.json"
+    path.write_bytes(json.dumps({**_official_keys(), "neg_weight": 0.5}).encode("utf-8"))
+    load_affinity(path)
+    # the locale's encoding (encoding=None) would differ from machine to machine
+    assert len(encodings) == 1 and encodings[0] is not None and codecs.lookup(encodings[0]).name == "utf-8"

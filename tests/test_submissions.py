@@ -698,3 +698,15 @@ def test_a_saved_folders_refusals_name_the_folder(tmp_path):
     for i in range(1001):
         (crowded / f"f{i}").touch()
     assert _refusal(crowded) == "holds more than 1,000 files: not a datasets folder"
+    from rexrank import input_limits as L
+
+    folder = _saved(tmp_path / "blank", pd.DataFrame({"id": ["S1", " "], "prediction": ["a", "b"]}))
+    assert _refusal(folder) == "row 2: empty study id"
+    folder = _saved(tmp_path / "long", pd.DataFrame({"id": ["S1"], "prediction": ["x" * (4 * L.MAX_PREDICTION_CHARS + 1)]}))
+    assert _refusal(folder) == "column 'prediction' holds a value of 80,001 bytes; the limit is 20,000 characters"
+
+
+def test_a_csv_without_an_id_column_names_the_columns_found_and_the_option(tmp_path):
+    (tmp_path / "p.csv").write_text("key,prediction\nS1,a\n")
+    assert _refusal(tmp_path / "p.csv").startswith("no id column: expected one of id, study_id, found key, prediction; "
+                                                   "name yours with --id-column NAME (Python: id_column")

@@ -710,3 +710,11 @@ def test_a_csv_without_an_id_column_names_the_columns_found_and_the_option(tmp_p
     (tmp_path / "p.csv").write_text("key,prediction\nS1,a\n")
     assert _refusal(tmp_path / "p.csv").startswith("no id column: expected one of id, study_id, found key, prediction; "
                                                    "name yours with --id-column NAME (Python: id_column")
+
+
+def test_a_csvs_refusals_of_its_text_column_and_its_rows_name_the_file(tmp_path):
+    (tmp_path / "t.csv").write_text("id,text\nS1,a\n")
+    assert _refusal(tmp_path / "t.csv").startswith("no prediction text column: expected one of prediction, report, "
+                                                   "found id, text; name yours with --prediction-column NAME")
+    (tmp_path / "b.csv").write_text("id,prediction\nS1,a\n ,b\n")
+    assert _refusal(tmp_path / "b.csv") == "line 3: empty study id"

@@ -718,3 +718,33 @@ def test_a_csvs_refusals_of_its_text_column_and_its_rows_name_the_file(tmp_path)
                                                    "found id, text; name yours with --prediction-column NAME")
     (tmp_path / "b.csv").write_text("id,prediction\nS1,a\n ,b\n")
     assert _refusal(tmp_path / "b.csv") == "line 3: empty study id"
+
+
+def test_a_csvs_cells_stay_text_and_its_parser_stops_one_row_past_the_limit(tmp_path, monkeypatch):
+    import pandas
+
+    from rexrank import input_limits as L
+
+    (tmp_path / "p.csv").write_text("id,prediction\n007,1.50\n010,2\n")
+    # numbers as written: ids with their zeros, predictions as text (pandas would read both as numbers)
+    assert _read(tmp_path / "p.csv") == [("007", "1.50", "line 2"), ("010", "2", "line 3")]
+    asked = []
+    real = pandas.read_csv
+    monkeypatch.setattr(pandas, "read_csv", lambda *args, **kwargs: asked.append(kwargs["nrows"]) or real(*args, **kwargs))
+    _read(tmp_path / "p.csv")
+    assert asked == [L.MAX_ROWS + 1]
+
+
+def test_a_csv_refused_for_its_wide_lines_says_why_and_by_which_delimiter(tmp_path):
+    (tmp_path / "p.csv").write_text("id\tprediction\nS1\ta\nS2\tb\tc\n")
+    assert _refusal(tmp_path / "p.csv").startswith("not a readable CSV: Error tokenizing data. C error: Expected 2 "
+                                                   "fields in line 3, saw 3; its header line is separated by tabs")
+    (tmp_path / "w.csv").write_text("id\tprediction\nS1\ta\tb\nS2\tc\td\n")
+    assert _refusal(tmp_path / "w.csv").startswith("not a readable CSV: every line after the header has more fields "
+                                                   "than the header; its header line is separated by tabs")
+
+
+def test_a_json_file_that_is_not_json_says_so_with_where(tmp_path):
+    (tmp_path / "b.json").write_text("{oops")
+    assert _refusal(tmp_path / "b.json") == ("not valid JSON (line 1, column 2): Expecting property name enclosed "
+                                             "in double quotes")

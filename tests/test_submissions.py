@@ -710,6 +710,7 @@ def test_a_csv_without_an_id_column_names_the_columns_found_and_the_option(tmp_p
     (tmp_path / "p.csv").write_text("key,prediction\nS1,a\n")
     assert _refusal(tmp_path / "p.csv").startswith("no id column: expected one of id, study_id, found key, prediction; "
                                                    "name yours with --id-column NAME (Python: id_column")
+    assert _read(tmp_path / "p.csv", id_column="key") == [("S1", "a", "line 2")]  # named, it is read
 
 
 def test_a_csvs_refusals_of_its_text_column_and_its_rows_name_the_file(tmp_path):

@@ -368,7 +368,8 @@ def test_a_saved_dataset_dict_of_one_split_is_read_and_of_two_is_refused(tmp_pat
 NOT_SAVED = "not a folder saved with datasets.save_to_disk: "
 
 
-@pytest.mark.parametrize("splits", [None, "test", ["../outside"], ["a/b"], [""], ["."], [".."], ["a\\b"], pytest.param(["a\0b"], id="nul"), [3]])
+@pytest.mark.parametrize("splits", [None, "test", ["../outside"], ["a/b"], [""], ["."], [".."], ["a\\b"],
+                                    pytest.param(["a\0b"], id="nul"), [3]])
 def test_a_dataset_dict_listing_no_plain_split_is_refused(tmp_path, splits):
     folder = _saved(tmp_path / "d" / "test", pd.DataFrame({"id": ["S1"], "prediction": ["a"]})).parent
     (folder / "dataset_dict.json").write_text(json.dumps({"splits": splits} if splits is not None else {}))

@@ -12,6 +12,7 @@ from rexrank.backend.worker import Worker
 from rexrank.cli.main import main
 from rexrank.leaderboard.records import records_frame
 from rexrank.store import FAILED, FINISHED, Quota, open_store
+from support.fixed_noise import FixedNoise
 from support.requests import EXAMPLE_PREDS, submit
 from support.llm_judges import judge, llm_options
 
@@ -200,16 +201,6 @@ def test_the_coverage_rule_by_hand():
 
 
 # ---- the coverage rule (rexrank.backend.public_door.coverage_failure) --------------------------
-class _FixedNoise:
-    """A stand-in generator whose Laplace draw is `value`; it records what it was asked."""
-
-    def __init__(self, value: float):
-        self.value, self.asked = value, []
-
-    def laplace(self, loc, scale):
-        self.asked.append((loc, scale))
-        return self.value
-
 
 def _results(n: int, **scored: int) -> dict:
     return {"metrics": {name: {"n_studies": n, "n_scored": k, "n_failed": n - k} for name, k in scored.items()},
@@ -222,9 +213,9 @@ def test_the_private_coverage_decision_draws_its_noise_from_the_generator_it_is_
     with the fixed message. The noise is asked as Laplace(0, 1 / 0.5)."""
     from rexrank.backend.public_door import PRIVATE_COVERAGE_FAILED, coverage_failure
 
-    lucky = _FixedNoise(1e6)
+    lucky = FixedNoise(1e6)
     assert coverage_failure(_results(10_000, bleu2=0), ["bleu2"], min_coverage=0.99, private=True, rng=lucky) is None
     assert lucky.asked == [(0.0, 2.0)]
-    unlucky = _FixedNoise(-1e6)
+    unlucky = FixedNoise(-1e6)
     error = coverage_failure(_results(10_000, bleu2=10_000), ["bleu2"], min_coverage=0.99, private=True, rng=unlucky)
     assert str(error) == error.without_causes == PRIVATE_COVERAGE_FAILED

@@ -14,6 +14,7 @@ from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store import ledger
 from rexrank.store.accounts import Account
 from support.backend_fixtures import PRIVATE_SENTENCES, private_set, test_metrics  # noqa: F401 (fixtures)
+from support.fixed_noise import FixedNoise
 from support.requests import submit, write_jsonl
 
 
@@ -378,17 +379,6 @@ def test_the_public_coverage_rule_names_each_short_metric_and_its_causes_by_hand
     assert "cause: 3 × a, 2 × b, 1 × c and 2 other reason(s)" in str(short)
 
 
-class _DrawnNoise:
-    """Every Laplace draw is `noise`; the scales asked for are recorded."""
-
-    def __init__(self, noise: float):
-        self.noise, self.scales = noise, []
-
-    def laplace(self, loc, scale):
-        self.scales.append((loc, scale))
-        return self.noise
-
-
 def test_the_private_coverage_rule_is_a_noisy_threshold_with_a_margin_by_hand():
     import math
 
@@ -398,10 +388,10 @@ def test_the_private_coverage_rule_is_a_noisy_threshold_with_a_margin_by_hand():
     assert privacy.COVERAGE_MARGIN == pytest.approx(margin, rel=1e-12)
 
     def decided(metrics, noise, asked=("bleu2",), counts=None):
-        rng = _DrawnNoise(noise)
+        rng = FixedNoise(noise)
         results = {**(counts or {"test_set": {"n_studies": 1000}, "predictions": {"n": 600}}), "metrics": metrics}
         error = door.coverage_failure(results, asked, min_coverage=0.99, private=True, rng=rng)
-        return error, rng.scales
+        return error, rng.asked
 
     short_by_20 = {"bleu2": {"n_scored": 970}}
     assert decided(short_by_20, 0.0) == (None, [(0.0, 2.0)])  # the noise's scale: 1 / ε = 2

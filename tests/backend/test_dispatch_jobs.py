@@ -4,7 +4,6 @@ build, the store token as a secret), nothing comes from the dispatcher's environ
 shard run from its spec alone, under `env -i`, gives the dispatcher's numbers."""
 from __future__ import annotations
 
-import io
 import json
 import sys
 
@@ -19,7 +18,7 @@ from rexrank.backend.jobs import LocalJobs
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from support.llm_judges import judge
-from support.dispatch_fixtures import without_seconds
+from support.dispatch_fixtures import published, without_seconds
 from support.requests import submit
 
 LLM_VARIABLES = ("REXRANK_LLM_BASE_URL", "REXRANK_LLM_MODEL", "REXRANK_LLM_BACKEND", "OPENAI_BASE_URL",
@@ -30,11 +29,6 @@ LLM_VARIABLES = ("REXRANK_LLM_BASE_URL", "REXRANK_LLM_MODEL", "REXRANK_LLM_BACKE
 def no_llm_in_the_environment(monkeypatch):
     for name in LLM_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-
-
-def published(store):
-    [record] = store.list_results()
-    return record, pd.read_parquet(io.BytesIO(store.read_per_study(record)))
 
 
 def local(**kw) -> DispatchSettings:

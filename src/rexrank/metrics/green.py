@@ -216,8 +216,10 @@ class Green(LLMMetric):
             try:
                 self._endpoint_tokenizer = load_tokenizer(self._hub_tokenizer_folder())
             except Exception as exc:  # not downloaded and offline, incomplete files: the text goes
-                # no machine's path in what the result records
-                self._tokenizer_problem = re.sub(r"/[^\s'\"]+", "<path>", " ".join(f"{type(exc).__name__}: {exc}".split()))[:300]
+                # no machine's path in what the result records; a repo id ("StanfordAIMI/GREEN-...")
+                # is not a path: a path's first slash starts a word
+                self._tokenizer_problem = re.sub(r"(?<![\w.-])/[^\s'\"]+", "<path>",
+                                                 " ".join(f"{type(exc).__name__}: {exc}".split()))[:300]
                 log.warning("green: sending the prompts as text, not as GREEN's token ids: its tokenizer could not be "
                             "loaded (%s); pass tokenizer_path=<folder with GREEN's tokenizer files> to send the ids",
                             self._tokenizer_problem)

@@ -449,6 +449,17 @@ def test_an_id_or_prediction_holding_a_lone_surrogate_is_refused_by_its_place():
     assert checked_rows(_raw(("S1", "\U0001F600 \ue000"))) == [("S1", "\U0001F600 \ue000", "line 2")]  # not surrogates
 
 
+def test_json_values_are_counted_before_parsing_and_a_jsonl_line_is_a_value(tmp_path):
+    """In this process (the sandbox's child runs the same reader): a JSON document of more than
+    400,000 values is refused by its name before it is parsed, and in JSONL each line counts as a
+    value even without a comma or a bracket (else 400,001 lines of numbers would be parsed)."""
+    (tmp_path / "values.json").write_text("[" + ",".join(["1"] * 400_001) + "]")
+    (tmp_path / "values.jsonl").write_text("1\n" * 400_001)
+    for name in ("values.json", "values.jsonl"):
+        assert _refusal(tmp_path / name) == ("holds more than 400,000 JSON values (objects, arrays, numbers, strings); "
+                                             "the limit is 20,000 predictions of 20 values each")
+
+
 def test_non_string_and_non_unicode_predictions_list_ten_then_say_there_are_more():
     rows = [(f"S{i}", i) for i in range(11)]
     with pytest.raises(SubmissionError) as err:

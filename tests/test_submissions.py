@@ -460,6 +460,28 @@ def test_json_values_are_counted_before_parsing_and_a_jsonl_line_is_a_value(tmp_
                                              "the limit is 20,000 predictions of 20 values each")
 
 
+def test_a_json_documents_newlines_are_layout_and_jsonl_reads_its_named_columns(tmp_path):
+    """Newlines count as values in JSONL only: a JSON object spread over 400,001 lines is one
+    prediction. JSONL rows are read by the columns named, as every other shape's."""
+    (tmp_path / "spaced.json").write_text("{" + "\n" * 400_001 + '"S1": "a"}')
+    assert [row[:2] for row in _read(tmp_path / "spaced.json")] == [("S1", "a")]
+    (tmp_path / "named.jsonl").write_text('{"study": "S1", "report": "a"}\n{"study": "S2", "report": "b"}\n')
+    assert [row[:2] for row in _read(tmp_path / "named.jsonl", "study", "report")] == [("S1", "a"), ("S2", "b")]
+
+
+def test_a_jsonl_line_or_a_table_over_its_limit_is_refused_by_the_files_name(tmp_path):
+    """In this process: the limits' refusals name the file first (`_refusal` checks it)."""
+    from rexrank.input_limits import MAX_LINE_BYTES, MAX_ROWS
+
+    (tmp_path / "long.jsonl").write_text('{"id": "S1", "prediction": "' + "a" * MAX_LINE_BYTES + '"}\n')
+    assert _refusal(tmp_path / "long.jsonl").startswith("line 1 is ")
+    (tmp_path / "rows.csv").write_text("id,prediction\n" + "".join(f"S{i},a\n" for i in range(MAX_ROWS + 1)))
+    assert _refusal(tmp_path / "rows.csv").startswith(f"has more than {MAX_ROWS:,} rows")
+    (tmp_path / "rows.json").write_text(json.dumps({f"S{i}": "a" for i in range(MAX_ROWS + 1)}))  # counted once read
+    assert _refusal(tmp_path / "rows.json") == (f"has more than {MAX_ROWS:,} rows ({MAX_ROWS + 1:,}); the largest test "
+                                                "set has 10,000 studies")
+
+
 def test_non_string_and_non_unicode_predictions_list_ten_then_say_there_are_more():
     rows = [(f"S{i}", i) for i in range(11)]
     with pytest.raises(SubmissionError) as err:

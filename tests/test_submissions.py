@@ -470,13 +470,17 @@ def test_a_json_documents_newlines_are_layout_and_jsonl_reads_its_named_columns(
 
 
 def test_a_jsonl_line_or_a_table_over_its_limit_is_refused_by_the_files_name(tmp_path):
-    """In this process: the limits' refusals name the file first (`_refusal` checks it)."""
-    from rexrank.input_limits import MAX_LINE_BYTES, MAX_ROWS
+    """In this process: the limits' refusals name the file first (`_refusal` checks it), and a
+    prediction too long by its study id."""
+    from rexrank.input_limits import MAX_LINE_BYTES, MAX_PREDICTION_CHARS, MAX_ROWS
 
     (tmp_path / "long.jsonl").write_text('{"id": "S1", "prediction": "' + "a" * MAX_LINE_BYTES + '"}\n')
     assert _refusal(tmp_path / "long.jsonl").startswith("line 1 is ")
     (tmp_path / "rows.csv").write_text("id,prediction\n" + "".join(f"S{i},a\n" for i in range(MAX_ROWS + 1)))
     assert _refusal(tmp_path / "rows.csv").startswith(f"has more than {MAX_ROWS:,} rows")
+    (tmp_path / "long.json").write_text(json.dumps({"S1": "a", "S2": "b" * (MAX_PREDICTION_CHARS + 1)}))
+    assert _refusal(tmp_path / "long.json") == (f"1 predictions are longer than {MAX_PREDICTION_CHARS} characters "
+                                                f"(a report is ~1000): 'S2' ({MAX_PREDICTION_CHARS + 1} characters)")
     (tmp_path / "rows.json").write_text(json.dumps({f"S{i}": "a" for i in range(MAX_ROWS + 1)}))  # counted once read
     assert _refusal(tmp_path / "rows.json") == (f"has more than {MAX_ROWS:,} rows ({MAX_ROWS + 1:,}); the largest test "
                                                 "set has 10,000 studies")

@@ -434,3 +434,27 @@ def test_an_endpoint_without_greens_tokenizer_says_the_completion_cap_and_the_te
     route = metric.config()["endpoint_prompt"]
     assert route.startswith("text: GREEN's tokenizer could not be loaded (") and "<path>" in route
     assert str(tmp_path) not in route and "empty-hub-cache" not in route
+
+
+def test_an_endpoint_request_carries_the_settings_seed_with_the_prompt_ids_and_cap():
+    metric = get_metric("green", base_url="http://127.0.0.1:9/v1", seed=123, cache=False, progress=False)
+    request = metric._endpoint_request("the prompt", 17, [1, 2, 3])
+    assert (request.prompt, request.prompt_ids) == ("the prompt", (1, 2, 3))
+    params = dict(request.params)
+    assert (params["seed"], params["max_tokens"], float(params["temperature"])) == ("123", "17", 0.0)  # frozen as text
+
+
+def test_greens_tokenizer_is_looked_for_once_per_metric(monkeypatch):
+    """A failed load is not retried for every batch (nor a loaded tokenizer loaded again)."""
+    from rexrank.errors import MetricError
+
+    metric = get_metric("green", base_url="http://127.0.0.1:9/v1", cache=False, progress=False)
+    looked = []
+
+    def missing():
+        looked.append(1)
+        raise MetricError("not cached")
+
+    monkeypatch.setattr(metric, "_hub_tokenizer_folder", missing)
+    assert metric._tokenizer() is None and metric._tokenizer() is None
+    assert looked == [1] and metric._tokenizer_problem == "MetricError: not cached"

@@ -23,9 +23,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: three workers for every two cores. Part of the suite waits (a browser drawing,
-    Jobs' processes, servers between polls) and a third worker fills that time: on 2 cores the
-    suite took 840 s with 2 workers and 804 s with 3."""
+    """`-n auto`: three workers for every two cores, as CI ran green at 892-935 s. Measured on
+    2 cores (warm venv): 840 s with 2 workers, 804-864 s with 3, a difference within one run's
+    spread; the cores are busy throughout either way, and with 3 the workers end together."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cores * 3 // 2)
 

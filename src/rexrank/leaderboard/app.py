@@ -320,13 +320,27 @@ def build_app(source: LeaderboardSource):
             return pd.DataFrame(columns=QUEUE_HEADERS)
         return queue_table(store.queue_view())  # open requests and the latest settled ones, newest first
 
+    def drawn(component: gr.Plot, figure):
+        """`figure` as `component` sends it: encoded here, once, so that a cached view is not
+        drawn again (Gradio draws a figure at every event that returns it)."""
+        return None if figure is None else component.postprocess(figure)
+
     def plots(test_set: str, track: str):
-        return _plots(source, test_set, track)
+        def draw():
+            corr, box, note = _plots(source, test_set, track)
+            return drawn(corr_plot, corr), drawn(box_plot, box), note
+
+        return source.cached(("plots", test_set, track), draw)
 
     def progress(test_set: str, track: str, rank_by: str = DEFAULT_RANK_KEY, hide_trained: bool = False,
                  sources=tables.SOURCES):
         key = ("progress", test_set, track, rank_by, filters_from(hide_trained, sources))
-        return source.cached(key, lambda: _progress(source, test_set, track, rank_by, filters_from(hide_trained, sources)))
+
+        def draw():
+            figure, note = _progress(source, test_set, track, rank_by, filters_from(hide_trained, sources))
+            return drawn(progress_plot, figure), note
+
+        return source.cached(key, draw)
 
     # initial values, so the page shows filled tables before the load event has re-read the store
     first = page("findings", DEFAULT_RANK_KEY, "")

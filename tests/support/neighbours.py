@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import io
 import json
 import logging
@@ -150,8 +149,8 @@ class _ThreadLog(logging.Handler):
 # ---- what the public can read -------------------------------------------------------------------
 
 def public_form(obj):
-    """`obj` as JSON values: tables by columns and rows, figures by their JSON, a file the
-    Space serves by its content (its path is a temporary folder's)."""
+    """`obj` as JSON values: tables by columns and rows, figures by their JSON (an image as the
+    Space sends it), a file the Space serves by its content (its path is a temporary folder's)."""
     import numpy as np
 
     if isinstance(obj, pd.DataFrame):
@@ -170,11 +169,8 @@ def public_form(obj):
         return {"file content": Path(obj).read_text(errors="replace")}
     if obj is None or isinstance(obj, (str, int, float, bool)):
         return obj
-    if hasattr(obj, "savefig"):  # a matplotlib figure: what it shows, as pixels, and its words
-        image = io.BytesIO()
-        obj.savefig(image, format="png")
-        return {"png sha256": hashlib.sha256(image.getvalue()).hexdigest(),
-                "text": [t.get_text() for t in obj.findobj(lambda a: hasattr(a, "get_text")) if t.get_text()]}
+    if hasattr(obj, "model_dump"):  # a Gradio data model (a figure's PlotData: the image as it is sent)
+        return public_form(obj.model_dump())
     if hasattr(obj, "get_config"):  # a gradio component sent as an update: its properties
         return public_form({k: v for k, v in obj.get_config().items() if k not in ("id", "_id")})  # ids count blocks
     if dataclasses.is_dataclass(obj):

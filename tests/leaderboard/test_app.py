@@ -256,3 +256,33 @@ def test_gradio_fills_in_the_special_parameters(tmp_path):
             if "gr." in str(param.annotation):
                 special[f"{fn.__name__}.{name}"] = is_special_typed_parameter(name, hints)
     assert special == {"on_load.request": True, "rank_from_header.evt": True, "submit.oauth_token": True}
+
+
+def test_a_figure_is_encoded_once_per_view_of_the_data_and_sent_as_an_image(tmp_path, monkeypatch):
+    """The Space keeps each view's figures encoded: Gradio would otherwise encode a kept figure
+    again at every event that returns it. A new result is a new view: drawn again."""
+    import gradio as gr
+
+    from rexrank.leaderboard.app import build_app
+    from rexrank.store import open_store
+    from support.boards import result
+
+    store = open_store(tmp_path / "store")
+    seed_if_empty(store)
+    demo = build_app(LeaderboardSource.from_store(store, ttl=0))
+    endpoint = {fn.api_name: fn.fn for fn in demo.fns.values() if fn.api_name in ("plots", "progress")}
+    encoded = []
+    encode = gr.Plot.postprocess
+    monkeypatch.setattr(gr.Plot, "postprocess", lambda self, value: encoded.append(self.label) or encode(self, value))
+
+    progress = endpoint["progress"]("iu_xray", "findings", "bleu2", False, ["published", "submitted"])
+    assert progress == endpoint["progress"]("iu_xray", "findings", "bleu2", False, ["published", "submitted"])
+    corr, box, _ = endpoint["plots"]("iu_xray", "findings")
+    assert (corr, box) == endpoint["plots"]("iu_xray", "findings")[:2]
+    assert sorted(encoded) == ["Metric correlation", "Metric distributions", "Progress: best score by date (ranking metric)"]
+    for figure in (progress[0], corr, box):
+        assert figure.type == "matplotlib" and figure.plot.startswith("data:image/webp;base64,")
+
+    store.add_result(result("Newcomer", mean=0.5, bleu=0.9))
+    assert endpoint["progress"]("iu_xray", "findings", "bleu2", False, ["published", "submitted"])[0] != progress[0]
+    assert len(encoded) == 4

@@ -289,3 +289,20 @@ def test_a_given_tokenizer_path_that_does_not_load_is_an_error(tmp_path):
         metric = get_metric("green", base_url=server.base_url, tokenizer_path=str(tmp_path / "empty"), cache=False, progress=False)
         with pytest.raises(MetricError, match="tokenizer_path=.* does not hold GREEN's tokenizer"):
             metric.score(["candidate"], ["reference"])
+
+
+def test_a_tokenizer_path_that_does_not_load_names_the_loaders_error_and_the_fix(tmp_path, monkeypatch):
+    import rexrank.metrics.green as green
+    from rexrank.errors import MetricError
+
+    def refuse(folder):
+        raise ValueError(f"no tokenizer files in {folder}")
+
+    monkeypatch.setattr(green, "load_tokenizer", refuse)
+    with FakeOpenAIServer(lambda path, body: Reply(body=completion_body("[Matched Findings]:\n1. A."))) as server:
+        metric = get_metric("green", base_url=server.base_url, tokenizer_path="/models/green", cache=False, progress=False)
+        with pytest.raises(MetricError) as caught:
+            metric.score(["candidate"], ["reference"])
+    assert str(caught.value) == ("green: tokenizer_path='/models/green' does not hold GREEN's tokenizer (ValueError: no "
+                                 "tokenizer files in /models/green); give the checkpoint folder with its tokenizer files, "
+                                 "or leave tokenizer_path out")

@@ -144,7 +144,7 @@ class Green(LLMMetric):
         return "token ids (GREEN's tokenizer, transformers-4 Llama rule)"
 
     def _length_cap_description(self) -> str:
-        if self.settings.backend == "transformers" or not self._tokenizer_problem:
+        if not self._tokenizer_problem:  # (only an endpoint run looks for a tokenizer of its own)
             if self.batching == "official":
                 return f"{self.max_length} - padded width of the study's batch of {self.settings.batch_size} in input order (official)"
             if self.settings.backend == "transformers":

@@ -317,11 +317,6 @@ class FakeHub:
         app = FastAPI()
         hub = self
 
-        @app.middleware("http")
-        async def log(request: Request, call_next):
-            hub.requests.append(f"{request.method} {request.url.path}")
-            return await call_next(request)
-
         @app.get("/api/whoami-v2")
         def whoami(request: Request):
             if hub.accounts is None:
@@ -569,7 +564,7 @@ class FakeHub:
         for rt in ("model", "dataset", "space"):
             _bind(app, rt, info, tree, preupload, commit, paths_info, resolve, settings, commits)
         _bind_jobs(app, hub)
-        _bind_faults(app, hub)
+        app.add_middleware(_Door, hub=hub)
         return app
 
     # ---- server lifecycle ----
@@ -903,17 +898,30 @@ class Fault:
     retry_after: float | None = None
 
 
-def _bind_faults(app: FastAPI, hub: "FakeHub") -> None:
-    @app.middleware("http")
-    async def faults(request: Request, call_next):
+class _Door:
+    """Every request passes here: an injected fault (`FakeHub.faults`) is served in its place,
+    else it is logged (`FakeHub.requests`) and answered. Plain ASGI: Starlette's
+    `@app.middleware("http")` runs each request through a task group and memory streams, a
+    third of a request's CPU here."""
+
+    def __init__(self, app, hub: "FakeHub") -> None:
+        self.app, self.hub = app, hub
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        method, path, hub = scope["method"], scope["path"], self.hub
         with hub.lock:
-            fault = next((f for f in hub.faults if f.method == request.method and f.path in request.url.path), None)
+            fault = next((f for f in hub.faults if f.method == method and f.path in path), None)
             if fault is not None:
                 hub.faults.remove(fault)
                 hub.faults_served.append(fault)
         if fault is None:
-            return await call_next(request)
+            hub.requests.append(f"{method} {path}")
+            return await self.app(scope, receive, send)
         if fault.kind == "reset":
-            return _CutConnection(request.url.path)
-        headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
-        return JSONResponse({"error": "the fake Hub's injected fault"}, status_code=int(fault.kind), headers=headers)
+            answer = _CutConnection(path)
+        else:
+            headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+            answer = JSONResponse({"error": "the fake Hub's injected fault"}, status_code=int(fault.kind), headers=headers)
+        await answer(scope, receive, send)

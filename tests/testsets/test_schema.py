@@ -75,7 +75,7 @@ def test_extras_are_read_as_their_kind_and_a_value_that_is_not_one_is_named():
         with pytest.raises(TestSetError) as err:
             _extra(value, kind, where="f.json: study 's1' field 'site'")
         assert str(err.value) == f"f.json: study 's1' field 'site': cannot read {value!r} as {kind}"
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match="^date$"):  # a kind the spec check lets through by mistake is named
         _extra("x", "date", where="w")
 
 
@@ -106,11 +106,21 @@ def test_a_study_normalised_field_by_field():
         "findings_impression": "Findings: Clear.  Impression: nan",
         "site": "s1", "age": 61, "abnormal": False, "views": [], "weight": None}
     assert normalise_study("s", {"report": "R.", "section_findings": None}, _spec(), source="f.json")["report"] == "R."
+    both = normalise_study("s", {"section_findings": "Clear.", "section_impression": " No acute disease. "}, _spec(),
+                           source="f.json")
+    assert (both["section_impression"], both["findings_impression"]) == (
+        " No acute disease. ", "Findings: Clear. Impression:  No acute disease. ")
     with pytest.raises(TestSetError) as err:
         normalise_study("s1", ["x"], spec, source="f.json")
     assert str(err.value) == "f.json: study 's1': expected an object of fields, got list"
     for field, value, message in (("section_findings", 3, "expected text, got int 3"),
+                                  ("section_impression", 4.5, "expected text, got float 4.5"),
+                                  ("report", ["R."], "expected text, got list ['R.']"),
+                                  ("key_image_path", 1, "expected text, got int 1"),
+                                  ("context", True, "expected text, got bool True"),
                                   ("image_path", [3], "expected a list of strings, got [3]"),
+                                  ("frontal_lateral", [None, 2], "expected a list of strings, got [None, 2]"),
+                                  ("views", ["PA", 0], "expected a list of strings, got ['PA', 0]"),
                                   ("age", "old", "cannot read 'old' as int64")):
         with pytest.raises(TestSetError) as err:
             normalise_study("s1", {field: value}, spec, source="f.json")

@@ -201,3 +201,40 @@ def test_each_merge_refusal_word_for_word_and_the_merged_runs_accounting():
     other = {**scored[1][0], "parts": {"bleu2": {**part, "settings": {"n": 3}}}}
     with pytest.raises(MergeError, match=r"^the shards' bleu2 rows cannot make one run: parts run with other settings$"):
         merge_shards([scored[0], (other, scored[1][1])], plan_ranges=ranges, header=header)
+
+
+def test_a_shards_header_by_hand_and_its_options_fingerprint():
+    """What a shard writes beside its table, field by field; the options fingerprint is the first
+    16 hex digits of SHA-256 over the metrics and options as canonical JSON (sorted keys), so
+    two Jobs that built the same options in another order still merge, and other options do not."""
+    import hashlib
+
+    from rexrank.backend.merge import SHARD_FORMAT, code_fingerprint, options_fingerprint
+
+    predictions, references = ["Finding 1 is clear.", "Finding 2 is clear."], ["Finding 1 is seen.", "Finding 2 is seen."]
+    run = score_predictions(Predictions(["S00", "S01"], predictions, "test", 0), references, metrics="bleu2",
+                            metric_options={"bleu2": {}}, progress=False)
+    options = {"bleu2": {}, "green": {"batching": "official", "max_new_tokens": 300}}
+    meta = shard_header(run, request_id="req-7", shard=2, attempt=3, start=10, stop=12, metrics=["bleu2"],
+                        metric_options=options)
+    summary, rows = run.results["metrics"]["bleu2"], run.metric_results["bleu2"].rows
+    assert meta == {
+        "format": SHARD_FORMAT, "request_id": "req-7", "shard": 2, "attempt": 3, "range": [10, 12],
+        "code": code_fingerprint(), "metrics": ["bleu2"], "options": options_fingerprint(["bleu2"], options),
+        "parts": {"bleu2": {"provenance": summary["provenance"], "higher_is_better": summary["higher_is_better"],
+                            "seconds": summary["seconds"], "columns": list(rows.columns), "side": list(rows.side),
+                            "settings": rows.settings, "tallies": rows.tallies}},
+        "seconds": run.results["seconds"]}
+    assert meta["seconds"] > 0
+
+    canonical = b'{"metrics": ["bleu2"], "options": {"bleu2": {}, "green": {"batching": "official", "max_new_tokens": 300}}}'
+    assert meta["options"] == hashlib.sha256(canonical).hexdigest()[:16]
+    reordered = {"green": {"max_new_tokens": 300, "batching": "official"}, "bleu2": {}}
+    assert options_fingerprint(["bleu2"], reordered) == meta["options"]
+    assert options_fingerprint(["bleu2"], {**options, "green": {"batching": "by_length"}}) != meta["options"]
+    assert options_fingerprint(["bleu2", "rouge"], options) != meta["options"]
+    # a value JSON cannot write (a folder given in process) is fingerprinted by its text
+    from pathlib import Path
+
+    assert options_fingerprint(["srr_bert"], {"srr_bert": {"cache_dir": Path("/cache")}}) == hashlib.sha256(
+        b'{"metrics": ["srr_bert"], "options": {"srr_bert": {"cache_dir": "/cache"}}}').hexdigest()[:16]

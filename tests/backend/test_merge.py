@@ -24,11 +24,13 @@ def merged_and_whole(metrics: str, options: dict, predictions: list[str], refere
     return results, table, whole
 
 
-def shard_outputs(metrics: str, options: dict, predictions: list[str], references: list[str], cuts):
+def shard_outputs(metrics: str, options: dict, predictions: list[str], references: list[str], cuts,
+                  nothing_scored_is_error: bool = True):
     """([(shard JSON, shard table)] as the merge reads them, the whole run's header, the whole run)."""
     ids = [f"S{i:02d}" for i in range(len(predictions))]
     whole_predictions = Predictions(ids, list(predictions), "test", 0)
-    whole = score_predictions(whole_predictions, references, metrics=metrics, metric_options=options, progress=False)
+    whole = score_predictions(whole_predictions, references, metrics=metrics, metric_options=options, progress=False,
+                              nothing_scored_is_error=nothing_scored_is_error)
     shards = []
     for index, (start, stop) in enumerate(cuts):
         part_predictions, part_references, part_options, part = _select(whole_predictions, references, options,
@@ -238,3 +240,19 @@ def test_a_shards_header_by_hand_and_its_options_fingerprint():
 
     assert options_fingerprint(["srr_bert"], {"srr_bert": {"cache_dir": Path("/cache")}}) == hashlib.sha256(
         b'{"metrics": ["srr_bert"], "options": {"srr_bert": {"cache_dir": "/cache"}}}').hexdigest()[:16]
+
+
+def test_a_metric_that_scored_no_study_fails_the_merge_unless_told_otherwise(monkeypatch):
+    import rexrank.metrics.registry as registry
+    from rexrank.errors import MetricError
+    from support.backendhelpers import TEST_METRICS
+
+    monkeypatch.setattr(registry, "METRICS", {**registry.METRICS, **TEST_METRICS})
+    references = ["A is seen.", "B is seen.", "C is seen."]
+    options = {"patchy": {"fail_references": references}}  # no study gets an answer
+    shards, header, _ = shard_outputs("patchy", options, ["A.", "B.", "C."], references, [(0, 1), (1, 3)],
+                                      nothing_scored_is_error=False)
+    with pytest.raises(MetricError, match=r"^none of the 3 studies could be scored: the judge gave no answer \(3x\)$"):
+        merge_shards(shards, plan_ranges=[[0, 1], [1, 3]], header=header)
+    results, _ = merge_shards(shards, plan_ranges=[[0, 1], [1, 3]], header=header, nothing_scored_is_error=False)
+    assert results["metrics"]["patchy"]["n_scored"] == 0

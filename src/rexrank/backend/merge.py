@@ -71,7 +71,7 @@ def shard_header(run, *, request_id: str, shard: int, attempt: int, start: int, 
         "metrics": list(metrics),
         "options": options_fingerprint(metrics, metric_options),
         "parts": parts,
-        "seconds": run.results.get("seconds", 0.0),
+        "seconds": run.results["seconds"],
     }
 
 

@@ -17,20 +17,20 @@ from rexrank.scoring import _select, score_predictions
 from rexrank.submissions import Predictions
 
 
-def merged_and_whole(metrics: str, options: dict, predictions: list[str], references: list[str], cuts):
+def merged_and_whole(metrics: str, options: dict, predictions: list[str], references: list[str], cuts, **whole_run):
     """(merged results, merged per-study table, the whole run) of `cuts` [(start, stop)]."""
-    shards, header, whole = shard_outputs(metrics, options, predictions, references, cuts)
+    shards, header, whole = shard_outputs(metrics, options, predictions, references, cuts, **whole_run)
     results, table = merge_shards(shards, plan_ranges=[list(c) for c in cuts], header=header)
     return results, table, whole
 
 
-def shard_outputs(metrics: str, options: dict, predictions: list[str], references: list[str], cuts,
-                  nothing_scored_is_error: bool = True):
-    """([(shard JSON, shard table)] as the merge reads them, the whole run's header, the whole run)."""
+def shard_outputs(metrics: str, options: dict, predictions: list[str], references: list[str], cuts, **whole_run):
+    """([(shard JSON, shard table)] as the merge reads them, the whole run's header, the whole run);
+    `whole_run`: score_predictions' options of the whole run (its bootstrap is in the header)."""
     ids = [f"S{i:02d}" for i in range(len(predictions))]
     whole_predictions = Predictions(ids, list(predictions), "test", 0)
     whole = score_predictions(whole_predictions, references, metrics=metrics, metric_options=options, progress=False,
-                              nothing_scored_is_error=nothing_scored_is_error)
+                              **whole_run)
     shards = []
     for index, (start, stop) in enumerate(cuts):
         part_predictions, part_references, part_options, part = _select(whole_predictions, references, options,
@@ -256,3 +256,13 @@ def test_a_metric_that_scored_no_study_fails_the_merge_unless_told_otherwise(mon
         merge_shards(shards, plan_ranges=[[0, 1], [1, 3]], header=header)
     results, _ = merge_shards(shards, plan_ranges=[[0, 1], [1, 3]], header=header, nothing_scored_is_error=False)
     assert results["metrics"]["patchy"]["n_scored"] == 0
+
+
+def test_the_whole_runs_bootstrap_gives_the_merged_runs_bootstrap_intervals():
+    predictions = [f"Finding {i} is clear and small." for i in range(9)]
+    references = [f"Finding {i} is {'clear' if i % 3 else 'seen'}." for i in range(9)]
+    results, table, whole = merged_and_whole("bleu2", {}, predictions, references, [(0, 4), (4, 9)], bootstrap=40, seed=7)
+    assert_same_run(results, table, whole)
+    score = results["metrics"]["bleu2"]["scores"]["bleu2"]
+    assert (score["bootstrap_resamples"], score["bootstrap_seed"]) == (40, 7)
+    assert score["bootstrap_low"] < score["mean"] < score["bootstrap_high"]

@@ -130,6 +130,9 @@ def test_the_bootstrap_is_the_percentile_bootstrap_of_numpys_generator():
         assert bootstrap_ci(values, resamples=resamples, seed=seed, level=level) == pytest.approx(expected, rel=1e-12)
     idx = np.random.default_rng(0).integers(0, values.size, size=(1000, values.size))
     assert bootstrap_ci(values) == pytest.approx(np.quantile(values[idx].mean(axis=1), [0.025, 0.975]), rel=1e-12)
+    # the means are taken in float64 whatever the column's dtype (a float32 column's means would drift)
+    single = values.astype(np.float32)
+    assert bootstrap_ci(single) == bootstrap_ci(single.astype(np.float64))
 
 
 def test_one_resample_is_allowed_and_none_is_refused():

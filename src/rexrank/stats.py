@@ -78,7 +78,7 @@ def aggregate(
         return Summary(n=0, mean=math.nan, std=math.nan, sem=math.nan, ci95=math.nan, n_missing=int(missing.sum()))
     mean = float(kept.mean())
     std = float(kept.std(ddof=1)) if n > 1 else math.nan
-    sem = std / math.sqrt(n) if n > 1 else math.nan
+    sem = std / math.sqrt(n)  # NaN for one study, as its std
     low = high = None
     if bootstrap:
         low, high = bootstrap_ci(kept, resamples=bootstrap, seed=seed)

@@ -266,3 +266,10 @@ def test_the_whole_runs_bootstrap_gives_the_merged_runs_bootstrap_intervals():
     score = results["metrics"]["bleu2"]["scores"]["bleu2"]
     assert (score["bootstrap_resamples"], score["bootstrap_seed"]) == (40, 7)
     assert score["bootstrap_low"] < score["mean"] < score["bootstrap_high"]
+
+
+def test_a_request_of_one_shard_merges_into_the_single_run():
+    """A small request is planned as one shard: its merge compares and reads that shard alone."""
+    predictions = [f"Finding {i} is clear." for i in range(4)]
+    results, table, whole = merged_and_whole("bleu2", {}, predictions, [f"Finding {i} is seen." for i in range(4)], [(0, 4)])
+    assert_same_run(results, table, whole)

@@ -163,12 +163,12 @@ def test_each_merge_refusal_word_for_word_and_the_merged_runs_accounting():
     for index, (start, stop) in enumerate(ranges):
         meta = {"format": SHARD_FORMAT, "request_id": "r", "shard": index, "attempt": 1, "range": [start, stop],
                 "code": code_fingerprint(), "metrics": [], "options": options_fingerprint([], {}),
-                "parts": {}, "seconds": 1.25 * (index + 1)}
+                "parts": {}, "seconds": [1.0004, 2.0003][index]}
         shards.append((meta, table.iloc[start:stop].reset_index(drop=True)))
     header = {"predictions_ids": ids}
-    # no metric asked: the accounting alone, its seconds the shards' 1.25 + 2.5
+    # no metric asked: the accounting alone, its seconds the shards' 1.0004 + 2.0003, to the millisecond
     merged, _ = merge_shards(shards, plan_ranges=ranges, header=header)
-    assert merged == {"metrics": {}, "pending": [], "failed": {}, "complete": True, "seconds": 3.75}
+    assert merged == {"metrics": {}, "pending": [], "failed": {}, "complete": True, "seconds": 3.001}
 
     def refusal(changed_shards, plan=ranges, ids_said=ids):
         with pytest.raises(MergeError) as caught:

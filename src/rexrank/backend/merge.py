@@ -150,7 +150,7 @@ def merge_shards(shards: list[tuple[dict, "object"]], *, plan_ranges: list[list[
     results["pending"] = []
     results["failed"] = {}
     results["complete"] = True
-    results["seconds"] = round(sum(meta.get("seconds", 0.0) for meta, _ in shards), 3)
+    results["seconds"] = round(sum(meta["seconds"] for meta, _ in shards), 3)
     published = table[[c for c in table.columns if SIDE not in c]]
     return results, published
 

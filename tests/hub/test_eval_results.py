@@ -323,3 +323,30 @@ def test_a_test_set_titled_otherwise_folds_at_100_and_keeps_its_letters():
     assert "  (track ''findings_impression'') of each study; each task is one ReXrank metric on one track, scored\n" in text
     accented = benchmark_yaml(dataclasses.replace(TEST_SETS["iu_xray"], title="Hôpital (test)")).decode()
     assert accented.startswith("name: ReXrank Hôpital (test)\n")
+
+
+# ---- Eval Results: what the mutation tool found unpinned (issue 40) ---------------------------
+def test_an_eval_results_note_folds_at_100_characters():
+    """PyYAML breaks a plain scalar at the first space once the line passes the width: at 100 the
+    note's 101st character (the "e") ends the line; at 101 " f" would stay on it."""
+    from rexrank.hub.eval_results import eval_results_file
+
+    record = {"id": "req-00042 a b c d e f", "test_set": "iu_xray", "track": "findings", "date": "2026-11-02",
+              "source": "rexrank", "values": {"bleu2": {"mean": 0.25, "ci95": 0.0123, "n": 590}}}
+    lines = eval_results_file(record, org="rexrank").text().splitlines()
+    assert lines[-2:] == ["  notes: ReXrank BLEU, findings section; n = 590 studies; 95% CI ± 0.0123; result req-00042 a b c d e",
+                          "    f"]
+    assert len(lines[-2]) == 101
+
+
+def test_only_the_values_that_are_no_task_are_left_out_each_with_why():
+    from rexrank.hub.eval_results import left_out
+
+    record = {"values": {"bleu2": {"mean": 0.2, "ci95": None, "n": 590},  # a task: exported, not left out
+                         "rouge": {"mean": 0.3, "ci95": None, "n": 590},  # an optional column
+                         "my_metric": {"mean": 0.4},  # no column of the board
+                         "unscored": {"mean": None},  # no value to export
+                         "note": "free text"}}  # no score
+    assert left_out(record) == {"ROUGE-L": "an optional column, not one of ReXrank's eight: no task of the benchmark",
+                                "my_metric": "no leaderboard column"}
+    assert left_out({"values": None}) == {} and left_out({}) == {}

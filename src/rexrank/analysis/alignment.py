@@ -19,12 +19,15 @@ is a seeded percentile bootstrap over pairs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pandas as pd
 
 from rexrank.analysis.io import AnalysisError, higher_is_better
+
+if TYPE_CHECKING:
+    from rexrank.scoring import ScoreRun
 
 CANDIDATES_FILE = "50_samples_gt_and_candidates.csv"
 ERRORS_FILE = "6_valid_raters_per_rater_error_categories.csv"
@@ -97,9 +100,10 @@ def read_rexval(directory: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def score_rexval(pairs: pd.DataFrame, metrics: Sequence[str] | str, *, progress: bool = True) -> pd.DataFrame:
-    """Score every (candidate, reference) pair with rexrank metrics: `id` (= pair_id) + one
-    column per per-study score, like `rexrank score --per-study`."""
+def score_rexval(pairs: pd.DataFrame, metrics: Sequence[str] | str, *, progress: bool = True) -> ScoreRun:
+    """Score every (candidate, reference) pair with rexrank metrics. The run's `per_study`
+    is `id` (= pair_id) + one column per per-study score, like `rexrank score --per-study`;
+    its `results` describe the run (empty candidates, the test set "rexval")."""
     from rexrank.scoring import score_predictions
     from rexrank.submissions import Predictions
 
@@ -107,9 +111,8 @@ def score_rexval(pairs: pd.DataFrame, metrics: Sequence[str] | str, *, progress:
     empty = [pid for pid, t in zip(pairs["pair_id"], texts) if not t.strip()]
     predictions = Predictions(ids=pairs["pair_id"].tolist(), texts=texts, source="ReXVal candidates",
                               n_empty=len(empty), empty_ids=empty)
-    run = score_predictions(predictions, pairs["reference"].tolist(), metrics=metrics, progress=progress,
-                            test_set_info={"name": "rexval"})
-    return run.per_study
+    return score_predictions(predictions, pairs["reference"].tolist(), metrics=metrics, progress=progress,
+                             test_set_info={"name": "rexval"})
 
 
 def kendall_tau_b(x, y) -> float:

@@ -196,7 +196,7 @@ def _analyze(runs: RunSet, steps: _Steps, *, attrs, references, strata, normal_v
         if rexval_scores is None:
             if not rexval_metrics:
                 raise AnalysisError("ReXVal: give precomputed scores or the metrics to score the pairs with")
-            rexval_scores = score_rexval(pairs, rexval_metrics, progress=progress)
+            rexval_scores = score_rexval(pairs, rexval_metrics, progress=progress).per_study
         table = human_alignment(pairs, rexval_scores, resamples=resamples, seed=seed, lower_is_better=runs.lower_is_better)
         analysis.tables["human_alignment"] = table
         analysis.table_captions["human_alignment"] = (

@@ -148,7 +148,7 @@ def test_the_f_count_reaches_the_metrics_columns_and_corpus(tmp_path):
     answers = {"candidate f": official_answer([0, 0, 0, 0, 0, 2], [0] * 6, 2),
                "candidate clean": official_answer([0] * 6, [0] * 6, 2)}
     with FakeOpenAIServer(_endpoint_script(answers, [])) as server:
-        result = get_metric("green", base_url=server.base_url, cache_dir=str(tmp_path), progress=False).score(
+        result = get_metric("green", base_url=server.base_url, max_retries=0, cache_dir=str(tmp_path), progress=False).score(
             list(answers), ["reference f", "reference clean"])
     np.testing.assert_array_equal(result.per_study["green_sig_f"], [2, 0])
     np.testing.assert_array_equal(result.per_study["green_significant_errors"], [2, 0])

@@ -60,7 +60,7 @@ def test_decoding_cleans_up_spaces_before_parsing():
         return Reply(body=completion_body(spaced))
 
     with FakeOpenAIServer(script) as server:
-        result = get_metric("green", base_url=server.base_url, cache=False, progress=False).score(["x"], ["y"])
+        result = get_metric("green", base_url=server.base_url, max_retries=0, cache=False, progress=False).score(["x"], ["y"])
     assert result.primary[0] == pytest.approx(1 / 3)
 
 
@@ -113,7 +113,7 @@ def test_endpoint_gets_the_official_budget_from_a_local_tokenizer(tmp_path):
     ids = [tok(t)["input_ids"] for t in texts]
     lengths = [len(i) for i in ids]
     with FakeOpenAIServer(script) as server:
-        base = dict(base_url=server.base_url, tokenizer_path=str(folder), cache=False, progress=False)
+        base = dict(base_url=server.base_url, max_retries=0, tokenizer_path=str(folder), cache=False, progress=False)
         get_metric("green", **base).score(preds, refs)
         official = [budgets[json.dumps(i)] for i in ids]
         get_metric("green", batching="by_length", **base).score(preds, refs)
@@ -237,7 +237,8 @@ def test_endpoint_receives_the_official_token_ids(name, tmp_path):
     local = TransformersBackend(LLMSettings(backend="transformers", model_path=str(folder)), legacy_llama_tokenizer=True)
     texts = [render_model_input(make_prompt(r, p)) for p, r in zip(preds, refs)]
     with FakeOpenAIServer(script) as server:
-        metric = get_metric("green", base_url=server.base_url, tokenizer_path=str(folder), cache=False, progress=False)
+        metric = get_metric("green", base_url=server.base_url, max_retries=0, tokenizer_path=str(folder), cache=False,
+                            progress=False)
         metric.score(preds, refs)
         by_ids = sorted(b["prompt"] for b in sent)  # sent concurrently: in any order
         assert [local.prompt_ids(LLMRequest.completion(t)) for t in texts] == LEGACY_IDS["ids"][name]
@@ -245,7 +246,7 @@ def test_endpoint_receives_the_official_token_ids(name, tmp_path):
         assert metric.config()["endpoint_prompt"].startswith("token ids")
         # the named option for servers that take no ids: the text
         sent.clear()
-        metric = get_metric("green", base_url=server.base_url, tokenizer_path=str(folder), endpoint_prompt="text",
+        metric = get_metric("green", base_url=server.base_url, max_retries=0, tokenizer_path=str(folder), endpoint_prompt="text",
                             cache=False, progress=False)
         metric.score(preds, refs)
         assert sorted(b["prompt"] for b in sent) == sorted(texts) and metric.config()["endpoint_prompt"].startswith("text (")
@@ -263,7 +264,7 @@ def test_endpoint_without_the_tokenizer_sends_text_and_says_so(tmp_path, caplog,
         return Reply(body=completion_body("[Matched Findings]:\n1. A."))
 
     with FakeOpenAIServer(script) as server, caplog.at_level("WARNING", logger="rexrank.metrics.green"):
-        metric = get_metric("green", base_url=server.base_url, cache=False, progress=False)
+        metric = get_metric("green", base_url=server.base_url, max_retries=0, cache=False, progress=False)
         result = metric.score(["candidate"], ["reference"])
     assert sent[0]["prompt"] == render_model_input(make_prompt("reference", "candidate"))
     assert "sending the prompts as text" in caplog.text and "tokenizer_path" in caplog.text

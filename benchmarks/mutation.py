@@ -255,7 +255,6 @@ TESTS: dict[str, tuple[str, ...]] = {
                                      "the_next_slot_is_the_first_multiple_strictly_after", "the_slot_is_the_stores_setting",
                                      "the_scoring_time_of_a_private_request_is_not_public",
                                      "a_bad_slot_setting_stops_the_worker_at_start_and_public_sets_wait_for_no_slot"))),
-    "backend.jobs": ("tests/backend/test_dispatch_jobs.py", "tests/test_fakehub_jobs.py"),
     "backend.shards": ("tests/backend/test_shards.py", *_PLAN,
                        "tests/backend/test_merge.py::test_radcliq_shards_as_its_components_allow_under_their_options"),
     "metrics.base": ("tests/backend/test_merge.py", "tests/test_scoring.py"),

@@ -580,7 +580,10 @@ class FakeHub:
         self.url = f"http://127.0.0.1:{port}"
         # a long keep-alive, as the Hub: clients reuse idle pooled connections (5 s, uvicorn's default,
         # closes them under a client that paused, e.g. a Gradio app starting up)
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_keep_alive=300)
+        # the Date header is written per answer (_Door), as the Hub does: uvicorn's is refreshed once a
+        # second and can be a second behind, and huggingface_hub ends a log replay at Date + 1 s
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_keep_alive=300,
+                                date_header=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
@@ -916,6 +919,7 @@ class _Door:
             if fault is not None:
                 hub.faults.remove(fault)
                 hub.faults_served.append(fault)
+        send = _dated(send)
         if fault is None:
             hub.requests.append(f"{method} {path}")
             return await self.app(scope, receive, send)
@@ -925,3 +929,15 @@ class _Door:
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
             answer = JSONResponse({"error": "the fake Hub's injected fault"}, status_code=int(fault.kind), headers=headers)
         await answer(scope, receive, send)
+
+
+def _dated(send):
+    """`send` with the time of the answer as its Date header."""
+    from email.utils import formatdate
+
+    async def dated(message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), (b"date", formatdate(usegmt=True).encode())]}
+        await send(message)
+
+    return dated

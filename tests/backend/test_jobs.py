@@ -82,7 +82,13 @@ def test_a_hub_job_is_started_inspected_listed_and_read_as_the_hub_says(hub):
     state = ended(jobs, job_id)
     assert (state.job_id, state.stage, state.message, state.labels, state.flavor) == (
         job_id, "COMPLETED", None, spec["labels"], "cpu-basic")
-    # the Hub's times to the millisecond, as seconds since the epoch
+    # the Hub's start and end to the millisecond, as seconds since the epoch; a Job is billed from
+    # its start, not from its creation (here it waited 5 s for a machine)
+    fake = hub.jobs[job_id]
+    fake.created -= 5
+    state = jobs.inspect(job_id)
+    assert state.started == pytest.approx(fake.started, abs=2e-3, rel=0)
+    assert state.finished == pytest.approx(fake.finished, abs=2e-3, rel=0)
     assert before - 1 <= state.started <= state.finished <= time.time()
     assert state.seconds() == pytest.approx(state.finished - state.started)
     assert jobs.logs(job_id)[-2:] == ["hi", "there"]

@@ -307,3 +307,24 @@ def test_a_tokenizer_path_that_does_not_load_names_the_loaders_error_and_the_fix
     assert str(caught.value) == ("green: tokenizer_path='/models/green' does not hold GREEN's tokenizer (ValueError: no "
                                  "tokenizer files in /models/green); give the checkpoint folder with its tokenizer files, "
                                  "or leave tokenizer_path out")
+
+
+def test_a_tokenizer_that_cannot_be_loaded_is_said_once_without_the_machines_paths(monkeypatch, caplog):
+    """Without tokenizer_path, a tokenizer that will not load sends the text: the log says so
+    word for word, and the reason (in the log and the config) names no path of this machine
+    (a repo id stays) and is cut at 300 characters."""
+    import rexrank.metrics.green as green
+
+    def refuse(folder):
+        raise ValueError(f"no tokenizer files in {folder} for StanfordAIMI/GREEN-radllama2-7b;\n  " + "x" * 400)
+
+    monkeypatch.setattr(green.Green, "_hub_tokenizer_folder", lambda self: "/home/me/.cache/hub/green")
+    monkeypatch.setattr(green, "load_tokenizer", refuse)
+    metric = get_metric("green", base_url="http://127.0.0.1:9/v1", cache=False, progress=False)
+    with caplog.at_level("WARNING", logger="rexrank.metrics.green"):
+        assert metric._tokenizer() is None and metric._tokenizer() is None
+    problem = ("ValueError: no tokenizer files in <path> for StanfordAIMI/GREEN-radllama2-7b; " + "x" * 400)[:300]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"green: sending the prompts as text, not as GREEN's token ids: its tokenizer could not be loaded ({problem}); "
+        "pass tokenizer_path=<folder with GREEN's tokenizer files> to send the ids"]
+    assert len(problem) == 300 and metric.config()["endpoint_prompt"] == f"text: GREEN's tokenizer could not be loaded ({problem})"

@@ -131,3 +131,23 @@ def test_the_ranges_of_the_other_columns_by_hand():
     candidates = [1 / largest, *(np.nextafter(1 / largest, d) for d in (-np.inf, np.inf))]
     exact = [m for m in candidates if 1.0 / m == largest]
     assert exact and value_in_range("radcliq_v1_inv", exact[0])[0]
+
+
+def test_each_metric_key_is_shown_under_one_label():
+    from rexrank.results_schema import metric_label
+
+    assert [metric_label(k) for k in ("bleu2", "radcliq_v1_inv", "fineradscore_inv", "crimson")] == [
+        "BLEU", "1/RadCliQ-v1", "1/FineRadScore", "CRIMSON"]
+    # per-study columns that are no leaderboard column
+    assert [metric_label(k) for k in ("radcliq_v1", "fineradscore", "rouge1", "rouge2")] == [
+        "RadCliQ-v1", "FineRadScore", "ROUGE-1", "ROUGE-2"]
+    assert metric_label("rougeL") == "ROUGE-L"  # ROUGE's own name for the rouge column's number
+    assert metric_label("my_metric") == "my_metric"  # unknown: its own label
+
+
+def test_a_column_that_repeats_another_is_named_only_beside_it():
+    from rexrank.results_schema import repeated_columns
+
+    assert repeated_columns(["rouge", "rougeL", "rouge1", "bleu2"]) == {"rougeL"}
+    assert repeated_columns(["rougeL", "rouge1"]) == set()  # alone it is the number: kept
+    assert repeated_columns(iter(["rouge", "rougeL"])) == {"rougeL"} and repeated_columns([]) == set()

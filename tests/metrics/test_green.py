@@ -458,3 +458,42 @@ def test_greens_tokenizer_is_looked_for_once_per_metric(monkeypatch):
     monkeypatch.setattr(metric, "_hub_tokenizer_folder", missing)
     assert metric._tokenizer() is None and metric._tokenizer() is None
     assert looked == [1] and metric._tokenizer_problem == "MetricError: not cached"
+
+
+def test_max_words_truncates_both_reports_of_the_prompt_sent():
+    sent: list = []
+
+    def script(path, body):
+        sent.append(body["prompt"])
+        return Reply(body=completion_body("[Matched Findings]:\n1. A."))
+
+    with FakeOpenAIServer(script) as server:
+        get_metric("green", base_url=server.base_url, max_retries=0, max_words=3, endpoint_prompt="text", cache=False,
+                   progress=False).score(["one two three four five"], ["six seven eight nine"])
+    assert sent == [render_model_input(make_prompt("six seven eight", "one two three"))]  # 3 words each
+
+
+def test_the_details_name_the_scored_studies_and_the_six_sub_categories(tmp_path):
+    answers = {"candidate f": official_answer([0, 0, 0, 0, 0, 2], [0] * 6, 2), "candidate down": "500"}
+    with FakeOpenAIServer(_endpoint_script(answers, [])) as server:
+        result = get_metric("green", base_url=server.base_url, max_retries=0, cache_dir=str(tmp_path),
+                            progress=False).score(list(answers), ["reference f", "reference down"])
+    assert result.details["n_scored"] == 1
+    assert result.details["sub_categories"] == {
+        "a": "(a) False report of a finding in the candidate", "b": "(b) Missing a finding present in the reference",
+        "c": "(c) Misidentification of a finding's anatomic location/position",
+        "d": "(d) Misassessment of the severity of a finding",
+        "e": "(e) Mentioning a comparison that isn't in the reference",
+        "f": "(f) Omitting a comparison detailing a change from a prior study"}
+
+
+def test_a_run_that_scored_nothing_has_no_spread_and_warns_of_no_empty_mean(tmp_path):
+    import warnings
+
+    with FakeOpenAIServer(_endpoint_script({"candidate down": "500"}, [])) as server:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # numpy's "Mean of empty slice"
+            result = get_metric("green", base_url=server.base_url, max_retries=0, cache_dir=str(tmp_path),
+                                progress=False).score(["candidate down"], ["reference down"])
+    assert result.details["n_scored"] == 0 and math.isnan(result.corpus["green_std"])
+    assert all(math.isnan(result.corpus[f"green_zero_error_rate_{k}"]) for k in "abcdef")

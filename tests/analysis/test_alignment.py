@@ -236,7 +236,7 @@ def test_human_alignment_defaults_to_1000_resamples_seeded_0_and_reads_past_a_te
     assert table[["ci_low", "ci_high"]].equals(explicit[["ci_low", "ci_high"]])
 
 
-def test_score_rexval_scores_each_pair_and_says_which_candidates_were_empty(tmp_path):
+def test_score_rexval_scores_each_pair_and_says_which_candidates_were_empty(tmp_path, capsys):
     """Each (candidate, reference) pair is a study of a run on the test set "rexval"; its id is
     the pair id, and an empty candidate (ReXVal leaves a few blank) is reported by id."""
     reference = "the heart is normal in size . the lungs are clear ."
@@ -247,11 +247,15 @@ def test_score_rexval_scores_each_pair_and_says_which_candidates_were_empty(tmp_
                  columns=["study_number", "candidate_type", "error_category", "rater_index", "clinically_significant",
                           "num_errors"]).to_csv(tmp_path / ERRORS_FILE, index=False)
     pairs = read_rexval(tmp_path)
-    run = score_rexval(pairs, "bleu2", progress=False)
-    scores = run.per_study.set_index("id")["bleu2"]
+    run = score_rexval(pairs, "rouge")
+    assert "scoring" in capsys.readouterr().err  # the run's bar, unless told otherwise
+    assert set(run.per_study.columns) == {"id", "rouge", "rougeL", "rouge1", "rouge2"}  # the metric asked for
+    scores = run.per_study.set_index("id")["rouge"]
     assert list(scores.index) == ["0_bertscore", "0_bleu", "0_radgraph", "0_s_emb"]
     assert scores[["0_bleu", "0_radgraph"]].tolist() == pytest.approx([1.0, 1.0])
     assert scores["0_s_emb"] < 0.2
+    score_rexval(pairs, "rouge", progress=False)
+    assert "scoring" not in capsys.readouterr().err
     header = run.results
     assert header["test_set"]["name"] == "rexval" and header["complete"]
     assert {k: header["predictions"][k] for k in ("source", "n", "n_empty", "empty_ids")} == {

@@ -134,11 +134,11 @@ def test_transformers_path_batches_in_input_order_with_the_official_budget(tiny_
     batches: list[tuple[list[int], int]] = []
     original = TransformersBackend._generate_batch
 
-    limits: list[tuple] = []  # what each batch was asked: (max_length, max_tokens)
+    limits: list[tuple] = []  # what each batch was asked: (max_length, max_tokens, decoding's clean-up)
 
     def record(self, batch, params):
         batches.append(([len(ids) for ids in batch], params.get("max_tokens")))
-        limits.append((params.get("max_length"), params.get("max_tokens")))
+        limits.append((params.get("max_length"), params.get("max_tokens"), params.get("clean_up_tokenization_spaces")))
         return original(self, batch, {**params, "max_tokens": 2})  # the budget is checked, not spent
 
     monkeypatch.setattr(TransformersBackend, "_generate_batch", record)
@@ -155,11 +155,12 @@ def test_transformers_path_batches_in_input_order_with_the_official_budget(tiny_
     order = sorted(lengths)
     assert [b for b, _ in batches] == [order[:8], order[8:]]
     # each request asks for the total length, the backend caps each batch by its width; and
-    # max_new_tokens, where given, caps the completion too
-    assert limits[-2:] == [(2048, None), (2048, None)]
+    # max_new_tokens, where given, caps the completion too; the text comes back without the
+    # space clean-up, which the metric applies itself before parsing (as the official decode did)
+    assert limits[-2:] == [(2048, None, False), (2048, None, False)]
     get_metric("green", batching="by_length", max_new_tokens=9, model_path=str(tiny_legacy_llama), cache=False,
                progress=False).score(preds, refs)
-    assert limits[-2:] == [(2048, 9), (2048, 9)]
+    assert limits[-2:] == [(2048, 9, False), (2048, 9, False)]
 
 
 def test_resumed_run_with_duplicates_generates_the_official_batches(tiny_legacy_llama, tmp_path):

@@ -106,12 +106,18 @@ def test_a_hub_job_that_fails_or_is_cancelled_says_so(hub):
     assert (state.stage, state.message) == ("ERROR", "exit code 3")
     sleeping = jobs.run(command=SLEEP, env={}, secrets={}, flavor="cpu-basic", timeout=60, labels={})
     jobs.cancel(sleeping)
-    state = ended(jobs, sleeping)
+    state = jobs.inspect(sleeping)  # at once: the Hub answers the cancel with the Job ended
     assert (state.stage, state.message) == ("CANCELED", "cancelled") and state.finished is not None
-    with pytest.raises(JobsError) as err:  # no such Job: a 404 is no passing fault
-        jobs.cancel("0" * 24)
-    assert str(err.value).startswith(f"could not cancel Job {'0' * 24}: ") and not err.value.transient
+    nobody = "0" * 24
+    for call, what in ((jobs.cancel, f"cancel Job {nobody}"), (jobs.logs, f"read the logs of Job {nobody}")):
+        with pytest.raises(JobsError) as err:  # no such Job: a 404 is no passing fault
+            call(nobody)
+        assert str(err.value).startswith(f"could not {what}: ") and not err.value.transient
     assert {h.name for h in jobs.hardware()} >= {"cpu-basic", "a10g-large", "h200"}
+    hub.inject("GET", "/api/jobs/hardware", 401)
+    with pytest.raises(JobsError) as err:
+        jobs.hardware()
+    assert str(err.value).startswith("could not list the Jobs hardware: ")
 
 
 def test_passing_faults_are_retried_with_doubling_waits_capped_and_a_retry_after_wins(hub, caplog):
@@ -196,8 +202,10 @@ def test_a_local_job_that_fails_is_cancelled_or_dies_says_so(tmp_path):
     state = ended(jobs, failed)
     assert (state.stage, state.message) == ("ERROR", "the command exited with status 3")
     sleeping = jobs.run(command=SLEEP, env={}, secrets={}, flavor="cpu-basic", timeout=60, labels={"k": "v"})
+    assert len(sleeping) == 24 and int(sleeping, 16) >= 0  # an id shaped as the Hub's
     jobs.cancel(sleeping)
-    state = ended(jobs, sleeping)
+    assert jobs._procs[sleeping].wait(timeout=10) == -signal.SIGKILL  # its process group is killed
+    state = jobs.inspect(sleeping)
     assert state.stage == "CANCELED"
     assert state.finished == (tmp_path / "jobs" / sleeping / "canceled").stat().st_mtime
     died = jobs.run(command=SLEEP, env={}, secrets={}, flavor="cpu-basic", timeout=60, labels={})
@@ -206,6 +214,10 @@ def test_a_local_job_that_fails_is_cancelled_or_dies_says_so(tmp_path):
     assert (state.stage, state.message) == ("ERROR", "the Job's process ended without an exit status")
     assert [s.job_id for s in jobs.list({"k": "v"})] == [sleeping]
     assert {s.job_id for s in jobs.list({})} == {failed, sleeping, died}
+    garbled = jobs.run(command=[sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'bad \\xff byte\\n')"],
+                       env={}, secrets={}, flavor="cpu-basic", timeout=30, labels={})
+    ended(jobs, garbled)
+    assert jobs.logs(garbled) == ["bad \ufffd byte"]  # a byte that is no UTF-8 is shown replaced
 
 
 def test_a_restarted_dispatcher_finds_its_local_jobs_and_their_ends(tmp_path):

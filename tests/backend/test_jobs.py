@@ -250,3 +250,17 @@ def test_a_local_job_being_started_runs_and_what_is_not_a_job_is_none(tmp_path):
     assert jobs.logs("never") == []
     jobs.cancel("starting")  # no process to kill: marked, no error
     assert jobs.inspect("starting").stage == "CANCELED"
+
+
+def test_a_local_jobs_folder_is_made_with_its_parents_its_stderr_logged_and_its_end_reaped(tmp_path):
+    jobs = LocalJobs(tmp_path / "state" / "backend" / "jobs")
+    job_id = jobs.run(command=[sys.executable, "-c", "import sys; print('out'); sys.stdout.flush(); sys.exit('err')"],
+                      env={}, secrets={}, flavor="cpu-basic", timeout=30, labels={})
+    pid = int((tmp_path / "state" / "backend" / "jobs" / job_id / "pid").read_text())
+    assert ended(jobs, job_id).stage == "ERROR"
+    assert jobs.logs(job_id) == ["out", "err"]  # stdout and stderr, in one log
+    deadline = time.time() + 10  # its process ends just after its status is written; an inspection reaps it
+    while os.path.exists(f"/proc/{pid}"):
+        assert time.time() < deadline, "the ended Job's process is left a zombie"
+        jobs.inspect(job_id)
+        time.sleep(0.05)

@@ -338,3 +338,43 @@ def test_a_tokenizer_that_cannot_be_loaded_is_said_once_without_the_machines_pat
         f"green: sending the prompts as text, not as GREEN's token ids: its tokenizer could not be loaded ({problem}); "
         "pass tokenizer_path=<folder with GREEN's tokenizer files> to send the ids"]
     assert len(problem) == 300 and metric.config()["endpoint_prompt"] == f"text: GREEN's tokenizer could not be loaded ({problem})"
+
+
+def test_a_prompt_with_one_token_of_room_is_sent_and_one_with_none_is_a_reported_failure(tmp_path):
+    folder = build_folder(tmp_path / "tok", "legacy_unset")
+    tok = LegacyLlamaTokenizer(folder)
+    preds, refs = ["Mild cardiomegaly.", "Mild cardiomegaly with a small left pleural effusion and basal atelectasis."], ["Normal."] * 2
+    lengths = [len(tok(render_model_input(make_prompt(r, p)))["input_ids"]) for p, r in zip(preds, refs)]
+    assert lengths[1] > lengths[0]
+    caps: dict[str, int] = {}
+
+    def script(path, body):
+        caps[json.dumps(body["prompt"])] = body["max_tokens"]
+        return Reply(body=completion_body("[Matched Findings]:\n1. A."))
+
+    with FakeOpenAIServer(script) as server:
+        result = get_metric("green", base_url=server.base_url, max_retries=0, tokenizer_path=str(folder),
+                            batching="by_length", max_length=lengths[0] + 1, cache=False, progress=False).score(preds, refs)
+    assert list(caps.values()) == [1]  # the first prompt has one token of room: sent, capped at 1
+    assert result.primary[0] == 1.0 and math.isnan(result.primary[1])
+    assert result.failures == {1: f"prompt is {lengths[1]} tokens, no room under the {lengths[0] + 1}-token limit"}
+
+
+def test_without_a_tokenizer_the_completion_is_capped_at_1024_or_max_new_tokens(monkeypatch):
+    import rexrank.metrics.green as green
+
+    def unavailable(self):
+        raise OSError("not in the hub cache")
+
+    monkeypatch.setattr(green.Green, "_hub_tokenizer_folder", unavailable)
+    caps: list = []
+
+    def script(path, body):
+        caps.append(body["max_tokens"])
+        return Reply(body=completion_body("[Matched Findings]:\n1. A."))
+
+    with FakeOpenAIServer(script) as server:
+        for options in ({}, {"max_new_tokens": 50}):
+            get_metric("green", base_url=server.base_url, max_retries=0, cache=False, progress=False,
+                       **options).score(["candidate"], ["reference"])
+    assert caps == [1024, 50]

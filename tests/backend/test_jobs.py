@@ -112,7 +112,7 @@ def test_a_hub_job_that_fails_or_is_cancelled_says_so(hub):
     for call, what in ((jobs.cancel, f"cancel Job {nobody}"), (jobs.logs, f"read the logs of Job {nobody}")):
         with pytest.raises(JobsError) as err:  # no such Job: a 404 is no passing fault
             call(nobody)
-        assert str(err.value).startswith(f"could not {what}: ") and not err.value.transient
+        assert str(err.value).startswith(f"could not {what}: 404 ") and not err.value.transient  # the Hub's answer
     assert {h.name for h in jobs.hardware()} >= {"cpu-basic", "a10g-large", "h200"}
     hub.inject("GET", "/api/jobs/hardware", 401)
     with pytest.raises(JobsError) as err:
@@ -203,6 +203,9 @@ def test_a_local_job_that_fails_is_cancelled_or_dies_says_so(tmp_path):
     assert (state.stage, state.message) == ("ERROR", "the command exited with status 3")
     sleeping = jobs.run(command=SLEEP, env={}, secrets={}, flavor="cpu-basic", timeout=60, labels={"k": "v"})
     assert len(sleeping) == 24 and int(sleeping, 16) >= 0  # an id shaped as the Hub's
+    for _ in range(3):  # looking does not disturb it
+        assert jobs.inspect(sleeping).stage == "RUNNING"
+        time.sleep(0.05)
     jobs.cancel(sleeping)
     assert jobs._procs[sleeping].wait(timeout=10) == -signal.SIGKILL  # its process group is killed
     state = jobs.inspect(sleeping)

@@ -92,6 +92,14 @@ def test_a_hub_job_is_started_inspected_listed_and_read_as_the_hub_says(hub):
     assert before - 1 <= state.started <= state.finished <= time.time()
     assert state.seconds() == pytest.approx(state.finished - state.started)
     assert jobs.logs(job_id)[-2:] == ["hi", "there"]
+    # JobInfo types the stage and flavour as enums (the installed huggingface_hub leaves the JSON's
+    # strings): either way they are read as the Hub's words
+    from huggingface_hub import JobHardware
+    from huggingface_hub._jobs_api import JobStage
+
+    info = jobs.api.inspect_job(job_id=job_id, namespace=ORG)
+    info.status.stage, info.flavor = JobStage(info.status.stage), JobHardware(info.flavor)
+    assert (jobs._state(info).stage, jobs._state(info).flavor) == ("COMPLETED", "cpu-basic")
     other = jobs.run(command=SAY_HI, env={}, secrets={}, flavor="cpu-basic", timeout=60, labels={"request": "r2"})
     assert [s.job_id for s in jobs.list({"request": "r1"})] == [job_id]
     assert {s.job_id for s in jobs.list({})} == {job_id, other}

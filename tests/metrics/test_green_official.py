@@ -147,6 +147,7 @@ def test_transformers_path_batches_in_input_order_with_the_official_budget(tiny_
     tok = LegacyLlamaTokenizer(tiny_legacy_llama)
     lengths = [len(tok(render_model_input(make_prompt(r, p)))["input_ids"]) for p, r in zip(preds, refs)]
     assert batches == [(lengths[:8], 2048 - max(lengths[:8])), (lengths[8:], 2048 - max(lengths[8:]))]
+    assert limits == [(None, 2048 - max(lengths[:8]), False), (None, 2048 - max(lengths[8:]), False)]
     assert result.details["llm_usage"]["prompt_tokens"] == sum(lengths)
     assert not result.failures and np.isfinite(result.primary).all()
     # the named fast option sorts by length and caps each batch at 2048 - its width

@@ -277,3 +277,20 @@ def test_a_local_jobs_folder_is_made_with_its_parents_its_stderr_logged_and_its_
         assert time.time() < deadline, "the ended Job's process is left a zombie"
         jobs.inspect(job_id)
         time.sleep(0.05)
+
+
+def test_the_hub_jobs_retry_policy_and_endpoint_by_default(hub, monkeypatch):
+    """Each call is tried 6 times, waiting 1 s doubled each time, at most 60 s; the Hub is
+    HF_ENDPOINT's when no endpoint is given, as huggingface_hub's own calls."""
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    jobs = HubJobs(namespace=ORG, image="python:3.12", token=TOKEN)
+    assert (jobs.attempts, jobs.backoff, jobs.max_backoff) == (6, 1.0, 60.0)
+    assert jobs.api.endpoint == hub.url and {h.name for h in jobs.hardware()} >= {"cpu-basic"}
+
+
+def test_a_start_the_hub_refuses_says_where(hub):
+    jobs = hub_jobs(hub)
+    hub.inject("POST", f"/api/jobs/{ORG}", 400)
+    with pytest.raises(JobsError) as err:
+        jobs.run(command=SAY_HI, env={}, secrets={}, flavor="cpu-basic", timeout=60, labels={})
+    assert str(err.value) == f"could not start a Job in {ORG}: Bad request:" and not err.value.transient  # huggingface_hub's first line

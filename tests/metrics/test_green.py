@@ -497,3 +497,10 @@ def test_a_run_that_scored_nothing_has_no_spread_and_warns_of_no_empty_mean(tmp_
                                 progress=False).score(["candidate down"], ["reference down"])
     assert result.details["n_scored"] == 0 and math.isnan(result.corpus["green_std"])
     assert all(math.isnan(result.corpus[f"green_zero_error_rate_{k}"]) for k in "abcdef")
+
+
+def test_the_judges_progress_bar_is_named_green(capsys):
+    with FakeOpenAIServer(lambda path, body: Reply(body=completion_body("[Matched Findings]:\n1. A."))) as server:
+        get_metric("green", base_url=server.base_url, max_retries=0, endpoint_prompt="text", cache=False).score(
+            ["candidate"], ["reference"])
+    assert "GREEN: 100%" in capsys.readouterr().err

@@ -137,8 +137,9 @@ def test_passing_faults_are_retried_with_doubling_waits_capped_and_a_retry_after
     with caplog.at_level(logging.WARNING, logger="rexrank.backend"):
         assert jobs.inspect(job_id).job_id == job_id
     waits = [r.getMessage().rsplit("trying again in ", 1)[1] for r in caplog.records]
-    assert waits == ["0.2 s", "0.4 s", "0.5 s"]
-    assert caplog.records[0].getMessage().startswith(f"could not inspect Job {job_id} (")
+    assert waits == ["0.2 s", "0.4 s", "0.5 s"] and {r.name for r in caplog.records} == {"rexrank.backend"}
+    # each says what it tried and the Hub's answer
+    assert caplog.records[0].getMessage().startswith(f"could not inspect Job {job_id} (Server error '503 Service Unavailable'")
     caplog.clear()
     hub.inject("GET", f"/api/jobs/{ORG}/{job_id}", 429, retry_after=0.3)
     with caplog.at_level(logging.WARNING, logger="rexrank.backend"):
@@ -156,7 +157,7 @@ def test_a_fault_that_outlasts_the_tries_is_transient_and_a_refusal_is_not_retri
     hub.inject("GET", f"/api/jobs/{ORG}/{'0' * 24}", 503, 503, 503)
     with pytest.raises(JobsError) as err:
         jobs.inspect("0" * 24)
-    assert str(err.value).startswith(f"could not inspect Job {'0' * 24} after 3 tries: ") and err.value.transient
+    assert str(err.value).startswith(f"could not inspect Job {'0' * 24} after 3 tries: Server error '503 ") and err.value.transient
     assert len(hub.faults_served) == 3 and not hub.faults
     caplog.clear()
     stranger = HubJobs(namespace="elsewhere", image="python:3.12", token=TOKEN, endpoint=hub.url, backoff=0.01)

@@ -504,3 +504,35 @@ def test_the_judges_progress_bar_is_named_green(capsys):
         get_metric("green", base_url=server.base_url, max_retries=0, endpoint_prompt="text", cache=False).score(
             ["candidate"], ["reference"])
     assert "GREEN: 100%" in capsys.readouterr().err
+
+
+def test_a_failed_or_unparseable_study_leaves_the_studies_after_it_scored(tmp_path):
+    """unparseable="fail": a failed call and an answer without [Matched Findings] are failures
+    with their reasons, word for word, and the studies after them are still scored (with
+    their insignificant errors summed); an answer without text is a failed call, an empty one an
+    empty completion."""
+    answers = {"candidate garbled": ("I cannot evaluate this.", "length"), "candidate short": ("No findings.", "stop"),
+               "candidate null": (None, "stop"), "candidate empty": ("", "stop"),
+               "candidate f": ("[Explanation]:" + official_answer([1, 0, 0, 0, 0, 0], [1, 0, 2, 0, 0, 0], 3), "stop")}
+
+    def script(path, body):
+        if "3. Candidate Report:\n    candidate down\n" in body["prompt"]:
+            return Reply(500, {"error": {"message": "down"}})
+        for key, (text, finish) in answers.items():
+            if f"3. Candidate Report:\n    {key}\n" in body["prompt"]:
+                return Reply(body=completion_body(text, finish_reason=finish))
+        raise AssertionError("unexpected prompt")
+
+    candidates = ["candidate down", "candidate garbled", "candidate short", "candidate null", "candidate f",
+                  "candidate empty"]
+    with FakeOpenAIServer(script) as server:
+        result = get_metric("green", base_url=server.base_url, max_retries=0, endpoint_prompt="text", unparseable="fail",
+                            keep_completions=True, cache_dir=str(tmp_path), progress=False).score(
+            candidates, [f"reference {i}" for i in range(6)])
+    assert set(result.failures) == {0, 1, 2, 3, 5} and result.failures[0].startswith("LLM call failed: ")
+    assert result.failures[1] == "no [Matched Findings] section in the completion (generation hit the length cap)"
+    assert result.failures[2] == "no [Matched Findings] section in the completion"
+    assert result.failures[3] == "LLM call failed: malformed response body: ValueError: response has no text"
+    assert result.failures[5] == result.failures[2] and result.details["completions"][5] == ""
+    assert result.primary[4] == pytest.approx(3 / 4)
+    assert result.per_study["green_insignificant_errors"][4] == 3 and result.per_study["green_significant_errors"][4] == 1

@@ -344,9 +344,10 @@ def test_a_tokenizer_that_cannot_be_loaded_is_said_once_without_the_machines_pat
 def test_a_prompt_with_one_token_of_room_is_sent_and_one_with_none_is_a_reported_failure(tmp_path):
     folder = build_folder(tmp_path / "tok", "legacy_unset")
     tok = LegacyLlamaTokenizer(folder)
-    preds, refs = ["Mild cardiomegaly.", "Mild cardiomegaly with a small left pleural effusion and basal atelectasis."], ["Normal."] * 2
+    # the prompt without room first: the one after it is still sent
+    preds, refs = ["Mild cardiomegaly with a small left pleural effusion and basal atelectasis.", "Mild cardiomegaly."], ["Normal."] * 2
     lengths = [len(tok(render_model_input(make_prompt(r, p)))["input_ids"]) for p, r in zip(preds, refs)]
-    assert lengths[1] > lengths[0]
+    assert lengths[0] > lengths[1]
     caps: dict[str, int] = {}
 
     def script(path, body):
@@ -355,10 +356,10 @@ def test_a_prompt_with_one_token_of_room_is_sent_and_one_with_none_is_a_reported
 
     with FakeOpenAIServer(script) as server:
         result = get_metric("green", base_url=server.base_url, max_retries=0, tokenizer_path=str(folder),
-                            batching="by_length", max_length=lengths[0] + 1, cache=False, progress=False).score(preds, refs)
-    assert list(caps.values()) == [1]  # the first prompt has one token of room: sent, capped at 1
-    assert result.primary[0] == 1.0 and math.isnan(result.primary[1])
-    assert result.failures == {1: f"prompt is {lengths[1]} tokens, no room under the {lengths[0] + 1}-token limit"}
+                            batching="by_length", max_length=lengths[1] + 1, cache=False, progress=False).score(preds, refs)
+    assert list(caps.values()) == [1]  # the second prompt has one token of room: sent, capped at 1
+    assert math.isnan(result.primary[0]) and result.primary[1] == 1.0
+    assert result.failures == {0: f"prompt is {lengths[0]} tokens, no room under the {lengths[1] + 1}-token limit"}
 
 
 def test_without_a_tokenizer_the_completion_is_capped_at_1024_or_max_new_tokens(monkeypatch):

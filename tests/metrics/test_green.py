@@ -478,7 +478,7 @@ def test_the_details_name_the_scored_studies_and_the_six_sub_categories(tmp_path
     with FakeOpenAIServer(_endpoint_script(answers, [])) as server:
         result = get_metric("green", base_url=server.base_url, max_retries=0, cache_dir=str(tmp_path),
                             progress=False).score(list(answers), ["reference f", "reference down"])
-    assert result.details["n_scored"] == 1
+    assert result.details["n_scored"] == 1 and "completions" not in result.details  # kept only when asked
     assert result.details["sub_categories"] == {
         "a": "(a) False report of a finding in the candidate", "b": "(b) Missing a finding present in the reference",
         "c": "(c) Misidentification of a finding's anatomic location/position",

@@ -214,9 +214,10 @@ def test_a_local_job_that_fails_is_cancelled_or_dies_says_so(tmp_path):
     assert (state.stage, state.message) == ("ERROR", "the command exited with status 3")
     sleeping = jobs.run(command=SLEEP, env={}, secrets={}, flavor="cpu-basic", timeout=60, labels={"k": "v"})
     assert len(sleeping) == 24 and int(sleeping, 16) >= 0  # an id shaped as the Hub's
-    for _ in range(3):  # looking does not disturb it
+    for _ in range(5):  # looking does not disturb it
         assert jobs.inspect(sleeping).stage == "RUNNING"
-        time.sleep(0.05)
+        time.sleep(0.2)
+    assert jobs._procs[sleeping].poll() is None
     jobs.cancel(sleeping)
     assert jobs._procs[sleeping].wait(timeout=10) == -signal.SIGKILL  # its process group is killed
     state = jobs.inspect(sleeping)

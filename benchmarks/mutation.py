@@ -430,6 +430,22 @@ def prepare(label: str, path: str, tests: tuple[str, ...]) -> Path:
     return folder
 
 
+def drop_stale_stats(folder: Path, tests: tuple[str, ...]) -> bool:
+    """Remove mutmut's record of which tests call which function when a test file it runs (or
+    a shared helper) changed after it: mutmut collects it again only for new tests, so a test
+    that starts calling a function in a later edit was never run against that function's
+    mutants (its survivors were not survivors). The mutants' results are kept."""
+    stats = folder / "mutants" / "mutmut-stats.json"
+    if not stats.exists():
+        return False
+    files = {ROOT / t.split("::")[0] for t in tests} | set((ROOT / "tests" / "support").rglob("*.py"))
+    files.add(ROOT / "tests" / "conftest.py")
+    if max((f.stat().st_mtime for f in files if f.exists()), default=0.0) <= stats.stat().st_mtime:
+        return False
+    stats.unlink()
+    return True
+
+
 def results(chosen: dict[str, tuple[str, tuple, tuple]]) -> dict[str, dict[str, int | None] | None]:
     """{module: {mutant name: exit code or None (not run)}, or None when it never ran} from
     mutmut's .meta files."""
@@ -508,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
             names = list(patterns) if not args.rerun else [n for n in args.rerun if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
             if not names:
                 continue
+            if drop_stale_stats(folder, tests):
+                print("   its tests changed since mutmut mapped them to functions: mapped again", flush=True)
             with (folder / "run.log").open("a", encoding="utf-8") as out:  # mutmut's progress, for a look afterwards
                 subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *names],
                                cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)

@@ -64,3 +64,31 @@ def test_every_audited_module_has_tests_that_exist():
             assert (ROOT / file).is_file(), f"{label}: {test}"
             if name:
                 assert f"def {name.split('[')[0]}(" in (ROOT / file).read_text(encoding="utf-8"), f"{label}: {test}"
+
+
+def test_the_mutation_tool_maps_tests_to_functions_again_after_a_test_changed(tmp_path, monkeypatch):
+    """mutmut maps tests to the functions they call only for new tests: a test file (or shared
+    helper) edited after the mapping makes the tool drop it, so mutmut maps every test again."""
+    import os
+
+    tool = _mutation_tool()
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    (tmp_path / "tests" / "support").mkdir(parents=True)
+    for name in ("tests/test_x.py", "tests/support/helper.py", "tests/conftest.py", "tests/test_other.py"):
+        (tmp_path / name).write_text("")
+        os.utime(tmp_path / name, (1000, 1000))
+    stats = tmp_path / "mutants" / "x" / "mutants" / "mutmut-stats.json"
+    folder = stats.parent.parent
+    assert tool.drop_stale_stats(folder, ("tests/test_x.py::test_a",)) is False  # nothing mapped yet
+    stats.parent.mkdir(parents=True)
+    stats.write_text("{}")
+    os.utime(stats, (2000, 2000))
+    assert tool.drop_stale_stats(folder, ("tests/test_x.py::test_a",)) is False and stats.exists()
+    os.utime(tmp_path / "tests" / "test_other.py", (3000, 3000))  # a test the module does not run
+    assert tool.drop_stale_stats(folder, ("tests/test_x.py::test_a",)) is False and stats.exists()
+    for edited in ("tests/support/helper.py", "tests/conftest.py", "tests/test_x.py"):
+        os.utime(tmp_path / edited, (3000, 3000))
+        assert tool.drop_stale_stats(folder, ("tests/test_x.py::test_a",)) is True and not stats.exists()
+        stats.write_text("{}")
+        os.utime(stats, (2000, 2000))
+        os.utime(tmp_path / edited, (1000, 1000))

@@ -246,7 +246,7 @@ def test_endpoint_path_scores_golden_completions_and_reports_failures(tmp_path):
 def test_bad_options_are_clear_errors():
     from rexrank.errors import MetricError
 
-    with pytest.raises(MetricError, match="unparseable"):
+    with pytest.raises(MetricError, match=r"^green: unparseable must be one of 'zero', 'fail', got 'maybe'$"):
         get_metric("green", unparseable="maybe", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(MetricError, match="batching must be one of 'official', 'by_length'"):
         get_metric("green", batching="sorted", base_url="http://127.0.0.1:9/v1")

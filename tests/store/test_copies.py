@@ -35,6 +35,7 @@ def test_the_share_is_of_the_larger_filings_predicted_studies_and_one_party_is_n
     near = _filing("20260101T000000.000000-0000000002", prints[:198] + ["x1", "x2"], who="bob", when=1)
     assert copies.share(original, near) == 0.99  # 198 of 200
     assert copies.share(original, _filing("20260101T000000.000000-0000000003", prints[:197], who="bob")) == 0.985
+    assert copies.share(_filing("20260101T000000.000000-0000000003", prints[:197], who="bob"), original) == 0.985
     assert near.before(original) is False and original.before(near)
     tie = _filing("20260101T000000.000000-0000000000", prints, who="bob", when=0.0)
     assert tie.before(original)  # the same instant: the earlier filing
@@ -226,9 +227,14 @@ def test_the_key_is_made_once_in_a_commit_of_its_own_and_a_damaged_one_is_made_a
     monkeypatch.setattr(repo, "commit", lambda changes, *, message, parent: (messages.append(message),
                                                                             commit(changes, message=message,
                                                                                    parent=parent))[1])
+    # read as of the snapshot the commit is made on (a local repo reads its files whatever the
+    # snapshot; the Hub's reads the snapshot's version)
+    reads, read_optional = [], repo.read_optional
+    monkeypatch.setattr(repo, "read_optional", lambda snap, path: (reads.append(snap), read_optional(snap, path))[1])
     made = copies.key(repo)
     assert len(made) == 32 and copies.key(repo) == made and copies.key_at(repo, repo.snapshot()) == (made, {})
     assert messages == ["copies: the fingerprint key"]  # once
+    assert reads and all(snap is not None and snap.version for snap in reads)
     assert json.loads((tmp_path / "s" / "requests" / "copies" / "key.json").read_text()) == {"key": made.hex()}
     (tmp_path / "s" / "requests" / "copies" / "key.json").write_text(json.dumps({"key": "ab" * 31}))  # 62 digits
     again, changes = copies.key_at(repo, repo.snapshot())
@@ -280,6 +286,7 @@ def test_a_published_copy_is_listed_with_its_original_and_the_list_emptied_is_re
     assert flagged == {"x": 1, _rid(1): {"original": _rid(2), "share": 1.0, "flagged_time": "2026-01-01T00:00:00Z",
                                          "content_time": "1970-01-01T00:01:00Z",
                                          "original_content_time": "1970-01-01T00:00:00Z"}}
+    assert copies.flag_published({}, copy, original, 2 / 3)[_rid(1)]["share"] == 0.6667  # four decimals
     assert copies.published_changes({}) == {"copies/published.json": None}
     repo = open_store(tmp_path / "s").requests
     assert copies.published_copies(repo, repo.snapshot()) == {}

@@ -289,7 +289,10 @@ def test_a_published_copy_is_listed_with_its_original_and_the_list_emptied_is_re
     assert copies.flag_published({}, copy, original, 2 / 3)[_rid(1)]["share"] == 0.6667  # four decimals
     assert copies.published_changes({}) == {"copies/published.json": None}
     repo = open_store(tmp_path / "s").requests
+    reads, read_optional = [], repo.read_optional  # read as of the snapshot given
+    monkeypatch.setattr(repo, "read_optional", lambda snap, path: (reads.append(snap), read_optional(snap, path))[1])
     assert copies.published_copies(repo, repo.snapshot()) == {}
+    assert reads and all(snap is not None for snap in reads)
     repo.commit(copies.published_changes(flagged), message="flag", parent=repo.version())
     assert copies.published_copies(repo, repo.snapshot()) == flagged
     repo.commit({copies.PUBLISHED_COPIES: b'{"requests": [1]}'}, message="odd", parent=repo.version())

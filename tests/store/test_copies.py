@@ -241,7 +241,7 @@ def test_the_key_is_made_once_in_a_commit_of_its_own_and_a_damaged_one_is_made_a
     assert len(again) == 32 and again != made and list(changes) == ["copies/key.json"]
 
 
-def test_the_index_finds_other_parties_filings_on_the_same_set_and_track_at_99_percent(tmp_path):
+def test_the_index_finds_other_parties_filings_on_the_same_set_and_track_at_99_percent(tmp_path, monkeypatch):
     """Rule (CopyIndex.matches): candidates share an anchor; the filing itself, its own
     party's, another test set's or track's, and those under 99 % of the larger filing's
     studies are no match; 99 % is."""
@@ -270,6 +270,17 @@ def test_the_index_finds_other_parties_filings_on_the_same_set_and_track_at_99_p
     assert index.filing(_rid(6)) == filings[5]
     found = index.matches(mine)
     assert [(f.request_id, common) for f, common in found] == [(_rid(6), 0.99), (_rid(7), 1.0)]
+    # an anchor that names a filing no longer there is passed over, and the others are still read
+    gone = tmp_path / "s" / "requests" / copies.filing_path(_rid(2))
+    kept = gone.read_bytes()
+    gone.unlink()
+    assert [f.request_id for f, _ in copies.CopyIndex(repo, repo.snapshot()).matches(mine)] == [_rid(6), _rid(7)]
+    gone.write_bytes(kept)
+    reads, read_optional = [], repo.read_optional  # every file read as of the index's snapshot
+    monkeypatch.setattr(repo, "read_optional", lambda snap, path: (reads.append(snap), read_optional(snap, path))[1])
+    assert copies.CopyIndex(repo, repo.snapshot()).matches(mine) == found
+    assert len(reads) > 3 and all(snap is not None for snap in reads)
+    monkeypatch.undo()
     originals, later = copies.judge(mine, found)
     assert [f.request_id for f, _ in originals] == [_rid(6)] and [f.request_id for f, _ in later] == [_rid(7)]
     assert copies.describe([(filings[5], 2 / 3)]) == [{"request_id": _rid(6), "share": 0.6667,

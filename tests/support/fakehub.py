@@ -48,6 +48,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from email.utils import formatdate
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -933,8 +934,6 @@ class _Door:
 
 def _dated(send):
     """`send` with the time of the answer as its Date header."""
-    from email.utils import formatdate
-
     async def dated(message) -> None:
         if message["type"] == "http.response.start":
             message = {**message, "headers": [*message.get("headers", []), (b"date", formatdate(usegmt=True).encode())]}

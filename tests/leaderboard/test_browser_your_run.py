@@ -96,7 +96,10 @@ def test_a_submitted_row_is_reached_from_the_submit_link(default_store, browser,
     page.get_by_label("Model name").fill("Issue31-Model")
     page.locator("#submit-result").wait_for(state="attached", timeout=STATE_TIMEOUT_MS)
     page.locator("#submit-file input[type=file]").set_input_files(str(data_path("example_predictions.json")))
-    page.locator("#submit-file").get_by_text("example_predictions.json").wait_for(state="visible", timeout=STATE_TIMEOUT_MS)
+    # the uploaded file's row (its name is drawn as two spans, stem and extension: a text match
+    # found only the upload's passing progress line, which a loaded machine can draw too late)
+    page.locator('#submit-file td.filename[aria-label="example_predictions.json"]').wait_for(
+        state="visible", timeout=STATE_TIMEOUT_MS)
     sub_test_set = page.get_by_label("Test set").first
     sub_test_set.click()
     page.locator("ul[role=listbox] li", has_text="Example").click(timeout=STATE_TIMEOUT_MS)

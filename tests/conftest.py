@@ -15,6 +15,13 @@ for _name, _value in {
 }.items():
     os.environ.setdefault(_name, _value)
 
+# mutmut's stats run (benchmarks/mutation.py) records, in this process, which tests reach which
+# functions; a child process (a Space, a backend) inherits MUTANT_UNDER_TEST=stats, finds no mutmut
+# configuration in its own folder and fails. mutmut keeps its own copy of the name in this process,
+# so the children run unmutated code for that run only; a mutant's run still reaches them.
+if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+    del os.environ["MUTANT_UNDER_TEST"]
+
 # README's test command runs pytest-xdist workers over every core: each worker's torch and BLAS keep
 # to one thread (set before anything imports torch), else the workers' threads fight over the cores
 if os.environ.get("PYTEST_XDIST_WORKER"):

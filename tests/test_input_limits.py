@@ -379,6 +379,37 @@ def test_jsonl_lines_by_hand():
     assert str(err.value) == ("s: line 2 is 262,145 bytes, more than a line may hold (262,144): predictions longer "
                               "than 20000 characters are refused (a report is ~1000)")
 
+    # the length is the line's own, wherever it starts: two lines of 200,000 bytes pass
+    second_line = b"y" * 199_999 + b"\n"
+    assert lines(b"x" * 199_999 + b"\n" + second_line)[1] == second_line
+
+
+def test_rows_are_counted_over_batches_as_they_arrive(monkeypatch):
+    """The rows so far and the batch's, against MAX_ROWS (here 3): reading stops at the batch
+    that passes it, and the message does not claim a total it never counted."""
+    import pyarrow as pa
+
+    from rexrank import input_limits
+    from rexrank.input_limits import rows_of_batches
+
+    monkeypatch.setattr(input_limits, "MAX_ROWS", 3)
+    two = pa.record_batch({"n": ["1", "2"], "p": ["a", "b"]})
+    one = pa.record_batch({"n": ["3"], "p": ["c"]})
+    assert [r[0] for r in rows_of_batches([two, one], "n", "p", source="f.parquet")] == ["1", "2", "3"]
+    with pytest.raises(SubmissionError) as err:
+        rows_of_batches([two, two], "n", "p", source="f.parquet")
+    assert err.value.source == "f.parquet"
+    assert str(err.value) == "f.parquet: has more than 3 rows; the largest test set has 10,000 studies"
+
+
+def test_a_column_of_empty_or_no_values_holds_zero_bytes():
+    import pyarrow as pa
+
+    from rexrank.input_limits import _value_bytes
+
+    assert _value_bytes(pa.array([""])) == (0, 0)
+    assert _value_bytes(pa.array([], type=pa.string())) == (0, 0)
+    assert _value_bytes(pa.array(["", "ab"]).dictionary_encode()) == (2, 2)
 
 def test_row_and_character_messages_by_hand():
     from rexrank.input_limits import check_rows, check_texts

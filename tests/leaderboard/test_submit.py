@@ -6,6 +6,8 @@ Pinned by hand (issue 40: what the mutation tool found unpinned); the Space and 
 same action end to end in test_submit_hub.py and test_submit_attacks.py."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from rexrank.errors import SubmissionError, TestSetError
@@ -89,6 +91,14 @@ def test_on_a_local_store_the_typed_name_is_the_identity_unless_a_token_is_sent(
     with pytest.raises(SubmissionError) as err:
         _file(_Store(), predictions="p.jsonl", typed_name="  ")
     assert str(err.value) == "enter your name (or your organisation's) as submitter"
+    assert _file(_Store(), predictions="p.jsonl", typed_name="bob")["institution"] == ""  # none typed
+
+
+def test_a_store_without_a_name_or_requests_repo_is_local_and_has_no_token_of_its_own(hub, monkeypatch):
+    bare = object()
+    assert not S.is_hub_store(bare)
+    monkeypatch.setenv("HF_TOKEN", "tok-env")
+    assert S._server_tokens(bare) == {"tok-env"}
 
 
 @pytest.mark.parametrize("where", ["env", "store", "login"])
@@ -189,3 +199,38 @@ def test_an_error_names_the_upload_by_its_file_name_and_gives_advice_for_this_pa
         "Whoever runs it can start it with `rexrank leaderboard --data-dir FOLDER` (a folder holding the test sets, or "
         "this test set's folder) or set `$REXRANK_DATA_DIR`.")
     assert S.describe_error(SubmissionError(str(missing))).endswith("\\(Python: data\\_dir=\\).")  # advice for tests sets only
+
+
+def test_a_request_without_its_predictions_record_namespace_or_reason_is_still_described():
+    request = {"id": "R2", "model_name": "m", "test_set": "iu_xray", "track": "findings", "status": "PENDING"}
+    assert S.describe_request(request) == (
+        "✅ Request **R2** filed: m on iu_xray / findings, status PENDING.  \n"
+        "? predictions (0 empty); file structure checked; the study ids are checked by the backend (private test "
+        "set).  \nOnce scored, your result is [ranked on the IU-Xray table](?tab=iu_xray&model=m) and on "
+        "[m's page on this leaderboard](?model=m).")
+    held = {**request, "status": "HELD"}
+    assert S.describe_request(held).startswith("✅ Request **R2** filed: m on iu_xray / findings, status HELD ().  \n")
+
+
+def test_an_upload_reached_through_a_symlink_is_named_by_its_file_name_in_both_forms(tmp_path):
+    """The server may name the upload by the path it was given or by its real path; the
+    longer form is replaced first (here the real path holds the given one: replacing that one
+    first would leave the real path's head, a server folder, in the message). The names are
+    such that the longer form sorts last."""
+    real = tmp_path / "a" / str(tmp_path).lstrip("/") / "z"
+    real.mkdir(parents=True)
+    (tmp_path / "z").symlink_to(real)
+    upload = tmp_path / "z" / "preds.json"
+    upload.write_text("[]")
+    resolved = os.path.realpath(upload)
+    assert resolved.endswith(str(upload)) and len(resolved) > len(str(upload)) and resolved < str(upload)
+    exc = SubmissionError(f"{resolved}: not a list; {upload}: empty")
+    assert S.error_text(exc, upload=str(upload)) == "preds.json: not a list; preds.json: empty"
+    assert S.describe_error(exc, upload=str(upload)) == "❌ Not filed: preds.json: not a list; preds.json: empty"
+
+
+def test_the_data_dir_advice_leaves_the_message_whole_and_every_address_a_link():
+    missing = TestSetError("test set X needs its file BOX; pass its folder with --data-dir")
+    assert S.describe_error(missing).startswith("❌ Not filed: test set X needs its file BOX  \n")
+    assert S.markdown_with_links("see https://a.org/x_1 and https://b.org/y_2 or c_d") == (
+        "see <https://a.org/x_1> and <https://b.org/y_2> or c\\_d")

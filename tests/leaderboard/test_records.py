@@ -255,3 +255,4 @@ def test_the_namespace_and_title_a_result_is_shown_under():
     assert R.board_title({"namespace": "ac\u200bme", "model_name": "M\u202eX"}) == "acme / MX"
     assert R.board_title({"source": "published", "model_name": "MAIRA-2", "submitter": "x"}) == "MAIRA-2"
     assert R.board_title({"submitter": "bob", "model_name": "M"}) == "bob / M"  # filed before namespaces
+    assert R.board_title({"submitter": "bob", "model_name": None}) == "bob / "  # a name left empty stays empty

@@ -155,6 +155,23 @@ def test_a_linked_model_repo_is_the_hubs_and_gives_the_model_url_unless_one_is_g
     assert default["model_url"] == "https://huggingface.co/alice/m"
 
 
+def test_the_model_repo_and_the_budget_are_checked_for_this_submitter_on_this_store(hub, monkeypatch):
+    """verified_model_repo gets the submitter, their own token and the store's Hub; the
+    budget is this store's. The model URL is the endpoint's address with its slashes trimmed."""
+    from rexrank.backend import public_door
+
+    checked, budgets = [], []
+    monkeypatch.setattr(S, "verified_model_repo",
+                        lambda repo, who, *, token, endpoint: checked.append((repo, who, token, endpoint)) or "alice/m")
+    monkeypatch.setattr(public_door, "filing_budget_problem",
+                        lambda store, *, submitter, test_set: budgets.append(store))
+    store = _Store("hf://datasets/org/requests", endpoint="https://hub.example/HX/")
+    filed = _file(store, predictions="p.jsonl", token="tok-alice", model_repo="alice/m")
+    assert checked == [("alice/m", ALICE, "tok-alice", "https://hub.example/HX/")]
+    assert budgets == [store]
+    assert filed["model_url"] == "https://hub.example/HX/alice/m"
+
+
 def test_hub_store_and_endpoint_by_hand(monkeypatch):
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     assert S.is_hub_store(_Store("hf://datasets/o/r")) and not S.is_hub_store(_Store("/srv/hf://"))

@@ -161,10 +161,8 @@ def coverage_notes(frame: pd.DataFrame) -> list[str]:
     notes = []
     counts = frame[[f"{k}_n" for k in METRIC_KEYS]].to_numpy(dtype=np.float64)
     short_rows = (counts < frame["n_studies"].to_numpy(dtype=np.float64)[:, None]).any(axis=1)  # NaN compares False
-    for row in frame[short_rows].to_dict("records"):  # only the few rows that have a note
+    for row in frame[short_rows].to_dict("records"):  # only the few rows that have a note (never one without n_studies)
         total = row["n_studies"]
-        if math.isnan(total):
-            continue
         short = [f"{COLUMNS_BY_KEY[k].display} n = {int(row[f'{k}_n'])}" for k in METRIC_KEYS
                  if not math.isnan(row[f"{k}_n"]) and row[f"{k}_n"] < total]
         if short:

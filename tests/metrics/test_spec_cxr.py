@@ -145,6 +145,31 @@ def test_metric_end_to_end(tmp_path):
     assert math.isnan(next(e for e in result.details["per_entity"] if e["entity"] == "fracture")["presence_f1"])
 
 
+def test_each_kind_of_error_counts_one_in_a_studys_errors():
+    """A presence FP or FN, a location or severity not aligned, a comparison added or missed:
+    one error each; aligned, not available, TP, TN and other comparisons none."""
+    from rexrank.metrics.spec_cxr import study_errors
+
+    assert study_errors([j("a", "TP", "aligned", "aligned", "adding_unmentioned")]) == 1
+    assert study_errors([j("a", "TN", comparison="missing_mentioned")]) == 1
+    assert study_errors([j("a", "FP", "not_aligned", "not_aligned", "adding_unmentioned"),
+                         j("b", "FN", "not_aligned", "aligned", "missing_mentioned")]) == 7
+    assert study_errors([j("a", "TP", "aligned", "aligned"), j("b", "TN")]) == 0
+
+
+def test_the_config_records_what_changes_the_numbers():
+    """The provenance of a run: the judge's settings, the prompt's version, the entity set (its
+    name, where it came from, its size), the answer format, the re-asks and the temperature."""
+    metric = get_metric("spec_cxr", model="judge", base_url="http://127.0.0.1:9/v1", max_reasks=3,
+                        structured_output="json_object", progress=False)
+    entities = load_entity_set()
+    assert metric.config() == {
+        **metric.settings.provenance(), "prompt": "rexrank-spec-cxr-v1", "entity_set": "rexrank-default-v1",
+        "entity_set_source": "rexrank.data/spec_cxr_entities.yaml", "n_entities": len(entities.entities),
+        "structured_output": "json_object", "max_reasks": 3, "temperature": 0.0}
+    assert metric.config()["model"] == "judge" and metric.config()["base_url"] == "http://127.0.0.1:9/v1"
+
+
 def test_an_entity_set_records_where_it_came_from_and_its_name():
     assert load_entity_set().source == "rexrank.data/spec_cxr_entities.yaml"
 

@@ -157,6 +157,26 @@ def test_each_kind_of_error_counts_one_in_a_studys_errors():
     assert study_errors([j("a", "TP", "aligned", "aligned"), j("b", "TN")]) == 0
 
 
+def test_attributes_are_tallied_over_studies_for_true_positives_only():
+    """Five studies judge the effusion present in both reports (TP) with each attribute
+    aligned, not aligned or not available; a false positive's attributes are not counted.
+    Counted by hand: location 1 aligned and 2 not; severity 2 and 1; comparison 3 "other"."""
+    from rexrank.metrics.spec_cxr import pooled_scores, tally
+
+    effusion = [("aligned", "not_aligned", "other"), ("not_aligned", "aligned", "adding_unmentioned"),
+                ("not_aligned", "aligned", "other"), ("not_available", "not_available", "missing_mentioned"),
+                ("not_available", "not_available", "other")]
+    studies = [[j("pleural effusion", "TP", *attributes)] for attributes in effusion]
+    studies[0].append(j("edema", "FP", "aligned", "aligned", "other"))
+    table = tally(studies)
+    assert dict(table["pleural effusion"]) == {"TP": 5, "loc_ok": 1, "loc_bad": 2, "sev_ok": 2, "sev_bad": 1, "cmp_ok": 3}
+    assert dict(table["edema"]) == {"FP": 1}
+    scores = pooled_scores(table["pleural effusion"])
+    assert (scores["tp"], scores["fp"], scores["fn"], scores["tn"], scores["presence_f1"]) == (5, 0, 0, 0, 1.0)
+    assert scores["location_accuracy"] == pytest.approx(1 / 3) and scores["severity_accuracy"] == pytest.approx(2 / 3)
+    assert scores["comparison_accuracy"] == pytest.approx(3 / 5)
+
+
 def test_the_config_records_what_changes_the_numbers():
     """The provenance of a run: the judge's settings, the prompt's version, the entity set (its
     name, where it came from, its size), the answer format, the re-asks and the temperature."""

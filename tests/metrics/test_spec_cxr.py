@@ -177,6 +177,29 @@ def test_attributes_are_tallied_over_studies_for_true_positives_only():
     assert scores["comparison_accuracy"] == pytest.approx(3 / 5)
 
 
+@pytest.mark.parametrize("backend, structured_output, response_format", [
+    ("openai", "json_schema", "schema"), ("openai", "json_object", {"type": "json_object"}), ("openai", "none", None),
+    ("transformers", "json_schema", None), ("transformers", "json_object", None)])
+def test_the_request_asks_for_the_answer_format_only_of_an_openai_server(backend, structured_output, response_format):
+    """Greedy decoding with the run's seed and token cap; a response_format (the entities'
+    JSON schema, or any JSON object) only where the backend is an OpenAI-compatible server."""
+    from rexrank.metrics.spec_cxr_text import response_format as schema_format
+
+    server = {"base_url": "http://127.0.0.1:9/v1"} if backend == "openai" else {}
+    metric = get_metric("spec_cxr", backend=backend, model="judge", structured_output=structured_output, seed=5,
+                        max_tokens=77, progress=False, **server)
+    expected = {"temperature": 0.0, "seed": 5, "max_tokens": 77}
+    if response_format is not None:
+        expected["response_format"] = schema_format(metric.entity_set) if response_format == "schema" else response_format
+    assert metric._params() == expected
+
+
+def test_counts_are_summed_key_by_key():
+    from rexrank.metrics.spec_cxr import _sum_counts
+
+    assert dict(_sum_counts([{"TP": 1, "loc_ok": 1}, {"TP": 2, "FP": 1}, {}])) == {"TP": 3, "loc_ok": 1, "FP": 1}
+
+
 def test_the_config_records_what_changes_the_numbers():
     """The provenance of a run: the judge's settings, the prompt's version, the entity set (its
     name, where it came from, its size), the answer format, the re-asks and the temperature."""

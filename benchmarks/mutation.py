@@ -263,7 +263,6 @@ TESTS: dict[str, tuple[str, ...]] = {
     "metrics.radcliq_formula": ("tests/metrics/test_radcliq.py::test_formula_reproduces_official_columns",
                                 "tests/metrics/test_radcliq.py::test_rexrank_figure_is_one_over_mean_v1",
                                 "tests/metrics/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", *_RADCLIQ_PINS),
-    "metrics.radgraph": ("tests/radgraph/test_logic.py",),
     "radgraph.f1": ("tests/radgraph/test_logic.py",),
     "metrics.sembscore": ("tests/metrics/test_chexbert.py",),
     "ratescore.affinity": ("tests/ratescore/test_parts.py",),

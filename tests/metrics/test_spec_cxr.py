@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -211,6 +212,38 @@ def test_the_config_records_what_changes_the_numbers():
         "entity_set_source": "rexrank.data/spec_cxr_entities.yaml", "n_entities": len(entities.entities),
         "structured_output": "json_object", "max_reasks": 3, "temperature": 0.0}
     assert metric.config()["model"] == "judge" and metric.config()["base_url"] == "http://127.0.0.1:9/v1"
+
+
+def test_the_judge_is_sent_the_system_prompt_the_pair_and_a_reask_naming_the_problem(tmp_path, capsys):
+    """The messages as sent: the system prompt of the entity set, the reference and the
+    candidate in the user message, and after an unusable answer that answer and a re-ask that
+    names the problem; the bar is SPEC-CXR's."""
+    from rexrank.metrics.spec_cxr_text import REASK_TEMPLATE, USER_TEMPLATE
+
+    bodies = []
+    good = json.dumps({"entities": [j("edema", "FN")]})
+
+    def script(path, body):
+        bodies.append(body)
+        return Reply(body=chat_body("not json" if len(bodies) == 1 else good))
+
+    with FakeOpenAIServer(script) as server:
+        metric = get_metric("spec_cxr", model="judge", base_url=server.base_url, max_reasks=1, backoff=0.01,
+                            cache_dir=str(tmp_path), progress=True)
+        result = metric.score(["the candidate"], ["the reference"])
+    assert result.primary.tolist() == [1.0]
+    asked = [{"role": "system", "content": system_prompt(metric.entity_set)},
+             {"role": "user", "content": USER_TEMPLATE.format(reference="the reference", candidate="the candidate")}]
+    assert asked[1]["content"] == "REFERENCE:\nthe reference\n\nCANDIDATE:\nthe candidate"
+    assert bodies[0]["messages"] == asked
+    with pytest.raises(Exception) as problem:
+        parse_answer("not json", metric.model)
+    assert bodies[1]["messages"] == [*asked, {"role": "assistant", "content": "not json"},
+                                     {"role": "user", "content": REASK_TEMPLATE.format(problem=problem.value)}]
+    assert bodies[1]["messages"][3]["content"].startswith("Your answer could not be used: ") and "None" not in \
+        bodies[1]["messages"][3]["content"]
+    err = capsys.readouterr().err
+    assert re.search(r"(^|\r|\n)SPEC-CXR: ", err), err
 
 
 def test_an_entity_set_records_where_it_came_from_and_its_name():

@@ -138,3 +138,42 @@ def test_the_annotator_is_loaded_once_with_the_metrics_options(monkeypatch, tmp_
                                    "transformer_path": "/t", "transformer_revision": "tr", "batch_size": 3,
                                    "device": "cpu"})]
     assert metric.checkpoint.path == str(archive)
+
+
+def test_the_defaults_are_the_official_batching_with_cache_and_bar():
+    metric = RadGraph()
+    assert (metric.model_type, metric.batch_size, metric.cache, metric.progress) == ("radgraph", 16, True, True)
+    assert (metric.device, metric.cache_dir, metric.run_context) == (None, None, None)
+    assert RadGraph(revision="abc123").checkpoint.revision == "abc123"
+
+
+def test_references_come_from_the_cache_under_the_annotators_namespace(tmp_path):
+    """A second run reads the references from the cache in cache_dir: only the predictions
+    not seen as references are annotated again."""
+    first = metric_with_stand_in(progress=False, cache_dir=str(tmp_path))
+    first.cache = True
+    first.score(["nothing"], ["three"])
+    cache = first._reference_cache()
+    assert (cache.namespace, cache.directory, cache.enabled) == ("radgraph-stand-in", tmp_path, True)
+    second = metric_with_stand_in(progress=False, cache_dir=str(tmp_path))
+    second.cache = True
+    second.score(["nothing"], ["three"])
+    assert second._annotator.calls == [(["nothing"], False)]
+    assert metric_with_stand_in(cache_dir=str(tmp_path))._reference_cache().enabled is False
+
+
+def test_outputs_are_shared_through_the_scoring_runs_context(monkeypatch):
+    import rexrank.metrics.run_context as run_context
+
+    shared = []
+
+    def shared_outputs(context, owner, model, side, texts, compute):
+        shared.append((context, owner, model, side, texts))
+        return compute(texts)
+
+    monkeypatch.setattr(run_context, "shared_outputs", shared_outputs)
+    context = object()
+    metric = metric_with_stand_in(progress=False, run_context=context)
+    assert metric.run_context is context
+    assert metric.annotate(["three"]) == [THREE]
+    assert shared == [(context, "radgraph", metric._model_key(), "direct", ["three"])]

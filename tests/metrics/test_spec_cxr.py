@@ -134,6 +134,9 @@ def test_metric_end_to_end(tmp_path):
     # errors: cand0 = severity not aligned + FP = 2; cand1 = location + comparison + FN = 3
     np.testing.assert_array_equal(result.primary[:2], [2, 3])
     assert math.isnan(result.primary[2]) and "invalid answer after 2 attempt(s)" in result.failures[2]
+    # presence counts per study: cand0 TP, FP (and a TN); cand1 TP, FN; cand2 unscored
+    for label, counts in (("tp", [1, 1]), ("fp", [1, 0]), ("fn", [0, 1])):
+        assert result.per_study[f"spec_cxr_{label}"][:2].tolist() == counts and math.isnan(result.per_study[f"spec_cxr_{label}"][2])
     overall = result.details["overall"]
     assert (overall["tp"], overall["fp"], overall["fn"], overall["tn"]) == (2, 1, 1, 1)
     assert result.corpus["spec_cxr_presence_f1"] == pytest.approx(4 / 6)

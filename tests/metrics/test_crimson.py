@@ -65,6 +65,25 @@ def test_patient_context_and_guidelines_change_the_prompt_as_officially():
         metric.requests(["a", "b"], ["c", "d"])
 
 
+def test_the_config_names_the_prompt_the_generation_and_the_answer_reader():
+    """What changes the numbers: a served judge other than the fine-tuned one gets the
+    guidelines unless told not to, greedy decoding with seed 42 and a JSON object; the
+    fine-tuned judge run locally, no guidelines, 8,192 new tokens in batches of one."""
+    reader = "crimson-score 0.2.0 parse_json_response repairs"
+    served = {"model": "judge", "base_url": "http://127.0.0.1:9/v1", "progress": False}
+    for options, guidelines in (({}, "with"), ({"guidelines": False}, "without"), ({"guidelines": True}, "with")):
+        metric = get_metric("crimson", **served, **options)
+        assert metric.config() == {
+            **metric.settings.provenance(), "prompt": f"crimson-score 0.2.0 build_prompt {guidelines} guidelines",
+            "patient_context": False, "batch_size": None, "answer_reader": reader,
+            "generation": {"temperature": 0.0, "seed": 42, "response_format": {"type": "json_object"}}}, options
+    local = get_metric("crimson", model_path="/x", patient_context=[None], progress=False)
+    assert local.config() == {
+        **local.settings.provenance(), "prompt": "crimson-score 0.2.0 build_prompt without guidelines",
+        "patient_context": True, "batch_size": 1, "answer_reader": reader,
+        "generation": {"temperature": 0.0, "max_tokens": 8192}}
+
+
 def test_weights_status_crimson_is_ready_with_an_endpoint_or_its_weights(monkeypatch, capsys):
     for name in ("REXRANK_LLM_BASE_URL", "OPENAI_BASE_URL", "REXRANK_LLM_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)

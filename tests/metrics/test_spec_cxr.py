@@ -221,6 +221,7 @@ def test_the_judge_is_sent_the_system_prompt_the_pair_and_a_reask_naming_the_pro
     """The messages as sent: the system prompt of the entity set, the reference and the
     candidate in the user message, and after an unusable answer that answer and a re-ask that
     names the problem; the bar is SPEC-CXR's."""
+    from rexrank.metrics.llm_common import usage_report
     from rexrank.metrics.spec_cxr_text import REASK_TEMPLATE, USER_TEMPLATE
 
     bodies = []
@@ -235,6 +236,7 @@ def test_the_judge_is_sent_the_system_prompt_the_pair_and_a_reask_naming_the_pro
                             cache_dir=str(tmp_path), progress=True)
         result = metric.score(["the candidate"], ["the reference"])
     assert result.primary.tolist() == [1.0]
+    assert result.details["reasks"] == 1 and result.details["llm_usage"] == usage_report(result.rows)
     asked = [{"role": "system", "content": system_prompt(metric.entity_set)},
              {"role": "user", "content": USER_TEMPLATE.format(reference="the reference", candidate="the candidate")}]
     assert asked[1]["content"] == "REFERENCE:\nthe reference\n\nCANDIDATE:\nthe candidate"

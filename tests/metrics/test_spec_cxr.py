@@ -204,6 +204,21 @@ def test_counts_are_summed_key_by_key():
     assert dict(_sum_counts([{"TP": 1, "loc_ok": 1}, {"TP": 2, "FP": 1}, {}])) == {"TP": 3, "loc_ok": 1, "FP": 1}
 
 
+def test_the_defaults_a_users_entity_set_and_a_bad_answer_format(tmp_path):
+    from rexrank.metrics.spec_cxr import SpecCxr
+
+    served = {"model": "judge", "base_url": "http://127.0.0.1:9/v1", "progress": False}
+    metric = SpecCxr(**served)
+    assert (metric.max_reasks, metric.max_tokens, metric.structured_output) == (2, 4096, "json_schema")
+    assert metric.entity_set.name == "rexrank-default-v1"
+    mine = tmp_path / "set.json"
+    mine.write_text(json.dumps({"name": "mine", "categories": {"pleura": ["pneumothorax"]}}))
+    assert SpecCxr(entity_set=str(mine), **served).entity_set.entities == ["pneumothorax"]
+    with pytest.raises(MetricError) as error:
+        SpecCxr(structured_output="xml", **served)
+    assert str(error.value) == "spec_cxr: structured_output must be json_schema, json_object or none, got 'xml'"
+
+
 def test_the_config_records_what_changes_the_numbers():
     """The provenance of a run: the judge's settings, the prompt's version, the entity set (its
     name, where it came from, its size), the answer format, the re-asks and the temperature."""

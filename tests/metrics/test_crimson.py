@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -49,6 +50,14 @@ def test_per_study_columns_unreadable_answers_and_failed_calls_by_study_id(tmp_p
     assert set(summary["failures"]) == {"s2", "s3"} and "HTTP 503" in summary["failures"]["s3"]
     assert "unusable answer" in summary["failures"]["s2"]
     assert summary["details"]["unparseable_ids"] == ["s2"]
+
+
+def test_the_judges_bar_is_crimsons(tmp_path, capsys):
+    with FakeOpenAIServer(lambda path, body: Reply(body=chat_body(PERFECT))) as server:
+        metric = get_metric("crimson", base_url=server.base_url, model="judge", cache_dir=str(tmp_path), progress=True)
+        assert metric.score(["candidate"], ["reference"]).primary.tolist() == [round(1 / 1.5, 4)]
+    err = capsys.readouterr().err
+    assert re.search(r"(^|\r|\n)CRIMSON: ", err), err
 
 
 def test_patient_context_and_guidelines_change_the_prompt_as_officially():

@@ -3,6 +3,7 @@ against plain transformers one text at a time; CheXbert F1 against
 sklearn.metrics.classification_report (public API) as the oracle."""
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -142,3 +143,19 @@ def test_f1_edge_cases_match_sklearn():
 
 def test_rrg_mode_counts_uncertain_as_positive():
     assert binarize_rrg(np.array([[0, 1, 2, 3]])).tolist() == [[0, 1, 0, 1]]
+
+
+def test_no_study_gives_zero_f1_and_no_accuracy_without_a_warning():
+    """Empty label matrices: sklearn's zero-division F1 of 0 and an exact-match accuracy of NaN
+    (not numpy's mean of nothing, which warns); the figures say how labels were binarised."""
+    import warnings
+
+    from rexrank.metrics.chexbert import chexbert_f1
+
+    none = np.zeros((0, 14), dtype=int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = chexbert_f1(none, none)
+    assert math.isnan(out["summary"].pop("chexbert_5_accuracy"))
+    assert set(out["summary"].values()) == {0.0} and len(out["summary"]) == 6
+    assert out["mode"] == "rrg (positive and uncertain -> 1)"

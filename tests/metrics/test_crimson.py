@@ -53,10 +53,10 @@ def test_per_study_columns_unreadable_answers_and_failed_calls_by_study_id(tmp_p
 
 
 def test_each_studys_columns_failures_completions_and_the_details(tmp_path):
-    """Six studies: the answer above (an urgent finding matched with a significant location
+    """Seven studies: the answer above (an urgent finding matched with a significant location
     and severity error: 1/1.5); prose cut at the length cap; a failed call; the finding matched
-    without error (1.0); prose that ended of itself; an empty answer. The corpus std is numpy's
-    population std of the two scores."""
+    without error (1.0); prose that ended of itself; an empty answer; JSON that is no object.
+    The corpus std is numpy's population std of the two scores."""
     from rexrank.metrics.llm_common import usage_report
 
     clean = json.loads(PERFECT)
@@ -64,8 +64,9 @@ def test_each_studys_columns_failures_completions_and_the_details(tmp_path):
     capped = chat_body("The reports agree.")
     capped["choices"][0]["finish_reason"] = "length"
     answers = {"ok": Reply(body=chat_body(PERFECT)), "capped": Reply(body=capped),
-               "down": Reply(503, {"error": {"message": "overloaded"}}), "clean": Reply(body=chat_body(json.dumps(clean))),
-               "prose": Reply(body=chat_body("The reports agree.")), "empty": Reply(body=chat_body(""))}
+               "down": Reply(503, {"error": {"message": "overloaded"}}),
+               "clean": Reply(body=chat_body(json.dumps(clean))), "prose": Reply(body=chat_body("The reports agree.")),
+               "empty": Reply(body=chat_body("")), "list": Reply(body=chat_body("[]"))}
 
     def script(path, body):
         return answers[next(k for k in answers if f"candidate-{k}" in body["messages"][1]["content"])]
@@ -73,7 +74,7 @@ def test_each_studys_columns_failures_completions_and_the_details(tmp_path):
     with FakeOpenAIServer(script) as server:
         metric = get_metric("crimson", base_url=server.base_url, model="judge", backoff=0.01, max_retries=0,
                             keep_completions=True, cache_dir=str(tmp_path), progress=False)
-        result = metric.score([f"candidate-{k}" for k in answers], [f"r{i}" for i in range(6)])
+        result = metric.score([f"candidate-{k}" for k in answers], [f"r{i}" for i in range(7)])
     per_study = {k: v.tolist() for k, v in result.per_study.items()}
     assert per_study["crimson"][0] == round(1 / 1.5, 4) and per_study["crimson"][3] == 1.0
     for column, values in (("crimson_attribute_errors", [1, 0]), ("crimson_weighted_attribute_errors", [0.5, 0]),
@@ -81,19 +82,21 @@ def test_each_studys_columns_failures_completions_and_the_details(tmp_path):
                            ("crimson_descriptor_errors", [0, 0]), ("crimson_false_findings", [0, 0]),
                            ("crimson_weighted_missing_findings", [0, 0])):
         assert [per_study[column][0], per_study[column][3]] == values, column
-        assert all(math.isnan(per_study[column][i]) for i in (1, 2, 4, 5)), column
+        assert all(math.isnan(per_study[column][i]) for i in (1, 2, 4, 5, 6)), column
     assert math.isnan(per_study["crimson"][1]) and math.isnan(per_study["crimson"][2])
     assert result.failures[1].startswith("unusable answer: ") and result.failures[1].endswith(
         " (generation hit the length cap)")
     assert result.failures[2].startswith("LLM call failed: ") and "503" in result.failures[2]
     assert result.failures[4] == "unusable answer: not JSON even after the official repairs (18 characters)"
     assert result.failures[5] == "unusable answer: not JSON even after the official repairs (0 characters)"
+    assert result.failures[6] == ("unusable answer: JSON the scorer cannot read (AttributeError: 'list' object has no "
+                                  "attribute 'get')")  # read, but not an object
     assert result.corpus["crimson_std"] == pytest.approx(abs(1.0 - round(1 / 1.5, 4)) / 2)
     details = result.details
-    assert (details["n_scored"], details["n_unparseable"], details["unparseable_positions"]) == (2, 3, [1, 4, 5])
-    assert details["completions"] == [PERFECT, "The reports agree.", None, json.dumps(clean), "The reports agree.", ""]
+    assert (details["n_scored"], details["n_unparseable"], details["unparseable_positions"]) == (2, 4, [1, 4, 5, 6])
+    assert details["completions"] == [PERFECT, "The reports agree.", None, json.dumps(clean), "The reports agree.", "", "[]"]
     assert details["llm_usage"] == usage_report(result.rows)
-    assert result.rows.side["unparseable"] == [False, True, False, False, True, True]
+    assert result.rows.side["unparseable"] == [False, True, False, False, True, True, True]
 
 
 def test_the_judges_bar_is_crimsons(tmp_path, capsys):

@@ -99,6 +99,21 @@ def test_each_studys_columns_failures_completions_and_the_details(tmp_path):
     assert result.rows.side["unparseable"] == [False, True, False, False, True, True, True]
 
 
+def test_a_run_that_scored_nothing_has_no_std_and_no_warning(tmp_path):
+    import warnings
+
+    from rexrank.metrics.crimson import Crimson
+
+    with FakeOpenAIServer(lambda path, body: Reply(503, {"error": {"message": "down"}})) as server:
+        metric = get_metric("crimson", base_url=server.base_url, model="judge", backoff=0.01, max_retries=0,
+                            cache_dir=str(tmp_path), progress=False)
+        rows = metric.score(["candidate"], ["reference"]).rows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's std of nothing warns
+        result = Crimson.aggregate(rows)
+    assert math.isnan(result.corpus["crimson_std"]) and result.details["n_scored"] == 0
+
+
 def test_the_judges_bar_is_crimsons(tmp_path, capsys):
     with FakeOpenAIServer(lambda path, body: Reply(body=chat_body(PERFECT))) as server:
         metric = get_metric("crimson", base_url=server.base_url, model="judge", cache_dir=str(tmp_path), progress=True)
@@ -133,6 +148,9 @@ def test_the_config_names_the_prompt_the_generation_and_the_answer_reader():
             **metric.settings.provenance(), "prompt": f"crimson-score 0.2.0 build_prompt {guidelines} guidelines",
             "patient_context": False, "batch_size": None, "answer_reader": reader,
             "generation": {"temperature": 0.0, "seed": 42, "response_format": {"type": "json_object"}}}, options
+    other = get_metric("crimson", backend="transformers", model="someone/judge", progress=False)
+    assert other.config()["generation"] == {"temperature": 0.0, "max_tokens": 8192}  # local: greedy, capped
+    assert other.config()["prompt"] == "crimson-score 0.2.0 build_prompt with guidelines"
     local = get_metric("crimson", model_path="/x", patient_context=[None], progress=False)
     assert local.config() == {
         **local.settings.provenance(), "prompt": "crimson-score 0.2.0 build_prompt without guidelines",

@@ -159,3 +159,21 @@ def test_no_study_gives_zero_f1_and_no_accuracy_without_a_warning():
     assert math.isnan(out["summary"].pop("chexbert_5_accuracy"))
     assert set(out["summary"].values()) == {0.0} and len(out["summary"]) == 6
     assert out["mode"] == "rrg (positive and uncertain -> 1)"
+
+
+def test_the_report_takes_indicators_of_any_type_and_refuses_other_shapes():
+    """0/1 indicators as floats give the report of the same booleans; matrices of other shapes
+    are refused before anything is counted."""
+    names = ("a", "b")
+    y_true = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    y_pred = np.array([[1.0, 1.0], [0.0, 1.0], [0.0, 0.0]])
+    assert classification_report(y_true, y_pred, names) == classification_report(y_true == 1, y_pred == 1, names)
+    # a: tp 1 of 2 true, 1 predicted; b: tp 1 of 1 true, 2 predicted
+    report = classification_report(y_true, y_pred, names)
+    assert (report["a"]["precision"], report["a"]["recall"], report["b"]["precision"], report["b"]["recall"]) == (
+        1.0, 0.5, 0.5, 1.0)
+    shapes = ((np.zeros((2, 2)), np.zeros((3, 2))), (np.zeros((2, 3)), np.zeros((2, 3))), (np.zeros(2), np.zeros(2)))
+    for true, pred in shapes:
+        with pytest.raises(ValueError) as error:
+            classification_report(true, pred, names)
+        assert str(error.value) == f"label matrices must both be [n, 2], got {true.shape} and {pred.shape}"

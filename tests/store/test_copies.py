@@ -55,18 +55,23 @@ def file_private(store, tmp_path, rows, who, model="m", **kw):
                   **kw)
 
 
+def _spy_reads(monkeypatch, repo) -> list:
+    """Every `read_optional` of `repo` from now on, as (snapshot, path)."""
+    reads, read = [], repo.read_optional
+    monkeypatch.setattr(repo, "read_optional", lambda snap, path: (reads.append((snap, path)), read(snap, path))[1])
+    return reads
+
+
 def test_candidates_are_found_reading_the_same_files_whatever_the_history_holds(tmp_path, monkeypatch):
     store = open_store(tmp_path / "s", quota=Quota(0))
     original = file_private(store, tmp_path, big("original"), "alice")
     reads_per_filing = []
     for n in range(12):  # unrelated filings of others: the history grows
         file_private(store, tmp_path, big(f"unrelated {n}"), f"team{n}")
-        seen: list[str] = []
-        read = store.requests.read_optional
-        monkeypatch.setattr(store.requests, "read_optional", lambda snap, path: (seen.append(path), read(snap, path))[1])
+        seen = _spy_reads(monkeypatch, store.requests)
         copy = file_private(store, tmp_path, {**big("original"), "RG00007": "mine"}, f"copier{n}")
         monkeypatch.undo()
-        reads_per_filing.append(len([p for p in seen if p.startswith(R.COPIES_DIR)]))
+        reads_per_filing.append(len([p for _, p in seen if p.startswith(R.COPIES_DIR)]))
         assert copy["status"] == "HELD"
         assert [m["request_id"] for m in store.get_request(copy["id"])["review"]["matches"]][0] == original["id"]
     # the key, ANCHORS anchor shards at most (all distinct for about 1 key in 10), the list of
@@ -229,12 +234,11 @@ def test_the_key_is_made_once_in_a_commit_of_its_own_and_a_damaged_one_is_made_a
                                                                                    parent=parent))[1])
     # read as of the snapshot the commit is made on (a local repo reads its files whatever the
     # snapshot; the Hub's reads the snapshot's version)
-    reads, read_optional = [], repo.read_optional
-    monkeypatch.setattr(repo, "read_optional", lambda snap, path: (reads.append(snap), read_optional(snap, path))[1])
+    reads = _spy_reads(monkeypatch, repo)
     made = copies.key(repo)
     assert len(made) == 32 and copies.key(repo) == made and copies.key_at(repo, repo.snapshot()) == (made, {})
     assert messages == ["copies: the fingerprint key"]  # once
-    assert reads and all(snap is not None and snap.version for snap in reads)
+    assert reads and all(snap is not None and snap.version for snap, _ in reads)
     assert json.loads((tmp_path / "s" / "requests" / "copies" / "key.json").read_text()) == {"key": made.hex()}
     (tmp_path / "s" / "requests" / "copies" / "key.json").write_text(json.dumps({"key": "ab" * 31}))  # 62 digits
     again, changes = copies.key_at(repo, repo.snapshot())
@@ -276,10 +280,9 @@ def test_the_index_finds_other_parties_filings_on_the_same_set_and_track_at_99_p
     gone.unlink()
     assert [f.request_id for f, _ in copies.CopyIndex(repo, repo.snapshot()).matches(mine)] == [_rid(6), _rid(7)]
     gone.write_bytes(kept)
-    reads, read_optional = [], repo.read_optional  # every file read as of the index's snapshot
-    monkeypatch.setattr(repo, "read_optional", lambda snap, path: (reads.append(snap), read_optional(snap, path))[1])
+    reads = _spy_reads(monkeypatch, repo)  # every file read as of the index's snapshot
     assert copies.CopyIndex(repo, repo.snapshot()).matches(mine) == found
-    assert len(reads) > 3 and all(snap is not None for snap in reads)
+    assert len(reads) > 3 and all(snap is not None for snap, _ in reads)
     monkeypatch.undo()
     originals, later = copies.judge(mine, found)
     assert [f.request_id for f, _ in originals] == [_rid(6)] and [f.request_id for f, _ in later] == [_rid(7)]
@@ -300,10 +303,9 @@ def test_a_published_copy_is_listed_with_its_original_and_the_list_emptied_is_re
     assert copies.flag_published({}, copy, original, 2 / 3)[_rid(1)]["share"] == 0.6667  # four decimals
     assert copies.published_changes({}) == {"copies/published.json": None}
     repo = open_store(tmp_path / "s").requests
-    reads, read_optional = [], repo.read_optional  # read as of the snapshot given
-    monkeypatch.setattr(repo, "read_optional", lambda snap, path: (reads.append(snap), read_optional(snap, path))[1])
+    reads = _spy_reads(monkeypatch, repo)  # read as of the snapshot given
     assert copies.published_copies(repo, repo.snapshot()) == {}
-    assert reads and all(snap is not None for snap in reads)
+    assert reads and all(snap is not None for snap, _ in reads)
     repo.commit(copies.published_changes(flagged), message="flag", parent=repo.version())
     assert copies.published_copies(repo, repo.snapshot()) == flagged
     repo.commit({copies.PUBLISHED_COPIES: b'{"requests": [1]}'}, message="odd", parent=repo.version())

@@ -264,6 +264,10 @@ TESTS: dict[str, tuple[str, ...]] = {
                                 "tests/metrics/test_radcliq.py::test_rexrank_figure_is_one_over_mean_v1",
                                 "tests/metrics/test_radcliq.py::test_scalars_and_errors", "tests/test_results_schema.py", *_RADCLIQ_PINS),
     "radgraph.f1": ("tests/radgraph/test_logic.py",),
+    # its own tests and its shard rule's, which the merge's tests hold
+    "metrics.radcliq": ("tests/metrics/test_radcliq.py", "tests/metrics/test_radcliq_modules.py",
+                        "tests/metrics/test_radcliq_weights.py",
+                        "tests/backend/test_merge.py::test_radcliq_shards_as_its_components_allow_under_their_options"),
     "metrics.sembscore": ("tests/metrics/test_chexbert.py",),
     "ratescore.affinity": ("tests/ratescore/test_parts.py",),
     "ratescore.match": ("tests/ratescore/test_parts.py",),
@@ -382,6 +386,7 @@ SURVIVED = {0}
 # a mutant whose tests ran past mutmut's CPU-time limit: a hang, or a slow machine; counted
 # as not killed and listed, to be looked at
 TIMEOUT = {36, -24, 24, 152, 255}
+NO_TESTS = 33  # no test of the module's list reached the function: after the list grows, a run takes them again
 
 
 def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
@@ -396,6 +401,9 @@ def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
             raise SystemExit(f"{path.name}: {name.strip()} has no reason (write `name  # why it is equivalent`)")
         out[name.strip()] = reason.strip()
     return out
+
+
+PROJECT_FOLDERS = ("metrics", "spaces", "datasets_scripts", "leaderboard_space")  # the design's top level beside src/
 
 
 def workdir(label: str) -> Path:
@@ -413,12 +421,15 @@ def prepare(label: str, path: str, tests: tuple[str, ...]) -> Path:
 
     folder = workdir(label)
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("src", "tests"):
+    for name in ("src", "tests", *PROJECT_FOLDERS):
         link = folder / name
         if not link.exists():
             link.symlink_to(ROOT / name, target_is_directory=True)
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
-    settings = {**project["mutmut"], "only_mutate": [f"src/rexrank/{path}"], "pytest_add_cli_args_test_selection": list(tests)}
+    # mutmut runs a copy of tests/ inside mutants/<module>/mutants/: the folders the tests
+    # read beside it (metric cards, Space apps) are copied there too
+    settings = {**project["mutmut"], "only_mutate": [f"src/rexrank/{path}"], "pytest_add_cli_args_test_selection": list(tests),
+                "also_copy": [*project["mutmut"].get("also_copy", []), *PROJECT_FOLDERS]}
     lines = ["[tool.mutmut]"]
     lines += [f"{k} = {_toml_list(v) if isinstance(v, list) else json.dumps(v)}" for k, v in settings.items()]
     lines += ["", "[tool.pytest.ini_options]"]
@@ -496,6 +507,20 @@ def listing() -> None:
             print(f"exclude  {label_of(path):<40} {why}")
 
 
+def _not_run_yet(label: str, path: str, patterns: tuple[str, ...]) -> list[str]:
+    """The patterns on a first run; after it, the mutants without a result (or without a test
+    then), by name. mutmut re-runs every mutant a pattern matches, the killed ones too, so a run
+    stopped half way would otherwise start again from the fastest mutants and record nothing
+    new for long."""
+    codes = results({label: (path, patterns, ())})[label]
+    if codes is None:
+        return list(patterns)
+    left = sorted(k for k, c in codes.items() if c is None or c == NO_TESTS)
+    if not left:
+        print("   every mutant has a result: --rerun NAME ... runs one again", flush=True)
+    return left
+
+
 def main(argv: list[str] | None = None) -> int:
     audited = modules()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -520,7 +545,8 @@ def main(argv: list[str] | None = None) -> int:
         for label, (path, patterns, tests) in chosen.items():
             print(f"== {label}", flush=True)
             folder = prepare(label, path, tests)
-            names = list(patterns) if not args.rerun else [n for n in args.rerun if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+            names = (_not_run_yet(label, path, patterns) if not args.rerun
+                     else [n for n in args.rerun if any(fnmatch.fnmatchcase(n, p) for p in patterns)])
             if not names:
                 continue
             if drop_stale_stats(folder, tests):

@@ -92,3 +92,43 @@ def test_the_mutation_tool_maps_tests_to_functions_again_after_a_test_changed(tm
         stats.write_text("{}")
         os.utime(stats, (2000, 2000))
         os.utime(tmp_path / edited, (1000, 1000))
+
+
+def test_a_run_after_the_first_names_only_the_mutants_without_a_result(tmp_path, monkeypatch, capsys):
+    """mutmut re-runs every mutant a pattern matches, so a stopped run goes on by name."""
+    import json
+
+    tool = _mutation_tool()
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    patterns = ("rexrank.x.*",)
+    assert tool._not_run_yet("x", "x.py", patterns) == ["rexrank.x.*"]  # first run: the pattern
+    meta = tool.workdir("x") / "mutants" / "src" / "rexrank" / "x.py.meta"
+    meta.parent.mkdir(parents=True)
+    codes = {"rexrank.x.f__mutmut_2": None, "rexrank.x.f__mutmut_1": 1, "rexrank.x.g__mutmut_1": 0,
+             "rexrank.x.g__mutmut_3": None, "rexrank.y.h__mutmut_1": None, "rexrank.x.h__mutmut_1": 33,
+             "rexrank.x.h__mutmut_2": -24}
+    meta.write_text(json.dumps({"exit_code_by_key": codes}))
+    assert tool._not_run_yet("x", "x.py", patterns) == ["rexrank.x.f__mutmut_2", "rexrank.x.g__mutmut_3",
+                                                         "rexrank.x.h__mutmut_1"]  # 33: no test reached it then
+    assert capsys.readouterr().out == ""
+    meta.write_text(json.dumps({"exit_code_by_key": {"rexrank.x.f__mutmut_1": 1, "rexrank.x.f__mutmut_2": -24}}))
+    assert tool._not_run_yet("x", "x.py", patterns) == []
+    assert "every mutant has a result" in capsys.readouterr().out
+
+
+def test_mutmut_copies_the_top_level_folders_the_tests_read(tmp_path, monkeypatch):
+    """mutmut runs its own copy of tests/, whose project root is mutants/<module>/mutants: the
+    metric cards and Space apps the tests read must be copied there beside it."""
+    import tomllib
+
+    tool = _mutation_tool()
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    for name in ("src", "tests", *tool.PROJECT_FOLDERS):
+        (tmp_path / name).mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.mutmut]\nalso_copy = ["x.cfg"]\n\n[tool.pytest.ini_options]\nmarkers = []\n')
+    folder = tool.prepare("metrics.radcliq", "metrics/radcliq.py", ("tests/metrics/test_radcliq.py",))
+    settings = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["mutmut"]
+    assert settings["also_copy"] == ["x.cfg", "metrics", "spaces", "datasets_scripts", "leaderboard_space"]
+    assert settings["only_mutate"] == ["src/rexrank/metrics/radcliq.py"]
+    for name in ("src", "tests", "metrics", "leaderboard_space"):
+        assert (folder / name).resolve() == tmp_path / name

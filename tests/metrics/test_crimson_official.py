@@ -125,7 +125,7 @@ def test_endpoint_requests_carry_the_official_arguments(model, tmp_path):
     seen, script = _capture(replies)
     with FakeOpenAIServer(script) as server:
         metric = get_metric("crimson", base_url=server.base_url, model=model, patient_context=list(contexts),
-                            cache=False, progress=False, max_concurrency=1)
+                            cache=False, progress=False, max_concurrency=1, max_retries=0)  # a wrong request fails at once
         result = metric.score(list(cands), list(refs))
     by_user = {_sha(body["messages"]): body for body in seen}
     official = OFFICIAL["openai"] if model != DEFAULT_MODEL else OFFICIAL["vllm"]
@@ -209,6 +209,9 @@ def test_config_records_the_official_generation():
     metric = get_metric("crimson", model_path="/nonexistent", progress=False)
     assert metric.settings.dtype == "bfloat16" and metric.settings.batch_size == 1
     assert metric.params() == {"temperature": 0.0, "max_tokens": 8192}
+    # a local request carries the cap alone (the backend is greedy): its cache key stays the one
+    # earlier local runs wrote, and without the cap generation would run to the model's limit
+    assert [r.param_dict for r in metric.requests(["a", "b"], ["c", "d"])] == [{"max_tokens": 8192}] * 2
     assert not metric.use_guidelines()  # the fine-tuned judge was trained without them
     assert get_metric("crimson", model_path="/x", guidelines=True, progress=False).use_guidelines()
 

@@ -135,17 +135,25 @@ def test_bertscore_and_radcliq_with_idf_merge_into_the_single_run(tmp_path):
 
 def test_radcliq_shards_as_its_components_allow_under_their_options(monkeypatch):
     from rexrank.metrics.base import ShardRule
+    from rexrank.metrics.bertscore import BertScore
     from rexrank.metrics.radcliq import RadCliQ
     from rexrank.metrics.radgraph import RadGraph
     from rexrank.metrics.sembscore import SembScore
 
-    monkeypatch.setattr(SembScore, "shard_rule", classmethod(
+    # each component's rule sees its own options only
+    monkeypatch.setattr(BertScore, "shard_rule", classmethod(
         lambda cls, options: ShardRule(align=options.get("batch_size", 1))))
+    monkeypatch.setattr(SembScore, "shard_rule", classmethod(
+        lambda cls, options: ShardRule(refusal="own batches") if options.get("coupled") else ShardRule(align=options.get("batch_size", 1))))
     monkeypatch.setattr(RadGraph, "shard_rule", classmethod(
         lambda cls, options: ShardRule(refusal="coupled") if options.get("coupled") else ShardRule(align=6)))
     assert RadCliQ.shard_rule({"sembscore_options": {"batch_size": 4}}) == ShardRule(align=12)
+    assert RadCliQ.shard_rule({"bertscore_options": {"batch_size": 5}, "sembscore_options": {"batch_size": 4}}) == ShardRule(align=60)
+    assert RadCliQ.shard_rule({"bertscore_options": {"batch_size": 5}}) == ShardRule(align=30)
     rule = RadCliQ.shard_rule({"radgraph_options": {"coupled": True}})
     assert rule.refusal == "radgraph: coupled"
+    rule = RadCliQ.shard_rule({"radgraph_options": {"coupled": True}, "sembscore_options": {"coupled": True}})
+    assert rule.refusal == "radgraph: coupled; sembscore: own batches"  # every refusal, in the components' order
 
 
 def test_each_merge_refusal_word_for_word_and_the_merged_runs_accounting():

@@ -49,6 +49,16 @@ def test_per_study_columns_unreadable_answers_and_failed_calls_by_study_id(tmp_p
     assert set(summary["failures"]) == {"s2", "s3"} and "HTTP 503" in summary["failures"]["s3"]
     assert "unusable answer" in summary["failures"]["s2"]
     assert summary["details"]["unparseable_ids"] == ["s2"]
+    assert "completions" not in summary["details"]  # the judge's answers are kept only when asked
+
+
+def test_crimsons_options_are_checked_and_answers_are_kept_only_when_asked():
+    with pytest.raises(MetricError, match=r"^crimson: guidelines must be true, false or unset \(official choice\), got 'yes'$"):
+        get_metric("crimson", model_path="/x", guidelines="yes", progress=False)
+    with pytest.raises(MetricError, match=r"^crimson: max_new_tokens must be >= 1, got 0$"):
+        get_metric("crimson", model_path="/x", max_new_tokens=0, progress=False)
+    assert get_metric("crimson", model_path="/x", max_new_tokens=1, progress=False).max_new_tokens == 1
+    assert get_metric("crimson", model_path="/x", progress=False).keep_completions is False
 
 
 def test_each_studys_columns_failures_completions_and_the_details(tmp_path):

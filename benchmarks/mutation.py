@@ -542,6 +542,9 @@ def main(argv: list[str] | None = None) -> int:
                              "or name them in TESTS of benchmarks/mutation.py")
         # the tests read ../shared beside the checkout; mutmut runs them from mutants/
         env = {**os.environ, "REXRANK_SHARED": os.environ.get("REXRANK_SHARED", str(ROOT.parent / "shared"))}
+        # each mutant's run imports torch and transformers afresh: without bytecode written once
+        # (a machine may set this; .ci/run unsets it too) it compiles them from source every time
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         for label, (path, patterns, tests) in chosen.items():
             print(f"== {label}", flush=True)
             folder = prepare(label, path, tests)

@@ -133,6 +133,74 @@ def test_config_names_the_coefficients_and_the_provenance_of_the_components_it_u
     assert radcliq.config()["components"]["radgraph"] != radcliq.components["radgraph"].provenance()
 
 
+class _Component:
+    """A component standing in for a model metric: its per-study values and failures are given."""
+
+    def __init__(self, name, values, failures=None):
+        self.name, self.values, self.failures, self.calls = name, values, failures or {}, []
+
+    def score(self, predictions, references, *, part):
+        from rexrank.metrics.base import MetricResult
+
+        self.calls.append((list(predictions), list(references), part))
+        values = np.asarray(self.values[part[0]:part[1]], dtype=float)
+        return MetricResult(self.name, {self.name: values}, {}, {}, dict(self.failures))
+
+    def provenance(self):
+        return {"name": self.name, "instance": id(self)}
+
+
+def test_a_part_takes_each_components_values_failures_and_what_the_run_scored_before():
+    """radcliq's columns, failures and reuse for studies [1, 3) of 4, each component a stand-in:
+    a study that two components failed is named by the first (radgraph, then bertscore, ...)."""
+    from types import SimpleNamespace
+
+    from rexrank.metrics.registry import get_metric
+
+    preds, refs = ["p0", "p1", "p2", "p3"], ["r0", "r1", "r2", "r3"]
+    components = {
+        "radgraph": _Component("radgraph", [0.0, 0.5, 0.25, 0.0], {1: "no entities"}),
+        "bertscore": _Component("bertscore", [0.0, 0.25, 0.5, 0.0]),
+        "sembscore": _Component("sembscore", [0.0, 0.75, 1.0, 0.0], {0: "unlabelled", 1: "too long"}),
+        "bleu2": _Component("bleu2", [0.0, 0.1, 0.2, 0.0]),
+    }
+    earlier_bertscore = _Component("bertscore", None)
+    earlier = SimpleNamespace(primary=np.array([0.3, 0.6]), failures={})
+    asked = []
+
+    def result_like(metric, predictions, references):
+        asked.append((metric, list(predictions), list(references)))
+        return (earlier, earlier_bertscore) if metric.name == "bertscore" else None
+
+    radcliq = get_metric("radcliq", progress=False)
+    radcliq.components = components
+    radcliq.run_context = SimpleNamespace(result_like=result_like)
+    result = radcliq.score(preds, refs, part=(1, 3))
+    assert asked == [(components[n], ["p1", "p2"], ["r1", "r2"]) for n in ("radgraph", "bertscore", "sembscore", "bleu2")]
+    assert components["bertscore"].calls == []  # taken from the run
+    for name in ("radgraph", "sembscore", "bleu2"):  # scored as a run over every pair scores the part
+        assert components[name].calls == [(preds, refs, (1, 3))]
+    assert list(result.per_study["radcliq_bertscore"]) == [0.3, 0.6]
+    assert list(result.per_study["radcliq_radgraph"]) == [0.5, 0.25]
+    assert list(result.per_study["radcliq_sembscore"]) == [0.75, 1.0]
+    assert list(result.per_study["radcliq_bleu2"]) == [0.1, 0.2]
+    parts = dict(radgraph=np.array([0.5, 0.25]), bertscore=np.array([0.3, 0.6]), semb=np.array([0.75, 1.0]),
+                 bleu2=np.array([0.1, 0.2]))
+    assert list(result.per_study["radcliq"]) == list(radcliq_from_components(**parts, version="v1"))
+    assert list(result.per_study["radcliq_v0"]) == list(radcliq_from_components(**parts, version="v0"))
+    assert result.failures == {1: "radgraph: no entities", 0: "sembscore: unlabelled"}
+    assert result.details == {"components_from_the_run": ["bertscore"]}
+    assert radcliq.config()["coefficients"] == "CXR-Report-Metric pickles (normalizer.pkl, composite_metric_model.pkl, radcliq-v1.pkl)"
+    assert radcliq.config()["components"] == {"radgraph": components["radgraph"].provenance(),
+                                              "bertscore": earlier_bertscore.provenance(),
+                                              "sembscore": components["sembscore"].provenance(),
+                                              "bleu2": components["bleu2"].provenance()}
+    # without a run, every component scores and nothing is said of the run
+    radcliq.run_context = None
+    assert radcliq.score(preds, refs, part=(1, 3)).details == {}
+    assert components["bertscore"].calls == [(preds, refs, (1, 3))]
+
+
 def test_no_progress_reaches_the_model_metrics_bars():
     """`rexrank score --no-progress` hides the per-batch bars of every metric that has them,
     radcliq's components included; an explicit option still wins."""

@@ -59,6 +59,10 @@ def test_crimsons_options_are_checked_and_answers_are_kept_only_when_asked():
         get_metric("crimson", model_path="/x", max_new_tokens=0, progress=False)
     assert get_metric("crimson", model_path="/x", max_new_tokens=1, progress=False).max_new_tokens == 1
     assert get_metric("crimson", model_path="/x", progress=False).keep_completions is False
+    with pytest.raises(MetricError) as err:
+        get_metric("crimson", model_path="/x", patient_context="test_set", progress=False)
+    assert str(err.value) == ("crimson: patient_context='test_set' takes the context from the test set, which only "
+                              "`rexrank score` and the backend have; in Python give one dict (or None) per study")
 
 
 def test_each_studys_columns_failures_completions_and_the_details(tmp_path):

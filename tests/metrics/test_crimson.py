@@ -63,6 +63,10 @@ def test_crimsons_options_are_checked_and_answers_are_kept_only_when_asked():
         get_metric("crimson", model_path="/x", patient_context="test_set", progress=False)
     assert str(err.value) == ("crimson: patient_context='test_set' takes the context from the test set, which only "
                               "`rexrank score` and the backend have; in Python give one dict (or None) per study")
+    with pytest.raises(MetricError) as err:
+        get_metric("crimson", model_path="/x", patient_context=[None, "age 71"], progress=False)
+    assert str(err.value) == ("crimson: patient_context[1] is str; give a dict such as "
+                              "{'Age': 71, 'Indication': 'dyspnea'} or None per study")
 
 
 def test_each_studys_columns_failures_completions_and_the_details(tmp_path):

@@ -268,7 +268,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "metrics.radcliq": ("tests/metrics/test_radcliq.py", "tests/metrics/test_radcliq_modules.py",
                         "tests/metrics/test_radcliq_weights.py",
                         "tests/backend/test_merge.py::test_radcliq_shards_as_its_components_allow_under_their_options"),
-    "metrics.sembscore": ("tests/metrics/test_chexbert.py",),
+    "metrics.sembscore": ("tests/metrics/test_sembscore.py", "tests/metrics/test_chexbert.py"),
     "ratescore.affinity": ("tests/ratescore/test_parts.py",),
     "ratescore.match": ("tests/ratescore/test_parts.py",),
     "metrics.green_text": _GREEN_TEXT,

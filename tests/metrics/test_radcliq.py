@@ -201,6 +201,47 @@ def test_a_part_takes_each_components_values_failures_and_what_the_run_scored_be
     assert components["bertscore"].calls == [(preds, refs, (1, 3))]
 
 
+def test_each_component_gets_the_shared_options_under_its_own():
+    """device, cache, cache_dir, progress and the run go to the three model components (a
+    device only when one is given: each keeps its own default); a component's own options win;
+    sembscore computes no labels here (radcliq uses its vectors only); bleu2 takes none."""
+    from rexrank.metrics.registry import get_metric
+
+    context = object()
+    radcliq = get_metric("radcliq", device="cpu", cache=False, cache_dir="/c", run_context=context,
+                         sembscore_options={"batch_size": 4}, radgraph_options={"progress": False, "cache_dir": "/r"})
+    bertscore, sembscore, radgraph = (radcliq.components[n] for n in ("bertscore", "sembscore", "radgraph"))
+    assert (bertscore.device, sembscore.options["device"], radgraph.device) == ("cpu",) * 3
+    assert (bertscore.cache, sembscore.cache, radgraph.cache) == (False,) * 3
+    assert (bertscore.cache_dir, sembscore.cache_dir, radgraph.cache_dir) == ("/c", "/c", "/r")
+    assert (bertscore.progress, sembscore.progress, radgraph.progress) == (True, True, False)
+    assert (bertscore.run_context, sembscore.run_context, radgraph.run_context) == (context,) * 3
+    assert sembscore.options["batch_size"] == 4 and sembscore.labels is False
+    assert list(radcliq.components) == ["radgraph", "bertscore", "sembscore", "bleu2"]
+    default = get_metric("radcliq")
+    plain = {"bertscore": get_metric("bertscore"), "sembscore": get_metric("sembscore"), "radgraph": get_metric("radgraph")}
+    assert default.components["bertscore"].device == plain["bertscore"].device
+    assert default.components["sembscore"].options["device"] == plain["sembscore"].options["device"]
+    assert default.components["radgraph"].device == plain["radgraph"].device
+    assert all(default.components[n].run_context is None and default.components[n].progress is True for n in plain)
+
+
+def test_the_inverse_of_a_mean_of_exactly_zero_is_refused():
+    from rexrank.errors import MetricError
+    from rexrank.metrics.base import StudyRows
+    from rexrank.metrics.radcliq import RadCliQ
+
+    def rows(v1):
+        columns = {"radcliq": v1, "radcliq_v0": [0.0] * len(v1)}
+        return StudyRows(columns, {}, {}, {}, {})
+
+    with pytest.raises(MetricError) as error:
+        RadCliQ.aggregate(rows([1.0, -1.0]))
+    assert str(error.value) == "radcliq: mean RadCliQ-v1 is exactly 0, its inverse is undefined"
+    assert RadCliQ.aggregate(rows([1.5, 0.5])).corpus["radcliq_v1_inv"] == 1.0
+    assert RadCliQ.aggregate(rows([2.0, 2.0])).corpus["radcliq_v1_inv"] == 0.5
+
+
 def test_no_progress_reaches_the_model_metrics_bars():
     """`rexrank score --no-progress` hides the per-batch bars of every metric that has them,
     radcliq's components included; an explicit option still wins."""

@@ -106,7 +106,10 @@ def test_without_labels_there_are_no_label_columns_or_details():
 
 
 def test_no_study_has_an_empty_label_matrix_of_14_conditions():
-    assert _label_matrix([]).shape == (0, 14)
+    # class indices, as the model's rows are: joined to another shard's rows, an empty part keeps them integers
+    assert _label_matrix([]).shape == (0, 14) and _label_matrix([]).dtype == np.int8
+    assert np.concatenate([_label_matrix([]), _label_matrix([labels(1)])]).tolist() == [labels(1).tolist()]
+    assert np.concatenate([_label_matrix([]), _label_matrix([labels(1)])]).dtype == np.int8
     assert _label_matrix([labels(1), labels(2)]).tolist() == [labels(1).tolist(), labels(2).tolist()]
 
 

@@ -173,3 +173,102 @@ def test_offline_failure_is_fast_and_names_the_checkpoint():
         BertScore().score(["No effusion."], ["No effusion."])
     assert time.time() - start < 10
     assert "model=" in str(err.value)
+
+
+# ---- options, provenance and loading, word for word (no model) --------------------------------
+
+def _refusal(**options) -> str:
+    with pytest.raises(MetricError) as error:
+        BertScore(**options)
+    return str(error.value)
+
+
+def test_each_option_refusal_word_for_word_and_the_values_just_inside():
+    assert _refusal(model="some/other-model") == (
+        "bertscore: give num_layers for model 'some/other-model' (the layer is only known for distilbert/distilroberta-base)")
+    for bad in (-1, 2.0, "5"):
+        assert _refusal(num_layers=bad, rescale_with_baseline=False) == f"bertscore: num_layers must be an integer >= 0, got {bad!r}"
+    assert BertScore(num_layers=0, rescale_with_baseline=False).num_layers == 0
+    assert _refusal(baseline=(0.1, 0.2)) == "bertscore: baseline must be three numbers (P, R, F) below 1, got (0.1, 0.2)"
+    assert _refusal(baseline=(0.1, 0.2, 1.0)) == "bertscore: baseline must be three numbers (P, R, F) below 1, got (0.1, 0.2, 1.0)"
+    assert BertScore(baseline=["0.1", 0.2, 0.99]).baseline == (0.1, 0.2, 0.99)  # read as floats
+    assert _refusal(model="some/other-model", num_layers=3) == (
+        "bertscore: no published baseline known for 'some/other-model' layer 3; pass baseline=(P, R, F) or rescale_with_baseline=False")
+    assert _refusal(num_layers=4).startswith("bertscore: no published baseline known for 'distilbert/distilroberta-base' layer 4;")
+    assert BertScore(model="some/other-model", num_layers=3, rescale_with_baseline=False).baseline is None
+    assert _refusal(batch_size=0) == "bertscore: batch_size must be >= 1, got 0"
+    assert BertScore(batch_size=1).batch_size == 1
+
+
+def test_the_defaults_are_the_official_run():
+    metric = BertScore()
+    assert metric.checkpoint.repo_id == "distilbert/distilroberta-base" and metric.num_layers == 5
+    assert (metric.idf, metric.rescale_with_baseline, metric.baseline) == (False, True, DISTILROBERTA_LAYER5_BASELINE)
+    assert (metric.batch_size, metric.device, metric.cache, metric.cache_dir, metric.progress) == (64, None, True, None, True)
+    assert metric.run_context is None
+    # the id the official code used, before the Hub moved the model
+    assert BertScore(model="distilroberta-base").checkpoint == metric.checkpoint
+    assert BertScore(baseline=(0.5, 0.5, 0.5), rescale_with_baseline=False).baseline is None
+
+
+def test_config_names_the_checkpoint_layer_weights_baseline_and_text_rule():
+    metric = BertScore()
+    assert metric.config() == {
+        "checkpoint": metric.checkpoint.provenance(),
+        "num_layers": 5,
+        "idf": False,
+        "idf_source": None,
+        "rescale_with_baseline": True,
+        "baseline": list(DISTILROBERTA_LAYER5_BASELINE),
+        "preprocessing": "collapse ' +', strip; prefix space for byte-level BPE",
+    }
+    other = BertScore(idf=1, rescale_with_baseline=0).config()
+    assert (other["idf"], other["idf_source"], other["rescale_with_baseline"], other["baseline"]) == (True, "references", False, None)
+
+
+def test_the_run_key_holds_what_shapes_the_embeddings_the_weights_and_the_cache():
+    metric = BertScore(batch_size=8, device="cpu", cache=False, cache_dir="/c", idf=True)
+    model_key = ("token-embedder", metric.checkpoint, 5, 8, "cpu")
+    assert metric._model_key() == model_key
+    assert metric.run_key() == ("bertscore", model_key, True, DISTILROBERTA_LAYER5_BASELINE, False, "/c")
+
+
+def test_the_embedder_is_loaded_once_with_the_metrics_options(monkeypatch):
+    import rexrank.models.shared as shared
+    import rexrank.models.token_embeddings as token_embeddings
+
+    loads, built = [], []
+
+    class Recorder:
+        def __init__(self, checkpoint, **kwargs):
+            built.append((checkpoint, kwargs))
+
+    def shared_model(key, load):
+        loads.append(key)
+        return load()
+
+    monkeypatch.setattr(shared, "shared_model", shared_model)
+    monkeypatch.setattr(shared, "local_fingerprint", lambda path: f"fingerprint of {path}")
+    monkeypatch.setattr(token_embeddings, "TokenEmbedder", Recorder)
+    metric = BertScore(model="/w/encoder", num_layers=3, rescale_with_baseline=False, batch_size=2, device="cpu")
+    first = metric.embedder
+    assert metric.embedder is first and isinstance(first, Recorder)  # loaded once
+    assert loads == [(*metric._model_key(), f"fingerprint of {metric.checkpoint.path}")]
+    assert built == [(metric.checkpoint, {"num_layers": 3, "batch_size": 2, "device": "cpu"})]
+
+
+def test_a_weighted_mean_over_no_weight_is_zero():
+    from rexrank.metrics.bertscore import _weighted_mean
+
+    assert _weighted_mean(np.array([0.5, 0.9]), np.array([0.0, 0.0])) == 0.0
+    assert _weighted_mean(np.array([0.5, 0.9]), np.array([1.0, 3.0])) == pytest.approx((0.5 + 2.7) / 4)
+
+
+def test_only_a_run_with_empty_pairs_says_how_many():
+    from rexrank.metrics.base import StudyRows
+
+    def rows(empty):
+        return StudyRows({"bertscore": [0.5] * len(empty)}, {"empty_pair": empty}, {}, {}, {})
+
+    assert BertScore.aggregate(rows([False, False])).details == {}
+    assert BertScore.aggregate(rows([True, False, True])).details == {"n_empty_pairs": 2}

@@ -223,3 +223,89 @@ def test_evaluate_module_folder(tiny_models, tmp_path):
     assert out["config"]["name"] == "ratescore"
     assert out["config"]["config"]["embedding_model"]["path"] == tiny_models[1]
     json.dumps(out)
+
+
+# ---- options, provenance and what a run reports, word for word (no model) ---------------------
+
+def test_option_refusals_word_for_word_and_the_values_just_inside():
+    from rexrank.metrics.ratescore import RaTEScore
+
+    for bad in (0, -1, True, 2.0, "4"):
+        with pytest.raises(MetricError) as error:
+            RaTEScore(batch_size=bad)
+        assert str(error.value) == f"ratescore: batch_size must be a positive integer, got {bad!r}"
+    assert RaTEScore(batch_size=1).batch_size == 1
+    with pytest.raises(MetricError) as error:
+        RaTEScore(sentence_splitter="spacy")
+    assert str(error.value) == "ratescore: sentence_splitter='spacy'; choose one of pyrush, regex, medspacy"
+
+
+def test_the_defaults_are_the_official_models_and_splitter():
+    from rexrank.catalogue import BIOLORD, RATE_NER
+    from rexrank.metrics.ratescore import RaTEScore
+
+    metric = RaTEScore()
+    assert (metric.ner.repo_id, metric.ner.revision, metric.ner.path) == (RATE_NER.repo_id, RATE_NER.revision, None)
+    assert (metric.embedding.repo_id, metric.embedding.revision, metric.embedding.path) == (BIOLORD.repo_id, BIOLORD.revision, None)
+    assert (RATE_NER.repo_id, BIOLORD.repo_id) == ("Angelakeke/RaTE-NER-Deberta", "FremyCompany/BioLORD-2023-C")
+    assert (metric.ner.licence, metric.embedding.licence) == (RATE_NER.licence, BIOLORD.licence)
+    assert metric.affinity.name == "long" and metric.sentence_splitter == "pyrush"
+    assert (metric.batch_size, metric.device, metric.cache_enabled, metric.cache_dir, metric.progress) == (32, None, True, None, True)
+    mine = RaTEScore(ner_model="o/n", ner_revision="r1", ner_path="/n", embedding_model="o/e", embedding_revision="r2",
+                     embedding_path="/e", affinity_matrix="short", sentence_splitter="regex")
+    assert (mine.ner.repo_id, mine.ner.revision, mine.ner.path) == ("o/n", "r1", "/n")
+    assert (mine.embedding.repo_id, mine.embedding.revision, mine.embedding.path) == ("o/e", "r2", "/e")
+    assert (mine.affinity.name, mine.sentence_splitter) == ("short", "regex")
+
+
+def test_config_names_the_models_the_matrix_the_splitter_and_the_official_constants():
+    from rexrank.metrics.ratescore import RaTEScore
+
+    metric = RaTEScore(sentence_splitter="regex")
+    assert metric.config() == {
+        "ner_model": metric.ner.provenance(),
+        "embedding_model": metric.embedding.provenance(),
+        "affinity_matrix": metric.affinity.provenance(),
+        "sentence_splitter": "regex",
+        "ner_max_length": 512,
+        "entity_max_length": 30,
+        "entity_embedding": "[CLS] last hidden state",
+        "no_entity_score": 0.5,
+    }
+
+
+def test_the_reference_cache_is_named_by_both_models_and_the_splitter(tmp_path):
+    from rexrank.metrics.ratescore import RaTEScore
+
+    metric = RaTEScore(sentence_splitter="regex", cache=False, cache_dir=str(tmp_path))
+    cache = metric._cache()
+    assert cache.namespace == f"ratescore/1/{metric.ner.describe()}/{metric.embedding.describe()}/regex"
+    assert (cache.directory, cache.enabled) == (tmp_path, False)
+
+
+def test_a_splitter_that_cannot_be_imported_is_a_metric_error(monkeypatch):
+    import rexrank.metrics.ratescore as ratescore
+
+    def missing(name):
+        raise ImportError(f"{name} needs medspacy: pip install medspacy")
+
+    monkeypatch.setattr(ratescore, "get_splitter", missing)
+    with pytest.raises(MetricError) as error:
+        ratescore.RaTEScore(sentence_splitter="medspacy")._splitter()
+    assert str(error.value) == "ratescore: medspacy needs medspacy: pip install medspacy"
+
+
+def test_the_details_count_studies_without_entities_on_either_side_by_hand():
+    from rexrank.metrics.base import StudyRows
+    from rexrank.metrics.ratescore import RaTEScore, _mean
+
+    rows = StudyRows({"ratescore": [0.5, 0.5, 0.8, 0.5]},
+                     {"entities_prediction": [0, 2, 3, 0], "entities_reference": [1, 0, 4, 0]}, {}, {},
+                     {"reference_cache": {"hits": 3, "misses": 1}})
+    assert RaTEScore.aggregate(rows).details == {
+        "studies_without_entities": 3,  # no prediction entity, no reference entity, neither
+        "mean_entities_prediction": 1.25,
+        "mean_entities_reference": 1.25,
+        "reference_cache": {"hits": 3, "misses": 1},
+    }
+    assert np.isnan(_mean([])) and _mean(iter([1, 2])) == 1.5

@@ -272,3 +272,22 @@ def test_only_a_run_with_empty_pairs_says_how_many():
 
     assert BertScore.aggregate(rows([False, False])).details == {}
     assert BertScore.aggregate(rows([True, False, True])).details == {"n_empty_pairs": 2}
+
+
+def test_embeddings_are_shared_through_the_scoring_runs_context(monkeypatch):
+    """`embed` asks the run for each distinct text once (spaces collapsed), under this metric's
+    name and model key, on a side of its own."""
+    import rexrank.metrics.run_context as run_context
+
+    shared = []
+
+    def shared_outputs(context, owner, model, side, texts, compute):
+        shared.append((context, owner, model, side, list(texts)))
+        return [(f"ids of {t}", f"vectors of {t}") for t in texts]
+
+    monkeypatch.setattr(run_context, "shared_outputs", shared_outputs)
+    context = object()
+    metric = BertScore(run_context=context)
+    assert metric.embed(["a  b", "c", "a b"]) == [("ids of a b", "vectors of a b"), ("ids of c", "vectors of c"),
+                                                  ("ids of a b", "vectors of a b")]
+    assert shared == [(context, "bertscore", metric._model_key(), "direct", ["a b", "c"])]

@@ -291,3 +291,12 @@ def test_embeddings_are_shared_through_the_scoring_runs_context(monkeypatch):
     assert metric.embed(["a  b", "c", "a b"]) == [("ids of a b", "vectors of a b"), ("ids of c", "vectors of c"),
                                                   ("ids of a b", "vectors of a b")]
     assert shared == [(context, "bertscore", metric._model_key(), "direct", ["a b", "c"])]
+
+
+def test_the_reference_cache_is_named_by_the_encoder_its_layer_and_its_length(tmp_path):
+    from types import SimpleNamespace
+
+    metric = BertScore(num_layers=3, rescale_with_baseline=False, cache=False, cache_dir=str(tmp_path))
+    metric._embedder = SimpleNamespace(identity="encoder@abc", max_length=512)
+    cache = metric._reference_cache()
+    assert (cache.namespace, cache.directory, cache.enabled) == ("bertscore-emb/v1/encoder@abc/layer3/maxlen512", tmp_path, False)

@@ -183,3 +183,21 @@ def test_references_come_from_the_cache_under_the_models_identity(tmp_path):
     second.score(["one"], ["three four"])
     assert second._model.calls == [(["one"], False)]
     assert metric_with_stand_in(cache_dir=str(tmp_path))._reference_cache().enabled is False
+
+
+def test_vectors_are_shared_through_the_scoring_runs_context(monkeypatch):
+    import rexrank.metrics.run_context as run_context
+
+    shared = []
+
+    def shared_outputs(context, owner, model, side, texts, compute):
+        shared.append((context, owner, model, side, list(texts)))
+        return compute(texts)
+
+    monkeypatch.setattr(run_context, "shared_outputs", shared_outputs)
+    context = object()
+    metric = metric_with_stand_in(progress=False, run_context=context, cache_dir="/c")
+    assert metric.run_context is context
+    assert metric.score(["one"], ["three four"]).primary.tolist() == [0.6]
+    assert shared == [(context, "sembscore", metric._model_key(), ("references+predictions", 1, False, "/c"),
+                       ["three four", "one"])]

@@ -521,6 +521,28 @@ def _not_run_yet(label: str, path: str, patterns: tuple[str, ...]) -> list[str]:
     return left
 
 
+def run_as_one_group(command: list[str], **popen) -> int:
+    """Run mutmut in a process group of its own and end the whole group when this process is
+    stopped (Ctrl-C, or a kill's SIGTERM): mutmut's fork server and the mutant it is testing
+    outlived a stopped tool, and a second run of the module then raced them over one results
+    file."""
+    import signal
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    process = subprocess.Popen(command, stderr=subprocess.STDOUT, start_new_session=True, **popen)
+    try:
+        return process.wait()
+    except BaseException:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     audited = modules()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -555,8 +577,8 @@ def main(argv: list[str] | None = None) -> int:
             if drop_stale_stats(folder, tests):
                 print("   its tests changed since mutmut mapped them to functions: mapped again", flush=True)
             with (folder / "run.log").open("a", encoding="utf-8") as out:  # mutmut's progress, for a look afterwards
-                subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *names],
-                               cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+                run_as_one_group([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *names],
+                                 cwd=folder, env=env, stdout=out)
     return report(chosen, load_equivalents())
 
 

@@ -132,3 +132,43 @@ def test_mutmut_copies_the_top_level_folders_the_tests_read(tmp_path, monkeypatc
     assert settings["only_mutate"] == ["src/rexrank/metrics/radcliq.py"]
     for name in ("src", "tests", "metrics", "leaderboard_space"):
         assert (folder / name).resolve() == tmp_path / name
+
+
+def test_stopping_the_tool_ends_mutmut_and_every_process_it_started(tmp_path):
+    """A SIGTERM to the tool ends the process group it started (mutmut, its fork server, the
+    mutant under test): none of them outlives it to race the next run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    grandchild = tmp_path / "grandchild.pid"
+    # stands in for mutmut: starts a process of its own (the fork server) and waits
+    command = [sys.executable, "-c",
+               "import subprocess, sys, time; p = subprocess.Popen(['sleep', '60']); "
+               f"open({str(grandchild)!r}, 'w').write(str(p.pid)); time.sleep(60)"]
+    driver = (f"import importlib.util, sys; spec = importlib.util.spec_from_file_location('t', {str(ROOT / 'benchmarks' / 'mutation.py')!r}); "
+              "t = importlib.util.module_from_spec(spec); spec.loader.exec_module(t); "
+              f"t.run_as_one_group({command!r})")
+    tool = subprocess.Popen([sys.executable, "-c", driver])
+    deadline = time.monotonic() + 30
+    while not (grandchild.exists() and grandchild.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(grandchild.read_text())
+    tool.send_signal(signal.SIGTERM)
+    assert tool.wait(timeout=30) == 128 + signal.SIGTERM
+
+    def alive() -> bool:  # a killed process no one has reaped yet (a zombie) is gone too
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 10
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if alive():
+        os.kill(pid, signal.SIGKILL)
+        raise AssertionError("the process mutmut started outlived the stopped tool")

@@ -300,3 +300,28 @@ def test_the_reference_cache_is_named_by_the_encoder_its_layer_and_its_length(tm
     metric._embedder = SimpleNamespace(identity="encoder@abc", max_length=512)
     cache = metric._reference_cache()
     assert (cache.namespace, cache.directory, cache.enabled) == ("bertscore-emb/v1/encoder@abc/layer3/maxlen512", tmp_path, False)
+
+
+def test_the_embedder_gets_the_metrics_progress_option():
+    calls = []
+
+    class StandIn:
+        def embed(self, texts, *, progress):
+            calls.append((list(texts), progress))
+            return ["vectors"] * len(texts)
+
+    for progress in (False, True):
+        metric = BertScore(progress=progress)
+        metric._embedder = StandIn()
+        assert metric._embed_texts(["a", "b"]) == ["vectors", "vectors"]
+    assert calls == [(["a", "b"], False), (["a", "b"], True)]
+
+
+def test_the_similarities_run_on_one_blas_thread():
+    from threadpoolctl import threadpool_info
+
+    from rexrank.metrics.bertscore import one_blas_thread
+
+    with one_blas_thread():
+        blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and set(blas) == {1}  # numpy's own BLAS at least

@@ -288,8 +288,8 @@ TESTS: dict[str, tuple[str, ...]] = {
                      "tests/store/test_names.py"),
     "backend.privacy": ("tests/backend/test_private_rounding.py", "tests/backend/test_private_attack.py",
                         "tests/backend/test_privacy.py"),
-    # without test_the_space_and_the_cli_set_gradios_upload_limit: it runs leaderboard_space/app.py,
-    # which mutmut does not copy into mutants/
+    # without test_the_space_and_the_cli_set_gradios_upload_limit: it imports the Space's app and
+    # Gradio (13 s a mutant) to read one module constant, which mutmut does not mutate
     "input_limits": (*(f"tests/test_input_limits.py::test_{t}" for t in (
                          "a_fifo_is_refused_at_once", "dev_zero_and_folders_are_one_line_errors",
                          "a_test_set_file_that_is_a_fifo_or_device_is_one_line", "a_parquet_bomb_is_refused_from_its_metadata",

@@ -309,3 +309,46 @@ def test_the_details_count_studies_without_entities_on_either_side_by_hand():
         "reference_cache": {"hits": 3, "misses": 1},
     }
     assert np.isnan(_mean([])) and _mean(iter([1, 2])) == 1.5
+
+
+def test_the_models_load_once_by_their_keys_and_a_tagger_with_unweighed_types_is_refused(monkeypatch):
+    """Both models are shared by path, fingerprint, device and batch size, built with them; a
+    tagger predicting a type that the affinity matrix does not weigh stops the run."""
+    from pathlib import Path
+
+    import rexrank.metrics.ratescore as ratescore
+    import rexrank.models.shared as shared
+    import rexrank.ratescore.models as models
+
+    loads, built, types = [], [], {"ABNORMALITY", "ANATOMY"}
+
+    class Tagger:
+        def __init__(self, path, device, batch_size):
+            built.append(("tagger", path, device, batch_size))
+
+        def entity_types(self):
+            return types
+
+    class Encoder:
+        def __init__(self, path, device, batch_size):
+            built.append(("encoder", path, device, batch_size))
+
+    monkeypatch.setattr(shared, "shared_model", lambda key, load: loads.append(key) or load())
+    monkeypatch.setattr(shared, "local_fingerprint", lambda path: f"fingerprint of {path}")
+    monkeypatch.setattr(models, "EntityTagger", Tagger)
+    monkeypatch.setattr(models, "EntityEncoder", Encoder)
+    monkeypatch.setattr(ratescore, "resolve", lambda checkpoint, option: Path(f"/{option}"))
+    monkeypatch.setattr(ratescore, "pick_device", lambda device: f"device {device}")
+    metric = ratescore.RaTEScore(device="cpu", batch_size=3)
+    tagger, encoder = metric._models()
+    assert metric._models() == (tagger, encoder) and isinstance(encoder, Encoder)  # loaded once
+    assert loads == [("rate-ner", "/ner_path", "fingerprint of /ner_path", "device cpu", 3),
+                     ("rate-embedding", "/embedding_path", "fingerprint of /embedding_path", "device cpu", 3)]
+    assert built == [("tagger", Path("/ner_path"), "device cpu", 3), ("encoder", Path("/embedding_path"), "device cpu", 3)]
+    types = {"ABNORMALITY", "DEVICE", "DRUG"}
+    other = ratescore.RaTEScore()
+    with pytest.raises(MetricError) as error:
+        other._models()
+    assert str(error.value) == (f"ratescore: NER model {other.ner.describe()} predicts entity types ['DEVICE', 'DRUG'] "
+                                "that the affinity matrix 'long' does not weigh")
+    assert other._tagger is None  # nothing kept from a refused load

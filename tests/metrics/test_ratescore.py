@@ -352,3 +352,47 @@ def test_the_models_load_once_by_their_keys_and_a_tagger_with_unweighed_types_is
     assert str(error.value) == (f"ratescore: NER model {other.ner.describe()} predicts entity types ['DEVICE', 'DRUG'] "
                                 "that the affinity matrix 'long' does not weigh")
     assert other._tagger is None  # nothing kept from a refused load
+
+
+def test_on_a_gpu_the_models_load_while_the_texts_are_split_in_a_thread(monkeypatch):
+    """Splitting is Python work: on a GPU, the first time, it runs in a thread while the models
+    load; a loading error is handed back (raised only if a sentence needs the models). Once
+    loaded, or off a GPU, or with no usable device, the texts are split on the caller's thread."""
+    import threading
+
+    import rexrank.metrics.ratescore as ratescore
+
+    monkeypatch.setattr(ratescore, "pick_device", lambda device: f"picked {device}")
+    monkeypatch.setattr(ratescore, "on_device", lambda device: device == "picked cuda")
+    threads, loads = [], []
+
+    def split(text):
+        threads.append(threading.current_thread().name.split("_")[0])
+        return [text.upper()]
+
+    metric = ratescore.RaTEScore(device="cuda")
+    metric._split = split
+    monkeypatch.setattr(metric, "_models", lambda: loads.append(threading.current_thread().name))
+    assert metric._split_all(["a", "b"]) == ([["A"], ["B"]], None)
+    assert threads == ["rexrank-split"] * 2 and loads == ["MainThread"]
+    failure = RuntimeError("no weights")
+
+    def fail():
+        raise failure
+
+    monkeypatch.setattr(metric, "_models", fail)
+    assert metric._split_all(["c"]) == ([["C"]], failure)
+    threads.clear()
+    metric._tagger = object()  # loaded: nothing to overlap
+    assert metric._split_all(["d"]) == ([["D"]], None) and threads == ["MainThread"]
+    on_cpu = ratescore.RaTEScore(device="cpu")
+    on_cpu._split = split
+    assert on_cpu._split_all(["e"]) == ([["E"]], None) and threads == ["MainThread"] * 2
+
+    def no_device(device):
+        raise MetricError("no such device")
+
+    monkeypatch.setattr(ratescore, "pick_device", no_device)
+    broken = ratescore.RaTEScore(device="cuda:7")
+    broken._split = split
+    assert broken._split_all(["f"]) == ([["F"]], None) and threads == ["MainThread"] * 3

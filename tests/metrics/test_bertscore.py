@@ -136,6 +136,7 @@ def test_identical_texts_score_one_and_space_runs_are_collapsed(tiny_roberta, tm
     metric = BertScore(model=str(tiny_roberta), num_layers=3, rescale_with_baseline=False, cache_dir=str(tmp_path))
     out = metric.score(["The lungs  are   clear.", "Heart size is normal."], ["The lungs are clear.", "Heart size is normal."])
     np.testing.assert_allclose(out.per_study["bertscore"], [1.0, 1.0], atol=1e-6)
+    assert out.details == {}  # no empty pair
 
 
 def test_reference_cache_is_used_and_gives_identical_numbers(tiny_roberta, tmp_path):

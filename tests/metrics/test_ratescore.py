@@ -401,3 +401,48 @@ def test_on_a_gpu_the_models_load_while_the_texts_are_split_in_a_thread(monkeypa
     broken = ratescore.RaTEScore(device="cuda:7")
     broken._split = split
     assert broken._split_all(["f"]) == ([["F"]], None) and threads == ["MainThread"] * 3
+
+
+def test_texts_without_a_kept_sentence_are_analysed_without_loading_a_model():
+    """Empty, or every sentence under 3 characters: no entity, no model loaded (nothing is
+    downloaded), and an empty float32 vector block, as the cache stores it."""
+    from rexrank.metrics.ratescore import RaTEScore
+
+    metric = RaTEScore(cache=False, sentence_splitter="regex")
+    for analysis in metric._analyse(["", "ab", "  "], {}, {}):
+        assert (analysis["entities"], analysis["types"]) == ([], [])
+        assert analysis["embeddings"].shape == (0, 0) and analysis["embeddings"].dtype == np.float32
+    result = metric.score(["", "ab"], ["  ", "."])
+    assert result.per_study["ratescore"].tolist() == [0.5, 0.5] and metric._tagger is None
+    assert result.rows.side == {"entities_prediction": [0, 0], "entities_reference": [0, 0]}
+
+
+def test_each_distinct_sentence_and_entity_goes_once_to_the_models_with_the_metrics_progress():
+    from rexrank.metrics.ratescore import RaTEScore
+
+    calls = []
+
+    class Tagger:
+        def __call__(self, sentences, *, progress):
+            calls.append(("tag", list(sentences), progress))
+            return [[(s.split()[0].lower(), "ABNORMALITY")] for s in sentences]
+
+    class Encoder:
+        dim = 2
+
+        def __call__(self, strings, *, progress):
+            calls.append(("embed", list(strings), progress))
+            return [np.array([1.0, len(s)]) for s in strings]
+
+    for progress in (False, True):
+        calls.clear()
+        metric = RaTEScore(progress=progress, device="cpu")
+        metric._split = lambda text: [s for s in text.split("|") if s]
+        metric._tagger, metric._encoder = Tagger(), Encoder()
+        known = {"edema": np.array([5.0, 5.0])}
+        out = metric._analyse(["Effusion left|Effusion left|Edema", "", "Effusion right"], known, {})
+        assert calls == [("tag", ["Effusion left", "Edema", "Effusion right"], progress), ("embed", ["effusion"], progress)]
+        assert out[0]["entities"] == ["effusion", "effusion", "edema"] and out[0]["types"] == ["ABNORMALITY"] * 3
+        assert out[0]["embeddings"].tolist() == [[1.0, 8.0], [1.0, 8.0], [5.0, 5.0]] and out[0]["embeddings"].dtype == np.float32
+        assert out[1]["entities"] == [] and out[1]["embeddings"].shape == (0, 2) and out[1]["embeddings"].dtype == np.float32
+        assert out[2]["entities"] == ["effusion"]

@@ -11,6 +11,7 @@ import pytest
 
 from rexrank.errors import MetricError
 from rexrank.metrics.bertscore import DISTILROBERTA_LAYER5_BASELINE, BertScore
+from support.shared_models import record_shared_loads
 from support.tiny_report_models import make_tiny_roberta
 
 PREDS = [
@@ -235,21 +236,15 @@ def test_the_run_key_holds_what_shapes_the_embeddings_the_weights_and_the_cache(
 
 
 def test_the_embedder_is_loaded_once_with_the_metrics_options(monkeypatch):
-    import rexrank.models.shared as shared
     import rexrank.models.token_embeddings as token_embeddings
 
-    loads, built = [], []
+    built = []
 
     class Recorder:
         def __init__(self, checkpoint, **kwargs):
             built.append((checkpoint, kwargs))
 
-    def shared_model(key, load):
-        loads.append(key)
-        return load()
-
-    monkeypatch.setattr(shared, "shared_model", shared_model)
-    monkeypatch.setattr(shared, "local_fingerprint", lambda path: f"fingerprint of {path}")
+    loads = record_shared_loads(monkeypatch)
     monkeypatch.setattr(token_embeddings, "TokenEmbedder", Recorder)
     metric = BertScore(model="/w/encoder", num_layers=3, rescale_with_baseline=False, batch_size=2, device="cpu")
     first = metric.embedder

@@ -9,6 +9,7 @@ import pytest
 
 from rexrank.errors import MetricError
 from rexrank.metrics.radgraph import COLUMNS, RadGraph, _mean_count
+from support.shared_models import record_shared_loads
 
 
 def entity(tokens, label, *relations):
@@ -112,21 +113,15 @@ def test_the_run_key_holds_what_shapes_the_annotations_and_the_cache():
 def test_the_annotator_is_loaded_once_with_the_metrics_options(monkeypatch, tmp_path):
     """The model shared between metrics of a run is keyed by the options and by the local
     files' fingerprints; it is built with the checkpoint, the encoder and the batching asked."""
-    import rexrank.models.shared as shared
     import rexrank.radgraph.annotator as annotator_module
 
-    loads, built = [], []
+    built = []
 
     class Recorder:
         def __init__(self, model_type, **kwargs):
             built.append((model_type, kwargs))
 
-    def shared_model(key, load):
-        loads.append(key)
-        return load()
-
-    monkeypatch.setattr(shared, "shared_model", shared_model)
-    monkeypatch.setattr(shared, "local_fingerprint", lambda path: f"fingerprint of {path}")
+    loads = record_shared_loads(monkeypatch)
     monkeypatch.setattr(annotator_module, "RadGraphAnnotator", Recorder)
     archive = tmp_path / "radgraph.tar.gz"
     metric = RadGraph(model_path=str(archive), revision="rev", transformer_path="/t", transformer_revision="tr",

@@ -322,10 +322,10 @@ def test_the_models_load_once_by_their_keys_and_a_tagger_with_unweighed_types_is
     from pathlib import Path
 
     import rexrank.metrics.ratescore as ratescore
-    import rexrank.models.shared as shared
     import rexrank.ratescore.models as models
+    from support.shared_models import record_shared_loads
 
-    loads, built, types = [], [], {"ABNORMALITY", "ANATOMY"}
+    built, types = [], {"ABNORMALITY", "ANATOMY"}
 
     class Tagger:
         def __init__(self, path, device, batch_size):
@@ -338,8 +338,7 @@ def test_the_models_load_once_by_their_keys_and_a_tagger_with_unweighed_types_is
         def __init__(self, path, device, batch_size):
             built.append(("encoder", path, device, batch_size))
 
-    monkeypatch.setattr(shared, "shared_model", lambda key, load: loads.append(key) or load())
-    monkeypatch.setattr(shared, "local_fingerprint", lambda path: f"fingerprint of {path}")
+    loads = record_shared_loads(monkeypatch)
     monkeypatch.setattr(models, "EntityTagger", Tagger)
     monkeypatch.setattr(models, "EntityEncoder", Encoder)
     monkeypatch.setattr(ratescore, "resolve", lambda checkpoint, option: Path(f"/{option}"))

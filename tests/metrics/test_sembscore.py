@@ -13,6 +13,7 @@ import pytest
 from rexrank.metrics.chexbert import chexbert_f1
 from rexrank.metrics.sembscore import SembScore, _label_matrix
 from rexrank.models.chexbert import CLASSES, CONDITIONS
+from support.shared_models import record_shared_loads
 
 
 def labels(*positive):
@@ -147,20 +148,14 @@ def test_the_run_key_holds_what_shapes_the_vectors_and_the_cache_but_not_the_lab
 
 def test_the_model_is_loaded_once_with_the_metrics_options(monkeypatch):
     import rexrank.models.chexbert as chexbert_module
-    import rexrank.models.shared as shared
 
-    loads, built = [], []
+    built = []
 
     class Recorder:
         def __init__(self, **kwargs):
             built.append(kwargs)
 
-    def shared_model(key, load):
-        loads.append(key)
-        return load()
-
-    monkeypatch.setattr(shared, "shared_model", shared_model)
-    monkeypatch.setattr(shared, "local_fingerprint", lambda path: f"fingerprint of {path}")
+    loads = record_shared_loads(monkeypatch)
     monkeypatch.setattr(chexbert_module, "CheXbert", Recorder)
     metric = SembScore(checkpoint_path="/w/chexbert.pth", revision="r", tokenizer="/t", num_attention_heads=2,
                        batch_size=3, device="cpu")

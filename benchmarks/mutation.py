@@ -31,6 +31,7 @@ import fnmatch
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -526,7 +527,6 @@ def run_as_one_group(command: list[str], **popen) -> int:
     stopped (Ctrl-C, or a kill's SIGTERM): mutmut's fork server and the mutant it is testing
     outlived a stopped tool, and a second run of the module then raced them over one results
     file."""
-    import signal
 
     def stop(signum, frame):
         raise SystemExit(128 + signum)

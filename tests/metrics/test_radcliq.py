@@ -108,31 +108,6 @@ def test_leaderboard_shows_one_over_mean_v1(tiny_models, tmp_path):
     assert not math.isnan(values["radcliq_v1_inv"]["mean"])
 
 
-def test_config_names_the_coefficients_and_the_provenance_of_the_components_it_used(tiny_models):
-    """Before scoring, its own components; once it took components scored alone earlier in the
-    run, theirs (a scored checkpoint names its sha256, an unscored copy does not)."""
-    from rexrank.metrics.registry import get_metric
-    from rexrank.metrics.run_context import RunContext
-
-    names = ["radgraph", "bertscore", "sembscore", "bleu2"]
-    context = RunContext([*names, "radcliq"])
-    opts = _options(tiny_models)
-    radcliq = get_metric("radcliq", **opts, progress=False, run_context=context)
-    coefficients = "CXR-Report-Metric pickles (normalizer.pkl, composite_metric_model.pkl, radcliq-v1.pkl)"
-    assert radcliq.config() == {"coefficients": coefficients,
-                                "components": {n: radcliq.components[n].provenance() for n in names}}
-    assert list(radcliq.config()["components"]) == names
-    alone = {n: get_metric(n) if n == "bleu2" else
-             get_metric(n, cache_dir=opts["cache_dir"], run_context=context, **{"progress": False, **opts[f"{n}_options"]})
-             for n in names}
-    preds, refs = CORPUS[:3], CORPUS[2:5]
-    for metric in alone.values():
-        context.score(metric, preds, refs)
-    assert radcliq.score(preds, refs).details == {"components_from_the_run": names}
-    assert radcliq.config() == {"coefficients": coefficients, "components": {n: alone[n].provenance() for n in names}}
-    assert radcliq.config()["components"]["radgraph"] != radcliq.components["radgraph"].provenance()
-
-
 class _Component:
     """A component standing in for a model metric: its per-study values and failures are given."""
 
@@ -175,6 +150,7 @@ def test_a_part_takes_each_components_values_failures_and_what_the_run_scored_be
     radcliq = get_metric("radcliq", progress=False)
     radcliq.components = components
     radcliq.run_context = SimpleNamespace(result_like=result_like)
+    assert radcliq.config()["components"] == {n: c.provenance() for n, c in components.items()}  # before: its own
     result = radcliq.score(preds, refs, part=(1, 3))
     assert asked == [(components[n], ["p1", "p2"], ["r1", "r2"]) for n in ("radgraph", "bertscore", "sembscore", "bleu2")]
     assert components["bertscore"].calls == []  # taken from the run

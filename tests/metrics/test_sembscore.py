@@ -35,17 +35,17 @@ OUTPUTS = {
 class StandInModel:
     identity = "chexbert-stand-in"
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, outputs):
+        self.outputs, self.calls = outputs, []
 
     def encode(self, texts, *, progress=False):
         self.calls.append((list(texts), progress))
-        return [OUTPUTS[t] for t in texts]
+        return [self.outputs[t] for t in texts]
 
 
-def metric_with_stand_in(**options):
+def metric_with_stand_in(outputs=OUTPUTS, **options):
     metric = SembScore(cache=False, **options)
-    metric._model = StandInModel()
+    metric._model = StandInModel(outputs)
     return metric
 
 
@@ -64,11 +64,8 @@ def test_the_cosine_is_taken_in_float64():
     """Vectors whose float32 dot product rounds: the score is the float64 one."""
     a = np.array([1.0000001, 3.3333333, 7.7777777], dtype=np.float32)
     b = np.array([2.2222223, 5.5555553, 0.1], dtype=np.float32)
-    OUTPUTS["a"], OUTPUTS["b"] = (a, labels()), (b, labels())
-    try:
-        score = metric_with_stand_in(progress=False).score(["a"], ["b"]).primary[0]
-    finally:
-        del OUTPUTS["a"], OUTPUTS["b"]
+    outputs = {"a": (a, labels()), "b": (b, labels())}
+    score = metric_with_stand_in(outputs, progress=False).score(["a"], ["b"]).primary[0]
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     assert score == float(np.dot(a64, b64)) / (float(np.linalg.norm(a)) * float(np.linalg.norm(b)))
     assert float(np.dot(a, b)) != float(np.dot(a64, b64))  # the float32 product would differ

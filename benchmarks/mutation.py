@@ -163,7 +163,9 @@ _CRIMSON_PINS = tuple(f"tests/metrics/test_crimson.py::test_crimson_{t}" for t i
 _SRR_BERT_PINS = tuple(f"tests/metrics/test_srr_bert.py::test_srr_bert_{t}" for t in (
     "config_records_radevals_model_labels_and_batches", "keeps_reference_labels_in_the_cache_folder_under_its_namespace",
     "per_study_scores_by_hand", "weighted_scores_of_labels_predicted_or_present_once_by_hand",
-    "distinct_and_radeval_batches_give_radevals_labels_on_iu_xray", "shows_its_progress_bar_unless_told_not_to",
+    # RadEval's golden outputs through the distinct-sentence passes only: the formulas are the same
+    # under either batching, and RadEval's own batching takes a minute a mutant
+    "distinct_and_radeval_batches_give_radevals_labels_on_iu_xray[distinct]", "shows_its_progress_bar_unless_told_not_to",
     "of_no_study_is_empty_columns_without_loading_the_model", "reloads_a_local_checkpoint_whose_files_changed",
     "by_default_shows_progress_and_keeps_reference_labels", "batch_size_must_be_a_positive_integer",
     "takes_a_batch_size_of_one"))

@@ -3,6 +3,7 @@ encoder, RoBERTa tokenisation as the official (transformers 3) run produced it, 
 baselines, options and fast offline failure."""
 from __future__ import annotations
 
+import math
 import re
 import time
 
@@ -321,3 +322,75 @@ def test_the_similarities_run_on_one_blas_thread():
     with one_blas_thread():
         blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
     assert blas and set(blas) == {1}  # numpy's own BLAS at least
+
+
+def test_one_blas_thread_asks_threadpoolctl_for_one_blas_thread_only(monkeypatch):
+    """What the limit asks for, whatever the process's BLAS already has: a BLAS that an
+    environment variable set to one thread at start (as the test workers do) shows one thread
+    under any limit, so the test above cannot tell one thread from no limit there."""
+    import threadpoolctl
+
+    from rexrank.metrics.bertscore import one_blas_thread
+
+    asked = []
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", lambda **options: asked.append(options) or "the limit")
+    assert one_blas_thread() == "the limit"
+    assert asked == [{"limits": 1, "user_api": "blas"}]
+
+
+class _VectorEmbedder:
+    """A token embedder whose texts are given as (ids, unit vectors): the special ids 0 and 2."""
+
+    special_ids = {0, 2}
+    identity = "stand-in@0"
+    max_length = 512
+
+    def __init__(self, tokens: dict[str, tuple[list[int], list[list[float]]]]):
+        self.tokens = tokens
+
+    def embed(self, texts, *, progress):
+        return [(np.array(self.tokens[t][0]), np.array(self.tokens[t][1], dtype=np.float64)) for t in texts]
+
+
+def test_a_one_token_text_is_scored_and_f_is_the_official_2pr_over_p_plus_r_with_only_nan_made_zero():
+    """The official greedy matching (bert_score's `greedy_cos_idf`, test-only oracle) on hand-made
+    vectors: a one-token text (its token between the two specials) is no empty text; P = -0.5 and
+    R = 0.5 give F = 2PR / (P + R) = -inf, which the official code keeps (only NaN becomes 0), so
+    that the run's summary refuses it rather than average a huge finite number in; an empty prediction
+    scores 0. Neither pair prints numpy's divide warnings."""
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    greedy_cos_idf = pytest.importorskip("bert_score.utils").greedy_cos_idf
+    special, a, b = [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [-0.5, 0.75 ** 0.5, 0.0]
+    tokens = {"a": ([0, 5, 2], [special, a, special]), "b": ([0, 6, 2], [special, b, special]),
+              "": ([0, 2], [special, special])}
+    metric = BertScore(rescale_with_baseline=False, cache=False)
+    metric._embedder = _VectorEmbedder(tokens)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = metric._score_part(["a", ""], ["b", "b"], 0, 2)
+
+    def padded(text):
+        ids, vectors = tokens[text]
+        return vectors + [[0.0, 0.0, 1.0]] * (3 - len(ids)), [1] * len(ids) + [0] * (3 - len(ids))
+
+    (hyp_a, mask_a), (hyp_empty, mask_empty), (ref_b, mask_b) = padded("a"), padded(""), padded("b")
+    idf = [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own 0/0 of the empty prediction's weights
+        P, R, F = greedy_cos_idf(torch.tensor([ref_b, ref_b]), torch.tensor([mask_b, mask_b]),
+                                 torch.tensor([[0.0, 1.0, 0.0]] * 2, dtype=torch.float64),
+                                 torch.tensor([hyp_a, hyp_empty]), torch.tensor([mask_a, mask_empty]),
+                                 torch.tensor(idf, dtype=torch.float64))
+    assert P.tolist() == [-0.5, 0.0] and R.tolist() == [0.5, 0.0] and F.tolist() == [-math.inf, 0.0]
+    assert list(rows.columns["bertscore_precision"]) == P.tolist()
+    assert list(rows.columns["bertscore_recall"]) == R.tolist()
+    assert list(rows.columns["bertscore"]) == F.tolist()
+    assert rows.side["empty_pair"] == [False, True]
+    from rexrank.scoring import metric_summary
+
+    result = BertScore.aggregate(rows)
+    assert result.corpus["bertscore"] == -math.inf  # the official mean of F
+    with pytest.raises(ValueError, match=r"^bertscore: infinite per-study scores at positions \[0\]$"):
+        metric_summary(result, ["s1", "s2"], provenance={}, higher_is_better=True, seconds=0.0, bootstrap=0, seed=0)

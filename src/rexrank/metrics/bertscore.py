@@ -216,7 +216,9 @@ class BertScore(Metric):
                 recall[i] = _weighted_mean(sim.max(axis=0), ref_w)
         with np.errstate(invalid="ignore", divide="ignore"):
             f1 = 2 * precision * recall / (precision + recall)
-        f1 = np.nan_to_num(f1, nan=0.0)
+        # only NaN becomes 0, as the official masked_fill: an infinite F (P = -R) stays, and the
+        # run refuses it, where np.nan_to_num would average in a finite -1.8e308
+        f1[np.isnan(f1)] = 0.0
         if self.baseline is not None:
             bp, br, bf = self.baseline
             precision, recall, f1 = rescale(precision, bp), rescale(recall, br), rescale(f1, bf)

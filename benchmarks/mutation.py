@@ -424,6 +424,7 @@ def prepare(label: str, path: str, tests: tuple[str, ...]) -> Path:
 
     folder = workdir(label)
     folder.mkdir(parents=True, exist_ok=True)
+    _drop_a_half_written_mutant_file(folder, path)
     for name in ("src", "tests", *PROJECT_FOLDERS):
         link = folder / name
         if not link.exists():
@@ -441,6 +442,27 @@ def prepare(label: str, path: str, tests: tuple[str, ...]) -> Path:
     if not (folder / "pyproject.toml").exists() or (folder / "pyproject.toml").read_text(encoding="utf-8") != text:
         (folder / "pyproject.toml").write_text(text, encoding="utf-8")
     return folder
+
+
+def _drop_a_half_written_mutant_file(folder: Path, path: str) -> None:
+    """mutmut writes a module's mutants into one file and never writes it again while that
+    file is newer than the source. A run stopped while it wrote left the file empty or cut
+    short: every later run then tested a module without its code (store.records: a module of
+    no names, so the stats run failed). Such a file is removed, and mutmut writes it anew."""
+    import ast
+
+    written = folder / "mutants" / "src" / "rexrank" / path
+    if not written.is_file():
+        return
+    text = written.read_text(encoding="utf-8", errors="replace")
+    try:
+        ast.parse(text)
+        whole = bool(text.strip()) or not (SRC / path).read_text(encoding="utf-8").strip()
+    except SyntaxError:
+        whole = False
+    if not whole:
+        print(f"   {written.relative_to(folder)} was left half written by a stopped run: written again", flush=True)
+        written.unlink()
 
 
 def drop_stale_stats(folder: Path, tests: tuple[str, ...]) -> bool:

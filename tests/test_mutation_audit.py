@@ -134,6 +134,33 @@ def test_mutmut_copies_the_top_level_folders_the_tests_read(tmp_path, monkeypatc
         assert (folder / name).resolve() == tmp_path / name
 
 
+def test_a_mutant_file_left_empty_or_cut_short_by_a_stopped_run_is_written_again(tmp_path, monkeypatch, capsys):
+    """mutmut never rewrites a mutated file newer than its source: one that a stopped run left
+    empty or cut short is removed before the next run, and a whole one is kept."""
+    tool = _mutation_tool()
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    monkeypatch.setattr(tool, "SRC", tmp_path / "src" / "rexrank")
+    for name in ("tests", *tool.PROJECT_FOLDERS):
+        (tmp_path / name).mkdir()
+    (tmp_path / "src" / "rexrank" / "store").mkdir(parents=True)
+    (tmp_path / "src" / "rexrank" / "store" / "records.py").write_text("ACCOUNTS_DIR = 'accounts'\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.mutmut]\n\n[tool.pytest.ini_options]\nmarkers = []\n")
+    written = tmp_path / "mutants" / "store.records" / "mutants" / "src" / "rexrank" / "store" / "records.py"
+    written.parent.mkdir(parents=True)
+    for text, kept in (("", False), ("def f(:\n", False), ("ACCOUNTS_DIR = 'accounts'\n", True)):
+        written.write_text(text)
+        tool.prepare("store.records", "store/records.py", ("tests/store/test_records.py",))
+        assert written.exists() is kept, text
+        said = capsys.readouterr().out
+        assert said == ("" if kept else "   mutants/src/rexrank/store/records.py was left half written by a stopped run: "
+                                        "written again\n")
+    written.unlink()
+    (tmp_path / "src" / "rexrank" / "store" / "records.py").write_text("")
+    written.write_text("")  # an empty module's mutants are an empty file
+    tool.prepare("store.records", "store/records.py", ("tests/store/test_records.py",))
+    assert written.exists()
+
+
 def test_stopping_the_tool_ends_mutmut_and_every_process_it_started(tmp_path):
     """A SIGTERM to the tool ends the process group it started (mutmut, its fork server, the
     mutant under test): none of them outlives it to race the next run."""

@@ -316,7 +316,18 @@ TESTS: dict[str, tuple[str, ...]] = {
                                "submit_message_points_to_the_server_option_and_keeps_links_whole",
                                "holm_correction_decides_a_tie_that_raw_p_values_would_split",
                                "about_explains_tiers_and_published_figures",
-                               "an_optional_column_ranked_by_gets_tiers_from_its_per_study_scores"))),
+                               "an_optional_column_ranked_by_gets_tiers_from_its_per_study_scores")),
+                           # the first screen's table rules (issue 31), without the legend's test (it
+                           # builds the Gradio app) and the command line's
+                           *(f"tests/leaderboard/test_first_screen.py::test_{t}" for t in (
+                               "rank_model_and_the_ranking_metric_come_first_and_n_only_where_it_exists",
+                               "no_tier_column_for_one_row_with_per_study_scores",
+                               "tiers_are_numbered_among_rows_with_per_study_scores_and_the_note_names_the_others",
+                               "a_row_without_the_ranking_metric_says_why_and_where_it_stands_in_the_row",
+                               "the_submit_answer_links_to_the_models_page", "widths_follow_the_columns_of_each_table",
+                               "a_search_that_matches_nothing_here_names_the_tabs_where_it_matches",
+                               "a_models_link_ranks_by_a_metric_its_result_has",
+                               "standings_share_a_place_and_count_ties_as_the_ranking_does"))),
     "analysis.correlation": _ANALYSIS_TABLES,  # analysis.alignment: its own tests, the default
     **{f"analysis.{name}": (*_ANALYSIS_TABLES, f"tests/analysis/test_{name}.py") for name in ("error_rates", "sites", "strata")},
 }

@@ -782,3 +782,55 @@ def test_lookalike_names_and_titles_are_marked_except_the_published_original():
     assert T.lookalikes(table) == [False, True, True, True, False, False, True, True]
     bare = pd.DataFrame({"model_name": ["MAIRA-2", "MAlRA-2", "Other"]})  # no namespace, no source: names are titles
     assert T.lookalikes(bare) == [True, True, False]
+
+
+def _lookalike_board() -> pd.DataFrame:
+    """IU-Xray findings: the published "MAIRA-2" (1.5, no n), a submitted lookalike "MAlRA-2"
+    trained on IU-Xray (1.25 ± 0.05, n 590) and "S", scored by BLEU only (n 500)."""
+    return R.records_frame([
+        board_record("m", "MAIRA-2", source="published", radcliq_v1_inv=1.5, bleu2=0.2),
+        board_record("l", "MAlRA-2", url="https://m.example/x", trained_on=["iu_xray"],
+                     radcliq_v1_inv={"mean": 1.25, "ci95": 0.05, "n": 590}, bleu2=0.3),
+        board_record("s", "S", bleu2={"mean": 0.1, "n": 500}),
+    ])
+
+
+def test_a_table_by_hand_with_its_n_column_an_unranked_rows_standing_and_a_lookalike_mark():
+    table = T.ranked(_lookalike_board(), "iu_xray", "findings")
+    shown = T.display_table(table, T.best_values(table), "radcliq_v1_inv", columns=("bleu2",))
+    lookalike = "[MAlRA-2](https://m.example/x) \\* ⚠ lookalike name"
+    assert shown.to_dict("list") == {
+        "Rank": ["1", "2", "–"],
+        "Model": ["MAIRA-2", lookalike, "S"],
+        "1/RadCliQ-v1 ↑ ▼": ["**1.500**", "1.250\u00a0±\u00a00.050", "– not scored · 3rd of 3 by BLEU"],
+        "n": ["–", "590", "500"],  # the ranking metric's n, else the result's
+        "Institution": ["Lab"] * 3,
+        "Date": ["2025"] * 3,
+        "BLEU ↑": ["0.200", "**0.300**", "0.100"],
+        "Source": ["published", "submitted", "submitted"],
+    }
+    # the mark stays when a filter hides the original, and where a table has no marks of its own
+    submitted = T.ranked(_lookalike_board(), "iu_xray", "findings", filters=T.Filters(sources=("submitted",)))
+    shown = T.display_table(submitted, T.best_values(submitted), "radcliq_v1_inv", columns=("bleu2",))
+    assert shown["Model"].tolist() == [lookalike, "S"] and shown["n"].tolist() == ["590", "500"]
+    unmarked = table.drop(columns="lookalike")
+    assert T.display_table(unmarked, T.best_values(table), "radcliq_v1_inv")["Model"].tolist() == ["MAIRA-2", lookalike, "S"]
+    # with_n given wins; no row with an n, no n column
+    assert "n" not in T.display_table(table, T.best_values(table), "radcliq_v1_inv", with_n=False)
+    no_n = table.assign(n=math.nan, radcliq_v1_inv_n=math.nan)
+    assert "n" not in T.display_table(no_n, T.best_values(table), "radcliq_v1_inv")
+    # the standing given (the whole table's, before a search) is the one shown
+    placed = T.display_table(table, T.best_values(table), "radcliq_v1_inv", placed={"s": "2nd of 9 by BLEU"})
+    assert placed["1/RadCliQ-v1 ↑ ▼"].tolist()[2] == "– not scored · 2nd of 9 by BLEU"
+
+
+def test_an_unranked_cell_says_why_by_source_and_adds_a_standing_only_when_there_is_one():
+    assert T.unranked_cell("published") == "– not published"
+    assert T.unranked_cell("rexrank", "") == "– not scored"
+    assert T.unranked_cell("rexrank", "1st of 2 by BLEU") == "– not scored · 1st of 2 by BLEU"
+
+
+def test_the_overview_cells_mark_a_lookalike_name_in_both_forms():
+    table = T.ranked(_lookalike_board(), "iu_xray", "findings")
+    assert T.overview_cells(table) == (["MAIRA-2 (Lab)", "MAlRA-2 \\* ⚠ lookalike name (Lab)"],
+                                       ["MAIRA-2 (Lab)", "MAlRA-2 * ⚠ lookalike name (Lab)"])

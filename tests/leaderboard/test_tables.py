@@ -834,3 +834,40 @@ def test_the_overview_cells_mark_a_lookalike_name_in_both_forms():
     table = T.ranked(_lookalike_board(), "iu_xray", "findings")
     assert T.overview_cells(table) == (["MAIRA-2 (Lab)", "MAlRA-2 \\* ⚠ lookalike name (Lab)"],
                                        ["MAIRA-2 (Lab)", "MAlRA-2 * ⚠ lookalike name (Lab)"])
+
+
+def test_ordinals_past_a_hundred_follow_the_last_two_digits():
+    assert [T.ordinal(n) for n in (0, 10, 20, 110, 111, 112, 113, 120, 121, 122, 123, 1002, 1011)] == [
+        "0th", "10th", "20th", "110th", "111th", "112th", "113th", "120th", "121st", "122nd", "123rd", "1002nd", "1011th"]
+
+
+def test_the_elsewhere_note_names_each_tab_with_matches_by_its_label_or_key():
+    link = "?tab={}".format
+    assert T.elsewhere_note({"iu_xray": 0, "nih": 2, "mimic_cxr": 1}, link) == (
+        "It matches on [nih](?tab=nih) (2 results), [MIMIC-CXR](?tab=mimic_cxr) (1 result).")
+    assert T.elsewhere_note({"iu_xray": 0}, link) == ""
+
+
+def test_a_models_ranking_is_the_one_asked_when_it_has_it_else_the_first_it_has():
+    problems = []  # a value outside its metric's range is kept as no value, and said
+    frame = R.records_frame([board_record("p", "P", radcliq_v1_inv=1.0, bleu2=0.3), board_record("s", "S", bleu2=0.2),
+                             board_record("n", "N", bleu2=5.0)], problems=problems)
+    assert len(problems) == 1
+    assert T.rank_key_of(frame, "iu_xray", "findings", "P", "bleu2") == "bleu2"  # asked, and it has it
+    assert T.rank_key_of(frame, "iu_xray", "findings", "S") == "bleu2"
+    assert math.isnan(frame.loc[frame["model_name"] == "N", "bleu2"].item())
+    assert T.rank_key_of(frame, "iu_xray", "findings", "N", "green") == "green"  # no value at all: as asked
+    assert T.rank_key_of(frame, "iu_xray", "findings", "Nobody", "green") == "green"
+
+
+def test_the_elsewhere_hint_is_only_for_a_search_with_a_link_and_adds_nothing_when_it_matches_nowhere():
+    frame = R.records_frame([board_record("a", "Alpha", bleu2=0.3), board_record("b", "Beta", test_set="mimic_cxr", bleu2=0.2)])
+    plain = T.page_views(frame, "findings", "bleu2", "alpha", test_sets=("iu_xray", "mimic_cxr"))
+    linked = T.page_views(frame, "findings", "bleu2", "alpha", test_sets=("iu_xray", "mimic_cxr"), link="?tab={}".format)
+    assert linked.tables["mimic_cxr"].note == f"{plain.tables['mimic_cxr'].note} It matches on [IU-Xray](?tab=iu_xray) (1 result)."
+    nowhere = T.page_views(frame, "findings", "bleu2", "gamma", test_sets=("iu_xray", "mimic_cxr"), link="?tab={}".format)
+    unlinked = T.page_views(frame, "findings", "bleu2", "gamma", test_sets=("iu_xray", "mimic_cxr"))
+    assert [v.note for v in nowhere.tables.values()] == [v.note for v in unlinked.tables.values()]
+    # no search: no hint, even on a tab with no row
+    empty_tab = T.page_views(frame, "findings", "bleu2", test_sets=("iu_xray", "chexpert_plus"), link="?tab={}".format)
+    assert "It matches on" not in empty_tab.tables["chexpert_plus"].note

@@ -361,24 +361,24 @@ def metric_cells(means: np.ndarray, cis: np.ndarray, best: float) -> list[str]:
 
 
 def overview(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY, top: int | None = 10,
-             test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None, markdown: bool = True,
-             cells: dict | None = None) -> pd.DataFrame:
+             test_sets=LEADERBOARD_TEST_SETS, *, ranked_tables: dict | None = None, markdown: bool = True) -> pd.DataFrame:
     """Top models per test set side by side (as the ReXrank site's overview): one column per
     test set, cell = model (institution), trained marker as in the test-set tables.
     `ranked_tables`: {test_set: ranked(...)} already computed for this track and metric.
-    `markdown=False`: plain text cells (the CSV download). `cells`: {test_set: overview_cells(...)}
-    already made (top 10)."""
-    columns = {}
-    for test_set in test_sets:
-        if cells is not None:
-            made = cells[test_set]
-        else:
-            made = overview_cells(ranked_tables[test_set] if ranked_tables else ranked(frame, test_set, track, rank_by), top)
-        columns[TEST_SET_LABELS.get(test_set, test_set)] = made[0 if markdown else 1]
+    `markdown=False`: plain text cells (the CSV download)."""
+    cells = {t: overview_cells(ranked_tables[t] if ranked_tables else ranked(frame, t, track, rank_by), top)
+             for t in test_sets}
+    return overview_grid(cells, test_sets, markdown=markdown)
+
+
+def overview_grid(cells: dict, test_sets=LEADERBOARD_TEST_SETS, *, markdown: bool = True) -> pd.DataFrame:
+    """The overview from each test set's `overview_cells` (markdown or plain), in the order of
+    `test_sets`, shorter columns padded with empty cells."""
+    columns = {TEST_SET_LABELS.get(t, t): cells[t][0 if markdown else 1] for t in test_sets}
     depth = max((len(v) for v in columns.values()), default=0)
     data = {"Rank": [str(i + 1) for i in range(depth)]}
-    for label, cells in columns.items():
-        data[label] = cells + [""] * (depth - len(cells))
+    for label, column in columns.items():
+        data[label] = column + [""] * (depth - len(column))
     return pd.DataFrame(data)
 
 
@@ -572,8 +572,8 @@ def page_views(frame: pd.DataFrame, track: str, rank_by: str = DEFAULT_RANK_KEY,
     cells = {t: cached(("overview", rank_by, filters), (t, track), lambda t=t: overview_cells(ranked_tables[t]))
              for t in test_sets}
     return PageViews(
-        overview=overview(frame, track, rank_by, test_sets=test_sets, cells=cells),
-        overview_plain=overview(frame, track, rank_by, test_sets=test_sets, cells=cells, markdown=False),
+        overview=overview_grid(cells, test_sets),
+        overview_plain=overview_grid(cells, test_sets, markdown=False),
         tables=views,
         overview_note=overview_note(ranked_tables, rank_by),
     )

@@ -871,3 +871,24 @@ def test_the_elsewhere_hint_is_only_for_a_search_with_a_link_and_adds_nothing_wh
     # no search: no hint, even on a tab with no row
     empty_tab = T.page_views(frame, "findings", "bleu2", test_sets=("iu_xray", "chexpert_plus"), link="?tab={}".format)
     assert "It matches on" not in empty_tab.tables["chexpert_plus"].note
+
+
+def test_the_values_note_says_why_published_rows_give_means_only_in_the_right_number():
+    table = T.ranked(_lookalike_board(), "iu_xray", "findings")
+    values = "Values: mean ± 95\u00a0% CI, n = studies scored"
+    assert T.values_note(table) == f"{values}; 1 published result gives means only."
+    two = table.assign(source=["published", "rexrank", "published"])
+    assert T.values_note(two) == f"{values}; 2 published results give means only."
+    assert T.values_note(table.assign(source="rexrank")) == f"{values}."
+    assert T.values_note(table.assign(**{f"{k}_ci": math.nan for k in T.METRIC_KEYS})) == ""
+
+
+def test_the_csv_says_which_names_are_lookalikes_and_the_view_which_columns_have_a_ci():
+    table = T.ranked(_lookalike_board(), "iu_xray", "findings")
+    csv = T.csv_table(table, "iu_xray", "findings")
+    assert csv["Lookalike name"].tolist() == ["", "yes", ""] and csv["Trained on this test set"].tolist() == ["", "yes", ""]
+    view = T.page_views(_lookalike_board(), "findings", test_sets=("iu_xray",)).tables["iu_xray"]
+    assert view.ci_columns == frozenset({"radcliq_v1_inv"})  # only MAlRA-2's 1/RadCliQ-v1 has one
+    # a row without the ranking metric and without a standing given: why, and nothing more
+    shown = T.display_table(table, T.best_values(table), "radcliq_v1_inv", placed={})
+    assert shown["1/RadCliQ-v1 ↑ ▼"].tolist()[2] == "– not scored"

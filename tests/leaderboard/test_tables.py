@@ -892,3 +892,25 @@ def test_the_csv_says_which_names_are_lookalikes_and_the_view_which_columns_have
     # a row without the ranking metric and without a standing given: why, and nothing more
     shown = T.display_table(table, T.best_values(table), "radcliq_v1_inv", placed={})
     assert shown["1/RadCliQ-v1 ↑ ▼"].tolist()[2] == "– not scored"
+
+
+def test_standings_by_hand_ties_at_the_best_place_values_shared_places_and_a_lower_is_better_metric(monkeypatch):
+    """"S" lacks 1/RadCliQ-v1: it ties A and B on BLEU (0.3, all three 1st: the best rank of a
+    tie) and is 2nd of 2 by GREEN (0.4 ± 0.02 below A's 0.5); with BERTScore and ROUGE-L both
+    2nd of 2 the place is shared by their names."""
+    import dataclasses
+
+    frame = R.records_frame([
+        board_record("a", "A", radcliq_v1_inv=1.0, bleu2=0.3, green=0.5, bertscore=0.9, rouge=0.5),
+        board_record("b", "B", radcliq_v1_inv=0.9, bleu2=0.3),
+        board_record("s", "S", bleu2=0.3, green={"mean": 0.4, "ci95": 0.02}, bertscore=0.8, rouge=0.4),
+    ])
+    table = T.ranked(frame, "iu_xray", "findings")
+    assert T.standings(table, "radcliq_v1_inv") == {
+        "s": "1st of 3 by BLEU; 2nd of 2 by BertScore, GREEN, ROUGE-L"}
+    assert T.standings(table, "radcliq_v1_inv", with_values=True) == {
+        "s": "1st of 3 by BLEU (0.300); 2nd of 2 by BertScore (0.800), GREEN (0.400\u00a0±\u00a00.020), ROUGE-L (0.400)"}
+    # a metric where lower is better places the lowest first (places in the order of their first
+    # metric in the site's columns)
+    monkeypatch.setitem(T.COLUMNS_BY_KEY, "green", dataclasses.replace(T.COLUMNS_BY_KEY["green"], higher_is_better=False))
+    assert T.standings(table, "radcliq_v1_inv")["s"] == "1st of 3 by BLEU; 2nd of 2 by BertScore, ROUGE-L; 1st of 2 by GREEN"

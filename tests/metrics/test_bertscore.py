@@ -209,7 +209,8 @@ def test_the_defaults_are_the_official_run():
     # the pinned commit and the licence that the run's provenance names (catalogue.py's record)
     assert (metric.checkpoint.revision, metric.checkpoint.licence) == ("fb53ab8802853c8e4fbdbcd0529f21fc6f459b2b",
                                                                        "Apache-2.0")
-    assert BertScore(model="org/encoder", revision="abc123", num_layers=2).checkpoint.revision == "abc123"
+    assert BertScore(model="org/encoder", revision="abc123", num_layers=2,
+                     rescale_with_baseline=False).checkpoint.revision == "abc123"
     assert (metric.idf, metric.rescale_with_baseline, metric.baseline) == (False, True, DISTILROBERTA_LAYER5_BASELINE)
     assert (metric.batch_size, metric.device, metric.cache, metric.cache_dir, metric.progress) == (64, None, True, None, True)
     assert metric.run_context is None

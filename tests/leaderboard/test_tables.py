@@ -782,6 +782,10 @@ def test_lookalike_names_and_titles_are_marked_except_the_published_original():
     assert T.lookalikes(table) == [False, True, True, True, False, False, True, True]
     bare = pd.DataFrame({"model_name": ["MAIRA-2", "MAlRA-2", "Other"]})  # no namespace, no source: names are titles
     assert T.lookalikes(bare) == [True, True, False]
+    # a title that does not begin with its namespace is its own name (nothing cut off it)
+    unprefixed = pd.DataFrame({"model_name": ["MAIRA-2", "other / MAlRA-2"], "namespace": ["acme", "other"],
+                               "source": ["rexrank", "rexrank"]})
+    assert T.lookalikes(unprefixed) == [True, True]
 
 
 def _lookalike_board() -> pd.DataFrame:

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from rexrank.store import records as R
+from rexrank.store.repo import StoreError
 from support.requests import submit, variant
 from support.store_queue import T0, _Clock, _store_with_request
 
@@ -864,3 +865,19 @@ def test_a_private_request_out_of_attempts_is_claimed_to_be_failed_at_its_slot_n
     assert again["lease_token"] != first["lease_token"] and again["started_time"] == first["started_time"]
     assert again["history"][-1] == {"time": "2026-01-01T00:01:00Z", "status": "RUNNING", "worker": "w2"}
     assert store.get_request(req["id"]) == again
+
+
+def test_a_held_request_is_not_requeued_and_the_refusal_names_both_ways_out(tmp_path):
+    """Rule (requeue): a request HELD for review leaves the hold by review only; the
+    refusal says how, with the request's id in both commands."""
+    store, req = _store_with_request(tmp_path)
+    rid = req["id"]
+    path = tmp_path / "s" / "requests" / R.request_path(rid)
+    held = {**json.loads(path.read_text()), "status": "HELD"}
+    path.unlink()
+    (tmp_path / "s" / "requests" / R.request_path(rid, "HELD")).write_text(json.dumps(held))
+    with pytest.raises(StoreError) as refused:
+        store.requeue(rid)
+    assert str(refused.value) == (f"request {rid} is HELD for review; release it with `rexrank review --release {rid}` "
+                                  f"or reject it with `rexrank review --reject {rid}`")
+    assert store.get_request(rid)["status"] == "HELD"

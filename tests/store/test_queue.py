@@ -867,9 +867,9 @@ def test_a_private_request_out_of_attempts_is_claimed_to_be_failed_at_its_slot_n
     assert store.get_request(req["id"]) == again
 
 
-def test_a_held_request_is_not_requeued_and_the_refusal_names_both_ways_out(tmp_path):
-    """Rule (requeue): a request HELD for review leaves the hold by review only; the
-    refusal says how, with the request's id in both commands."""
+def test_a_held_request_is_neither_requeued_nor_cancelled_and_each_refusal_names_the_ways_out(tmp_path):
+    """Rules (requeue, cancel): a request HELD for review leaves the hold by review only; each
+    refusal says how, with the request's id in the commands."""
     store, req = _store_with_request(tmp_path)
     rid = req["id"]
     path = tmp_path / "s" / "requests" / R.request_path(rid)
@@ -880,4 +880,8 @@ def test_a_held_request_is_not_requeued_and_the_refusal_names_both_ways_out(tmp_
         store.requeue(rid)
     assert str(refused.value) == (f"request {rid} is HELD for review; release it with `rexrank review --release {rid}` "
                                   f"or reject it with `rexrank review --reject {rid}`")
+    with pytest.raises(StoreError) as refused:
+        store.cancel(rid, reason="withdrawn")
+    assert str(refused.value) == (f"request {rid} is HELD for review; reject it with `rexrank review --reject {rid}` "
+                                  f"(or release it for scoring with `rexrank review --release {rid}`)")
     assert store.get_request(rid)["status"] == "HELD"

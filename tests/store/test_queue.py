@@ -885,3 +885,18 @@ def test_a_held_request_is_neither_requeued_nor_cancelled_and_each_refusal_names
     assert str(refused.value) == (f"request {rid} is HELD for review; reject it with `rexrank review --reject {rid}` "
                                   f"(or release it for scoring with `rexrank review --release {rid}`)")
     assert store.get_request(rid)["status"] == "HELD"
+
+
+def test_a_released_request_is_pending_again_with_its_attempt_not_counted_and_marked_given_back(tmp_path):
+    """Rule (release): the worker gives the request back; the history's last entry says why
+    and that it was given back (the worker's count of killed readers and the privacy
+    ledger's one charge per round read that flag)."""
+    store, req = _store_with_request(tmp_path)
+    store.claim("w", lease_seconds=60)
+    assert store.get_request(req["id"])["attempts"] == 1
+    assert store.release(req["id"], "w", reason="cannot load the test set")
+    back = store.get_request(req["id"])
+    assert (back["status"], back["attempts"], back["worker"], back["lease_expires"]) == ("PENDING", 0, None, None)
+    last = back["history"][-1]
+    assert (last["status"], last["note"], last["given_back"]) == ("PENDING", "cannot load the test set", True)
+    assert not store.release(req["id"], "w", reason="again")  # no longer its holder

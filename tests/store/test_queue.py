@@ -678,6 +678,31 @@ def test_a_lease_of_an_earlier_versions_record_uses_the_claims_duration_and_coun
     assert failed["status"] == "FAILED" and failed["error"].startswith("scoring was interrupted 0 times (")
 
 
+def test_a_private_earlier_versions_record_with_no_attempt_count_is_claimed_again_not_marked_out_of_attempts(tmp_path, monkeypatch):
+    """Rule (claim, private test set, a record with no `attempts`): the missing count is 0
+    here too, so with max_attempts 1 the request is claimed for its first counted attempt,
+    not marked out_of_attempts to be failed at its slot."""
+    from rexrank.store import Quota, open_store
+    from rexrank.store import queue as Q
+    from support.requests import write_jsonl
+    from support.store_queue import _Clock
+
+    clock = _Clock()
+    monkeypatch.setattr(Q.time, "monotonic", clock)
+    _at(monkeypatch, T0)
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    rows = {f"RG{i:05d}": f"Study {i}: no acute finding." for i in range(20)}
+    req = submit(store, write_jsonl(tmp_path / "p.jsonl", rows), test_set="rexgradient", submitter="alice")
+    store.claim("w1", lease_seconds=10)
+    path = tmp_path / "s" / "requests" / R.request_path(req["id"])
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({k: v for k, v in record.items() if k not in ("lease_token", "lease_seconds", "attempts")}))
+    assert store.claim("w2", lease_seconds=10, max_attempts=1) is None  # first seen now
+    clock.t += 10
+    again = store.claim("w2", lease_seconds=10, max_attempts=1)
+    assert (again["worker"], again["attempts"], again.get("out_of_attempts")) == ("w2", 1, None)
+
+
 def test_a_claim_that_fails_an_interrupted_request_goes_on_to_claim_the_next(tmp_path, monkeypatch):
     """Rule (claim): failing a request interrupted max_attempts times does not end the claim:
     the next PENDING request is claimed in the same commit."""

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from rexrank.llm.settings import LLMSettings
 from rexrank.llm.types import LLMRequest, LLMResponse
+from rexrank.models.building import MODEL_BUILD_LOCK
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
 from rexrank.models.encoders import folder_fingerprint
 
@@ -96,7 +97,8 @@ class TransformersBackend:
         self._load_tokenizer()
         device = pick_device(self.settings.device)
         dtype_name = self.settings.dtype or ("float16" if device.startswith("cuda") else "float32")
-        model = AutoModelForCausalLM.from_pretrained(self._path, dtype=getattr(torch, dtype_name))
+        with MODEL_BUILD_LOCK:
+            model = AutoModelForCausalLM.from_pretrained(self._path, dtype=getattr(torch, dtype_name))
         model.to(device).eval()
         self._adopt(model, device, dtype_name)
 
@@ -225,7 +227,7 @@ class TransformersBackend:
         from transformers import AutoModelForCausalLM
 
         self._load_tokenizer()
-        with torch.device("meta"):  # no memory: every tensor is replaced below
+        with MODEL_BUILD_LOCK, torch.device("meta"):  # no memory: every tensor is replaced below
             model = AutoModelForCausalLM.from_config(config, dtype=getattr(torch, dtype_name))
         for name, tensor in tensors.items():
             owner, _, leaf = name.rpartition(".")

@@ -16,6 +16,7 @@ from typing import Any
 from rexrank.catalogue import CONFIG_FILE, TOKENIZER_FILES, WEIGHT_FILES, model_files  # noqa: F401  (the files a model repo is read for)
 from rexrank.errors import MetricError
 from rexrank.models.advice import WeightsUnavailable
+from rexrank.models.building import MODEL_BUILD_LOCK
 from rexrank.models.checkpoints import Checkpoint, pick_device, resolve
 
 # Byte-level BPE tokenisers (GPT-2 family). bert_score encodes with add_prefix_space=True for
@@ -150,7 +151,8 @@ def load_encoder(checkpoint: Checkpoint, *, option: str, device: str | None) -> 
         config = AutoConfig.from_pretrained(folder)
         prefix = config.model_type in PREFIX_SPACE_MODEL_TYPES
         tokenizer = AutoTokenizer.from_pretrained(folder, add_prefix_space=True) if prefix else AutoTokenizer.from_pretrained(folder)
-        model = AutoModel.from_pretrained(folder, dtype=torch.float32)
+        with MODEL_BUILD_LOCK:
+            model = AutoModel.from_pretrained(folder, dtype=torch.float32)
     except (OSError, ValueError, KeyError) as exc:
         raise MetricError(f"cannot load checkpoint {checkpoint.describe()} from {folder}: {exc}") from exc
     model.eval().to(device)

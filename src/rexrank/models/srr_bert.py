@@ -16,6 +16,7 @@ import numpy as np
 
 from rexrank.catalogue import Checkpoint
 from rexrank.errors import MetricError
+from rexrank.models.building import MODEL_BUILD_LOCK
 
 NUM_LABELS = 163  # RadEval's leaves_with_statuses_mapping.json: the model's output size
 THRESHOLD = 0.5
@@ -82,7 +83,8 @@ class SRRBertLabeler:
         self.device = pick_device(device)  # imports torch: after the weights are found
         from transformers import BertForSequenceClassification, BertTokenizer
 
-        self.model = BertForSequenceClassification.from_pretrained(str(model_dir), num_labels=NUM_LABELS)
+        with MODEL_BUILD_LOCK:
+            self.model = BertForSequenceClassification.from_pretrained(str(model_dir), num_labels=NUM_LABELS)
         self.model.to(self.device).eval()
         self.tokenizer = BertTokenizer.from_pretrained(str(tokenizer_dir))
         self.batch_size = batch_size

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rexrank.errors import MetricError
+from rexrank.models.building import MODEL_BUILD_LOCK
 from rexrank.models.checkpoints import Checkpoint, pick_device
 from rexrank.models.prefetch import ahead, behind, on_device
 from rexrank.radgraph.preprocess import MODEL_TYPES, reader_word, words_for
@@ -116,7 +117,8 @@ class RadGraphAnnotator:
         self.relation_labels = archive.vocabulary[self.relation_namespace]
 
         config, self.tokenizer = _load_transformer_parts(encoder_folder)
-        transformer = AutoModel.from_config(config)
+        with MODEL_BUILD_LOCK:
+            transformer = AutoModel.from_config(config)
         self.model = DyGIE(transformer, config.hidden_size, settings)
         state = torch.load(archive.weights_path, map_location="cpu", weights_only=True)
         self.model.load_weights(state, source)

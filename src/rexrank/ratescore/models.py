@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from rexrank.errors import MetricError
+from rexrank.models.building import MODEL_BUILD_LOCK
 from rexrank.models.prefetch import ahead, on_device
 from rexrank.ratescore.spans import decode_spans
 
@@ -52,7 +53,8 @@ class EntityTagger:
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         self.tokenizer.padding_side = "right"
         self.prefetch = on_device(device)
-        self.model = AutoModelForTokenClassification.from_pretrained(model_dir).float().eval().to(device)
+        with MODEL_BUILD_LOCK:
+            self.model = AutoModelForTokenClassification.from_pretrained(model_dir).float().eval().to(device)
         self.id2label = {int(k): v for k, v in self.model.config.id2label.items()}
         bad = [v for v in self.id2label.values() if v != "O" and not (v.startswith(("B-", "I-")) and len(v) > 2)]
         if bad:
@@ -110,7 +112,8 @@ class EntityEncoder:
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         self.prefetch = on_device(device)
-        self.model = AutoModel.from_pretrained(model_dir).float().eval().to(device)
+        with MODEL_BUILD_LOCK:
+            self.model = AutoModel.from_pretrained(model_dir).float().eval().to(device)
 
     @property
     def dim(self) -> int:

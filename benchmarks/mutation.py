@@ -20,7 +20,8 @@ reach the mutated function. This script runs it once per module, in a working fo
 mutants/<module>/ whose pyproject.toml is the project's [tool.mutmut] narrowed to that module
 and its tests. It prints per module: mutants, killed, survived, timeouts, equivalents, and
 the score = killed / (mutants - equivalent - not run), and lists every survivor that
-benchmarks/mutation_equivalents.txt does not record as equivalent. Slow: not run by CI.
+benchmarks/mutation_equivalents.txt does not record as equivalent (a record names the mutant
+and the fingerprint of its change, which the report prints). Slow: not run by CI.
 Exit 1 if any survivor is left. Re-running a module keeps its earlier verdicts and tests
 the mutants of changed functions and those named by --rerun.
 """
@@ -403,17 +404,53 @@ TIMEOUT = {36, -24, 24, 152, 255}
 NO_TESTS = 33  # no test of the module's list reached the function: after the list grows, a run takes them again
 
 
-def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
-    """{mutant name: why it changes no observable behaviour}; lines `name  # reason`."""
+def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, tuple[str | None, str]]:
+    """{mutant name: (its change's fingerprint or None, why it changes no observable
+    behaviour)}; lines `name  @fingerprint  # reason` (the report prints each survivor's
+    fingerprint). mutmut numbers a function's mutants in order, so a changed function
+    renumbers them: the fingerprint of the change read keeps a record from naming another
+    mutant, which may be a real survivor."""
     out = {}
     for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else ():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        name, sep, reason = line.partition("#")
+        head, sep, reason = line.partition("#")
+        name, _, pin = head.strip().partition(" ")
         if not sep or not reason.strip():
-            raise SystemExit(f"{path.name}: {name.strip()} has no reason (write `name  # why it is equivalent`)")
-        out[name.strip()] = reason.strip()
+            raise SystemExit(f"{path.name}: {name} has no reason (write `name  @fingerprint  # why it is equivalent`)")
+        pin = pin.strip()
+        if pin and not re.fullmatch(r"@[0-9a-f]{10}", pin):
+            raise SystemExit(f"{path.name}: {name}: {pin!r} is not a fingerprint (@ and 10 hex digits, as the report prints)")
+        out[name] = (pin[1:] or None, reason.strip())
+    return out
+
+
+def mutant_fingerprints(label: str, path: str) -> dict[str, str]:
+    """{mutant name: 10 hex digits of its change}: the lines mutmut removed and added in its
+    function (read from the mutated module in mutants/<module>/mutants/), whatever else the
+    function holds."""
+    import ast
+    import difflib
+    import hashlib
+
+    mutated = workdir(label) / "mutants" / "src" / "rexrank" / path
+    if not mutated.exists():
+        return {}
+    text = mutated.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    bodies = {node.name: lines[node.lineno:node.end_lineno]  # after the def line, which holds the mutant's name
+              for node in ast.walk(ast.parse(text))
+              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "__mutmut_" in node.name}
+    module = "rexrank." + path.removesuffix(".py").replace("/", ".")
+    out = {}
+    for name, body in bodies.items():
+        stem, _, number = name.rpartition("_")
+        if not number.isdigit() or f"{stem}_orig" not in bodies:
+            continue
+        changed = [line.strip() for line in difflib.unified_diff(bodies[f"{stem}_orig"], body, lineterm="", n=0)
+                   if line[:1] in "-+" and not line.startswith(("---", "+++"))]
+        out[f"{module}.{name}"] = hashlib.sha256("\n".join(changed).encode()).hexdigest()[:10]
     return out
 
 
@@ -506,22 +543,26 @@ def results(chosen: dict[str, tuple[str, tuple, tuple]]) -> dict[str, dict[str, 
     return out
 
 
-def report(chosen: dict[str, tuple[str, tuple, tuple]], equivalents: dict[str, str]) -> int:
-    rows, survivors, never = [], [], []
+def report(chosen: dict[str, tuple[str, tuple, tuple]], equivalents: dict[str, tuple[str | None, str]]) -> int:
+    rows, survivors, never, stale = [], [], [], []
     for label, codes in results(chosen).items():
         if codes is None:
             never.append(label)
             continue
+        prints = mutant_fingerprints(label, chosen[label][0])
+        # a record counts only for the change it was written for (its fingerprint)
+        held = {k for k in codes if k in equivalents and equivalents[k][0] is not None and equivalents[k][0] == prints.get(k)}
+        stale += sorted(k for k in codes if k in equivalents and k not in held)
         killed = sum(c in KILLED for c in codes.values())
         # an equivalent mutant leaves the score whether its tests passed or ran out of time
-        equivalent = sum(c in SURVIVED | TIMEOUT and k in equivalents for k, c in codes.items())
-        left = sorted(k for k, c in codes.items() if c in SURVIVED and k not in equivalents)
-        timeouts = sorted(k for k, c in codes.items() if c in TIMEOUT and k not in equivalents)
+        equivalent = sum(c in SURVIVED | TIMEOUT and k in held for k, c in codes.items())
+        left = sorted(k for k, c in codes.items() if c in SURVIVED and k not in held)
+        timeouts = sorted(k for k, c in codes.items() if c in TIMEOUT and k not in held)
         other = sum(c is None or c not in KILLED | SURVIVED | TIMEOUT for c in codes.values())
         judged = len(codes) - equivalent - other
         score = f"{100 * killed / judged:.1f} %" if judged else "–"
         rows.append(f"| {label} | {len(codes)} | {killed} | {len(left)} | {len(timeouts)} | {equivalent} | {other} | {score} |")
-        survivors += left + [f"{k} (timeout)" for k in timeouts]
+        survivors += [f"{k}  @{prints.get(k, '?')}" for k in left] + [f"{k}  @{prints.get(k, '?')} (timeout)" for k in timeouts]
     print("| module | mutants | killed | survived | timeout | equivalent | not run / no tests | score |")
     print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
@@ -530,7 +571,13 @@ def report(chosen: dict[str, tuple[str, tuple, tuple]], equivalents: dict[str, s
     print(f"\n{len(survivors)} survivor(s)" + (":" if survivors else ""))
     for name in survivors:
         print(f"  {name}")
-    return 1 if survivors or never else 0
+    if stale:
+        print(f"\n{len(stale)} record(s) in {EQUIVALENTS.name} without the fingerprint of the mutant they name now (its "
+              "function changed and mutmut renumbered its mutants, or the record was never pinned): each counts for "
+              "nothing; read the mutant again and pin or drop the record:")
+        for name in stale:
+            print(f"  {name}")
+    return 1 if survivors or never or stale else 0
 
 
 def listing() -> None:

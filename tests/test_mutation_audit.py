@@ -199,3 +199,58 @@ def test_stopping_the_tool_ends_mutmut_and_every_process_it_started(tmp_path):
     if alive():
         os.kill(pid, signal.SIGKILL)
         raise AssertionError("the process mutmut started outlived the stopped tool")
+
+
+MUTATED_MODULE = '''
+def f__mutmut_orig(a):
+    b = a + 1
+    return b * 2
+
+def f__mutmut_1(a):
+    b = a - 1
+    return b * 2
+
+def f__mutmut_2(a):
+    b = a + 1
+    return b / 2
+'''
+
+
+def test_an_equivalent_record_counts_only_for_the_change_it_was_written_for(tmp_path, monkeypatch, capsys):
+    """mutmut numbers a function's mutants in order, so a changed function renumbers them and a
+    record by name alone may hide another, real survivor: a record holds the fingerprint of its
+    mutant's change, and one that does not match (or has none) is listed and counts for nothing."""
+    import json
+
+    tool = _mutation_tool()
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    mutated = tool.workdir("x") / "mutants" / "src" / "rexrank" / "x.py"
+    mutated.parent.mkdir(parents=True)
+    mutated.write_text(MUTATED_MODULE)
+    (mutated.parent / "x.py.meta").write_text(json.dumps({"exit_code_by_key": {"rexrank.x.f__mutmut_1": 0,
+                                                                               "rexrank.x.f__mutmut_2": 0}}))
+    prints = tool.mutant_fingerprints("x", "x.py")
+    assert sorted(prints) == ["rexrank.x.f__mutmut_1", "rexrank.x.f__mutmut_2"]
+    assert len(set(prints.values())) == 2 and all(len(p) == 10 for p in prints.values())
+    # the fingerprint is the change's, not the function's: an unchanged line elsewhere leaves it
+    mutated.write_text(MUTATED_MODULE.replace("return b * 2", "return (b * 2)"))
+    assert tool.mutant_fingerprints("x", "x.py")["rexrank.x.f__mutmut_1"] == prints["rexrank.x.f__mutmut_1"]
+    mutated.write_text(MUTATED_MODULE)
+
+    records = tmp_path / "equivalents.txt"
+    records.write_text(f"rexrank.x.f__mutmut_1  @{prints['rexrank.x.f__mutmut_1']}  # why 1\n"
+                       f"rexrank.x.f__mutmut_2  @{prints['rexrank.x.f__mutmut_1']}  # written for another change\n")
+    equivalents = tool.load_equivalents(records)
+    assert equivalents["rexrank.x.f__mutmut_1"] == (prints["rexrank.x.f__mutmut_1"], "why 1")
+    chosen = {"x": ("x.py", ("rexrank.x.*",), ("tests/test_x.py",))}
+    assert tool.report(chosen, equivalents) == 1
+    out = capsys.readouterr().out
+    assert "| x | 2 | 0 | 1 | 0 | 1 | 0 | 0.0 % |" in out
+    assert f"  rexrank.x.f__mutmut_2  @{prints['rexrank.x.f__mutmut_2']}" in out  # the fingerprint to record
+    assert out.split("record(s) in")[1].split("\n", 1)[1].split() == ["rexrank.x.f__mutmut_2"]
+    records.write_text("rexrank.x.f__mutmut_1  # never pinned\n")
+    assert tool.report(chosen, tool.load_equivalents(records)) == 1
+    assert "| x | 2 | 0 | 2 | 0 | 0 | 0 |" in capsys.readouterr().out
+    records.write_text("rexrank.x.f__mutmut_1  @12345  # a short fingerprint\n")
+    with pytest.raises(SystemExit, match="'@12345' is not a fingerprint"):
+        tool.load_equivalents(records)

@@ -812,6 +812,29 @@ def test_a_name_recorded_before_ids_is_bound_to_the_first_account_with_an_id_tha
                                                                   "time": "2026-01-01T00:00:00Z", "how": how}}
 
 
+def test_binding_a_name_recorded_before_ids_reads_every_file_at_the_snapshot_it_is_given(tmp_path, monkeypatch):
+    """Rule (bind_legacy_name): the bindings, the name's index of settled requests, the open
+    requests and the ledgers are read at the given snapshot, on which the filing's commit is
+    made (a Hub store reads that version; a local one has only its current files)."""
+    from rexrank.store.accounts import Account
+
+    _at(monkeypatch, T0)
+    store, _ = _store_with_request(tmp_path)  # alice's request, filed by name, still open
+    snap = store.requests.snapshot(R.QUEUE_DIR)
+    reads = []
+    read_optional = store.requests.read_optional
+
+    def recorded(at, path):
+        reads.append((at, path))
+        return read_optional(at, path)
+
+    monkeypatch.setattr(store.requests, "read_optional", recorded)
+    legacy, changes = store.bind_legacy_name(snap, Account("alice", "u1"))
+    assert list(legacy) == ["alice"] and changes
+    assert {path.split("/")[0] for _, path in reads} >= {"accounts", "index", "queue"}
+    assert [path for at, path in reads if at is not snap] == []
+
+
 def test_the_approved_list_binds_an_approved_name_to_the_first_account_that_files_under_it(tmp_path, monkeypatch):
     """Rule (check_approval): no list for the test set, or a typed name on it (a local
     store): nothing to record; an account with an id filing under an approved name not yet

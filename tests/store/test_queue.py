@@ -850,6 +850,9 @@ def test_the_approved_list_binds_an_approved_name_to_the_first_account_that_file
     assert store.check_approval(store.requests.snapshot(), "example", Account("anyone", "u0")) is None  # no list
     (requests / R.CONFIG_FILE).write_text(json.dumps({"approved_submitters": {"example": ["Carol", "dave"]}}))
     assert store.check_approval(store.requests.snapshot(), "example", Account("carol")) is None
+    first = {"id": "u3", "name": "carol", "time": "2026-01-01T00:00:00Z", "how": "its first filing"}
+    assert store.check_approval(store.requests.snapshot(), "example", Account("carol", "u3")) == \
+        {APPROVED_BINDINGS: R.dumps({"example": {"carol": first}})}  # the first binding of all: no file yet
     (requests / APPROVED_BINDINGS).parent.mkdir(exist_ok=True)
     (requests / APPROVED_BINDINGS).write_text(json.dumps({"other": {"x": {"id": "u9"}},
                                                           "example": {"dave": {"id": "u4", "name": "dave"}}}))

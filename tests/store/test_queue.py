@@ -678,14 +678,12 @@ def test_a_lease_of_an_earlier_versions_record_uses_the_claims_duration_and_coun
     assert failed["status"] == "FAILED" and failed["error"].startswith("scoring was interrupted 0 times (")
 
 
-def test_a_private_earlier_versions_record_with_no_attempt_count_is_claimed_again_not_marked_out_of_attempts(tmp_path, monkeypatch):
-    """Rule (claim, private test set, a record with no `attempts`): the missing count is 0
-    here too, so with max_attempts 1 the request is claimed for its first counted attempt,
-    not marked out_of_attempts to be failed at its slot."""
+def _a_private_request_on_a_stopped_clock(tmp_path, monkeypatch):
+    """A store with one request on the private test set (rexgradient), the store's clock at T0
+    and the lease clock (time.monotonic) a `_Clock` the test moves."""
     from rexrank.store import Quota, open_store
     from rexrank.store import queue as Q
     from support.requests import write_jsonl
-    from support.store_queue import _Clock
 
     clock = _Clock()
     monkeypatch.setattr(Q.time, "monotonic", clock)
@@ -693,6 +691,14 @@ def test_a_private_earlier_versions_record_with_no_attempt_count_is_claimed_agai
     store = open_store(tmp_path / "s", quota=Quota(0))
     rows = {f"RG{i:05d}": f"Study {i}: no acute finding." for i in range(20)}
     req = submit(store, write_jsonl(tmp_path / "p.jsonl", rows), test_set="rexgradient", submitter="alice")
+    return store, req, clock
+
+
+def test_a_private_earlier_versions_record_with_no_attempt_count_is_claimed_again_not_marked_out_of_attempts(tmp_path, monkeypatch):
+    """Rule (claim, private test set, a record with no `attempts`): the missing count is 0
+    here too, so with max_attempts 1 the request is claimed for its first counted attempt,
+    not marked out_of_attempts to be failed at its slot."""
+    store, req, clock = _a_private_request_on_a_stopped_clock(tmp_path, monkeypatch)
     store.claim("w1", lease_seconds=10)
     path = tmp_path / "s" / "requests" / R.request_path(req["id"])
     record = json.loads(path.read_text())
@@ -894,16 +900,7 @@ def test_a_private_request_out_of_attempts_is_claimed_to_be_failed_at_its_slot_n
     request whose lease expired after max_attempts claims is claimed again by this worker,
     marked out_of_attempts, its attempts not counted up, with a fresh lease; the worker
     fails it at its publication slot. A public one is FAILED at once (test above)."""
-    from rexrank.store import Quota, open_store
-    from rexrank.store import queue as Q
-    from support.requests import write_jsonl
-
-    clock = _Clock()
-    monkeypatch.setattr(Q.time, "monotonic", clock)
-    _at(monkeypatch, T0)
-    store = open_store(tmp_path / "s", quota=Quota(0))
-    rows = {f"RG{i:05d}": f"Study {i}: no acute finding." for i in range(20)}
-    req = submit(store, write_jsonl(tmp_path / "p.jsonl", rows), test_set="rexgradient", submitter="alice")
+    store, req, clock = _a_private_request_on_a_stopped_clock(tmp_path, monkeypatch)
     first = store.claim("w1", lease_seconds=10, max_attempts=1)
     assert first["attempts"] == 1 and "out_of_attempts" not in first
     clock.t += 10

@@ -1,7 +1,6 @@
 """The leaderboard app's endpoints through gradio_client, and the two CLI commands."""
 from __future__ import annotations
 
-import socket
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -12,13 +11,8 @@ import pytest
 from rexrank.leaderboard.model_page import NO_SUCH_MODEL
 from rexrank.cli.main import main
 from rexrank.leaderboard.source import LeaderboardSource, open_leaderboard_store, seed_if_empty
+from support.browser import serve
 from support.paths import shared_path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +25,7 @@ def served(tmp_path_factory):
     store = open_store(tmp_path_factory.mktemp("lb") / "store")
     assert seed_if_empty(store) == 128
     demo = build_app(LeaderboardSource.from_store(store, ttl=0))
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    url = serve(demo)
     try:
         yield Client(url, verbose=False, download_files=False), store
     finally:

@@ -86,11 +86,33 @@ def serve(demo) -> str:
     """Launch `demo` on a free local port; its address. Gradio's queue looks for work every 1 ms
     (and for progress every 10 ms) even when idle: 8 % of a core per server, and this file's
     four servers live until its end. Every 10 ms (100 ms) costs 2 %; an event waits at most
-    10 ms more to start, and these apps report no progress."""
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    10 ms more to start, and these apps report no progress.
+
+    Gradio's own check that the page answers gives up at the first request slower than 3 s
+    ("When localhost is not accessible, a shareable link must be created"), which a loaded
+    machine's test workers met; `_frontend=False` skips it, and the page is waited for here."""
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                            _frontend=False)
+    wait_for_page(url)
     demo._queue.sleep_when_free = 0.01
     demo._queue.progress_update_sleep_when_free = 0.1
     return url
+
+
+def wait_for_page(url: str, timeout: float = 120.0) -> None:
+    """Until the app's page answers 200 (each try may take long on a loaded machine)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(url, timeout=30).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the app at {url} did not answer within {timeout:.0f} s")
+        time.sleep(0.2)
 
 
 def published(csv_name: str) -> pd.DataFrame:

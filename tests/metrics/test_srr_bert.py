@@ -101,6 +101,27 @@ def test_each_distinct_sentence_is_classified_once(tiny_model, stand_in_splitter
     assert sorted(seen) == ["Heart normal.", "No effusion."]
 
 
+def test_distinct_sentences_labels_are_shared_through_the_scoring_runs_context(tiny_model, stand_in_splitter, monkeypatch):
+    """Each distinct sentence's labels go through the run's context under this metric's name,
+    its model's key and the side "sentences" (a second SRR-BERT of the run on the same model
+    reads them instead of classifying again)."""
+    import rexrank.metrics.run_context as run_context
+
+    shared = []
+
+    def shared_outputs(context, owner, model, side, texts, compute):
+        shared.append((context, owner, model, side, list(texts)))
+        return compute(texts)
+
+    monkeypatch.setattr(run_context, "shared_outputs", shared_outputs)
+    context = object()
+    metric = _metric(tiny_model, batching="distinct", run_context=context)
+    metric.score(["No effusion. Heart normal.", "No effusion."], ["Heart normal.", "No effusion. Heart normal."])
+    [(got_context, owner, model, side, texts)] = shared
+    assert (got_context, owner, model, side) == (context, "srr_bert", metric._model_key(), "sentences")
+    assert sorted(texts) == ["Heart normal.", "No effusion."]
+
+
 def test_references_come_from_the_reference_cache_on_a_second_submission(tiny_model, stand_in_splitter, tmp_path):
     refs = ["No effusion. Heart normal.", "Mild edema."]
     first = _metric(tiny_model, batching="distinct", cache=True, cache_dir=str(tmp_path)).score(["Heart normal.", "No edema."], refs)

@@ -439,7 +439,8 @@ def mutant_fingerprints(label: str, path: str) -> dict[str, str]:
         return {}
     text = mutated.read_text(encoding="utf-8")
     lines = text.splitlines()
-    bodies = {node.name: lines[node.lineno:node.end_lineno]  # after the def line, which holds the mutant's name
+    # the whole function, its name left out of the def line (a mutant may change a default there)
+    bodies = {node.name: [lines[node.lineno - 1].replace(node.name, "_"), *lines[node.lineno:node.end_lineno]]
               for node in ast.walk(ast.parse(text))
               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "__mutmut_" in node.name}
     module = "rexrank." + path.removesuffix(".py").replace("/", ".")

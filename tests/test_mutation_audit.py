@@ -202,17 +202,21 @@ def test_stopping_the_tool_ends_mutmut_and_every_process_it_started(tmp_path):
 
 
 MUTATED_MODULE = '''
-def f__mutmut_orig(a):
+def f__mutmut_orig(a, c=0):
     b = a + 1
     return b * 2
 
-def f__mutmut_1(a):
+def f__mutmut_1(a, c=0):
     b = a - 1
     return b * 2
 
-def f__mutmut_2(a):
+def f__mutmut_2(a, c=0):
     b = a + 1
     return b / 2
+
+def f__mutmut_3(a, c=1):
+    b = a + 1
+    return b * 2
 '''
 
 
@@ -230,8 +234,10 @@ def test_an_equivalent_record_counts_only_for_the_change_it_was_written_for(tmp_
     (mutated.parent / "x.py.meta").write_text(json.dumps({"exit_code_by_key": {"rexrank.x.f__mutmut_1": 0,
                                                                                "rexrank.x.f__mutmut_2": 0}}))
     prints = tool.mutant_fingerprints("x", "x.py")
-    assert sorted(prints) == ["rexrank.x.f__mutmut_1", "rexrank.x.f__mutmut_2"]
-    assert len(set(prints.values())) == 2 and all(len(p) == 10 for p in prints.values())
+    assert sorted(prints) == ["rexrank.x.f__mutmut_1", "rexrank.x.f__mutmut_2", "rexrank.x.f__mutmut_3"]
+    # each change its own, a default in the signature too (not the fingerprint of no change)
+    no_change = __import__("hashlib").sha256(b"").hexdigest()[:10]
+    assert len(set(prints.values()) | {no_change}) == 4 and all(len(p) == 10 for p in prints.values())
     # the fingerprint is the change's, not the function's: an unchanged line elsewhere leaves it
     mutated.write_text(MUTATED_MODULE.replace("return b * 2", "return (b * 2)"))
     assert tool.mutant_fingerprints("x", "x.py")["rexrank.x.f__mutmut_1"] == prints["rexrank.x.f__mutmut_1"]

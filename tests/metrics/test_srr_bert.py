@@ -120,6 +120,9 @@ def test_distinct_sentences_labels_are_shared_through_the_scoring_runs_context(t
     [(got_context, owner, model, side, texts)] = shared
     assert (got_context, owner, model, side) == (context, "srr_bert", metric._model_key(), "sentences")
     assert sorted(texts) == ["Heart normal.", "No effusion."]
+    # a report's labels are 0/1 bytes, as the reference cache keeps them (163 a report)
+    [labels] = metric.report_labels(["No effusion. Heart normal."]).values()
+    assert labels.dtype == np.int8 and labels.shape == (S.NUM_LABELS,) and set(np.unique(labels)) <= {0, 1}
 
 
 def test_references_come_from_the_reference_cache_on_a_second_submission(tiny_model, stand_in_splitter, tmp_path):

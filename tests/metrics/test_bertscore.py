@@ -279,15 +279,9 @@ def test_only_a_run_with_empty_pairs_says_how_many():
 def test_embeddings_are_shared_through_the_scoring_runs_context(monkeypatch):
     """`embed` asks the run for each distinct text once (spaces collapsed), under this metric's
     name and model key, on a side of its own."""
-    import rexrank.metrics.run_context as run_context
+    from support.run_context import record_shared_outputs
 
-    shared = []
-
-    def shared_outputs(context, owner, model, side, texts, compute):
-        shared.append((context, owner, model, side, list(texts)))
-        return [(f"ids of {t}", f"vectors of {t}") for t in texts]
-
-    monkeypatch.setattr(run_context, "shared_outputs", shared_outputs)
+    shared = record_shared_outputs(monkeypatch, lambda texts: [(f"ids of {t}", f"vectors of {t}") for t in texts])
     context = object()
     metric = BertScore(run_context=context)
     assert metric.embed(["a  b", "c", "a b"]) == [("ids of a b", "vectors of a b"), ("ids of c", "vectors of c"),

@@ -158,15 +158,9 @@ def test_references_come_from_the_cache_under_the_annotators_namespace(tmp_path)
 
 
 def test_outputs_are_shared_through_the_scoring_runs_context(monkeypatch):
-    import rexrank.metrics.run_context as run_context
+    from support.run_context import record_shared_outputs
 
-    shared = []
-
-    def shared_outputs(context, owner, model, side, texts, compute):
-        shared.append((context, owner, model, side, texts))
-        return compute(texts)
-
-    monkeypatch.setattr(run_context, "shared_outputs", shared_outputs)
+    shared = record_shared_outputs(monkeypatch)
     context = object()
     metric = metric_with_stand_in(progress=False, run_context=context)
     assert metric.run_context is context

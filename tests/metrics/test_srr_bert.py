@@ -105,15 +105,9 @@ def test_distinct_sentences_labels_are_shared_through_the_scoring_runs_context(t
     """Each distinct sentence's labels go through the run's context under this metric's name,
     its model's key and the side "sentences" (a second SRR-BERT of the run on the same model
     reads them instead of classifying again)."""
-    import rexrank.metrics.run_context as run_context
+    from support.run_context import record_shared_outputs
 
-    shared = []
-
-    def shared_outputs(context, owner, model, side, texts, compute):
-        shared.append((context, owner, model, side, list(texts)))
-        return compute(texts)
-
-    monkeypatch.setattr(run_context, "shared_outputs", shared_outputs)
+    shared = record_shared_outputs(monkeypatch)
     context = object()
     metric = _metric(tiny_model, batching="distinct", run_context=context)
     metric.score(["No effusion. Heart normal.", "No effusion."], ["Heart normal.", "No effusion. Heart normal."])

@@ -99,20 +99,19 @@ def serve(demo) -> str:
     return url
 
 
-def wait_for_page(url: str, timeout: float = 120.0) -> None:
+def wait_for_page(url: str) -> None:
     """Until the app's page answers 200 (each try may take long on a loaded machine)."""
     import httpx
 
-    deadline = time.monotonic() + timeout
-    while True:
+    from support.dispatch_fixtures import wait_for
+
+    def answers() -> bool:
         try:
-            if httpx.get(url, timeout=30).status_code == 200:
-                return
+            return httpx.get(url, timeout=30).status_code == 200
         except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the app at {url} did not answer within {timeout:.0f} s")
-        time.sleep(0.2)
+            return False
+
+    wait_for(answers, what=f"the app at {url} to answer")
 
 
 def published(csv_name: str) -> pd.DataFrame:

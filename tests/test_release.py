@@ -8,8 +8,9 @@ by URL), then:
     score the example set exactly as this checkout does;
   - the leaderboard Space's app.py, configured by the Space variables deploy set, serves
     the seeded published results.
-Needs PyPI (or a warm pip cache) for the build and the venv: without a reachable package index
-the tests skip with the reason (tests/support/package_index.py); deselect with `-m "not fresh_venv"`."""
+Needs PyPI (or a warm pip cache) for the build and the venv (installed with uv where this venv
+has it, else pip): without a reachable package index the tests skip with the reason
+(tests/support/package_index.py); deselect with `-m "not fresh_venv"`."""
 from __future__ import annotations
 
 import json
@@ -123,15 +124,15 @@ def deployed(dist, tmp_path_factory):
 @pytest.fixture(scope="module")
 def space_venv(deployed, tmp_path_factory):
     """One venv for the Spaces; `install(name)` adds a Space's requirements.txt as the Space
-    build installs it (one pip call per Space: two direct URLs to the same wheel, one per
-    Space, cannot go into a single pip call). The bleu2 install starts here, in the background:
-    it mostly waits on the package index (about 130 requests, one at a time), so the build and
-    twine tests run meanwhile; `install` joins it."""
+    build installs it (one install call per Space: two direct URLs to the same wheel, one per
+    Space, cannot go into a single call). The bleu2 install starts here, in the background (with
+    pip it mostly waits on the package index), so the build and twine tests run meanwhile;
+    `install` joins it."""
     hub, folders, _ = deployed
     venv = tmp_path_factory.mktemp("venv")
     # no pip of its own (ensurepip's bundled pip costs seconds and is years older): this
-    # checkout's pip installs into it with --python (pip >= 22.3), resolving against the index
-    # as pip inside it would
+    # checkout's uv or pip installs into it with --python (pip >= 22.3), resolving against the
+    # index as pip inside it would
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
     done: set[str] = set()
@@ -143,13 +144,20 @@ def space_venv(deployed, tmp_path_factory):
         build = tmp_path_factory.mktemp(f"build-{name}")
         (build / "app").mkdir()
         shutil.copy(folders / name / "requirements.txt", build / "requirements.txt")
-        # the build adds the Space's gradio (sdk_version) to the same pip call; --no-compile,
-        # --progress-bar off and --disable-pip-version-check change nothing that is installed
+        # the build adds the Space's gradio (sdk_version) to the same install call
         sdk = re.search(r"^sdk_version: (\S+)$", (folders / name / "README.md").read_text(), re.M).group(1)
-        cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-compile",
-               "--progress-bar", "off", "--disable-pip-version-check",
-               "-r", str(build / "requirements.txt"), f"gradio[oauth]=={sdk}"]
-        log = build / "pip.log"
+        requirements = ["-r", str(build / "requirements.txt"), f"gradio[oauth]=={sdk}"]
+        uv = Path(sys.executable).with_name("uv")
+        if uv.exists():
+            # uv resolves these requirements to the same 89 packages and versions as the Hub's pip
+            # (compared with `uv pip list` on both venvs), from the cache .ci/run's install filled:
+            # 2 s against pip's 30 s idle and over 100 s in CI, where pip fetches ~130 index pages
+            # one at a time
+            cmd = [str(uv), "pip", "install", "--quiet", "--python", str(python), *requirements]
+        else:  # --no-compile, --progress-bar off and --disable-pip-version-check change nothing installed
+            cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-compile",
+                   "--progress-bar", "off", "--disable-pip-version-check", *requirements]
+        log = build / "install.log"
         with log.open("wb") as out:  # a file, not a pipe: nobody reads it while pip runs
             proc = subprocess.Popen(cmd, cwd=build / "app", stdout=out, stderr=subprocess.STDOUT)
         started[name] = (proc, time.monotonic(), log)
@@ -162,7 +170,7 @@ def space_venv(deployed, tmp_path_factory):
                 start(name)
             proc, t0, log = started[name]
             proc.wait()
-            assert proc.returncode == 0, f"pip install of the {name} Space's requirements failed:\n{log.read_text()[-8000:]}"
+            assert proc.returncode == 0, f"the install of the {name} Space's requirements failed:\n{log.read_text()[-8000:]}"
             print(f"\n{name} Space requirements into the fresh venv: {time.monotonic() - t0:.0f} s")
             wheel = next((folders / name).glob("*.whl")).name
             assert f"GET /spaces/rexrank/{name}/resolve/main/{wheel}" in hub.requests  # the wheel in that Space

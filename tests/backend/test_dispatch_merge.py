@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from rexrank.backend.dispatch import Dispatcher, DispatchSettings
-from rexrank.backend.jobs import LocalJobs
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from support.backend_fixtures import leaks_in, private_set  # noqa: F401 (private_set: a fixture)
@@ -37,8 +36,9 @@ def test_a_tiny_llm_judge_merges_into_the_single_worker_run(tmp_path):
     req = submit(store)
     s = DispatchSettings(mode="local", flavor="h200", max_jobs=3, target_shard_hours=1e-9, poll=0.3)
     worker = Worker(store, metrics="green", metric_options=options("c1"), worker_id="d")
-    # shards in threads: the merge is what is tested here (a shard as its own process: the encoder's test
-    # below and tests/backend/test_dispatch_jobs.py); three processes each loading torch took most of a minute
+    # shards in threads: the merge is what is tested here (a shard as its own process, an LLM judge's
+    # from its Job spec alone: tests/backend/test_dispatch_jobs.py); three processes each loading torch
+    # took most of a minute
     assert Dispatcher(worker, ThreadJobs(str(tmp_path / "s"), None), s).run(once=True) == 1
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
@@ -67,7 +67,7 @@ def test_an_encoder_metric_merges_within_1e_6_of_the_single_worker_run(tmp_path)
     submit(store)
     s = DispatchSettings(mode="local", flavor="l4x1", max_jobs=3, target_shard_hours=1e-9, poll=0.3)
     worker = Worker(store, metrics="bertscore", metric_options=options("c1"), worker_id="d")
-    assert Dispatcher(worker, LocalJobs(tmp_path / "jobs"), s).run(once=True) == 1
+    assert Dispatcher(worker, ThreadJobs(str(tmp_path / "s"), None), s).run(once=True) == 1
     record, per_study = published(store)
     single_store = open_store(tmp_path / "single", quota=Quota(0))
     submit(single_store)
@@ -79,16 +79,14 @@ def test_an_encoder_metric_merges_within_1e_6_of_the_single_worker_run(tmp_path)
     assert abs(record["values"]["bertscore"]["mean"] - single["values"]["bertscore"]["mean"]) <= 1e-6
 
 
-def dispatched_and_single(tmp_path, metrics: str, options, *, jobs: str = "local", flavor: str = "l4x1",
-                          **worker_kw):
-    """The example submission dispatched as three shards (Jobs: "local" processes or
-    "thread"s of this process), and scored by a single worker; `options(tag)` gives each run
-    its own caches, so that each computes its own values. Returns (final request, its store,
-    the single worker's store)."""
+def dispatched_and_single(tmp_path, metrics: str, options, *, flavor: str = "l4x1", **worker_kw):
+    """The example submission dispatched as three shards (Jobs as threads of this process), and
+    scored by a single worker; `options(tag)` gives each run its own caches, so that each
+    computes its own values. Returns (final request, its store, the single worker's store)."""
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     s = DispatchSettings(mode="local", flavor=flavor, max_jobs=3, target_shard_hours=1e-9, poll=0.2)
-    runner = LocalJobs(tmp_path / "jobs") if jobs == "local" else ThreadJobs(str(tmp_path / "s"), None)
+    runner = ThreadJobs(str(tmp_path / "s"), None)
     worker = Worker(store, metrics=metrics, metric_options=options("c1"), worker_id="d", **worker_kw)
     assert Dispatcher(worker, runner, s).run(once=True) == 1
     single_store = open_store(tmp_path / "single", quota=Quota(0))
@@ -111,7 +109,7 @@ def test_sembscore_details_and_radcliq_reach_a_dispatched_record(tmp_path):
                 "radcliq": {**common, "bertscore_options": bertscore, "sembscore_options": sembscore,
                             "radgraph_options": radgraph}}
 
-    final, store, single_store = dispatched_and_single(tmp_path, "sembscore,radcliq", options, jobs="thread")
+    final, store, single_store = dispatched_and_single(tmp_path, "sembscore,radcliq", options)
     assert final["status"] == FINISHED, final.get("error")
     assert len(final["dispatch"]["plan"]["ranges"]) == 3
     (record, per_study), (single, single_per_study) = published(store), published(single_store)
@@ -149,7 +147,7 @@ def test_green_by_length_on_a_local_model_is_one_shard_and_equals_the_single_run
         return {"green": dict(model_path=str(model), batching="by_length", max_length=max(lengths) + 4, max_new_tokens=16,
                               batch_size=4, cache_dir=str(tmp_path / cache), keep_completions=True, progress=False)}
 
-    final, store, single_store = dispatched_and_single(tmp_path, "green", options, jobs="thread", flavor="h200")
+    final, store, single_store = dispatched_and_single(tmp_path, "green", options, flavor="h200")
     assert final["status"] == FINISHED, final.get("error")
     assert final["dispatch"]["plan"]["ranges"] == [[0, 19]]  # the metric refuses a cut
     (record, per_study), (single, single_per_study) = published(store), published(single_store)
@@ -164,7 +162,7 @@ def test_a_shard_where_one_metric_scores_nothing_finishes_when_the_whole_request
     references = list(track_studies("example", "findings").references)
     # the plan's last shard is studies [13, 19): the judge answers none of them, 13 of 19 in all (68 %)
     options = lambda cache: {"patchy": {"fail_references": references[13:]}}  # noqa: E731
-    final, store, single_store = dispatched_and_single(tmp_path, "bleu2,patchy", options, jobs="thread",
+    final, store, single_store = dispatched_and_single(tmp_path, "bleu2,patchy", options,
                                                        flavor="cpu-basic", min_coverage=0.6)
     assert final["dispatch"]["plan"]["ranges"] == [[0, 7], [7, 13], [13, 19]]
     assert final["status"] == FINISHED, final.get("error")
@@ -174,7 +172,7 @@ def test_a_shard_where_one_metric_scores_nothing_finishes_when_the_whole_request
     assert record["summaries"]["patchy"]["n_scored"] == 13
     # nothing scored in the whole request fails it, with the single worker's words
     nothing = lambda cache: {"patchy": {"fail_references": references}}  # noqa: E731
-    final, _, single_store = dispatched_and_single(tmp_path / "all", "bleu2,patchy", nothing, jobs="thread",
+    final, _, single_store = dispatched_and_single(tmp_path / "all", "bleu2,patchy", nothing,
                                                    flavor="cpu-basic", min_coverage=0.6)
     [alone] = single_store.list_requests()
     assert final["status"] == alone["status"] == FAILED
@@ -192,7 +190,7 @@ def test_srr_bert_shards_and_merges_exactly_into_the_single_run(tmp_path, monkey
     model_dir, tokenizer_dir = srr_bert_tiny.build(tmp_path / "srr")
     options = lambda cache: {"srr_bert": dict(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir),  # noqa: E731
                                               device="cpu", cache=False, progress=False)}
-    final, store, single_store = dispatched_and_single(tmp_path, "srr_bert", options, jobs="thread")
+    final, store, single_store = dispatched_and_single(tmp_path, "srr_bert", options)
     assert final["status"] == FINISHED, final.get("error")
     assert len(final["dispatch"]["plan"]["ranges"]) == 3
     (record, per_study), (single, single_per_study) = published(store), published(single_store)
@@ -223,7 +221,7 @@ def test_spec_cxr_shards_and_merges_into_the_single_run(tmp_path):
     with FakeOpenAIServer(script) as server:
         options = lambda cache: {"spec_cxr": dict(model="judge", base_url=server.base_url, max_reasks=1,  # noqa: E731
                                                   cache_dir=str(tmp_path / cache), progress=False)}
-        final, store, single_store = dispatched_and_single(tmp_path, "spec_cxr", options, jobs="thread",
+        final, store, single_store = dispatched_and_single(tmp_path, "spec_cxr", options,
                                                            min_coverage=0.5)
     assert final["status"] == FINISHED, final.get("error")
     assert len(final["dispatch"]["plan"]["ranges"]) == 3

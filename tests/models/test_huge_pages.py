@@ -26,12 +26,23 @@ def child_env(value: str | None) -> dict[str, str]:
     return env
 
 
+def run_pythons(code: str, runs: dict[str | None, list[str]]) -> dict[str | None, str]:
+    """For each THP_MEM_ALLOC_ENABLE value (None: unset) and its arguments, the last line `code`
+    prints in a fresh interpreter. The interpreters run side by side: each is mostly imports."""
+    procs = {value: subprocess.Popen([sys.executable, "-c", code, *args], env=child_env(value), text=True,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for value, args in runs.items()}
+    lines = {}
+    for value, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+        lines[value] = out.strip().splitlines()[-1]
+    return lines
+
+
 def run_python(code: str, value: str | None, *args: str) -> str:
     """The last line `code` prints in a fresh interpreter with THP_MEM_ALLOC_ENABLE=value (None: unset)."""
-    done = subprocess.run([sys.executable, "-c", code, *args], env=child_env(value), capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip().splitlines()[-1]
+    return run_pythons(code, {value: list(args)})[value]
 
 
 def test_set_unless_the_environment_already_decides(monkeypatch):
@@ -76,10 +87,9 @@ def test_bertscore_is_the_same_bit_for_bit_with_and_without_huge_pages(tmp_path)
                 "Small left basilar atelectasis", "The mediastinal contours are normal", "Degenerative changes of the spine"]
     texts = [". ".join(combo) + "." for combo in product(findings, repeat=4)][:128]
     preds, refs = texts[:64], texts[64:]
-    runs = {}
-    for value in ("0", "1"):
-        argument = json.dumps([preds, refs, str(gt.get_model_path()), str(tmp_path / f"cache-{value}")])
-        runs[value] = json.loads(run_python(SCORE_BERTSCORE, value, argument))
+    arguments = {value: [json.dumps([preds, refs, str(gt.get_model_path()), str(tmp_path / f"cache-{value}")])]
+                 for value in ("0", "1")}
+    runs = {value: json.loads(line) for value, line in run_pythons(SCORE_BERTSCORE, arguments).items()}
     assert (runs["0"]["huge_pages"], runs["1"]["huge_pages"]) == (False, True)
     assert runs["1"]["values"] == runs["0"]["values"]
 

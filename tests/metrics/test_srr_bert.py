@@ -245,6 +245,31 @@ def test_a_part_classifies_the_whole_runs_batches_so_shards_merge_exactly(near_t
     assert (alone != whole.primary).any()
 
 
+
+def test_a_part_classifies_only_the_batches_that_hold_its_sentences(tiny_model, stand_in_splitter):
+    """RadEval's batches of 4 over every study's sentences, reference then prediction: a
+    shard classifies the batches its own sentences fall in, and no other (at 10,000 studies
+    a shard that classified from the first batch, or to the last, would cost the whole run)."""
+    references = [f"Finding number {i} on the left." for i in range(10)]
+    predictions = [f"Finding number {i} on the right." for i in range(10)]
+    order = [text for pair in zip(references, predictions) for text in pair]  # one sentence a report
+    metric = _metric(tiny_model)
+    seen = []
+    labels = metric.labeler.labels
+    metric.labeler.labels = lambda texts, **kw: seen.append(list(texts)) or labels(texts, **kw)
+    # studies 3 and 4: sentences 6-9, in the batches [4, 8) and [8, 12)
+    refs, hyps = metric.radeval_labels(predictions, references, 3, 5)
+    assert seen == [order[4:12]] and refs.shape == hyps.shape == (2, S.NUM_LABELS)
+    seen.clear()
+    every_refs, every_hyps = metric.radeval_labels(predictions, references)  # by default every study
+    assert seen == [order] and every_refs.shape == (10, S.NUM_LABELS)
+    np.testing.assert_array_equal(every_refs[3:5], refs)
+    np.testing.assert_array_equal(every_hyps[3:5], hyps)
+    seen.clear()
+    nothing = metric.radeval_labels(predictions, references, 4, 4)  # a part of no study
+    assert seen == [[]] and [part.shape for part in nothing] == [(0, S.NUM_LABELS)] * 2
+
+
 # ---- SRR-BERT --------------------------------------------------------------------------------
 def test_srr_bert_config_records_radevals_model_labels_and_batches():
     """RadEval's SRRBert: StanfordAIMI/SRR-BERT-Leaves-with-Statuses with CXR-BERT-general's

@@ -188,8 +188,10 @@ class SRRBert(Metric):
         low = bounds[0][0] // size * size if bounds else 0
         high = min(len(order), -(-bounds[-1][2] // size) * size) if bounds else 0
         rows = self.labeler.labels(order[low:high], progress=self.progress)
-        refs = np.array([rows[a - low:b - low].any(axis=0) for a, b, _ in bounds], dtype=np.int8).reshape(len(bounds), -1)
-        hyps = np.array([rows[b - low:c - low].any(axis=0) for _, b, c in bounds], dtype=np.int8).reshape(len(bounds), -1)
+        # the labels' width from the model's rows: a part of no study has (0, labels), not an error
+        width = rows.shape[1]
+        refs = np.array([rows[a - low:b - low].any(axis=0) for a, b, _ in bounds], dtype=np.int8).reshape(len(bounds), width)
+        hyps = np.array([rows[b - low:c - low].any(axis=0) for _, b, c in bounds], dtype=np.int8).reshape(len(bounds), width)
         return refs, hyps
 
     @classmethod

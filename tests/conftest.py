@@ -32,7 +32,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: three workers for every two cores, as CI ran green at 892-935 s. Measured on
     2 cores (warm venv): 840 s with 2 workers, 804-864 s with 3, a difference within one run's
-    spread; the cores are busy throughout either way, and with 3 the workers end together."""
+    spread; the cores are busy throughout either way, and with 3 the workers end together.
+    4 workers on 2 cores (clean CI, 2026-11-30): 927 s of tests, both cores 100 % busy from the
+    first minute (/proc/stat), so more workers only share the same CPU."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cores * 3 // 2)
 

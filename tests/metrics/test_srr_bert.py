@@ -245,7 +245,6 @@ def test_a_part_classifies_the_whole_runs_batches_so_shards_merge_exactly(near_t
     assert (alone != whole.primary).any()
 
 
-
 def test_a_part_classifies_only_the_batches_that_hold_its_sentences(tiny_model, stand_in_splitter):
     """RadEval's batches of 4 over every study's sentences, reference then prediction: a
     shard classifies the batches its own sentences fall in, and no other (at 10,000 studies

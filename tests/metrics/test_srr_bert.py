@@ -259,6 +259,7 @@ def test_a_part_classifies_only_the_batches_that_hold_its_sentences(tiny_model, 
     # studies 3 and 4: sentences 6-9, in the batches [4, 8) and [8, 12)
     refs, hyps = metric.radeval_labels(predictions, references, 3, 5)
     assert seen == [order[4:12]] and refs.shape == hyps.shape == (2, S.NUM_LABELS)
+    assert refs.dtype == hyps.dtype == np.int8  # 0/1 bytes, as the distinct path's and the cache's
     seen.clear()
     every_refs, every_hyps = metric.radeval_labels(predictions, references)  # by default every study
     assert seen == [order] and every_refs.shape == (10, S.NUM_LABELS)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import sys
 import threading
@@ -83,13 +84,14 @@ class ThreadJobs:
         from rexrank.backend.jobs import JobState
 
         self.store_name, self.data_dir, self.jobs, self.State = store_name, data_dir, {}, JobState
+        self._ids = itertools.count()  # the service never gives a forgotten Job's id again
 
     def run(self, *, command, env, secrets, flavor, timeout, labels):
         import traceback
 
         from rexrank.backend.shard_job import run_shard
 
-        job = self.State(f"t{len(self.jobs)}", "RUNNING", None, dict(labels), flavor, time.time())
+        job = self.State(f"t{next(self._ids)}", "RUNNING", None, dict(labels), flavor, time.time())
         self.jobs[job.job_id] = job
 
         def work():
@@ -110,7 +112,7 @@ class ThreadJobs:
         return self.jobs.get(job_id)
 
     def list(self, labels):
-        return [j for j in self.jobs.values() if all(j.labels.get(k) == v for k, v in labels.items())]
+        return [j for j in list(self.jobs.values()) if all(j.labels.get(k) == v for k, v in labels.items())]
 
     def cancel(self, job_id):
         self.jobs[job_id].stage = "CANCELED"
@@ -123,10 +125,14 @@ class InProcessJobs(ThreadJobs):
     """ThreadJobs (each Job `rexrank backend-shard`'s function in a thread of this
     process, on its own store object) whose Jobs wait for `go` before they score; how many run
     at once is counted, and the lines each shard logs are kept (what the Jobs service shows
-    whoever can read the namespace)."""
+    whoever can read the namespace). The test plays the Jobs service's faults: `kill` (the Job
+ends ERROR), `forget` (the service no longer knows it), and `failing_shards`, whose Jobs end
+ERROR ("Job timeout") as they start; a Job stopped before `go` scores nothing, as a
+process that ended writes nothing."""
 
-    def __init__(self, store_name: str, data_dir=None):
+    def __init__(self, store_name: str, data_dir=None, *, failing_shards=()):
         super().__init__(store_name, data_dir)
+        self.failing_shards = set(failing_shards)
         self.lines: dict[str, list[str]] = {}
         self.go = threading.Event()
         self.go.set()
@@ -137,13 +143,18 @@ class InProcessJobs(ThreadJobs):
 
         from rexrank.backend.shard_job import run_shard
 
-        job = self.State(f"t{len(self.jobs)}", "RUNNING", None, dict(labels), flavor, time.time())
+        job = self.State(f"t{next(self._ids)}", "RUNNING", None, dict(labels), flavor, time.time())
         self.jobs[job.job_id] = job
-        self.peak = max(self.peak, sum(1 for j in self.jobs.values() if j.running))
+        self.peak = max(self.peak, sum(1 for j in list(self.jobs.values()) if j.running))
         lines = self.lines[job.job_id] = []
+        if int(labels["rexrank-shard"]) in self.failing_shards:
+            self.kill(job.job_id, message="Job timeout")
+            return job.job_id
 
         def work():
             self.go.wait()
+            if not job.running:  # killed or cancelled while it waited
+                return
             handler = _ThreadLines(lines)
             logging.getLogger("rexrank").addHandler(handler)
             try:
@@ -162,6 +173,13 @@ class InProcessJobs(ThreadJobs):
     def inspect(self, job_id):
         self.inspected += 1
         return super().inspect(job_id)
+
+    def kill(self, job_id, *, message="killed"):
+        job = self.jobs[job_id]
+        job.stage, job.message, job.finished = "ERROR", message, time.time()
+
+    def forget(self, job_id):
+        self.jobs.pop(job_id).stage = "DELETED"
 
     def logs(self, job_id):
         return list(self.lines.get(job_id, []))

@@ -1,0 +1,317 @@
+"""The dispatcher's loop (rexrank.backend.dispatch) over Jobs run in this process's threads,
+the Jobs service's faults played by the test: a Job that ends in error or that the service
+forgets is started again, a shard failing every attempt fails the request with its cause, a
+cancel stops every Job, a restarted dispatcher adopts the running Jobs, one whose plan changed
+cancels the replaced plan's Jobs, the service's passing and lasting refusals, and two
+dispatchers on one store. Each settles within seconds, or the test fails (a loop that never
+ends is a failure here, not a hang). The same scenarios on the fake Hub's Jobs API, as
+processes: tests/backend/test_dispatch.py and test_dispatch_faults.py."""
+from __future__ import annotations
+
+import io
+import threading
+
+import pandas as pd
+import pytest
+
+from rexrank.backend.dispatch import Dispatcher, DispatchSettings
+from rexrank.backend.jobs import JobsError
+from rexrank.backend.shard_job import read_shard
+from rexrank.backend.worker import Worker
+from rexrank.store import FAILED, FINISHED, Quota, open_store
+from support.dispatch_fixtures import InProcessJobs, in_thread, published, wait_for
+from support.requests import submit
+
+# three shards of the example's 19 studies ([0, 7), [7, 14), [14, 19)), polled every 50 ms
+SETTINGS = dict(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.05, job_startup=0)
+SETTLES_WITHIN = 60.0
+
+
+def dispatcher(store, jobs, worker_id: str = "d", lease: float = 30.0, **settings) -> Dispatcher:
+    return Dispatcher(Worker(store, metrics="bleu2", worker_id=worker_id, lease_seconds=lease), jobs,
+                      DispatchSettings(**{**SETTINGS, **settings}))
+
+
+def settle(thread: threading.Thread, stop: threading.Event) -> None:
+    thread.join(SETTLES_WITHIN)
+    stop.set()
+    assert not thread.is_alive(), f"the dispatcher did not settle the request within {SETTLES_WITHIN:g} s"
+
+
+def started(store, jobs: InProcessJobs, d: Dispatcher, *, count: int = 3) -> tuple[threading.Thread, threading.Event]:
+    """`d` dispatching the store's request, returned once `count` of its Jobs run (held until `jobs.go`)."""
+    jobs.go.clear()
+    stop = threading.Event()
+    thread = in_thread(lambda: d.run(once=True, stop=stop))
+    wait_for(lambda: len(jobs.jobs) >= count, timeout=SETTLES_WITHIN, what=f"{count} running Jobs")
+    return thread, stop
+
+
+def attempts(request) -> list[tuple[int, int, str]]:
+    return sorted((j["shard"], j["attempt"], j["state"]) for j in request["dispatch"]["jobs"])
+
+
+def shard_of(jobs: InProcessJobs, shard: int) -> str:
+    [job_id] = [j.job_id for j in jobs.jobs.values() if j.labels["rexrank-shard"] == str(shard)]
+    return job_id
+
+
+def no_shard_outputs(store, rid: str, shards: int = 3, attempts_each: int = 3) -> bool:
+    return all(read_shard(store, rid, k, a) is None for k in range(shards) for a in range(1, attempts_each + 1))
+
+
+def test_a_job_that_ended_in_error_is_started_again_and_the_request_published_once(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    thread, stop = started(store, jobs, dispatcher(store, jobs))
+    jobs.kill(shard_of(jobs, 1))
+    jobs.go.set()  # the other shards, and the killed one's second attempt, score
+    settle(thread, stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "ERROR"), (1, 2, "COMPLETED"), (2, 1, "COMPLETED")]
+    assert len(jobs.jobs) == 4 and len(store.list_results()) == 1
+    assert no_shard_outputs(store, req["id"])  # the scratch area is emptied once published
+    # the merged shards are one worker's run, study by study
+    _, per_study = published(store)
+    single = open_store(tmp_path / "single", quota=Quota(0))
+    submit(single)
+    assert Worker(single, metrics="bleu2", worker_id="one").run(once=True) == 1
+    [record] = single.list_results()
+    pd.testing.assert_frame_equal(per_study, pd.read_parquet(io.BytesIO(single.read_per_study(record))))
+
+
+def test_a_job_the_service_forgot_is_recorded_vanished_and_started_again(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    thread, stop = started(store, jobs, dispatcher(store, jobs))
+    jobs.forget(shard_of(jobs, 2))
+    jobs.go.set()
+    settle(thread, stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "VANISHED"), (2, 2, "COMPLETED")]
+    assert len(store.list_results()) == 1
+
+
+def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause_and_a_requeue_numbers_on(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"), failing_shards={1})
+    jobs.go.clear()  # the other shards run on until the request fails
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs, shard_attempts=2).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["failure_kind"] == "internal"
+    assert final["error"] == ("internal error while scoring: shard 2 of 3 failed 2 time(s); last cause: its Job "
+                              "ended ERROR (Job timeout)")
+    # both attempts it was allowed and no third; the others' Jobs are cancelled, and all are recorded
+    assert attempts(final) == [(0, 1, "CANCELED"), (1, 1, "ERROR"), (1, 2, "ERROR"), (2, 1, "CANCELED")]
+    assert not any(j.running for j in jobs.jobs.values())
+    assert store.list_results() == [] and no_shard_outputs(store, req["id"])
+    # requeued once the cause is fixed: a new round, each shard's attempt numbered after its last
+    jobs.failing_shards.clear()
+    jobs.go.set()
+    store.requeue(req["id"])
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert attempts(final) == [(0, 2, "COMPLETED"), (1, 3, "COMPLETED"), (2, 2, "COMPLETED")]
+
+
+def test_a_cancel_mid_run_cancels_every_job_and_publishes_nothing(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    thread, stop = started(store, jobs, dispatcher(store, jobs))
+    store.cancel(req["id"], reason="withdrawn")
+    settle(thread, stop)
+    assert {j.stage for j in jobs.jobs.values()} == {"CANCELED"} and len(jobs.jobs) == 3
+    assert store.get_request(req["id"])["status"] == FAILED
+    assert store.list_results() == [] and no_shard_outputs(store, req["id"])
+
+
+def test_a_restarted_dispatcher_adopts_the_running_jobs(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    first_stop = threading.Event()
+    first = dispatcher(store, jobs, worker_id="first", lease=1.0)
+    jobs.go.clear()
+    thread = in_thread(lambda: first.run(stop=first_stop))
+    wait_for(lambda: len(jobs.jobs) == 3, timeout=SETTLES_WITHIN, what="three running Jobs")
+    first_stop.set()  # the dispatcher stops (a restart, a crash); its Jobs run on
+    thread.join(SETTLES_WITHIN)
+    assert not thread.is_alive() and {j.stage for j in jobs.jobs.values()} == {"RUNNING"}
+    second_stop = threading.Event()
+    second = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, worker_id="second", lease=1.0)
+    thread = in_thread(lambda: second.run(stop=second_stop))
+    try:
+        wait_for(lambda: (lambda r: r.get("worker") == "second" and len((r.get("dispatch") or {}).get("jobs") or []) == 3)(
+            store.get_request(req["id"])), timeout=SETTLES_WITHIN, what="the second dispatcher holding the three Jobs")
+        jobs.go.set()  # the adopted Jobs now score
+        wait_for(lambda: store.get_request(req["id"])["status"] == FINISHED, timeout=SETTLES_WITHIN, what="FINISHED")
+    finally:
+        second_stop.set()
+        thread.join(SETTLES_WITHIN)
+    final = store.get_request(req["id"])
+    assert len(jobs.jobs) == 3 and final["worker"] == "second"  # found by their labels: no duplicate
+    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]
+    assert len(store.list_results()) == 1
+
+
+def test_a_restart_with_another_plan_cancels_the_replaced_plans_jobs_and_numbers_on(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    first_stop = threading.Event()
+    jobs.go.clear()
+    thread = in_thread(lambda: dispatcher(store, jobs, worker_id="first", lease=1.0).run(stop=first_stop))
+    wait_for(lambda: len(jobs.jobs) == 3, timeout=SETTLES_WITHIN, what="three running Jobs")
+    first_stop.set()
+    thread.join(SETTLES_WITHIN)
+    assert not thread.is_alive()
+    old = set(jobs.jobs)
+    # the organisers changed max_jobs: two shards now, whose ranges the old Jobs' outputs do not fit
+    stop = threading.Event()
+    second = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, worker_id="second", max_jobs=2)
+    thread = in_thread(lambda: second.run(stop=stop))  # it takes the request over once the first's lease ran out
+    try:
+        wait_for(lambda: len(jobs.jobs) == 5, timeout=SETTLES_WITHIN, what="the new plan's two Jobs")
+        assert {jobs.jobs[j].stage for j in old} == {"CANCELED"}
+        jobs.go.set()
+        wait_for(lambda: store.get_request(req["id"])["status"] != "RUNNING", timeout=SETTLES_WITHIN, what="settled")
+    finally:
+        stop.set()
+        thread.join(SETTLES_WITHIN)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert final["dispatch"]["plan"]["ranges"] == [[0, 10], [10, 19]]
+    assert attempts(final) == [(0, 1, "CANCELED"), (0, 2, "COMPLETED"), (1, 1, "CANCELED"), (1, 2, "COMPLETED"),
+                               (2, 1, "CANCELED")]
+    assert len(store.list_results()) == 1
+
+
+class FlakyJobs(InProcessJobs):
+    """Jobs whose service refuses `inspect` `times` times (transient or not) once they run."""
+
+    def __init__(self, store_name: str, *, times: int, transient: bool):
+        super().__init__(store_name)
+        self.refusals, self.transient = times, transient
+
+    def inspect(self, job_id):
+        if self.refusals > 0:
+            self.refusals -= 1
+            raise JobsError("503 Service Unavailable" if self.transient else "403 Forbidden: no Jobs in this namespace",
+                            transient=self.transient)
+        return super().inspect(job_id)
+
+
+def test_passing_refusals_of_the_jobs_service_fail_nothing(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = FlakyJobs(str(tmp_path / "s"), times=3, transient=True)
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs, poll=0.01).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED, final.get("error")
+    assert jobs.refusals == 0 and len(jobs.jobs) == 3  # polled again, nothing started twice
+    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]
+
+
+def test_a_lasting_refusal_of_the_jobs_service_fails_the_request_and_stops_its_jobs(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = FlakyJobs(str(tmp_path / "s"), times=1, transient=False)
+    jobs.go.clear()
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["failure_kind"] == "internal"
+    assert final["error"] == ("internal error while scoring: the Jobs service refused a call: 403 Forbidden: no Jobs "
+                              "in this namespace")
+    assert {j.stage for j in jobs.jobs.values()} == {"CANCELED"} and store.list_results() == []
+
+
+def test_an_unexpected_error_while_polling_fails_the_request_as_internal(tmp_path, monkeypatch):
+    import rexrank.backend.shard_job as shard_job
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+
+    def damaged(*args, **kwargs):
+        raise ValueError("a shard output that is not Parquet")
+
+    monkeypatch.setattr(shard_job, "read_shard", damaged)
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["failure_kind"] == "internal"
+    assert final["error"] == "internal error while scoring (ValueError: a shard output that is not Parquet)"
+    assert store.list_results() == []
+
+
+def test_two_dispatchers_on_one_store_never_start_a_shard_twice(tmp_path):
+    from support.requests import variant
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    ids = {submit(store, variant(tmp_path, i), model_name=f"m{i}")["id"] for i in range(2)}
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    stop = threading.Event()
+    threads = [in_thread(lambda name=name: dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs,
+                                                      worker_id=name).run(stop=stop))
+               for name in ("left", "right")]
+    try:
+        wait_for(lambda: {r["status"] for r in store.list_requests()} == {FINISHED}, timeout=SETTLES_WITHIN,
+                 what="both FINISHED")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(SETTLES_WITHIN)
+    begun = sorted((j.labels["rexrank-request"], j.labels["rexrank-shard"]) for j in jobs.jobs.values())
+    assert begun == sorted((rid, str(k)) for rid in ids for k in range(3))  # each shard once
+    assert len(store.list_results()) == 2
+
+
+@pytest.mark.parametrize("shard_attempts", [1, 3])
+def test_a_shard_is_tried_exactly_shard_attempts_times(tmp_path, shard_attempts):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"), failing_shards={0})
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs, shard_attempts=shard_attempts).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and f"shard 1 of 3 failed {shard_attempts} time(s)" in final["error"]
+    assert [a for s, a, _ in attempts(final) if s == 0] == list(range(1, shard_attempts + 1))
+
+
+def test_a_restarted_dispatcher_counts_the_failed_attempts_of_this_round(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"), failing_shards={1})
+    jobs.go.clear()
+    first_stop = threading.Event()
+    first = dispatcher(store, jobs, worker_id="first", lease=1.0, shard_attempts=100)
+    thread = in_thread(lambda: first.run(stop=first_stop))
+    failed = lambda: [j for j in list(jobs.jobs.values()) if j.labels["rexrank-shard"] == "1"]  # noqa: E731
+    wait_for(lambda: len(failed()) >= 2, timeout=SETTLES_WITHIN, what="two failed attempts of shard 2")
+    first_stop.set()  # stopped after some failed attempts; the next dispatcher has one more to give
+    thread.join(SETTLES_WITHIN)
+    assert not thread.is_alive()
+    tried = len(failed())
+    stop = threading.Event()
+    second = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, worker_id="second",
+                        shard_attempts=tried + 1)
+    thread = in_thread(lambda: second.run(stop=stop))
+    try:
+        wait_for(lambda: store.get_request(req["id"])["status"] != "RUNNING", timeout=SETTLES_WITHIN, what="settled")
+    finally:
+        stop.set()
+        thread.join(SETTLES_WITHIN)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and f"shard 2 of 3 failed {tried + 1} time(s)" in final["error"]
+    assert sorted(int(j.labels["rexrank-attempt"]) for j in failed()) == list(range(1, tried + 2))

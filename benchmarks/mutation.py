@@ -358,6 +358,12 @@ PARTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                                   "tests/backend/test_dispatch_plan.py::test_a_private_requests_ceiling_refusal_comes_from_the_sets_public_size",
                                   "tests/backend/test_dispatch_plan.py::test_jobs_that_used_more_gpu_hours_than_the_ceiling_fail_the_request_and_stop",
                                   "tests/backend/test_dispatch_plan.py::test_the_used_hours_ceiling_counts_every_recorded_job_and_lets_exactly_the_ceiling_through")),
+    # the whole dispatcher against its tests in this process (seconds each); its survivors are then
+    # run again on `backend.dispatch` itself (--rerun), whose Job scenarios on the fake Hub and shard
+    # processes take minutes a mutant (on 2 cores, all 1,400 mutants through them would take a day)
+    "backend.dispatch (in-process)": ("backend/dispatch.py", ("rexrank.backend.dispatch.*",),
+                                      ("tests/backend/test_dispatch_loop.py", "tests/backend/test_dispatch_plan.py",
+                                       "tests/backend/test_giveback.py")),
 }
 
 

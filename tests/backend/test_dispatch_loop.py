@@ -5,7 +5,8 @@ cancel stops every Job, a restarted dispatcher adopts the running Jobs, one whos
 cancels the replaced plan's Jobs, the service's passing and lasting refusals, and two
 dispatchers on one store. Each settles within seconds, or the test fails (a loop that never
 ends is a failure here, not a hang). The same scenarios on the fake Hub's Jobs API, as
-processes: tests/backend/test_dispatch.py and test_dispatch_faults.py."""
+processes: tests/backend/test_dispatch.py and test_dispatch_faults.py. Then what the
+organisers read of a dispatched request, the Jobs a dispatcher opens, and `rexrank cancel`'s."""
 from __future__ import annotations
 
 import io
@@ -20,6 +21,7 @@ from rexrank.backend.shard_job import read_shard
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from support.dispatch_fixtures import InProcessJobs, in_thread, published, wait_for
+from support.dispatch_fixtures import hub  # noqa: F401 (fixtures)
 from support.requests import submit
 
 # three shards of the example's 19 studies ([0, 7), [7, 14), [14, 19)), polled every 50 ms
@@ -315,3 +317,83 @@ def test_a_restarted_dispatcher_counts_the_failed_attempts_of_this_round(tmp_pat
     final = store.get_request(req["id"])
     assert final["status"] == FAILED and f"shard 2 of 3 failed {tried + 1} time(s)" in final["error"]
     assert sorted(int(j.labels["rexrank-attempt"]) for j in failed()) == list(range(1, tried + 2))
+
+
+def test_the_status_of_a_dispatched_request_lists_its_jobs_in_order_with_their_totals():
+    from rexrank.backend.dispatch import describe_jobs
+
+    dispatch = {"plan": {"ranges": [[0, 7], [7, 14], [14, 19]], "flavor": "l4x1", "estimated_gpu_hours": 1.234,
+                         "estimated_cost_usd": 0.987, "price_source": "the dated table"},
+                "jobs": [{"job_id": "j3", "shard": 1, "attempt": 2, "flavor": "l4x1", "state": "COMPLETED",
+                          "seconds": 1500.4, "estimated_cost_usd": 0.3334},
+                         {"job_id": "j1", "shard": 1, "attempt": 1, "flavor": "l4x1", "state": "ERROR",
+                          "seconds": 60.6, "estimated_cost_usd": 0.0133},
+                         {"job_id": "j0", "shard": 0, "attempt": 1, "flavor": "l4x1", "state": "COMPLETED",
+                          "seconds": 1800.0, "estimated_cost_usd": 0.4}],
+                "gpu_seconds": {"bleu2": 12.345, "green": 3000.0}}
+    assert describe_jobs(dispatch).splitlines() == [
+        "dispatched: 3 shard(s) on l4x1, estimated 1.23 GPU-hours ($0.99; prices: the dated table)",
+        "  job id                    shard  attempt  flavour       state       seconds  est. cost",
+        "  j0                            0        1  l4x1          COMPLETED      1800  $0.40",
+        "  j1                            1        1  l4x1          ERROR            61  $0.01",
+        "  j3                            1        2  l4x1          COMPLETED      1500  $0.33",
+        "  total: 3361 Job-seconds, $0.75 estimated",
+        "  bleu2: 12.3 GPU-seconds",
+        "  green: 3000.0 GPU-seconds"]
+    # a plan with no Job yet (and a record of an earlier version without prices)
+    assert describe_jobs({"plan": {"ranges": [[0, 19]], "flavor": "cpu-basic"}}) == \
+        "dispatched: 1 shard(s) on cpu-basic, estimated 0.00 GPU-hours ($0.00)"
+
+
+# ---- the Jobs a dispatcher opens, and `rexrank cancel`'s -------------------------------------------
+
+def test_the_jobs_opened_are_local_processes_or_the_hubs_in_the_stores_namespace(tmp_path, monkeypatch):
+    import tempfile
+    from pathlib import Path
+
+    from rexrank.backend.dispatch import open_jobs
+    from rexrank.backend.jobs import HubJobs, LocalJobs
+    from rexrank.store.repo import StoreError
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    local = open_jobs(store, DispatchSettings(mode="local", jobs_dir=str(tmp_path / "jobs")))
+    assert isinstance(local, LocalJobs) and local.root == tmp_path / "jobs"
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    assert open_jobs(store, DispatchSettings(mode="local")).root == Path(tmp_path / "tmp" / "rexrank-jobs")
+    with pytest.raises(StoreError, match=r"^--dispatch hf-jobs needs a namespace for the Jobs: a Hub store \(hf://ORG\) "
+                                         r"or namespace in config\.json's dispatch settings$"):
+        open_jobs(store, DispatchSettings(mode="hf-jobs"))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    hub_jobs = open_jobs(store, DispatchSettings(mode="hf-jobs", namespace="board", image="img:1"))
+    assert isinstance(hub_jobs, HubJobs) and (hub_jobs.namespace, hub_jobs.image) == ("board", "img:1")
+    assert hub_jobs.api.endpoint == "http://127.0.0.1:9" and hub_jobs.api.token is None  # a local store has no token
+
+
+def test_the_jobs_of_a_hub_store_run_in_its_org_with_its_token(hub):
+    from rexrank.backend.dispatch import open_jobs
+    from support.dispatch_fixtures import ORG, TOKEN
+
+    jobs = open_jobs(open_store(f"hf://{ORG}", quota=Quota(0)), DispatchSettings(mode="hf-jobs"))
+    assert (jobs.namespace, jobs.api.token, jobs.api.endpoint) == (ORG, TOKEN, hub.url)
+    other = open_jobs(open_store(f"hf://{ORG}", quota=Quota(0)), DispatchSettings(mode="hf-jobs", namespace="elsewhere"))
+    assert other.namespace == "elsewhere"
+
+
+def test_rexrank_cancel_cancels_the_running_jobs_of_that_request_only(tmp_path, monkeypatch):
+    import json
+
+    import rexrank.backend.dispatch as dispatch
+    from rexrank.backend.jobs import JobState
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    for job_id, rid, stage in (("a1", "A", "RUNNING"), ("a2", "A", "SCHEDULING"), ("a3", "A", "COMPLETED"),
+                               ("b1", "B", "RUNNING")):
+        jobs.jobs[job_id] = JobState(job_id, stage, labels={"rexrank-request": rid})
+    monkeypatch.setattr(dispatch, "open_jobs", lambda store, settings: jobs)
+    # a store whose backend does not dispatch has no Jobs to cancel
+    assert dispatch.cancel_request_jobs(store, "A") == 0 and jobs.jobs["a1"].stage == "RUNNING"
+    (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"mode": "local"}}))
+    assert dispatch.cancel_request_jobs(store, "A") == 2
+    assert {k: j.stage for k, j in jobs.jobs.items()} == {"a1": "CANCELED", "a2": "CANCELED", "a3": "COMPLETED",
+                                                         "b1": "RUNNING"}

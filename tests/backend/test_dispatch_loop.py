@@ -397,3 +397,87 @@ def test_rexrank_cancel_cancels_the_running_jobs_of_that_request_only(tmp_path, 
     assert dispatch.cancel_request_jobs(store, "A") == 2
     assert {k: j.stage for k, j in jobs.jobs.items()} == {"a1": "CANCELED", "a2": "CANCELED", "a3": "COMPLETED",
                                                          "b1": "RUNNING"}
+
+
+def test_the_dispatcher_the_flags_or_the_stores_config_ask_for(tmp_path):
+    import json
+
+    from rexrank.backend.dispatch import dispatcher_for
+    from rexrank.backend.jobs import LocalJobs
+    from rexrank.backend.shards import PriceList
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    worker = Worker(store, metrics="bleu2", worker_id="w")
+    assert dispatcher_for(worker) is None and dispatcher_for(worker, mode=None) is None  # the worker scores itself
+    d = dispatcher_for(worker, mode="local", jobs_dir=str(tmp_path / "jobs"), max_jobs=5)
+    assert d.worker is worker and (d.settings.mode, d.settings.max_jobs) == ("local", 5)
+    assert isinstance(d.jobs, LocalJobs) and d.jobs.root == tmp_path / "jobs"
+    assert d.prices.source == PriceList.table().source  # local Jobs publish no prices: the dated table
+    (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps(
+        {"dispatch": {"mode": "local", "jobs_dir": str(tmp_path / "configured"), "max_jobs": 4}}))
+    d = dispatcher_for(worker)  # no flag: the store's config asks for a dispatcher
+    assert (d.settings.mode, d.settings.max_jobs, d.jobs.root) == ("local", 4, tmp_path / "configured")
+    # a dry run only plans: no Jobs, none of their folders made
+    dry = dispatcher_for(worker, dry_run=True, jobs_dir=str(tmp_path / "dry"))
+    assert dry.jobs is None and dry.settings.max_jobs == 4 and not (tmp_path / "dry").exists()
+    assert dry.prices.source == PriceList.table().source
+    # hf-jobs where no namespace can be found: a dry run plans with the table, a real one says what is missing
+    (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"mode": "hf-jobs"}}))
+    assert dispatcher_for(worker, dry_run=True).prices.source == PriceList.table().source
+    from rexrank.store.repo import StoreError
+
+    with pytest.raises(StoreError, match="needs a namespace for the Jobs"):
+        dispatcher_for(worker)
+
+
+def test_a_hub_dispatcher_plans_with_the_hubs_prices_dry_or_not(hub):
+    from rexrank.backend.dispatch import dispatcher_for
+    from rexrank.backend.jobs import HubJobs
+    from support.dispatch_fixtures import ORG
+
+    hub.job_prices["l4x1"] = 0.95
+    worker = Worker(open_store(f"hf://{ORG}", quota=Quota(0)), metrics="bleu2", worker_id="w")
+    for dry_run in (True, False):
+        d = dispatcher_for(worker, dry_run=dry_run, mode="hf-jobs", flavor="l4x1")
+        assert d.prices.source == "the Hub's list_jobs_hardware()" and d.prices.per_hour["l4x1"] == pytest.approx(0.95)
+        assert (d.jobs is None) if dry_run else (isinstance(d.jobs, HubJobs) and d.jobs.namespace == ORG)
+    # a local dispatcher does not ask the Hub, even where it answers
+    asked = sum(r == "GET /api/jobs/hardware" for r in hub.requests)
+    assert dispatcher_for(worker, dry_run=True, mode="local", flavor="l4x1").prices.per_hour["l4x1"] != 0.95
+    assert sum(r == "GET /api/jobs/hardware" for r in hub.requests) == asked
+
+
+def test_a_request_no_longer_held_leaves_its_jobs_to_the_holder_unless_held_for_review(tmp_path, monkeypatch, caplog):
+    from rexrank.backend.jobs import JobState
+    from rexrank.store.repo import StoreError
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    rid = submit(store)["id"]
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    for job_id in ("j1", "j2"):
+        jobs.jobs[job_id] = JobState(job_id, "RUNNING", labels={"rexrank-request": rid})
+    d = dispatcher(store, jobs)
+    dropped: list[str] = []
+    monkeypatch.setattr(store, "drop_shard_outputs", dropped.append)
+    taken = {**store.get_request(rid), "status": "RUNNING", "worker": "another"}
+    monkeypatch.setattr(store, "get_request", lambda request_id: taken if request_id == rid else None)
+    with caplog.at_level("WARNING", logger="rexrank"):
+        assert d._let_go(rid) is taken
+    assert {j.stage for j in jobs.jobs.values()} == {"RUNNING"} and dropped == []  # the holder's now
+    assert caplog.messages == [f"{rid}: no longer held by this dispatcher (its lease passed to another, or it "
+                               "settled): its Jobs and shard outputs are left to the holder"]
+    caplog.clear()
+    held = {**taken, "status": "HELD", "worker": None}
+    monkeypatch.setattr(store, "get_request", lambda request_id: held if request_id == rid else None)
+    with caplog.at_level("WARNING", logger="rexrank"):
+        assert d._let_go(rid) is held
+    assert {j.stage for j in jobs.jobs.values()} == {"CANCELED"} and dropped == [rid]  # no holder: they stop
+    assert caplog.messages == [f"{rid}: held for the maintainers' review (rexrank review): its Jobs are cancelled and "
+                               "its shard outputs removed; released, it is scored again"]
+
+    def unreachable(request_id):
+        raise StoreError("503 Service Unavailable")
+
+    monkeypatch.setattr(store, "get_request", unreachable)
+    jobs.jobs["j3"] = JobState("j3", "RUNNING", labels={"rexrank-request": rid})
+    assert d._let_go(rid) is None and jobs.jobs["j3"].stage == "RUNNING" and dropped == [rid]

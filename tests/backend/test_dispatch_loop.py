@@ -98,17 +98,20 @@ def test_a_job_the_service_forgot_is_recorded_vanished_and_started_again(tmp_pat
     assert len(store.list_results()) == 1
 
 
-def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause_and_a_requeue_numbers_on(tmp_path):
+def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause_and_a_requeue_numbers_on(tmp_path, caplog):
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = InProcessJobs(str(tmp_path / "s"), failing_shards={1})
     jobs.go.clear()  # the other shards run on until the request fails
     stop = threading.Event()
-    settle(in_thread(lambda: dispatcher(store, jobs, shard_attempts=2).run(once=True, stop=stop)), stop)
+    with caplog.at_level("ERROR", logger="rexrank"):
+        settle(in_thread(lambda: dispatcher(store, jobs, shard_attempts=2).run(once=True, stop=stop)), stop)
     final = store.get_request(req["id"])
     assert final["status"] == FAILED and final["failure_kind"] == "internal"
     assert final["error"] == ("internal error while scoring: shard 2 of 3 failed 2 time(s); last cause: its Job "
                               "ended ERROR (Job timeout)")
+    assert f"{req['id']} FAILED: {final['error']}" in caplog.messages  # the organisers' log says which and why
+    assert final["dispatch"]["plan"]["ranges"] == [[0, 7], [7, 13], [13, 19]]  # the plan stays in the record
     # both attempts it was allowed and no third; the others' Jobs are cancelled, and all are recorded
     assert attempts(final) == [(0, 1, "CANCELED"), (1, 1, "ERROR"), (1, 2, "ERROR"), (2, 1, "CANCELED")]
     assert not any(j.running for j in jobs.jobs.values())
@@ -481,3 +484,47 @@ def test_a_request_no_longer_held_leaves_its_jobs_to_the_holder_unless_held_for_
     monkeypatch.setattr(store, "get_request", unreachable)
     jobs.jobs["j3"] = JobState("j3", "RUNNING", labels={"rexrank-request": rid})
     assert d._let_go(rid) is None and jobs.jobs["j3"].stage == "RUNNING" and dropped == [rid]
+
+
+def test_a_dry_run_describes_each_pending_requests_plan_or_why_there_is_none(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from rexrank.backend.dispatch import describe_plans
+    from rexrank.backend.shards import PlanError
+    from rexrank.errors import TestSetError
+    from support.requests import variant
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    idle = Dispatcher(Worker(store, metrics="bleu2", worker_id="w"), None, DispatchSettings(mode="local", flavor="l4x1"))
+    assert describe_plans(idle).splitlines() == [
+        f"dispatch local: up to 4 Job(s) at once, Job timeout 21600 s, 3 attempt(s) per shard; prices: {idle.prices.source}",
+        "no PENDING request"]
+    ids = [submit(store, variant(tmp_path, i), model_name=f"m{i}")["id"] for i in range(6)]
+    store.cancel(ids.pop(), reason="withdrawn")  # settled: not planned
+    d = Dispatcher(Worker(store, metrics="bleu2", worker_id="w"), None,
+                   DispatchSettings(mode="local", flavor="l4x1", max_jobs=2, shard_attempts=2, gpu_hours_ceiling=1.0,
+                                    target_wall=600))
+    real_resolve = d.worker.resolve
+    monkeypatch.setattr(d.worker, "resolve", lambda r: (None, "its ids are not the test set's") if r["id"] == ids[0]
+                        else real_resolve(r))
+    answers = iter([PlanError("shards of 1 study exceed the Job timeout"), TestSetError("no file at /data/example.json"),
+                    SimpleNamespace(gpu_hours=1.01, describe=lambda: "plan three"),
+                    SimpleNamespace(gpu_hours=1.0, describe=lambda: "plan four")])
+
+    def plan(resolved):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(d, "plan", plan)
+    assert describe_plans(d).split("\n") == [
+        "dispatch local: up to 2 Job(s) at once, Job timeout 21600 s, 2 attempt(s) per shard, ceiling 1 GPU-hours per "
+        f"request, target wall 600 s; prices: {d.prices.source}",
+        f"{ids[0]}: would be refused: its ids are not the test set's",
+        f"{ids[1]} (example/findings): the dispatcher would stop (its settings cannot plan it): shards of 1 study exceed "
+        "the Job timeout",
+        f"{ids[2]} (example/findings): cannot load test set 'example' (no file at /data/example.json); the dispatcher "
+        "would stop — fix its --data-dir",
+        f"{ids[3]} (example/findings): — over the ceiling of 1 GPU-hours: would be refused", "plan three",
+        f"{ids[4]} (example/findings):", "plan four"]

@@ -528,3 +528,72 @@ def test_a_dry_run_describes_each_pending_requests_plan_or_why_there_is_none(tmp
         "would stop — fix its --data-dir",
         f"{ids[3]} (example/findings): — over the ceiling of 1 GPU-hours: would be refused", "plan three",
         f"{ids[4]} (example/findings):", "plan four"]
+
+
+def test_a_failure_stops_the_jobs_and_settles_the_request_only_while_this_dispatcher_holds_it(tmp_path, monkeypatch,
+                                                                                              caplog):
+    from types import SimpleNamespace
+
+    from rexrank.backend import public_door as door
+    from rexrank.backend.jobs import JobState
+    from rexrank.store.repo import StoreError
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    rid = submit(store)["id"]
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    d = dispatcher(store, jobs)
+    calls: list[tuple] = []
+
+    def recorded(request_id, worker_id, dispatch):
+        calls.append(("record", request_id, dispatch["plan"]))
+        return True
+
+    monkeypatch.setattr(d.worker, "hold_for_slot", lambda resolved: calls.append(("slot", resolved)))
+    monkeypatch.setattr(store, "fail", lambda request_id, worker_id, *, error, kind:
+                        calls.append(("fail", request_id, worker_id, error, kind)) or True)
+    monkeypatch.setattr(store, "drop_shard_outputs", lambda request_id: calls.append(("drop", request_id)))
+    monkeypatch.setattr(store, "record_dispatch", recorded)
+
+    def running(job_id):
+        jobs.jobs[job_id] = JobState(job_id, "RUNNING", labels={"rexrank-request": rid, "rexrank-shard": "0",
+                                                                "rexrank-attempt": "1"})
+
+    held, lost = SimpleNamespace(lost=threading.Event()), SimpleNamespace(lost=threading.Event())
+    lost.lost.set()
+    private, public = SimpleNamespace(private=True), SimpleNamespace(private=False)
+    # held, private, internal: its Jobs cancelled and recorded, the publication slot waited for, FAILED
+    # with the private message (a Job's log can quote private data), its outputs removed
+    running("j1")
+    assert d._fail(rid, {"ranges": [[0, 19]]}, ("a Job's log quoting a study", "internal"), private, held) == \
+        store.get_request(rid)
+    assert jobs.jobs["j1"].stage == "CANCELED"
+    assert calls == [("record", rid, {"ranges": [[0, 19]]}), ("slot", private),
+                     ("fail", rid, "d", door.PRIVATE_INTERNAL_ERROR, "internal"), ("drop", rid)]
+    # public, another kind: its own message and kind, no slot
+    calls.clear()
+    d._fail(rid, {}, ("its predictions are not the test set's", "refused"), public, held)
+    assert calls == [("record", rid, {}), ("fail", rid, "d", "its predictions are not the test set's", "refused"),
+                     ("drop", rid)]
+    # the Jobs cannot be recorded (the store's moment): said, and the request fails all the same
+
+    def unrecordable(request_id, worker_id, dispatch):
+        raise StoreError("503 Service Unavailable")
+
+    calls.clear()
+    monkeypatch.setattr(store, "record_dispatch", unrecordable)
+    with caplog.at_level("WARNING", logger="rexrank"):
+        d._fail(rid, {}, ("the judge gave no answer", "internal"), public, held)
+    assert f"{rid}: could not record its Jobs: 503 Service Unavailable" in caplog.messages
+    assert [c[0] for c in calls] == ["fail", "drop"]
+    # the lease lost: nothing cancelled, no slot waited for, not failed: the holder decides
+    monkeypatch.setattr(store, "record_dispatch", recorded)
+    monkeypatch.setattr(d, "_let_go", lambda request_id: calls.append(("let go", request_id)) or "the holder's")
+    calls.clear()
+    running("j2")
+    assert d._fail(rid, {}, ("the judge gave no answer", "internal"), private, lost) == "the holder's"
+    assert jobs.jobs["j2"].stage == "RUNNING" and calls == [("record", rid, {}), ("let go", rid)]
+    # held until the store says otherwise when failing it: let go, its outputs kept for the holder
+    monkeypatch.setattr(store, "fail", lambda request_id, worker_id, *, error, kind: calls.append(("fail",)) and False)
+    calls.clear()
+    assert d._fail(rid, {}, ("the judge gave no answer", "internal"), public, held) == "the holder's"
+    assert calls == [("record", rid, {}), ("fail",), ("let go", rid)]

@@ -597,3 +597,43 @@ def test_a_failure_stops_the_jobs_and_settles_the_request_only_while_this_dispat
     calls.clear()
     assert d._fail(rid, {}, ("the judge gave no answer", "internal"), public, held) == "the holder's"
     assert calls == [("record", rid, {}), ("fail",), ("let go", rid)]
+
+
+def test_cancelling_a_requests_jobs_records_each_and_says_what_the_service_refused(tmp_path, monkeypatch, caplog):
+    from rexrank.backend.jobs import JobState
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    jobs.jobs["j1"] = JobState("j1", "RUNNING", labels={"rexrank-request": "r", "rexrank-shard": "2",
+                                                        "rexrank-attempt": "3"}, flavor="l4x1")
+    jobs.jobs["j2"] = JobState("j2", "ERROR", labels={"rexrank-request": "r", "rexrank-shard": "0",
+                                                      "rexrank-attempt": "1"}, flavor="l4x1")
+    jobs.jobs["j3"] = JobState("j3", "RUNNING", labels={"rexrank-request": "r"}, flavor="l4x1")  # no shard labels
+    jobs.jobs["x"] = JobState("x", "RUNNING", labels={"rexrank-request": "other"}, flavor="l4x1")
+    d = dispatcher(store, jobs)
+    real_cancel = jobs.cancel
+
+    def cancel(job_id):
+        if job_id == "j3":
+            raise JobsError("403 Forbidden: not your Job")
+        real_cancel(job_id)
+
+    monkeypatch.setattr(jobs, "cancel", cancel)
+    with caplog.at_level("INFO", logger="rexrank"):
+        d._cancel_all("r")
+    assert {k: j.stage for k, j in jobs.jobs.items()} == {"j1": "CANCELED", "j2": "ERROR", "j3": "RUNNING",
+                                                         "x": "RUNNING"}
+    assert [(e["job_id"], e["shard"], e["attempt"], e["state"]) for e in d._records["r"]] == [
+        ("j1", 2, 3, "CANCELED"), ("j2", 0, 1, "ERROR"), ("j3", -1, 0, "RUNNING")]  # j3 may still run, and bill
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", "r: cancelled Job j1"), ("ERROR", "r: 403 Forbidden: not your Job")]
+
+    def unlisted(labels):
+        raise JobsError("502 Bad Gateway")
+
+    monkeypatch.setattr(jobs, "list", unlisted)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="rexrank"):
+        d._cancel_all("r")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("ERROR", "r: could not list its Jobs to cancel them: 502 Bad Gateway")]

@@ -511,10 +511,11 @@ class Dispatcher:
                 try:
                     self.jobs.cancel(job.job_id)
                     log.info("%s: cancelled Job %s", rid, job.job_id)
-                except JobsError as exc:
+                    job = replace(job, stage="CANCELED")
+                except JobsError as exc:  # recorded as the service last saw it: it may still run, and bill
                     log.error("%s: %s", rid, exc)
             shard, attempt = int(job.labels.get(LABEL_SHARD, -1)), int(job.labels.get(LABEL_ATTEMPT, 0))
-            self._note(rid, replace(job, stage="CANCELED" if job.running else job.stage), shard, attempt)
+            self._note(rid, job, shard, attempt)
 
     # ---- merge and publish -------------------------------------------------------------
     def _read_shards(self, rid: str, shards: list[_Shard], keeper: LeaseKeeper, stop: threading.Event):

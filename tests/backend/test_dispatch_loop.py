@@ -637,3 +637,56 @@ def test_cancelling_a_requests_jobs_records_each_and_says_what_the_service_refus
         d._cancel_all("r")
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("ERROR", "r: could not list its Jobs to cancel them: 502 Bad Gateway")]
+
+
+# ---- the merge ---------------------------------------------------------------------------------------
+
+def test_the_shards_are_read_again_over_the_stores_passing_faults_while_the_request_is_held(tmp_path, monkeypatch,
+                                                                                           caplog):
+    from types import SimpleNamespace
+
+    import rexrank.backend.shard_job as shard_job
+    from rexrank.backend.dispatch import _Shard
+    from rexrank.store.repo import StoreError
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    d = dispatcher(store, None, poll=0.001)
+    shards = [_Shard(0, attempt=2), _Shard(1, attempt=1)]
+    faults = iter([True, True])  # the first two reads fail, the rest answer
+
+    def read_shard(store_, rid, shard, attempt):
+        if next(faults, False):
+            raise StoreError("503 Service Unavailable\nretry later")
+        return ("summary", shard, attempt)
+
+    monkeypatch.setattr(shard_job, "read_shard", read_shard)
+    keeper, stop = SimpleNamespace(lost=threading.Event()), threading.Event()
+    with caplog.at_level("WARNING", logger="rexrank"):
+        assert d._read_shards("r", shards, keeper, stop) == [("summary", 0, 2), ("summary", 1, 1)]
+    assert caplog.messages == ["r: 503 Service Unavailable; reading its shards again in 0 s"] * 2
+    keeper.lost.set()  # no longer this dispatcher's: nothing read
+    assert d._read_shards("r", shards, keeper, stop) is None
+    keeper.lost.clear()
+    stop.set()
+    assert d._read_shards("r", shards, keeper, stop) is None
+
+
+def test_a_merge_that_fails_fails_the_request_with_its_cause_and_removes_the_outputs(tmp_path, monkeypatch):
+    import rexrank.backend.merge as merge
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+
+    def broken(*args, **kwargs):
+        raise ValueError("shard 2 covers studies [7, 13) twice")
+
+    monkeypatch.setattr(merge, "merge_shards", broken)
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["failure_kind"] == "internal"
+    assert final["error"] == "internal error while scoring (ValueError: shard 2 covers studies [7, 13) twice)"
+    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]  # the Jobs recorded
+    assert final["dispatch"]["plan"]["ranges"] == [[0, 7], [7, 13], [13, 19]] and final["dispatch"]["gpu_seconds"] == {}
+    assert store.list_results() == [] and no_shard_outputs(store, req["id"])

@@ -690,3 +690,106 @@ def test_a_merge_that_fails_fails_the_request_with_its_cause_and_removes_the_out
     assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]  # the Jobs recorded
     assert final["dispatch"]["plan"]["ranges"] == [[0, 7], [7, 13], [13, 19]] and final["dispatch"]["gpu_seconds"] == {}
     assert store.list_results() == [] and no_shard_outputs(store, req["id"])
+
+
+# ---- what a shard's output says ------------------------------------------------------------------
+
+def failing_shard(monkeypatch, exc: Exception, start: int) -> None:
+    """The shard whose studies start at `start` raises `exc` while it scores (each attempt)."""
+    from rexrank.backend.worker import Worker as ShardWorker
+
+    real = ShardWorker.score_studies
+
+    def score_studies(self, resolved, span=None):
+        if span is not None and span[0] == start:
+            raise exc
+        return real(self, resolved, span)
+
+    monkeypatch.setattr(ShardWorker, "score_studies", score_studies)
+
+
+def test_a_shard_that_fails_for_a_reason_no_retry_changes_fails_the_request_at_once(tmp_path, monkeypatch):
+    from rexrank.errors import MetricError
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    failing_shard(monkeypatch, MetricError("bleu2 cannot load its tokenizer"), start=7)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["failure_kind"] == "coverage"
+    assert final["error"] == ("a metric of this backend's set could not run, so it scored none of the studies: bleu2 "
+                              "cannot load its tokenizer. Nothing was published; the maintainers can requeue this "
+                              "request once the cause is fixed.")
+    assert [a for s, a, _ in attempts(final) if s == 1] == [1]  # not tried again
+
+
+def test_a_shards_own_failure_is_the_cause_it_is_retried_for(tmp_path, monkeypatch):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    failing_shard(monkeypatch, ValueError("a study's report is not text"), start=7)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs, shard_attempts=2).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    assert final["status"] == FAILED and final["error"] == (
+        "internal error while scoring: shard 2 of 3 failed 2 time(s); last cause: internal error while scoring "
+        "(ValueError: a study's report is not text)")
+
+
+def test_jobs_that_finished_while_no_dispatcher_held_the_request_are_merged_not_run_again(tmp_path):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    jobs.go.clear()
+    first_stop = threading.Event()
+    thread = in_thread(lambda: dispatcher(store, jobs, worker_id="first", lease=1.0).run(stop=first_stop))
+    wait_for(lambda: len(jobs.jobs) == 3, timeout=SETTLES_WITHIN, what="three running Jobs")
+    first_stop.set()
+    thread.join(SETTLES_WITHIN)
+    jobs.go.set()  # they finish while nobody holds the request
+    wait_for(lambda: {j.stage for j in jobs.jobs.values()} == {"COMPLETED"}, timeout=SETTLES_WITHIN, what="done")
+    stop = threading.Event()
+    thread = in_thread(lambda: dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, worker_id="second").run(
+        stop=stop))
+    try:
+        wait_for(lambda: store.get_request(req["id"])["status"] != "RUNNING", timeout=SETTLES_WITHIN, what="settled")
+    finally:
+        stop.set()
+        thread.join(SETTLES_WITHIN)
+    final = store.get_request(req["id"])
+    assert final["status"] == FINISHED and final["worker"] == "second", final.get("error")
+    assert len(jobs.jobs) == 3 and attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]
+    assert len(store.list_results()) == 1 and no_shard_outputs(store, req["id"])
+
+
+def test_who_holds_a_request_as_the_dispatcher_sees_it(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from rexrank.backend.dispatch import CANCELLED, GONE, HELD
+    from rexrank.store.repo import StoreError
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    d = dispatcher(store, None, worker_id="me")
+    keeper = SimpleNamespace(lost=threading.Event())
+
+    def holder(record):
+        monkeypatch.setattr(store, "get_request", lambda rid: record)
+        return d._holder("r", keeper)
+
+    assert holder({"status": "RUNNING", "worker": "me"}) == HELD
+    assert holder({"status": "RUNNING", "worker": "another"}) == GONE
+    assert holder({"status": "FINISHED", "worker": "me"}) == GONE
+    assert holder({"status": "FAILED", "worker": None, "failure_kind": "cancelled"}) == CANCELLED
+    assert holder({"status": "FAILED", "worker": "me", "failure_kind": "internal"}) == GONE
+    keeper.lost.set()
+    assert holder({"status": "RUNNING", "worker": "me"}) == GONE  # its lease ran out: another may hold it
+
+    def unreachable(rid):
+        raise StoreError("503 Service Unavailable")
+
+    monkeypatch.setattr(store, "get_request", unreachable)  # the store's moment: the lease keeper decides
+    assert d._holder("r", keeper) == GONE
+    keeper.lost.clear()
+    assert d._holder("r", keeper) == HELD

@@ -497,3 +497,28 @@ def test_srr_bert_takes_a_batch_size_of_one():
     from rexrank.metrics.srr_bert import SRRBert
 
     assert SRRBert(batch_size=1).batch_size == 1
+
+
+def test_srr_bert_shards_with_radevals_batches_and_says_why_not_with_distinct_sentences():
+    from rexrank.metrics.base import ShardRule
+
+    # a shard classifies the whole run's RadEval batches that hold its sentences: any boundary will do
+    assert SRRBert.shard_rule({}) == ShardRule() == SRRBert.shard_rule({"batching": "radeval"})
+    assert SRRBert.shard_rule({"batching": "distinct"}) == ShardRule(
+        refusal="batching='distinct' classifies the request's distinct sentences together (batching='radeval', "
+                "the default, shards)")
+
+
+def test_srr_bert_loads_its_labeler_on_the_device_and_batch_size_it_is_given(tiny_model, monkeypatch):
+    built = []
+
+    class Recorded:
+        def __init__(self, checkpoint, tokenizer, *, device, batch_size):
+            built.append((Path(checkpoint.path).name, device, batch_size))
+
+    monkeypatch.setattr(S, "SRRBertLabeler", Recorded)
+    model_dir, tokenizer_dir = tiny_model
+    metric = SRRBert(model_path=str(model_dir), tokenizer_path=str(tokenizer_dir), device="cuda:1", batch_size=3,
+                     cache=False, progress=False)
+    assert isinstance(metric.labeler, Recorded)
+    assert built == [(Path(model_dir).name, "cuda:1", 3)]

@@ -40,6 +40,27 @@ def settle(thread: threading.Thread, stop: threading.Event) -> None:
     assert not thread.is_alive(), f"the dispatcher did not settle the request within {SETTLES_WITHIN:g} s"
 
 
+def dispatched(store, jobs, rid: str, **settings) -> dict:
+    """The request `rid` once a dispatcher (`settings`) has settled it: its final record."""
+    stop = threading.Event()
+    settle(in_thread(lambda: dispatcher(store, jobs, **settings).run(once=True, stop=stop)), stop)
+    return store.get_request(rid)
+
+
+def settled_by_another(store_root, jobs, rid: str, **settings) -> dict:
+    """The request `rid` once a second dispatcher, started after the first stopped, settled it
+    (it takes the request over when the first's lease has run out): its final record."""
+    store = open_store(store_root, quota=Quota(0))
+    stop = threading.Event()
+    thread = in_thread(lambda: dispatcher(store, jobs, worker_id="second", **settings).run(stop=stop))
+    try:
+        wait_for(lambda: store.get_request(rid)["status"] != "RUNNING", timeout=SETTLES_WITHIN, what="settled")
+    finally:
+        stop.set()
+        thread.join(SETTLES_WITHIN)
+    return store.get_request(rid)
+
+
 def started(store, jobs: InProcessJobs, d: Dispatcher, *, count: int = 3) -> tuple[threading.Thread, threading.Event]:
     """`d` dispatching the store's request, returned once `count` of its Jobs run (held until `jobs.go`)."""
     jobs.go.clear()
@@ -62,18 +83,21 @@ def no_shard_outputs(store, rid: str, shards: int = 3, attempts_each: int = 3) -
     return all(read_shard(store, rid, k, a) is None for k in range(shards) for a in range(1, attempts_each + 1))
 
 
-def test_a_job_that_ended_in_error_is_started_again_and_the_request_published_once(tmp_path):
+@pytest.mark.parametrize("fault, shard, state", [("kill", 1, "ERROR"), ("forget", 2, "VANISHED")])
+def test_a_job_that_ended_in_error_or_vanished_is_started_again_and_the_request_published_once(tmp_path, fault,
+                                                                                               shard, state):
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = InProcessJobs(str(tmp_path / "s"))
     thread, stop = started(store, jobs, dispatcher(store, jobs))
-    jobs.kill(shard_of(jobs, 1))
-    jobs.go.set()  # the other shards, and the killed one's second attempt, score
+    getattr(jobs, fault)(shard_of(jobs, shard))  # killed (its Job ends ERROR), or forgotten by the service
+    jobs.go.set()  # the other shards, and the shard's second attempt, score
     settle(thread, stop)
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
-    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "ERROR"), (1, 2, "COMPLETED"), (2, 1, "COMPLETED")]
-    assert len(jobs.jobs) == 4 and len(store.list_results()) == 1
+    assert attempts(final) == sorted([(k, 1, state if k == shard else "COMPLETED") for k in range(3)]
+                                     + [(shard, 2, "COMPLETED")])
+    assert len(store.list_results()) == 1
     assert no_shard_outputs(store, req["id"])  # the scratch area is emptied once published
     # the merged shards are one worker's run, study by study
     _, per_study = published(store)
@@ -84,29 +108,13 @@ def test_a_job_that_ended_in_error_is_started_again_and_the_request_published_on
     pd.testing.assert_frame_equal(per_study, pd.read_parquet(io.BytesIO(single.read_per_study(record))))
 
 
-def test_a_job_the_service_forgot_is_recorded_vanished_and_started_again(tmp_path):
-    store = open_store(tmp_path / "s", quota=Quota(0))
-    req = submit(store)
-    jobs = InProcessJobs(str(tmp_path / "s"))
-    thread, stop = started(store, jobs, dispatcher(store, jobs))
-    jobs.forget(shard_of(jobs, 2))
-    jobs.go.set()
-    settle(thread, stop)
-    final = store.get_request(req["id"])
-    assert final["status"] == FINISHED, final.get("error")
-    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "VANISHED"), (2, 2, "COMPLETED")]
-    assert len(store.list_results()) == 1
-
-
 def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause_and_a_requeue_numbers_on(tmp_path, caplog):
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = InProcessJobs(str(tmp_path / "s"), failing_shards={1})
     jobs.go.clear()  # the other shards run on until the request fails
-    stop = threading.Event()
     with caplog.at_level("ERROR", logger="rexrank"):
-        settle(in_thread(lambda: dispatcher(store, jobs, shard_attempts=2).run(once=True, stop=stop)), stop)
-    final = store.get_request(req["id"])
+        final = dispatched(store, jobs, req["id"], shard_attempts=2)
     assert final["status"] == FAILED and final["failure_kind"] == "internal"
     assert final["error"] == ("internal error while scoring: shard 2 of 3 failed 2 time(s); last cause: its Job "
                               "ended ERROR (Job timeout)")
@@ -120,9 +128,7 @@ def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause_and_a_re
     jobs.failing_shards.clear()
     jobs.go.set()
     store.requeue(req["id"])
-    stop = threading.Event()
-    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
-    final = store.get_request(req["id"])
+    final = dispatched(store, jobs, req["id"])
     assert final["status"] == FINISHED, final.get("error")
     assert attempts(final) == [(0, 2, "COMPLETED"), (1, 3, "COMPLETED"), (2, 2, "COMPLETED")]
 
@@ -219,9 +225,7 @@ def test_passing_refusals_of_the_jobs_service_fail_nothing(tmp_path):
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = FlakyJobs(str(tmp_path / "s"), times=3, transient=True)
-    stop = threading.Event()
-    settle(in_thread(lambda: dispatcher(store, jobs, poll=0.01).run(once=True, stop=stop)), stop)
-    final = store.get_request(req["id"])
+    final = dispatched(store, jobs, req["id"], poll=0.01)
     assert final["status"] == FINISHED, final.get("error")
     assert jobs.refusals == 0 and len(jobs.jobs) == 3  # polled again, nothing started twice
     assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]
@@ -232,29 +236,30 @@ def test_a_lasting_refusal_of_the_jobs_service_fails_the_request_and_stops_its_j
     req = submit(store)
     jobs = FlakyJobs(str(tmp_path / "s"), times=1, transient=False)
     jobs.go.clear()
-    stop = threading.Event()
-    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
-    final = store.get_request(req["id"])
+    final = dispatched(store, jobs, req["id"])
     assert final["status"] == FAILED and final["failure_kind"] == "internal"
     assert final["error"] == ("internal error while scoring: the Jobs service refused a call: 403 Forbidden: no Jobs "
                               "in this namespace")
     assert {j.stage for j in jobs.jobs.values()} == {"CANCELED"} and store.list_results() == []
 
 
+def dispatched_while_raising(tmp_path, monkeypatch, module, name: str, message: str) -> tuple:
+    """(store, final record) of the example request dispatched while `module.name` raises ValueError(message)."""
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+
+    def raising(*args, **kwargs):
+        raise ValueError(message)
+
+    monkeypatch.setattr(module, name, raising)
+    return store, dispatched(store, InProcessJobs(str(tmp_path / "s")), req["id"])
+
+
 def test_an_unexpected_error_while_polling_fails_the_request_as_internal(tmp_path, monkeypatch):
     import rexrank.backend.shard_job as shard_job
 
-    store = open_store(tmp_path / "s", quota=Quota(0))
-    req = submit(store)
-    jobs = InProcessJobs(str(tmp_path / "s"))
-
-    def damaged(*args, **kwargs):
-        raise ValueError("a shard output that is not Parquet")
-
-    monkeypatch.setattr(shard_job, "read_shard", damaged)
-    stop = threading.Event()
-    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
-    final = store.get_request(req["id"])
+    store, final = dispatched_while_raising(tmp_path, monkeypatch, shard_job, "read_shard",
+                                            "a shard output that is not Parquet")
     assert final["status"] == FAILED and final["failure_kind"] == "internal"
     assert final["error"] == "internal error while scoring (ValueError: a shard output that is not Parquet)"
     assert store.list_results() == []
@@ -287,9 +292,7 @@ def test_a_shard_is_tried_exactly_shard_attempts_times(tmp_path, shard_attempts)
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = InProcessJobs(str(tmp_path / "s"), failing_shards={0})
-    stop = threading.Event()
-    settle(in_thread(lambda: dispatcher(store, jobs, shard_attempts=shard_attempts).run(once=True, stop=stop)), stop)
-    final = store.get_request(req["id"])
+    final = dispatched(store, jobs, req["id"], shard_attempts=shard_attempts)
     assert final["status"] == FAILED and f"shard 1 of 3 failed {shard_attempts} time(s)" in final["error"]
     assert [a for s, a, _ in attempts(final) if s == 0] == list(range(1, shard_attempts + 1))
 
@@ -308,16 +311,7 @@ def test_a_restarted_dispatcher_counts_the_failed_attempts_of_this_round(tmp_pat
     thread.join(SETTLES_WITHIN)
     assert not thread.is_alive()
     tried = len(failed())
-    stop = threading.Event()
-    second = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, worker_id="second",
-                        shard_attempts=tried + 1)
-    thread = in_thread(lambda: second.run(stop=stop))
-    try:
-        wait_for(lambda: store.get_request(req["id"])["status"] != "RUNNING", timeout=SETTLES_WITHIN, what="settled")
-    finally:
-        stop.set()
-        thread.join(SETTLES_WITHIN)
-    final = store.get_request(req["id"])
+    final = settled_by_another(tmp_path / "s", jobs, req["id"], shard_attempts=tried + 1)
     assert final["status"] == FAILED and f"shard 2 of 3 failed {tried + 1} time(s)" in final["error"]
     assert sorted(int(j.labels["rexrank-attempt"]) for j in failed()) == list(range(1, tried + 2))
 
@@ -674,22 +668,13 @@ def test_the_shards_are_read_again_over_the_stores_passing_faults_while_the_requ
 def test_a_merge_that_fails_fails_the_request_with_its_cause_and_removes_the_outputs(tmp_path, monkeypatch):
     import rexrank.backend.merge as merge
 
-    store = open_store(tmp_path / "s", quota=Quota(0))
-    req = submit(store)
-    jobs = InProcessJobs(str(tmp_path / "s"))
-
-    def broken(*args, **kwargs):
-        raise ValueError("shard 2 covers studies [7, 13) twice")
-
-    monkeypatch.setattr(merge, "merge_shards", broken)
-    stop = threading.Event()
-    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
-    final = store.get_request(req["id"])
+    store, final = dispatched_while_raising(tmp_path, monkeypatch, merge, "merge_shards",
+                                            "shard 2 covers studies [7, 13) twice")
     assert final["status"] == FAILED and final["failure_kind"] == "internal"
     assert final["error"] == "internal error while scoring (ValueError: shard 2 covers studies [7, 13) twice)"
     assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]  # the Jobs recorded
     assert final["dispatch"]["plan"]["ranges"] == [[0, 7], [7, 13], [13, 19]] and final["dispatch"]["gpu_seconds"] == {}
-    assert store.list_results() == [] and no_shard_outputs(store, req["id"])
+    assert store.list_results() == [] and no_shard_outputs(store, final["id"])
 
 
 # ---- what a shard's output says ------------------------------------------------------------------
@@ -715,9 +700,7 @@ def test_a_shard_that_fails_for_a_reason_no_retry_changes_fails_the_request_at_o
     req = submit(store)
     failing_shard(monkeypatch, MetricError("bleu2 cannot load its tokenizer"), start=7)
     jobs = InProcessJobs(str(tmp_path / "s"))
-    stop = threading.Event()
-    settle(in_thread(lambda: dispatcher(store, jobs).run(once=True, stop=stop)), stop)
-    final = store.get_request(req["id"])
+    final = dispatched(store, jobs, req["id"])
     assert final["status"] == FAILED and final["failure_kind"] == "coverage"
     assert final["error"] == ("a metric of this backend's set could not run, so it scored none of the studies: bleu2 "
                               "cannot load its tokenizer. Nothing was published; the maintainers can requeue this "
@@ -730,9 +713,7 @@ def test_a_shards_own_failure_is_the_cause_it_is_retried_for(tmp_path, monkeypat
     req = submit(store)
     failing_shard(monkeypatch, ValueError("a study's report is not text"), start=7)
     jobs = InProcessJobs(str(tmp_path / "s"))
-    stop = threading.Event()
-    settle(in_thread(lambda: dispatcher(store, jobs, shard_attempts=2).run(once=True, stop=stop)), stop)
-    final = store.get_request(req["id"])
+    final = dispatched(store, jobs, req["id"], shard_attempts=2)
     assert final["status"] == FAILED and final["error"] == (
         "internal error while scoring: shard 2 of 3 failed 2 time(s); last cause: internal error while scoring "
         "(ValueError: a study's report is not text)")
@@ -750,15 +731,7 @@ def test_jobs_that_finished_while_no_dispatcher_held_the_request_are_merged_not_
     thread.join(SETTLES_WITHIN)
     jobs.go.set()  # they finish while nobody holds the request
     wait_for(lambda: {j.stage for j in jobs.jobs.values()} == {"COMPLETED"}, timeout=SETTLES_WITHIN, what="done")
-    stop = threading.Event()
-    thread = in_thread(lambda: dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, worker_id="second").run(
-        stop=stop))
-    try:
-        wait_for(lambda: store.get_request(req["id"])["status"] != "RUNNING", timeout=SETTLES_WITHIN, what="settled")
-    finally:
-        stop.set()
-        thread.join(SETTLES_WITHIN)
-    final = store.get_request(req["id"])
+    final = settled_by_another(tmp_path / "s", jobs, req["id"])
     assert final["status"] == FINISHED and final["worker"] == "second", final.get("error")
     assert len(jobs.jobs) == 3 and attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]
     assert len(store.list_results()) == 1 and no_shard_outputs(store, req["id"])

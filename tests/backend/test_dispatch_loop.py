@@ -97,7 +97,7 @@ def test_a_job_that_ended_in_error_or_vanished_is_started_again_and_the_request_
     assert final["status"] == FINISHED, final.get("error")
     assert attempts(final) == sorted([(k, 1, state if k == shard else "COMPLETED") for k in range(3)]
                                      + [(shard, 2, "COMPLETED")])
-    assert len(store.list_results()) == 1
+    assert len(store.list_results()) == 1 and set(final["dispatch"]["gpu_seconds"]) == {"bleu2"}
     assert no_shard_outputs(store, req["id"])  # the scratch area is emptied once published
     # the merged shards are one worker's run, study by study
     _, per_study = published(store)
@@ -244,22 +244,25 @@ def test_a_lasting_refusal_of_the_jobs_service_fails_the_request_and_stops_its_j
 
 
 def dispatched_while_raising(tmp_path, monkeypatch, module, name: str, message: str) -> tuple:
-    """(store, final record) of the example request dispatched while `module.name` raises ValueError(message)."""
+    """(store, final record, the keyword arguments of the first call) of the example request
+    dispatched while `module.name` raises ValueError(message)."""
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
+    calls: list[dict] = []
 
     def raising(*args, **kwargs):
+        calls.append(kwargs)
         raise ValueError(message)
 
     monkeypatch.setattr(module, name, raising)
-    return store, dispatched(store, InProcessJobs(str(tmp_path / "s")), req["id"])
+    return store, dispatched(store, InProcessJobs(str(tmp_path / "s")), req["id"]), calls[0]
 
 
 def test_an_unexpected_error_while_polling_fails_the_request_as_internal(tmp_path, monkeypatch):
     import rexrank.backend.shard_job as shard_job
 
-    store, final = dispatched_while_raising(tmp_path, monkeypatch, shard_job, "read_shard",
-                                            "a shard output that is not Parquet")
+    store, final, _ = dispatched_while_raising(tmp_path, monkeypatch, shard_job, "read_shard",
+                                               "a shard output that is not Parquet")
     assert final["status"] == FAILED and final["failure_kind"] == "internal"
     assert final["error"] == "internal error while scoring (ValueError: a shard output that is not Parquet)"
     assert store.list_results() == []
@@ -366,13 +369,15 @@ def test_the_jobs_opened_are_local_processes_or_the_hubs_in_the_stores_namespace
     assert hub_jobs.api.endpoint == "http://127.0.0.1:9" and hub_jobs.api.token is None  # a local store has no token
 
 
-def test_the_jobs_of_a_hub_store_run_in_its_org_with_its_token(hub):
+def test_the_jobs_of_a_hub_store_run_in_its_org_with_its_token(hub, monkeypatch):
     from rexrank.backend.dispatch import open_jobs
     from support.dispatch_fixtures import ORG, TOKEN
 
-    jobs = open_jobs(open_store(f"hf://{ORG}", quota=Quota(0)), DispatchSettings(mode="hf-jobs"))
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the store's own Hub wins over the environment's
+    jobs = open_jobs(store, DispatchSettings(mode="hf-jobs"))
     assert (jobs.namespace, jobs.api.token, jobs.api.endpoint) == (ORG, TOKEN, hub.url)
-    other = open_jobs(open_store(f"hf://{ORG}", quota=Quota(0)), DispatchSettings(mode="hf-jobs", namespace="elsewhere"))
+    other = open_jobs(store, DispatchSettings(mode="hf-jobs", namespace="elsewhere"))
     assert other.namespace == "elsewhere"
 
 
@@ -387,11 +392,12 @@ def test_rexrank_cancel_cancels_the_running_jobs_of_that_request_only(tmp_path, 
     for job_id, rid, stage in (("a1", "A", "RUNNING"), ("a2", "A", "SCHEDULING"), ("a3", "A", "COMPLETED"),
                                ("b1", "B", "RUNNING")):
         jobs.jobs[job_id] = JobState(job_id, stage, labels={"rexrank-request": rid})
-    monkeypatch.setattr(dispatch, "open_jobs", lambda store, settings: jobs)
+    opened = []
+    monkeypatch.setattr(dispatch, "open_jobs", lambda store_, settings: opened.append((store_, settings.mode)) or jobs)
     # a store whose backend does not dispatch has no Jobs to cancel
     assert dispatch.cancel_request_jobs(store, "A") == 0 and jobs.jobs["a1"].stage == "RUNNING"
     (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"mode": "local"}}))
-    assert dispatch.cancel_request_jobs(store, "A") == 2
+    assert dispatch.cancel_request_jobs(store, "A") == 2 and opened == [(store, "local")]  # the store's own Jobs
     assert {k: j.stage for k, j in jobs.jobs.items()} == {"a1": "CANCELED", "a2": "CANCELED", "a3": "COMPLETED",
                                                          "b1": "RUNNING"}
 
@@ -668,8 +674,10 @@ def test_the_shards_are_read_again_over_the_stores_passing_faults_while_the_requ
 def test_a_merge_that_fails_fails_the_request_with_its_cause_and_removes_the_outputs(tmp_path, monkeypatch):
     import rexrank.backend.merge as merge
 
-    store, final = dispatched_while_raising(tmp_path, monkeypatch, merge, "merge_shards",
-                                            "shard 2 covers studies [7, 13) twice")
+    store, final, merged = dispatched_while_raising(tmp_path, monkeypatch, merge, "merge_shards",
+                                                    "shard 2 covers studies [7, 13) twice")
+    # every shard's ranges, and "nothing scored" an error as a single worker's on a public set
+    assert merged["plan_ranges"] == [[0, 7], [7, 13], [13, 19]] and merged["nothing_scored_is_error"] is True
     assert final["status"] == FAILED and final["failure_kind"] == "internal"
     assert final["error"] == "internal error while scoring (ValueError: shard 2 covers studies [7, 13) twice)"
     assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]  # the Jobs recorded
@@ -766,3 +774,42 @@ def test_who_holds_a_request_as_the_dispatcher_sees_it(tmp_path, monkeypatch):
     assert d._holder("r", keeper) == GONE
     keeper.lost.clear()
     assert d._holder("r", keeper) == HELD
+
+
+def test_the_merge_publishes_once_and_leaves_a_request_it_no_longer_holds(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import rexrank.backend.merge as merge
+    from rexrank.backend.dispatch import _Shard
+
+    d = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), None)
+    keeper, public = SimpleNamespace(lost=threading.Event()), SimpleNamespace(private=False)
+    steps: list = []
+    monkeypatch.setattr(d, "_let_go", lambda rid: steps.append(("let go", rid)) or "the holder's")
+    monkeypatch.setattr(d, "_drop_scratch", lambda rid: steps.append(("drop", rid)))
+    monkeypatch.setattr(d, "_save", lambda rid, plan_json, gpu_seconds=None: steps.append(("save", gpu_seconds)))
+    # lost while its shards were read: left to the holder, nothing merged
+    monkeypatch.setattr(d, "_read_shards", lambda rid, shards, keeper, stop: None)
+    assert d._merge_and_publish({"id": "r"}, public, [], {"ranges": []}, keeper, threading.Event()) == "the holder's"
+    assert steps == [("let go", "r")]
+    # read: a shard of no study (a tiny track, K from the whole set) adds nothing to the merge
+    monkeypatch.setattr(d, "_read_shards", lambda rid, shards, keeper, stop: ["part 0", "part 1"])
+    merged: list = []
+
+    def merge_shards(parts, *, plan_ranges, header, nothing_scored_is_error):
+        merged.append((parts, plan_ranges))
+        return {"metrics": {"bleu2": {"seconds": 1.5}}}, "per-study table"
+
+    monkeypatch.setattr(merge, "merge_shards", merge_shards)
+    monkeypatch.setattr(d.worker, "whole_header", lambda resolved: {})
+    monkeypatch.setattr(d.worker, "published_parts", lambda resolved, results, table: ("record", "per study"))
+    shards, plan = [_Shard(0), _Shard(1)], {"ranges": [[0, 19], [19, 19]]}
+    for settled, then in (({"status": "FINISHED", "worker": "d"}, [("drop", "r")]),  # published by this one
+                          ({"status": "FINISHED", "worker": "another"}, []),  # by the holder: its outputs
+                          ({"status": "HELD", "worker": None}, [("let go", "r")])):  # held for review at publication
+        steps.clear()
+        monkeypatch.setattr(d.worker, "publish", lambda request, record, per_study, keeper, settled=settled: settled)
+        expected = "the holder's" if settled["status"] == "HELD" else settled
+        assert d._merge_and_publish({"id": "r"}, public, shards, plan, keeper, threading.Event()) == expected
+        assert steps == [("save", {"bleu2": 1.5}), *then]
+    assert merged == [(["part 0"], [[0, 19]])] * 3

@@ -10,6 +10,7 @@ organisers read of a dispatched request, the Jobs a dispatcher opens, and `rexra
 from __future__ import annotations
 
 import io
+import re
 import threading
 
 import pandas as pd
@@ -776,7 +777,7 @@ def test_who_holds_a_request_as_the_dispatcher_sees_it(tmp_path, monkeypatch):
     assert d._holder("r", keeper) == HELD
 
 
-def test_the_merge_publishes_once_and_leaves_a_request_it_no_longer_holds(tmp_path, monkeypatch):
+def test_the_merge_publishes_once_and_leaves_a_request_it_no_longer_holds(tmp_path, monkeypatch, caplog):
     from types import SimpleNamespace
 
     import rexrank.backend.merge as merge
@@ -808,8 +809,28 @@ def test_the_merge_publishes_once_and_leaves_a_request_it_no_longer_holds(tmp_pa
                           ({"status": "FINISHED", "worker": "another"}, []),  # by the holder: its outputs
                           ({"status": "HELD", "worker": None}, [("let go", "r")])):  # held for review at publication
         steps.clear()
+        caplog.clear()
         monkeypatch.setattr(d.worker, "publish", lambda request, record, per_study, keeper, settled=settled: settled)
         expected = "the holder's" if settled["status"] == "HELD" else settled
-        assert d._merge_and_publish({"id": "r"}, public, shards, plan, keeper, threading.Event()) == expected
+        with caplog.at_level("INFO", logger="rexrank"):
+            assert d._merge_and_publish({"id": "r"}, public, shards, plan, keeper, threading.Event()) == expected
         assert steps == [("save", {"bleu2": 1.5}), *then]
+        [said] = [m for m in caplog.messages if "merged" in m]
+        seconds = re.fullmatch(r"r: merged 2 shard\(s\) in (\d+\.\d{3}) s", said).group(1)
+        assert float(seconds) < 60  # the merge's own time
     assert merged == [(["part 0"], [[0, 19]])] * 3
+    # a merge that fails for the submission's reason: that kind, the outputs removed, the request returned
+
+    def no_coverage(parts, **kwargs):
+        from rexrank.backend.public_door import CoverageError
+
+        raise CoverageError("bleu2 scored 0 of 19 studies", without_causes="bleu2 scored 0 of 19 studies")
+
+    monkeypatch.setattr(merge, "merge_shards", no_coverage)
+    failed: list = []
+    monkeypatch.setattr(d.store, "fail", lambda rid, worker_id, *, error, kind: failed.append((rid, error, kind)) or True)
+    monkeypatch.setattr(d.store, "get_request", lambda rid: ("the request", rid))
+    steps.clear()
+    assert d._merge_and_publish({"id": "r", "test_set": "example"}, public, shards, plan, keeper,
+                                threading.Event()) == ("the request", "r")
+    assert failed == [("r", "bleu2 scored 0 of 19 studies", "coverage")] and steps == [("save", {}), ("drop", "r")]

@@ -41,6 +41,18 @@ def settle(thread: threading.Thread, stop: threading.Event) -> None:
     assert not thread.is_alive(), f"the dispatcher did not settle the request within {SETTLES_WITHIN:g} s"
 
 
+class WaitsRecorded(threading.Event):
+    """A stop event whose waits are recorded and cut to 10 ms (a backoff's seconds, not slept)."""
+
+    def __init__(self):
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout=None):
+        self.waits.append(timeout)
+        return super().wait(min(timeout, 0.01))
+
+
 def dispatched(store, jobs, rid: str, **settings) -> dict:
     """The request `rid` once a dispatcher (`settings`) has settled it: its final record."""
     stop = threading.Event()
@@ -134,13 +146,15 @@ def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause_and_a_re
     assert attempts(final) == [(0, 2, "COMPLETED"), (1, 3, "COMPLETED"), (2, 2, "COMPLETED")]
 
 
-def test_a_cancel_mid_run_cancels_every_job_and_publishes_nothing(tmp_path):
+def test_a_cancel_mid_run_cancels_every_job_and_publishes_nothing(tmp_path, caplog):
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = InProcessJobs(str(tmp_path / "s"))
     thread, stop = started(store, jobs, dispatcher(store, jobs))
-    store.cancel(req["id"], reason="withdrawn")
-    settle(thread, stop)
+    with caplog.at_level("WARNING", logger="rexrank"):
+        store.cancel(req["id"], reason="withdrawn")
+        settle(thread, stop)
+    assert f"{req['id']}: cancelled; its Jobs are cancelled and nothing is published" in caplog.messages
     assert {j.stage for j in jobs.jobs.values()} == {"CANCELED"} and len(jobs.jobs) == 3
     assert store.get_request(req["id"])["status"] == FAILED
     assert store.list_results() == [] and no_shard_outputs(store, req["id"])
@@ -226,7 +240,11 @@ def test_passing_refusals_of_the_jobs_service_fail_nothing(tmp_path):
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = FlakyJobs(str(tmp_path / "s"), times=3, transient=True)
-    final = dispatched(store, jobs, req["id"], poll=0.01)
+    stop = WaitsRecorded()
+    settle(in_thread(lambda: dispatcher(store, jobs, poll=1.0).run(once=True, stop=stop)), stop)
+    final = store.get_request(req["id"])
+    # a poll, then the three refused ones each waited for twice as long as the last, then polls again
+    assert stop.waits[:5] == [1.0, 2.0, 4.0, 8.0, 1.0]
     assert final["status"] == FINISHED, final.get("error")
     assert jobs.refusals == 0 and len(jobs.jobs) == 3  # polled again, nothing started twice
     assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]
@@ -651,9 +669,9 @@ def test_the_shards_are_read_again_over_the_stores_passing_faults_while_the_requ
     from rexrank.store.repo import StoreError
 
     store = open_store(tmp_path / "s", quota=Quota(0))
-    d = dispatcher(store, None, poll=0.001)
+    d = dispatcher(store, None, poll=1.0)
     shards = [_Shard(0, attempt=2), _Shard(1, attempt=1)]
-    faults = iter([True, True])  # the first two reads fail, the rest answer
+    faults = iter([True] * 9)  # the first nine reads fail, the rest answer
 
     def read_shard(store_, rid, shard, attempt):
         if next(faults, False):
@@ -661,10 +679,12 @@ def test_the_shards_are_read_again_over_the_stores_passing_faults_while_the_requ
         return ("summary", shard, attempt)
 
     monkeypatch.setattr(shard_job, "read_shard", read_shard)
-    keeper, stop = SimpleNamespace(lost=threading.Event()), threading.Event()
+    keeper, stop = SimpleNamespace(lost=threading.Event()), WaitsRecorded()
     with caplog.at_level("WARNING", logger="rexrank"):
         assert d._read_shards("r", shards, keeper, stop) == [("summary", 0, 2), ("summary", 1, 1)]
-    assert caplog.messages == ["r: 503 Service Unavailable; reading its shards again in 0 s"] * 2
+    # waits doubled from the poll, at most MAX_FAULT_WAIT (300 s)
+    assert stop.waits == [2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 300.0]
+    assert caplog.messages == [f"r: 503 Service Unavailable; reading its shards again in {w:.0f} s" for w in stop.waits]
     keeper.lost.set()  # no longer this dispatcher's: nothing read
     assert d._read_shards("r", shards, keeper, stop) is None
     keeper.lost.clear()

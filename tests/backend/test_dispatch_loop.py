@@ -222,18 +222,26 @@ def test_a_restart_with_another_plan_cancels_the_replaced_plans_jobs_and_numbers
 
 
 class FlakyJobs(InProcessJobs):
-    """Jobs whose service refuses `inspect` `times` times (transient or not) once they run."""
+    """Jobs whose service refuses `times` calls of `refused` (inspect: once they run; list: the
+    dispatcher's first look), transient or not."""
 
-    def __init__(self, store_name: str, *, times: int, transient: bool):
+    def __init__(self, store_name: str, *, times: int, transient: bool, refused: str = "inspect"):
         super().__init__(store_name)
-        self.refusals, self.transient = times, transient
+        self.refusals, self.transient, self.refused = times, transient, refused
 
-    def inspect(self, job_id):
-        if self.refusals > 0:
+    def _refuse(self, call: str) -> None:
+        if call == self.refused and self.refusals > 0:
             self.refusals -= 1
             raise JobsError("503 Service Unavailable" if self.transient else "403 Forbidden: no Jobs in this namespace",
                             transient=self.transient)
+
+    def inspect(self, job_id):
+        self._refuse("inspect")
         return super().inspect(job_id)
+
+    def list(self, labels):
+        self._refuse("list")
+        return super().list(labels)
 
 
 def test_passing_refusals_of_the_jobs_service_fail_nothing(tmp_path):
@@ -245,6 +253,13 @@ def test_passing_refusals_of_the_jobs_service_fail_nothing(tmp_path):
     final = store.get_request(req["id"])
     # a poll, then the three refused ones each waited for twice as long as the last, then polls again
     assert stop.waits[:5] == [1.0, 2.0, 4.0, 8.0, 1.0]
+    # refused at the first look (the Jobs it may adopt): the same backoff from the start
+    store = open_store(tmp_path / "first-look", quota=Quota(0))
+    rid = submit(store)["id"]
+    jobs = FlakyJobs(str(tmp_path / "first-look"), times=2, transient=True, refused="list")
+    stop = WaitsRecorded()
+    settle(in_thread(lambda: dispatcher(store, jobs, poll=1.0).run(once=True, stop=stop)), stop)
+    assert store.get_request(rid)["status"] == FINISHED and stop.waits[:3] == [2.0, 4.0, 1.0]
     assert final["status"] == FINISHED, final.get("error")
     assert jobs.refusals == 0 and len(jobs.jobs) == 3  # polled again, nothing started twice
     assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]

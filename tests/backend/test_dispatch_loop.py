@@ -74,11 +74,13 @@ def settled_by_another(store_root, jobs, rid: str, **settings) -> dict:
     return store.get_request(rid)
 
 
-def started(store, jobs: InProcessJobs, d: Dispatcher, *, count: int = 3) -> tuple[threading.Thread, threading.Event]:
-    """`d` dispatching the store's request, returned once `count` of its Jobs run (held until `jobs.go`)."""
+def started(store, jobs: InProcessJobs, d: Dispatcher, *, count: int = 3,
+            settled: list | None = None) -> tuple[threading.Thread, threading.Event]:
+    """`d` dispatching the store's request, returned once `count` of its Jobs run (held until
+    `jobs.go`); `settled` receives what the run returns (how many requests it settled)."""
     jobs.go.clear()
     stop = threading.Event()
-    thread = in_thread(lambda: d.run(once=True, stop=stop))
+    thread = in_thread(lambda: (settled if settled is not None else []).append(d.run(once=True, stop=stop)))
     wait_for(lambda: len(jobs.jobs) >= count, timeout=SETTLES_WITHIN, what=f"{count} running Jobs")
     return thread, stop
 
@@ -150,10 +152,13 @@ def test_a_cancel_mid_run_cancels_every_job_and_publishes_nothing(tmp_path, capl
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = InProcessJobs(str(tmp_path / "s"))
-    thread, stop = started(store, jobs, dispatcher(store, jobs))
+    settled: list = []
+    thread, stop = started(store, jobs, dispatcher(store, jobs), settled=settled)
     with caplog.at_level("WARNING", logger="rexrank"):
         store.cancel(req["id"], reason="withdrawn")
         settle(thread, stop)
+    assert settled == [1]  # the cancelled request counts as settled by this run, without an error
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
     assert f"{req['id']}: cancelled; its Jobs are cancelled and nothing is published" in caplog.messages
     assert {j.stage for j in jobs.jobs.values()} == {"CANCELED"} and len(jobs.jobs) == 3
     assert store.get_request(req["id"])["status"] == FAILED

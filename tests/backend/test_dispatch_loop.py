@@ -194,7 +194,7 @@ def test_a_restarted_dispatcher_adopts_the_running_jobs(tmp_path):
     assert len(store.list_results()) == 1
 
 
-def test_a_restart_with_another_plan_cancels_the_replaced_plans_jobs_and_numbers_on(tmp_path):
+def test_a_restart_with_another_plan_cancels_the_replaced_plans_jobs_and_numbers_on(tmp_path, caplog):
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = InProcessJobs(str(tmp_path / "s"))
@@ -206,6 +206,7 @@ def test_a_restart_with_another_plan_cancels_the_replaced_plans_jobs_and_numbers
     thread.join(SETTLES_WITHIN)
     assert not thread.is_alive()
     old = set(jobs.jobs)
+    caplog.set_level("INFO", logger="rexrank")
     # the organisers changed max_jobs: two shards now, whose ranges the old Jobs' outputs do not fit
     stop = threading.Event()
     second = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, worker_id="second", max_jobs=2)
@@ -213,6 +214,8 @@ def test_a_restart_with_another_plan_cancels_the_replaced_plans_jobs_and_numbers
     try:
         wait_for(lambda: len(jobs.jobs) == 5, timeout=SETTLES_WITHIN, what="the new plan's two Jobs")
         assert {jobs.jobs[j].stage for j in old} == {"CANCELED"}
+        assert sorted(m for m in caplog.messages if "replaced plan" in m) == [
+            f"{req['id']}: cancelled Job {j} of the replaced plan" for j in sorted(old)]
         jobs.go.set()
         wait_for(lambda: store.get_request(req["id"])["status"] != "RUNNING", timeout=SETTLES_WITHIN, what="settled")
     finally:
@@ -249,15 +252,18 @@ class FlakyJobs(InProcessJobs):
         return super().list(labels)
 
 
-def test_passing_refusals_of_the_jobs_service_fail_nothing(tmp_path):
+def test_passing_refusals_of_the_jobs_service_fail_nothing(tmp_path, caplog):
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     jobs = FlakyJobs(str(tmp_path / "s"), times=3, transient=True)
     stop = WaitsRecorded()
-    settle(in_thread(lambda: dispatcher(store, jobs, poll=1.0).run(once=True, stop=stop)), stop)
+    with caplog.at_level("WARNING", logger="rexrank"):
+        settle(in_thread(lambda: dispatcher(store, jobs, poll=1.0).run(once=True, stop=stop)), stop)
     final = store.get_request(req["id"])
     # a poll, then the three refused ones each waited for twice as long as the last, then polls again
     assert stop.waits[:5] == [1.0, 2.0, 4.0, 8.0, 1.0]
+    assert [m for m in caplog.messages if "polling again" in m] == [
+        f"{req['id']}: 503 Service Unavailable; polling again in {w} s" for w in (2, 4, 8)]
     # refused at the first look (the Jobs it may adopt): the same backoff from the start
     store = open_store(tmp_path / "first-look", quota=Quota(0))
     rid = submit(store)["id"]
@@ -297,11 +303,14 @@ def dispatched_while_raising(tmp_path, monkeypatch, module, name: str, message: 
     return store, dispatched(store, InProcessJobs(str(tmp_path / "s")), req["id"]), calls[0]
 
 
-def test_an_unexpected_error_while_polling_fails_the_request_as_internal(tmp_path, monkeypatch):
+def test_an_unexpected_error_while_polling_fails_the_request_as_internal(tmp_path, monkeypatch, caplog):
     import rexrank.backend.shard_job as shard_job
 
-    store, final, _ = dispatched_while_raising(tmp_path, monkeypatch, shard_job, "read_shard",
-                                               "a shard output that is not Parquet")
+    with caplog.at_level("ERROR", logger="rexrank"):
+        store, final, _ = dispatched_while_raising(tmp_path, monkeypatch, shard_job, "read_shard",
+                                                   "a shard output that is not Parquet")
+    [said] = [r for r in caplog.records if "while polling" in r.getMessage()]
+    assert said.getMessage() == f"{final['id']}: unexpected error while polling its Jobs" and said.exc_info
     assert final["status"] == FAILED and final["failure_kind"] == "internal"
     assert final["error"] == "internal error while scoring (ValueError: a shard output that is not Parquet)"
     assert store.list_results() == []
@@ -874,3 +883,36 @@ def test_the_merge_publishes_once_and_leaves_a_request_it_no_longer_holds(tmp_pa
     assert d._merge_and_publish({"id": "r", "test_set": "example"}, public, shards, plan, keeper,
                                 threading.Event()) == ("the request", "r")
     assert failed == [("r", "bleu2 scored 0 of 19 studies", "coverage")] and steps == [("save", {}), ("drop", "r")]
+
+
+def test_adopting_takes_each_shards_latest_attempt_whatever_order_the_service_lists_them_in(tmp_path):
+    from rexrank.backend.dispatch import _Shard
+    from rexrank.backend.jobs import JobState
+
+    class Listed(InProcessJobs):
+        def list(self, labels):  # the Hub's listing order is its own: newest first, here
+            return list(reversed(super().list(labels)))
+
+    jobs = Listed(str(tmp_path / "s"))
+    for job_id, shard, attempt in (("a1", "0", "1"), ("a2", "0", "2"), ("b1", "1", "1")):
+        jobs.jobs[job_id] = JobState(job_id, "RUNNING", labels={"rexrank-request": "r", "rexrank-shard": shard,
+                                                                "rexrank-attempt": attempt})
+    jobs.jobs["hand"] = JobState("hand", "RUNNING", labels={"rexrank-request": "r"})  # started by hand: no shard
+    d = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs)
+    d._records["r"] = []
+    shards = [_Shard(0), _Shard(1)]
+    d._adopt("r", shards)
+    assert [(s.attempt, s.job_id) for s in shards] == [(2, "a2"), (1, "b1")]
+    assert sorted((e["job_id"], e["shard"], e["attempt"]) for e in d._records["r"]) == [
+        ("a1", 0, 1), ("a2", 0, 2), ("b1", 1, 1)]
+
+
+def test_the_private_data_repo_is_the_settings_else_the_environments(tmp_path, monkeypatch):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    monkeypatch.delenv("REXRANK_PRIVATE_DATA_REPO", raising=False)
+    assert dispatcher(store, None)._private_data_repo() is None
+    monkeypatch.setenv("REXRANK_PRIVATE_DATA_REPO", "board/from-env")
+    assert dispatcher(store, None)._private_data_repo() == "board/from-env"
+    assert dispatcher(store, None, private_data_repo="board/configured")._private_data_repo() == "board/configured"
+    monkeypatch.setenv("REXRANK_PRIVATE_DATA_REPO", "")
+    assert dispatcher(store, None, private_data_repo="")._private_data_repo() is None

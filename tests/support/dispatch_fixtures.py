@@ -126,9 +126,9 @@ class InProcessJobs(ThreadJobs):
     process, on its own store object) whose Jobs wait for `go` before they score; how many run
     at once is counted, and the lines each shard logs are kept (what the Jobs service shows
     whoever can read the namespace). The test plays the Jobs service's faults: `kill` (the Job
-ends ERROR), `forget` (the service no longer knows it), and `failing_shards`, whose Jobs end
-ERROR ("Job timeout") as they start; a Job stopped before `go` scores nothing, as a
-process that ended writes nothing."""
+    ends ERROR), `forget` (the service no longer knows it), and `failing_shards`, whose Jobs end
+    ERROR ("Job timeout") as they start; a Job stopped before `go` scores nothing, as a
+    process that ended writes nothing."""
 
     def __init__(self, store_name: str, data_dir=None, *, failing_shards=()):
         super().__init__(store_name, data_dir)

@@ -6,7 +6,9 @@ cancels the replaced plan's Jobs, the service's passing and lasting refusals, an
 dispatchers on one store. Each settles within seconds, or the test fails (a loop that never
 ends is a failure here, not a hang). The same scenarios on the fake Hub's Jobs API, as
 processes: tests/backend/test_dispatch.py and test_dispatch_faults.py. Then what the
-organisers read of a dispatched request, the Jobs a dispatcher opens, and `rexrank cancel`'s."""
+organisers read of a dispatched request, the Jobs a dispatcher opens, `rexrank cancel`'s, the
+steps of the loop one by one (a failure, letting go, who holds a request, the merge, adoption)
+and the backoff over the service's passing faults."""
 from __future__ import annotations
 
 import io
@@ -25,7 +27,7 @@ from support.dispatch_fixtures import InProcessJobs, in_thread, published, wait_
 from support.dispatch_fixtures import hub  # noqa: F401 (fixtures)
 from support.requests import submit
 
-# three shards of the example's 19 studies ([0, 7), [7, 14), [14, 19)), polled every 50 ms
+# three shards of the example's 19 studies ([0, 7), [7, 13), [13, 19)), polled every 50 ms
 SETTINGS = dict(mode="local", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.05, job_startup=0)
 SETTLES_WITHIN = 60.0
 

@@ -266,6 +266,9 @@ def test_passing_refusals_of_the_jobs_service_fail_nothing(tmp_path, caplog):
     assert stop.waits[:5] == [1.0, 2.0, 4.0, 8.0, 1.0]
     assert [m for m in caplog.messages if "polling again" in m] == [
         f"{req['id']}: 503 Service Unavailable; polling again in {w} s" for w in (2, 4, 8)]
+    assert final["status"] == FINISHED, final.get("error")
+    assert jobs.refusals == 0 and len(jobs.jobs) == 3  # polled again, nothing started twice
+    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]
     # refused at the first look (the Jobs it may adopt): the same backoff from the start
     store = open_store(tmp_path / "first-look", quota=Quota(0))
     rid = submit(store)["id"]
@@ -273,9 +276,7 @@ def test_passing_refusals_of_the_jobs_service_fail_nothing(tmp_path, caplog):
     stop = WaitsRecorded()
     settle(in_thread(lambda: dispatcher(store, jobs, poll=1.0).run(once=True, stop=stop)), stop)
     assert store.get_request(rid)["status"] == FINISHED and stop.waits[:3] == [2.0, 4.0, 1.0]
-    assert final["status"] == FINISHED, final.get("error")
-    assert jobs.refusals == 0 and len(jobs.jobs) == 3  # polled again, nothing started twice
-    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]
+    assert jobs.refusals == 0 and len(jobs.jobs) == 3
 
 
 def test_a_lasting_refusal_of_the_jobs_service_fails_the_request_and_stops_its_jobs(tmp_path):
@@ -458,6 +459,7 @@ def test_the_dispatcher_the_flags_or_the_stores_config_ask_for(tmp_path):
     from rexrank.backend.dispatch import dispatcher_for
     from rexrank.backend.jobs import LocalJobs
     from rexrank.backend.shards import PriceList
+    from rexrank.store.repo import StoreError
 
     store = open_store(tmp_path / "s", quota=Quota(0))
     worker = Worker(store, metrics="bleu2", worker_id="w")
@@ -477,8 +479,6 @@ def test_the_dispatcher_the_flags_or_the_stores_config_ask_for(tmp_path):
     # hf-jobs where no namespace can be found: a dry run plans with the table, a real one says what is missing
     (tmp_path / "s" / "requests" / "config.json").write_text(json.dumps({"dispatch": {"mode": "hf-jobs"}}))
     assert dispatcher_for(worker, dry_run=True).prices.source == PriceList.table().source
-    from rexrank.store.repo import StoreError
-
     with pytest.raises(StoreError, match="needs a namespace for the Jobs"):
         dispatcher_for(worker)
 

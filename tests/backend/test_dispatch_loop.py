@@ -20,9 +20,9 @@ import pytest
 
 from rexrank.backend.dispatch import Dispatcher, DispatchSettings
 from rexrank.backend.jobs import JobsError
-from rexrank.backend.shard_job import read_shard
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
+from rexrank.store import records as R
 from support.dispatch_fixtures import InProcessJobs, in_thread, published, wait_for
 from support.dispatch_fixtures import hub  # noqa: F401 (fixtures)
 from support.requests import submit
@@ -82,7 +82,8 @@ def started(store, jobs: InProcessJobs, d: Dispatcher, *, count: int = 3,
     `jobs.go`); `settled` receives what the run returns (how many requests it settled)."""
     jobs.go.clear()
     stop = threading.Event()
-    thread = in_thread(lambda: (settled if settled is not None else []).append(d.run(once=True, stop=stop)))
+    settled = [] if settled is None else settled
+    thread = in_thread(lambda: settled.append(d.run(once=True, stop=stop)))
     wait_for(lambda: len(jobs.jobs) >= count, timeout=SETTLES_WITHIN, what=f"{count} running Jobs")
     return thread, stop
 
@@ -96,8 +97,10 @@ def shard_of(jobs: InProcessJobs, shard: int) -> str:
     return job_id
 
 
-def no_shard_outputs(store, rid: str, shards: int = 3, attempts_each: int = 3) -> bool:
-    return all(read_shard(store, rid, k, a) is None for k in range(shards) for a in range(1, attempts_each + 1))
+def no_shard_outputs(store, rid: str) -> bool:
+    """Nothing left in the request's scratch folder (any shard, any attempt)."""
+    folder = f"{R.SCRATCH_DIR}{rid}/"
+    return store.requests.snapshot(folder).paths(folder) == []
 
 
 @pytest.mark.parametrize("fault, shard, state", [("kill", 1, "ERROR"), ("forget", 2, "VANISHED")])

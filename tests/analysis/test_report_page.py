@@ -3,7 +3,6 @@ dots clear of the frame, and the statistical notes naming the columns the tables
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,8 +10,7 @@ import pytest
 from rexrank.analysis.figures import fig_rank_intervals
 from rexrank.cli.main import main
 from support.analysis_files import write_runs
-
-CHROMIUM = Path("/usr/bin/chromium")
+from support.browser import CHROMIUM, needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +42,7 @@ def test_rank_dots_have_room_inside_the_frame():
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get install chromium)")
+@needs_chromium
 def test_every_table_is_whole_at_1400_px(report, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -61,7 +59,7 @@ def test_every_table_is_whole_at_1400_px(report, tmp_path):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get install chromium)")
+@needs_chromium
 def test_the_report_fits_a_phones_width_and_its_figures_scale_down(report):
     """Issue 39: at a phone's 390 px the page does not scroll sideways; every figure is as
     wide as the screen at most (wide tables scroll in their own box). (1,400 px: above.)"""

@@ -68,39 +68,6 @@ def test_three_shards_merge_into_the_single_worker_run(hub, tmp_path):
     assert not [p for p in hub.files(f"{ORG}/requests") if p.startswith("scratch/")]
 
 
-def test_a_shard_killed_mid_run_is_retried_and_published_once(hub, tmp_path, test_metrics):
-    store = open_store(f"hf://{ORG}", quota=Quota(0))
-    req = submit(store)
-    commits_before = hub.commits(f"{ORG}/results")
-    thread, go = run_until_jobs_run(hub, store, tmp_path)
-    victim = next(j for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == "1")
-    hub.kill_job(victim.id)
-    go.touch()  # the other shards, and the victim's second attempt, finish
-    thread.join(timeout=180)
-    final = store.get_request(req["id"])
-    assert final["status"] == FINISHED, final.get("error")
-    attempts = sorted((j["shard"], j["attempt"], j["state"]) for j in final["dispatch"]["jobs"])
-    assert attempts == [(0, 1, "COMPLETED"), (1, 1, "ERROR"), (1, 2, "COMPLETED"), (2, 1, "COMPLETED")]
-    assert hub.commits(f"{ORG}/results") - commits_before == 1  # one publishing commit
-    record, per_study = published(store)
-    _, single_per_study = single_worker_run(tmp_path, "counting")
-    pd.testing.assert_frame_equal(per_study, single_per_study)
-
-
-def test_a_vanished_shard_job_is_started_again(hub, tmp_path, test_metrics):
-    store = open_store(f"hf://{ORG}", quota=Quota(0))
-    req = submit(store)
-    thread, go = run_until_jobs_run(hub, store, tmp_path)
-    hub.forget_job(next(j.id for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == "2"))
-    go.touch()
-    thread.join(timeout=180)
-    final = store.get_request(req["id"])
-    assert final["status"] == FINISHED, final.get("error")
-    assert sorted((j["shard"], j["attempt"], j["state"]) for j in final["dispatch"]["jobs"]) == [
-        (0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "VANISHED"), (2, 2, "COMPLETED")]
-    assert len(store.list_results()) == 1
-
-
 def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause(hub, tmp_path, test_metrics):
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     req = submit(store)
@@ -139,33 +106,54 @@ def test_cancel_mid_run_cancels_every_job_and_publishes_nothing(hub, tmp_path, t
     assert not [p for p in hub.files(f"{ORG}/requests") if p.startswith("scratch/")]
 
 
-def test_a_restarted_dispatcher_adopts_the_running_jobs(hub, tmp_path, test_metrics):
+def test_killed_and_vanished_jobs_are_started_again_and_a_restarted_dispatcher_adopts_the_running_ones(
+        hub, tmp_path, test_metrics):
+    """Through the Jobs API, with the Jobs as processes: a Job killed (ERROR) and one the Hub no
+    longer knows (404) are started again by the dispatcher that polls them; a dispatcher started
+    after it stopped finds the three running Jobs by their labels and starts none again; the
+    request is published once, equal to a single worker's run. (Each fault alone, and more of
+    them, in this process: test_dispatch_loop.py.)"""
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     req = submit(store)
+    commits_before = hub.commits(f"{ORG}/results")
     started, go = tmp_path / "started", tmp_path / "go"  # the shards are held until `go` exists
     env = {"HF_HUB_OFFLINE": "0", "REXRANK_TEST_HOLD": str(go), "REXRANK_TEST_STARTED": str(started)}
+    jobs_of = lambda: sorted((j["shard"], j["attempt"], j["state"])  # noqa: E731
+                             for j in (store.get_request(req["id"]).get("dispatch") or {}).get("jobs") or [])
     first_stop = threading.Event()
     first = dispatcher(store, "counting", worker_id="first", lease=2.0, job_env=env)
     thread = in_thread(lambda: first.run(stop=first_stop))
     wait_for(lambda: started.exists() and len(hub.jobs) == 3, what="three running Jobs")
+    shard_job = lambda shard: next(j.id for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == shard)  # noqa: E731
+    hub.kill_job(shard_job("1"))
+    second_attempt = lambda shard: (lambda jobs: (shard, 1, "ERROR" if shard == 1 else "VANISHED") in jobs  # noqa: E731
+                                    and any(j[:2] == (shard, 2) for j in jobs))(jobs_of())
+    wait_for(lambda: second_attempt(1), what="the killed Job recorded and its shard started again")
+    hub.forget_job(shard_job("2"))
+    wait_for(lambda: second_attempt(2), what="the forgotten Job recorded and its shard started again")
     first_stop.set()  # the dispatcher stops (a restart, a crash); its Jobs run on
     thread.join(timeout=30)
-    assert {j.stage for j in hub.jobs.values()} == {"RUNNING"}
+    assert not thread.is_alive() and {j.stage for j in hub.jobs.values()} == {"RUNNING", "ERROR"}
     second_stop = threading.Event()
     second = dispatcher(open_store(f"hf://{ORG}", quota=Quota(0)), "counting", worker_id="second", lease=2.0,
                         job_env=env)
     thread = in_thread(lambda: second.run(stop=second_stop))
     try:
-        wait_for(lambda: (lambda r: r.get("worker") == "second" and len((r.get("dispatch") or {}).get("jobs") or []) == 3)(
-            store.get_request(req["id"])), what="the second dispatcher holding the request with its three Jobs")
+        wait_for(lambda: store.get_request(req["id"]).get("worker") == "second",
+                 what="the second dispatcher holding the request")
         go.touch()  # the Jobs it adopted while they ran now finish
         wait_for(lambda: store.get_request(req["id"])["status"] == FINISHED, timeout=180, what="FINISHED")
     finally:
         second_stop.set()
         thread.join(timeout=30)
-    assert len(hub.jobs) == 3  # no duplicate: the second dispatcher found them by their labels
-    final = store.get_request(req["id"])
-    assert final["worker"] == "second" and len(store.list_results()) == 1
+    assert jobs_of() == [(0, 1, "COMPLETED"), (1, 1, "ERROR"), (1, 2, "COMPLETED"), (2, 1, "VANISHED"),
+                         (2, 2, "COMPLETED")]
+    assert len(hub.jobs) == 4  # the forgotten one aside: no Job started twice, none after the restart
+    assert store.get_request(req["id"])["worker"] == "second"
+    assert hub.commits(f"{ORG}/results") - commits_before == 1  # one publishing commit
+    _, per_study = published(store)
+    _, single_per_study = single_worker_run(tmp_path, "counting")
+    pd.testing.assert_frame_equal(per_study, single_per_study)
 
 
 def test_the_store_token_is_a_job_secret_only(hub, tmp_path, caplog):

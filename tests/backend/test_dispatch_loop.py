@@ -11,6 +11,7 @@ steps of the loop one by one (a failure, letting go, who holds a request, the me
 and the backoff over the service's passing faults."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import threading
@@ -664,7 +665,7 @@ def test_cancelling_a_requests_jobs_records_each_and_says_what_the_service_refus
     jobs.jobs["j3"] = JobState("j3", "RUNNING", labels={"rexrank-request": "r"}, flavor="l4x1")  # no shard labels
     jobs.jobs["x"] = JobState("x", "RUNNING", labels={"rexrank-request": "other"}, flavor="l4x1")
     d = dispatcher(store, jobs)
-    real_cancel = jobs.cancel
+    real_cancel, real_list = jobs.cancel, jobs.list
 
     def cancel(job_id):
         if job_id == "j3":
@@ -672,6 +673,8 @@ def test_cancelling_a_requests_jobs_records_each_and_says_what_the_service_refus
         real_cancel(job_id)
 
     monkeypatch.setattr(jobs, "cancel", cancel)
+    # the service's answers are what it saw then, as the Hub's: a cancel changes none of them
+    monkeypatch.setattr(jobs, "list", lambda labels: [dataclasses.replace(j) for j in real_list(labels)])
     with caplog.at_level("INFO", logger="rexrank"):
         d._cancel_all("r")
     assert {k: j.stage for k, j in jobs.jobs.items()} == {"j1": "CANCELED", "j2": "ERROR", "j3": "RUNNING",
@@ -921,3 +924,50 @@ def test_the_private_data_repo_is_the_settings_else_the_environments(tmp_path, m
     assert dispatcher(store, None, private_data_repo="board/configured")._private_data_repo() == "board/configured"
     monkeypatch.setenv("REXRANK_PRIVATE_DATA_REPO", "")
     assert dispatcher(store, None, private_data_repo="")._private_data_repo() is None
+
+
+def test_one_step_polls_every_shard_then_starts_in_order_what_the_cap_and_the_lease_allow(tmp_path, monkeypatch,
+                                                                                          caplog):
+    """One `_step` over shards in every state the service and the scratch area can show."""
+    from rexrank.backend import shard_job
+    from rexrank.backend.dispatch import _Shard
+    from rexrank.backend.jobs import JobState
+
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    d = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, max_jobs=3, shard_attempts=3)
+    header, rows = {"shard": 0}, pd.DataFrame({"bleu2": [0.5]})
+    outputs = {(0, 1): (header, rows), (5, 1): (header, rows),  # 5: written before its machine stopped
+               (6, 1): ({"failed": {"message": "the judge timed out", "kind": "internal"}}, None)}
+    monkeypatch.setattr(shard_job, "read_shard", lambda store, rid, shard, attempt: outputs.get((shard, attempt)))
+    leases, lease_held, begun = [], [True], []
+    monkeypatch.setattr(d.store, "renew_lease", lambda rid, worker_id, lease_seconds:
+                        leases.append((rid, worker_id, lease_seconds)) or lease_held[0])
+    monkeypatch.setattr(d, "_start", lambda rid, shard, plan_json:
+                        begun.append((rid, shard.index, shard.attempt, plan_json)) or f"new-{shard.index}")
+    for job_id, stage, message in (("a", "COMPLETED", None), ("b", "ERROR", "Job timeout"), ("d", "RUNNING", None),
+                                   ("e", "COMPLETED", None), ("f", "ERROR", None), ("g", "ERROR", None)):
+        jobs.jobs[job_id] = JobState(job_id, stage, message)
+    d._note("r", JobState("c", "RUNNING"), 2, 1)  # recorded running, then forgotten by the service
+    shards = [_Shard(k, attempt=1, failures=0, job_id=job_id) for k, job_id in enumerate("abcdefg")]
+    shards.append(_Shard(7, attempt=3, failures=3, cause="its Job ended ERROR"))  # out of attempts, not started
+    with caplog.at_level("WARNING", logger="rexrank"):
+        assert d._step("r", shards, {"plan": 1}) == (
+            "internal error while scoring: shard 8 of 8 failed 3 time(s); last cause: its Job ended ERROR", R.INTERNAL)
+    assert caplog.messages == [f"r: shard {k} attempt 1 failed: {cause}" for k, cause in (
+        (1, "its Job ended ERROR (Job timeout)"), (2, "its Job c disappeared"), (4, "its Job ended COMPLETED"),
+        (5, "its Job ended ERROR"), (6, "the judge timed out"))]
+    assert [(s.done, s.job_id, s.failures) for s in shards] == [
+        (True, None, 0), (False, "new-1", 1), (False, "new-2", 1), (False, "d", 0), (False, None, 1),
+        (False, None, 1), (False, None, 1), (False, None, 3)]
+    # polled first, then started in order while the cap allows (shard 3 runs: two more), each
+    # start on a renewed lease; shards 4-6 wait for room, and shard 7's failure is seen all the same
+    assert begun == [("r", 1, 2, {"plan": 1}), ("r", 2, 2, {"plan": 1})]
+    assert leases == [("r", "d", 30.0)] * 2
+    assert [(e["job_id"], e["state"]) for e in d._records["r"]] == [
+        ("c", "VANISHED"), ("a", "COMPLETED"), ("b", "ERROR"), ("d", "RUNNING"), ("e", "COMPLETED"), ("f", "ERROR"),
+        ("g", "ERROR")]
+    # the lease lost before a start: nothing starts, and the step ends without a failure
+    lease_held[0], begun[:], leases[:] = False, [], []
+    waiting = [_Shard(0, attempt=1, failures=1)]
+    assert d._step("r", waiting, {}) is None
+    assert begun == [] and leases == [("r", "d", 30.0)] and (waiting[0].attempt, waiting[0].job_id) == (1, None)

@@ -5,6 +5,7 @@ shard run from its spec alone, under `env -i`, gives the dispatcher's numbers.""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pandas as pd
@@ -13,12 +14,14 @@ import pytest
 from support.paths import shared_path
 from support.llm_fake_server import FakeOpenAIServer
 from rexrank import __version__
-from rexrank.backend.dispatch import Dispatcher, DispatchSettings
+from rexrank.backend.dispatch import Dispatcher, DispatchSettings, default_job_command
+from rexrank.backend.job_environment import LOCAL_MACHINE_ENVIRONMENT
 from rexrank.backend.jobs import LocalJobs
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from support.llm_judges import judge
-from support.dispatch_fixtures import published, without_seconds
+from support.dispatch_fixtures import ORG, TOKEN, published, without_seconds
+from support.dispatch_fixtures import hub  # noqa: F401 (fixtures)
 from support.requests import submit
 
 LLM_VARIABLES = ("REXRANK_LLM_BASE_URL", "REXRANK_LLM_MODEL", "REXRANK_LLM_BACKEND", "OPENAI_BASE_URL",
@@ -99,16 +102,42 @@ def test_a_job_spec_holds_what_its_shard_needs_and_nothing_inherited(tmp_path, m
     worker = Worker(store, data_dir=tmp_path, metrics="bleu2", worker_id="d")
     hub = Dispatcher(worker, None, DispatchSettings(mode="hf-jobs", flavor="cpu-basic", install="rexrank==9.9"))
     command, env, secrets = hub.job_spec("r1", 2, 1)
-    assert command[-9:] == ["backend-shard", "--store", store.name, "--request", "r1", "--shard", "2", "--attempt", "1"]
-    assert env["REXRANK_LLM_BASE_URL"] == "http://judge.example:8000/v1" and env["REXRANK_LLM_MODEL"] == "green"
-    assert env["REXRANK_VERSION"] == __version__ and env["REXRANK_INSTALL"] == "rexrank==9.9"
-    assert env["REXRANK_PRIVATE_DATA_REPO"] == "board/private-data" and "REXRANK_DATA_DIR" not in env
-    assert secrets == {"OPENAI_API_KEY": "sk-openai"} and "sk-openai" not in json.dumps([command, env])
-    assert "REXRANK_CANARY" not in env and "HF_HOME" not in env  # a Hub machine has its own
+    args = ["backend-shard", "--store", store.name, "--request", "r1", "--shard", "2", "--attempt", "1"]
+    # a Hub machine installs the dispatcher's exact build, then runs the shard
+    assert command == ["bash", "-c", 'pip install --quiet "$REXRANK_INSTALL" && exec rexrank "$@"', "rexrank-job", *args]
+    assert env == {"HF_HUB_DISABLE_TELEMETRY": "1", "REXRANK_VERSION": __version__, "REXRANK_INSTALL": "rexrank==9.9",
+                   "REXRANK_LLM_BASE_URL": "http://judge.example:8000/v1", "REXRANK_LLM_MODEL": "green",
+                   "REXRANK_PRIVATE_DATA_REPO": "board/private-data"}  # no data folder, no HF_HOME: it has its own
+    assert secrets == {"OPENAI_API_KEY": "sk-openai"}
+    # the board's own command and variables, where it sets them
+    own = Dispatcher(worker, None, DispatchSettings(mode="hf-jobs", flavor="cpu-basic", install="rexrank==9.9",
+                                                    job_command=("python", "shard.py"), job_env={"EXTRA": "x"}))
+    command, env, _ = own.job_spec("r1", 2, 1)
+    assert command == ["python", "shard.py", *args] and env["EXTRA"] == "x"
+    # this machine: its caches, models and GPUs, and the data folder the worker was given
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    _, env, _ = Dispatcher(worker, None, DispatchSettings(mode="local", flavor="cpu-basic")).job_spec("r1", 0, 1)
-    assert env["REXRANK_DATA_DIR"] == str(tmp_path.resolve()) and env["HF_HOME"] == str(tmp_path / "hf")
-    assert "REXRANK_INSTALL" not in env and "REXRANK_CANARY" not in env
+    command, env, secrets = Dispatcher(worker, None, DispatchSettings(mode="local", flavor="cpu-basic")).job_spec(
+        "r1", 0, 1)
+    assert command == [*default_job_command(), "backend-shard", "--store", store.name, "--request", "r1", "--shard",
+                       "0", "--attempt", "1"]
+    machine = {k: os.environ[k] for k in LOCAL_MACHINE_ENVIRONMENT if os.environ.get(k)}
+    assert machine["HF_HOME"] == str(tmp_path / "hf")
+    assert env == {"HF_HUB_DISABLE_TELEMETRY": "1", "REXRANK_VERSION": __version__,
+                   "REXRANK_LLM_BASE_URL": "http://judge.example:8000/v1", "REXRANK_LLM_MODEL": "green", **machine,
+                   "REXRANK_DATA_DIR": str(tmp_path.resolve())}
+    assert secrets == {"OPENAI_API_KEY": "sk-openai"}
+
+
+def test_a_hub_stores_jobs_reach_its_endpoint_with_its_token_as_a_secret_only(hub, monkeypatch):
+    monkeypatch.delenv("REXRANK_PRIVATE_DATA_REPO", raising=False)
+    store = open_store(f"hf://{ORG}", quota=Quota(0))
+    d = Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), None,
+                   DispatchSettings(mode="hf-jobs", flavor="cpu-basic", install="rexrank==9.9"))
+    command, env, secrets = d.job_spec("r1", 0, 1)
+    assert secrets == {"HF_TOKEN": TOKEN}
+    assert env == {"HF_HUB_DISABLE_TELEMETRY": "1", "REXRANK_VERSION": __version__, "HF_ENDPOINT": hub.url,
+                   "REXRANK_INSTALL": "rexrank==9.9"}
+    assert TOKEN not in json.dumps([command, env])
 
 
 def test_a_job_of_another_rexrank_build_scores_nothing(tmp_path, monkeypatch):

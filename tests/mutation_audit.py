@@ -248,13 +248,15 @@ _register(
 
 # ---- issue 29: the backend as a dispatcher over Jobs ----------------------------------------
 _D = "tests/backend/test_dispatch.py::"
+_KILLED_VANISHED_ADOPTED = (_D + "test_killed_and_vanished_jobs_are_started_again_and_a_restarted_dispatcher_adopts"
+                            "_the_running_ones")
 _register(
     Mutant("shard-boundaries", "shard boundaries anywhere, not between the LLM judges' official batches",
            "src/rexrank/backend/shards.py", "align = math.lcm(*(rule.align for rule in rules.values()))",
            "align = 1", (_D + "test_shard_boundaries_fall_between_the_official_llm_batches",)),
     Mutant("adopt-nothing", "a restarted dispatcher ignores the Jobs it finds by their labels",
            "src/rexrank/backend/dispatch.py", "found = self.jobs.list({LABEL_REQUEST: rid})\n        recorded",
-           "found = []\n        recorded", (_D + "test_a_restarted_dispatcher_adopts_the_running_jobs",)),
+           "found = []\n        recorded", (_KILLED_VANISHED_ADOPTED,)),
     Mutant("token-in-env", "the store token passed in the Job's environment instead of as a secret",
            "src/rexrank/backend/dispatch.py", '            secrets["HF_TOKEN"] = token\n',
            '            env["HF_TOKEN"] = token\n', (_D + "test_the_store_token_is_a_job_secret_only",)),
@@ -263,7 +265,7 @@ _register(
            "                    pass\n", (_D + "test_cancel_mid_run_cancels_every_job_and_publishes_nothing",)),
     Mutant("no-shard-retry", "a failed shard Job is not started again",
            "src/rexrank/backend/dispatch.py", "if shard.failures >= self.settings.shard_attempts:",
-           "if shard.failures >= 1:", (_D + "test_a_shard_killed_mid_run_is_retried_and_published_once",)),
+           "if shard.failures >= 1:", (_KILLED_VANISHED_ADOPTED,)),
 )
 
 # ---- issue 38: scale-out on the real Hub (and issue 40's held-out bugs 2-4) ---------------------

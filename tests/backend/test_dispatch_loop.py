@@ -971,3 +971,60 @@ def test_one_step_polls_every_shard_then_starts_in_order_what_the_cap_and_the_le
     waiting = [_Shard(0, attempt=1, failures=1)]
     assert d._step("r", waiting, {}) is None
     assert begun == [] and leases == [("r", "d", 30.0)] and (waiting[0].attempt, waiting[0].job_id) == (1, None)
+
+
+def test_a_started_job_runs_its_shards_spec_and_is_recorded_as_scheduling(tmp_path, caplog):
+    from rexrank.backend.dispatch import _Shard
+
+    class Recorded(InProcessJobs):
+        def run(self, **spec):
+            self.asked = spec
+            return "j7"
+
+    jobs = Recorded(str(tmp_path / "s"))
+    d = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, job_timeout=1234)
+    with caplog.at_level("INFO", logger="rexrank"):
+        assert d._start("r", _Shard(2, attempt=3), {"flavor": "l4x1"}) == "j7"
+    command, env, secrets = d.job_spec("r", 2, 3)
+    assert jobs.asked == {"command": command, "env": env, "secrets": secrets, "flavor": "l4x1", "timeout": 1234,
+                          "labels": {"rexrank-request": "r", "rexrank-shard": "2", "rexrank-attempt": "3"}}
+    assert caplog.messages == ["r: started Job j7 (shard 2, attempt 3, l4x1)"]
+    [entry] = d._records["r"]
+    assert (entry["job_id"], entry["shard"], entry["attempt"], entry["flavor"], entry["state"]) == (
+        "j7", 2, 3, "l4x1", "SCHEDULING")
+
+
+def test_a_local_job_runs_this_installations_rexrank_command_line():
+    import subprocess
+
+    from rexrank import __version__
+    from rexrank.backend.dispatch import default_job_command
+
+    out = subprocess.run([*default_job_command(), "--version"], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout.strip()) == (0, f"rexrank {__version__}")
+
+
+def test_after_a_replan_the_running_jobs_are_cancelled_and_only_their_attempt_numbers_count(tmp_path, caplog):
+    from rexrank.backend.dispatch import _Shard
+    from rexrank.backend.jobs import JobState
+
+    class Answers(InProcessJobs):
+        def list(self, labels):  # the service's answers are what it saw then: a cancel changes none of them
+            return [dataclasses.replace(j) for j in super().list(labels)]
+
+    jobs = Answers(str(tmp_path / "s"))
+    for job_id, stage, labels in (("done", "COMPLETED", {"rexrank-shard": "0", "rexrank-attempt": "1"}),
+                                  ("busy", "RUNNING", {"rexrank-shard": "1", "rexrank-attempt": "2"}),
+                                  ("hand", "RUNNING", {})):  # started by hand: no shard, no attempt
+        jobs.jobs[job_id] = JobState(job_id, stage, labels={"rexrank-request": "r", **labels}, flavor="l4x1")
+    d = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs)
+    d._records["r"] = []
+    shards = [_Shard(0), _Shard(1)]
+    with caplog.at_level("INFO", logger="rexrank"):
+        d._adopt("r", shards, replanned=True)
+    assert {k: j.stage for k, j in jobs.jobs.items()} == {"done": "COMPLETED", "busy": "CANCELED", "hand": "CANCELED"}
+    assert sorted(caplog.messages) == [f"r: cancelled Job {job_id} of the replaced plan" for job_id in ("busy", "hand")]
+    assert sorted((e["job_id"], e["shard"], e["attempt"], e["state"]) for e in d._records["r"]) == [
+        ("busy", 1, 2, "CANCELED"), ("hand", -1, 0, "CANCELED")]
+    # nothing adopted, nothing done: the new plan numbers its attempts after theirs
+    assert [(s.attempt, s.job_id, s.done, s.failures) for s in shards] == [(1, None, False, 0), (2, None, False, 0)]

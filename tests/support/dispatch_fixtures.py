@@ -38,8 +38,9 @@ def hub(monkeypatch):
 
 def settings(**kw) -> DispatchSettings:
     # tiny shards (three for the example's 19 studies); each Job runs the test helper, which
-    # is the rexrank command line with the test metrics registered
-    base = dict(mode="hf-jobs", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.2,
+    # is the rexrank command line with the test metrics registered; the Jobs polled every 0.5 s
+    # (each poll asks the fake Hub once per Job: at 0.2 s the polls cost more CPU than they save)
+    base = dict(mode="hf-jobs", flavor="cpu-basic", max_jobs=3, target_shard_hours=1e-9, poll=0.5,
                 job_command=(sys.executable, HELPER), job_env={"HF_HUB_OFFLINE": "0"}, job_timeout=300, job_startup=0)
     return DispatchSettings(**{**base, **kw})
 

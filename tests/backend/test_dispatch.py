@@ -36,14 +36,14 @@ def single_worker_run(tmp_path, metrics: str, **env):
 
 
 def run_until_jobs_run(hub, store, tmp_path) -> tuple[threading.Thread, Path]:
-    """A dispatcher in a thread scoring `counting`, returned once its three Jobs run and one
-    has started scoring, with the file that lets the shards finish: each shard is held until
+    """A dispatcher in a thread scoring `counting` in two shards, returned once both Jobs run and
+    one has started scoring, with the file that lets the shards finish: each shard is held until
     it exists (not slept a fixed time), so the test acts while they run and waits no longer."""
     started, go = tmp_path / "started", tmp_path / "go"
-    d = dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_HOLD": str(go),
-                                               "REXRANK_TEST_STARTED": str(started)})
+    d = dispatcher(store, "counting", max_jobs=2, job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_HOLD": str(go),
+                                                            "REXRANK_TEST_STARTED": str(started)})
     thread = in_thread(lambda: d.run(once=True))
-    wait_for(lambda: started.exists() and len(hub.jobs) == 3, what="three running Jobs")
+    wait_for(lambda: started.exists() and len(hub.jobs) == 2, what="two running Jobs")
     return thread, go
 
 
@@ -71,24 +71,24 @@ def test_three_shards_merge_into_the_single_worker_run(hub, tmp_path):
 def test_a_shard_failing_every_attempt_fails_the_request_with_its_cause(hub, tmp_path, test_metrics):
     store = open_store(f"hf://{ORG}", quota=Quota(0))
     req = submit(store)
-    d = dispatcher(store, "counting", shard_attempts=2, job_timeout=2,
+    d = dispatcher(store, "counting", shard_attempts=2, job_timeout=2, max_jobs=2,
                    job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": "30"})
     assert d.run(once=True) == 1
     final = store.get_request(req["id"])
     assert final["status"] == FAILED and "failed 2 time(s)" in final["error"] and "Job timeout" in final["error"]
     assert store.list_results() == []
-    failing = int(re.search(r"shard (\d) of 3 failed 2 time", final["error"]).group(1)) - 1
-    attempts = {s: sorted(j["attempt"] for j in final["dispatch"]["jobs"] if j["shard"] == s) for s in range(3)}
+    failing = int(re.search(r"shard (\d) of 2 failed 2 time", final["error"]).group(1)) - 1
+    attempts = {s: sorted(j["attempt"] for j in final["dispatch"]["jobs"] if j["shard"] == s) for s in range(2)}
     assert attempts[failing] == [1, 2]  # both attempts it was allowed, and no third
-    # the others had both too, unless the machine was slow enough that the failing shard's second
+    # the other had both too, unless the machine was slow enough that the failing shard's second
     # timeout came before their first (their Jobs start one after another): then it stopped them
     assert all(a in ([1], [1, 2]) for a in attempts.values()) and len(hub.jobs) == sum(map(len, attempts.values()))
     # requeued once the cause is fixed: a new round of attempts, numbered after the old ones
     store.requeue(req["id"])
-    assert dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0"}).run(once=True) == 1
+    assert dispatcher(store, "counting", max_jobs=2, job_env={"HF_HUB_OFFLINE": "0"}).run(once=True) == 1
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
-    assert sorted((j["shard"], j["attempt"]) for j in final["dispatch"]["jobs"]) == [(s, attempts[s][-1] + 1) for s in range(3)]
+    assert sorted((j["shard"], j["attempt"]) for j in final["dispatch"]["jobs"]) == [(s, attempts[s][-1] + 1) for s in range(2)]
 
 
 def test_cancel_mid_run_cancels_every_job_and_publishes_nothing(hub, tmp_path, test_metrics):
@@ -232,7 +232,7 @@ def test_two_dispatchers_on_one_store_never_score_a_shard_twice(hub, tmp_path, t
     stop = threading.Event()
     env = {"HF_HUB_OFFLINE": "0", "REXRANK_TEST_SLOW": "1"}
     threads = [in_thread(lambda name=name: dispatcher(open_store(f"hf://{ORG}", quota=Quota(0)), "counting",
-                                                      worker_id=name, job_env=env).run(stop=stop))
+                                                      worker_id=name, max_jobs=2, job_env=env).run(stop=stop))
                for name in ("left", "right")]
     try:
         wait_for(lambda: {r["status"] for r in store.list_requests()} == {FINISHED}, timeout=240, what="FINISHED")
@@ -241,7 +241,7 @@ def test_two_dispatchers_on_one_store_never_score_a_shard_twice(hub, tmp_path, t
         for thread in threads:
             thread.join(timeout=30)
     started = [(j.spec["labels"]["rexrank-request"], j.spec["labels"]["rexrank-shard"]) for j in hub.jobs.values()]
-    assert sorted(started) == sorted((rid, str(k)) for rid in ids for k in range(3))  # each shard once
+    assert sorted(started) == sorted((rid, str(k)) for rid in ids for k in range(2))  # each shard once
     assert len(store.list_results()) == 2
 
 

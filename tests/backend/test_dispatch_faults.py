@@ -9,11 +9,18 @@ from __future__ import annotations
 import threading
 
 from support.backend_fixtures import HELPER, test_metrics  # noqa: F401 (fixtures)
-from support.dispatch_fixtures import ORG, dispatcher, hub, in_thread, wait_for  # noqa: F401 (fixtures)
+from support import dispatch_fixtures
+from support.dispatch_fixtures import ORG, hub, in_thread, wait_for  # noqa: F401 (fixtures)
 from rexrank.store import FINISHED, Quota, open_store
 from support.requests import submit
 
 assert HELPER  # the Jobs run the rexrank command line with the test metrics
+
+
+def dispatcher(store, metrics, **kw):
+    """Two shards a request (the Jobs cap): each fault here needs two Jobs at most, and each Job
+    is a process of seconds."""
+    return dispatch_fixtures.dispatcher(store, metrics, max_jobs=2, **kw)
 
 
 class Pause:
@@ -66,7 +73,7 @@ def test_passing_hub_faults_while_polling_fail_nothing(hub, tmp_path, test_metri
                                                "REXRANK_TEST_HOLD": str(hold)})
     d.jobs.backoff = 0.05  # the Jobs client's retry waits, short for the test (a Retry-After answer says its own)
     thread = in_thread(lambda: d.run(once=True))
-    wait_for(lambda: scorings(log) == 3, what="three Jobs scoring")
+    wait_for(lambda: scorings(log) == 2, what="both Jobs scoring")
     # while the Jobs run: the Jobs API answers 503, drops a connection and asks to wait with 429; the
     # store answers 503 to a read and to a commit of the dispatcher's record
     hub.inject("GET", f"/api/jobs/{ORG}/", 503, "reset")
@@ -82,8 +89,8 @@ def test_passing_hub_faults_while_polling_fail_nothing(hub, tmp_path, test_metri
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
     assert len(hub.faults_served) == 5
-    assert len(hub.jobs) == 3 and scorings(log) == 3 and cancels(hub) == []
-    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]
+    assert len(hub.jobs) == 2 and scorings(log) == 2 and cancels(hub) == []
+    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED")]
     assert len(store.list_results()) == 1
 
 
@@ -98,17 +105,17 @@ def test_a_dispatcher_that_lost_its_lease_leaves_the_running_jobs_to_the_new_hol
     pause.gate(first_store, "renew_lease")
     pause.gate(first.jobs, "inspect")
     first_thread = in_thread(lambda: first.run(once=True))
-    wait_for(lambda: scorings(log) == 3, what="three Jobs scoring")
+    wait_for(lambda: scorings(log) == 2, what="both Jobs scoring")
     pause.close()
     wait_for(lambda: "inspect" in pause.waiting, what="the first dispatcher paused in a poll")
-    # its lease runs out; another dispatcher takes the request over and adopts the three Jobs
+    # its lease runs out; another dispatcher takes the request over and adopts both Jobs
     stop = threading.Event()
     second = dispatcher(open_store(f"hf://{ORG}", quota=Quota(0)), "counting", worker_id="second", lease=2.0,
                         job_env=env)
     second_thread = in_thread(lambda: second.run(stop=stop))
     try:
-        wait_for(lambda: (lambda r: r.get("worker") == "second" and len((r.get("dispatch") or {}).get("jobs") or []) == 3)(
-            store.get_request(req["id"])), what="the second dispatcher holding the request with its three Jobs")
+        wait_for(lambda: (lambda r: r.get("worker") == "second" and len((r.get("dispatch") or {}).get("jobs") or []) == 2)(
+            store.get_request(req["id"])), what="the second dispatcher holding the request with both Jobs")
         pause.open()  # the first one resumes while the Jobs still run
         first_thread.join(timeout=60)
         assert not first_thread.is_alive()
@@ -120,8 +127,8 @@ def test_a_dispatcher_that_lost_its_lease_leaves_the_running_jobs_to_the_new_hol
         second_thread.join(timeout=30)
     final = store.get_request(req["id"])
     assert final["worker"] == "second"
-    assert len(hub.jobs) == 3 and scorings(log) == 3 and cancels(hub) == []  # each shard scored once
-    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED"), (2, 1, "COMPLETED")]  # no attempt used up
+    assert len(hub.jobs) == 2 and scorings(log) == 2 and cancels(hub) == []  # each shard scored once
+    assert attempts(final) == [(0, 1, "COMPLETED"), (1, 1, "COMPLETED")]  # no attempt used up
     assert len(store.list_results()) == 1
 
 
@@ -158,7 +165,7 @@ def test_a_late_takeover_neither_removes_the_outputs_nor_publishes_twice(hub, tm
         second_thread.join(timeout=30)
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED and final["worker"] == "second", final.get("error")
-    assert len(hub.jobs) == 3 and scorings(log) == 3 and cancels(hub) == []
+    assert len(hub.jobs) == 2 and scorings(log) == 2 and cancels(hub) == []
     assert len(store.list_results()) == 1 and hub.commits(f"{ORG}/results") - results_before == 1
     assert not [p for p in hub.files(f"{ORG}/requests") if p.startswith("scratch/")]  # the holder removed them
 
@@ -181,13 +188,13 @@ def test_rexrank_cancel_cancels_the_jobs_of_a_request_no_dispatcher_holds(hub, t
     d = dispatcher(store, "counting", job_env={"HF_HUB_OFFLINE": "0", "REXRANK_TEST_LOG": str(log),
                                                "REXRANK_TEST_HOLD": str(hold)})
     thread = in_thread(lambda: d.run(stop=stop))
-    wait_for(lambda: scorings(log) == 3, what="three Jobs scoring")
+    wait_for(lambda: scorings(log) == 2, what="both Jobs scoring")
     stop.set()  # the dispatcher stops (a crash, a restart): its Jobs run on, held by nobody
     thread.join(timeout=30)
     assert {j.stage for j in hub.jobs.values()} == {"RUNNING"}
     assert main(["cancel", req["id"], "--store", f"hf://{ORG}", "--reason", "withdrawn"]) == 0
-    assert "3 running Job(s) cancelled" in capsys.readouterr().out
-    assert {j.stage for j in hub.jobs.values()} == {"CANCELED"} and len(cancels(hub)) == 3
+    assert "2 running Job(s) cancelled" in capsys.readouterr().out
+    assert {j.stage for j in hub.jobs.values()} == {"CANCELED"} and len(cancels(hub)) == 2
     assert store.get_request(req["id"])["status"] == "FAILED" and store.list_results() == []
 
 

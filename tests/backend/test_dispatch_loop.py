@@ -893,7 +893,7 @@ def test_the_merge_publishes_once_and_leaves_a_request_it_no_longer_holds(tmp_pa
     assert failed == [("r", "bleu2 scored 0 of 19 studies", "coverage")] and steps == [("save", {}), ("drop", "r")]
 
 
-def test_adopting_takes_each_shards_latest_attempt_whatever_order_the_service_lists_them_in(tmp_path):
+def test_adopting_takes_each_shards_latest_attempt_whatever_order_the_service_lists_them_in(tmp_path, caplog):
     from rexrank.backend.dispatch import _Shard
     from rexrank.backend.jobs import JobState
 
@@ -909,8 +909,11 @@ def test_adopting_takes_each_shards_latest_attempt_whatever_order_the_service_li
     d = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs)
     d._records["r"] = []
     shards = [_Shard(0), _Shard(1)]
-    d._adopt("r", shards)
+    with caplog.at_level("INFO", logger="rexrank"):
+        d._adopt("r", shards)
     assert [(s.attempt, s.job_id) for s in shards] == [(2, "a2"), (1, "b1")]
+    assert caplog.messages == [f"r: adopted the running Job {job_id} (shard {shard}, attempt {attempt})"
+                               for job_id, shard, attempt in (("b1", 1, 1), ("a1", 0, 1), ("a2", 0, 2))]
     assert sorted((e["job_id"], e["shard"], e["attempt"]) for e in d._records["r"]) == [
         ("a1", 0, 1), ("a2", 0, 2), ("b1", 1, 1)]
 
@@ -1028,3 +1031,39 @@ def test_after_a_replan_the_running_jobs_are_cancelled_and_only_their_attempt_nu
         ("busy", 1, 2, "CANCELED"), ("hand", -1, 0, "CANCELED")]
     # nothing adopted, nothing done: the new plan numbers its attempts after theirs
     assert [(s.attempt, s.job_id, s.done, s.failures) for s in shards] == [(1, None, False, 0), (2, None, False, 0)]
+
+
+def test_a_shard_adopted_with_its_output_is_done_and_takes_no_room_under_the_jobs_cap(tmp_path, monkeypatch):
+    from rexrank.backend import shard_job
+    from rexrank.backend.dispatch import _Shard
+    from rexrank.backend.jobs import JobState
+
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    jobs.jobs["a1"] = JobState("a1", "COMPLETED", labels={"rexrank-request": "r", "rexrank-shard": "0",
+                                                          "rexrank-attempt": "1"})
+    output = ({"shard": 0}, pd.DataFrame({"bleu2": [0.5]}))
+    monkeypatch.setattr(shard_job, "read_shard", lambda store, rid, shard, attempt:
+                        output if (shard, attempt) == (0, 1) else None)
+    d = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, max_jobs=1)
+    d._records["r"] = []
+    shards = [_Shard(0), _Shard(1)]
+    d._adopt("r", shards)
+    assert [(s.done, s.job_id, s.attempt) for s in shards] == [(True, None, 1), (False, None, 0)]
+    begun = []
+    monkeypatch.setattr(d.store, "renew_lease", lambda rid, worker_id, lease_seconds: True)
+    monkeypatch.setattr(d, "_start", lambda rid, shard, plan_json: begun.append(shard.index) or "j")
+    assert d._step("r", shards, {}) is None and begun == [1]  # the one Job the cap allows
+
+
+def test_shard_outputs_that_cannot_be_removed_are_left_and_said(tmp_path, monkeypatch, caplog):
+    from rexrank.store.repo import StoreError
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+
+    def unremovable(request_id):
+        raise StoreError("503 Service Unavailable")
+
+    monkeypatch.setattr(store, "drop_shard_outputs", unremovable)
+    with caplog.at_level("WARNING", logger="rexrank"):
+        dispatcher(store, None)._drop_scratch("r")
+    assert caplog.messages == ["r: could not remove its shard outputs: 503 Service Unavailable"]

@@ -107,7 +107,7 @@ def test_cancel_mid_run_cancels_every_job_and_publishes_nothing(hub, tmp_path, t
 
 
 def test_killed_and_vanished_jobs_are_started_again_and_a_restarted_dispatcher_adopts_the_running_ones(
-        hub, tmp_path, test_metrics):
+        hub, tmp_path, test_metrics, caplog):
     """Through the Jobs API, with the Jobs as processes: a Job killed (ERROR) and one the Hub no
     longer knows (404) are started again by the dispatcher that polls them; a dispatcher started
     after it stopped finds the three running Jobs by their labels and starts none again; the
@@ -118,36 +118,44 @@ def test_killed_and_vanished_jobs_are_started_again_and_a_restarted_dispatcher_a
     commits_before = hub.commits(f"{ORG}/results")
     started, go = tmp_path / "started", tmp_path / "go"  # the shards are held until `go` exists
     env = {"HF_HUB_OFFLINE": "0", "REXRANK_TEST_HOLD": str(go), "REXRANK_TEST_STARTED": str(started)}
-    jobs_of = lambda: sorted((j["shard"], j["attempt"], j["state"])  # noqa: E731
-                             for j in (store.get_request(req["id"]).get("dispatch") or {}).get("jobs") or [])
+
+    def recorded_jobs() -> list[tuple[int, int, str]]:
+        dispatch = store.get_request(req["id"]).get("dispatch") or {}
+        return sorted((j["shard"], j["attempt"], j["state"]) for j in dispatch.get("jobs") or [])
+
+    def job_of(shard: str) -> str:
+        return next(j.id for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == shard)
+
+    def started_again(shard: int, ended: str) -> bool:
+        jobs = recorded_jobs()
+        return (shard, 1, ended) in jobs and any(j[:2] == (shard, 2) for j in jobs)
+
     first_stop = threading.Event()
     first = dispatcher(store, "counting", worker_id="first", lease=2.0, job_env=env)
     thread = in_thread(lambda: first.run(stop=first_stop))
     wait_for(lambda: started.exists() and len(hub.jobs) == 3, what="three running Jobs")
-    shard_job = lambda shard: next(j.id for j in hub.jobs.values() if j.spec["labels"]["rexrank-shard"] == shard)  # noqa: E731
-    hub.kill_job(shard_job("1"))
-    second_attempt = lambda shard: (lambda jobs: (shard, 1, "ERROR" if shard == 1 else "VANISHED") in jobs  # noqa: E731
-                                    and any(j[:2] == (shard, 2) for j in jobs))(jobs_of())
-    wait_for(lambda: second_attempt(1), what="the killed Job recorded and its shard started again")
-    hub.forget_job(shard_job("2"))
-    wait_for(lambda: second_attempt(2), what="the forgotten Job recorded and its shard started again")
+    hub.kill_job(job_of("1"))
+    wait_for(lambda: started_again(1, "ERROR"), what="the killed Job recorded and its shard started again")
+    hub.forget_job(job_of("2"))
+    wait_for(lambda: started_again(2, "VANISHED"), what="the forgotten Job recorded and its shard started again")
     first_stop.set()  # the dispatcher stops (a restart, a crash); its Jobs run on
     thread.join(timeout=30)
     assert not thread.is_alive() and {j.stage for j in hub.jobs.values()} == {"RUNNING", "ERROR"}
     second_stop = threading.Event()
     second = dispatcher(open_store(f"hf://{ORG}", quota=Quota(0)), "counting", worker_id="second", lease=2.0,
                         job_env=env)
+    caplog.set_level("INFO", logger="rexrank")
     thread = in_thread(lambda: second.run(stop=second_stop))
     try:
-        wait_for(lambda: store.get_request(req["id"]).get("worker") == "second",
-                 what="the second dispatcher holding the request")
+        wait_for(lambda: sum(": adopted the running Job " in m for m in caplog.messages) == 3,
+                 what="the second dispatcher adopting the three running Jobs")
         go.touch()  # the Jobs it adopted while they ran now finish
         wait_for(lambda: store.get_request(req["id"])["status"] == FINISHED, timeout=180, what="FINISHED")
     finally:
         second_stop.set()
         thread.join(timeout=30)
-    assert jobs_of() == [(0, 1, "COMPLETED"), (1, 1, "ERROR"), (1, 2, "COMPLETED"), (2, 1, "VANISHED"),
-                         (2, 2, "COMPLETED")]
+    assert recorded_jobs() == [(0, 1, "COMPLETED"), (1, 1, "ERROR"), (1, 2, "COMPLETED"), (2, 1, "VANISHED"),
+                               (2, 2, "COMPLETED")]
     assert len(hub.jobs) == 4  # the forgotten one aside: no Job started twice, none after the restart
     assert store.get_request(req["id"])["worker"] == "second"
     assert hub.commits(f"{ORG}/results") - commits_before == 1  # one publishing commit

@@ -1067,3 +1067,25 @@ def test_shard_outputs_that_cannot_be_removed_are_left_and_said(tmp_path, monkey
     with caplog.at_level("WARNING", logger="rexrank"):
         dispatcher(store, None)._drop_scratch("r")
     assert caplog.messages == ["r: could not remove its shard outputs: 503 Service Unavailable"]
+
+
+def test_a_request_the_workers_loop_fails_has_its_jobs_cancelled_and_its_outputs_removed(tmp_path, monkeypatch):
+    """The worker's loop settles a request FAILED after an unexpected error (or out of attempts)
+    outside the dispatcher's own handling: the dispatcher is told, and stops what it started."""
+    from rexrank.backend.jobs import JobState
+
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    jobs = InProcessJobs(str(tmp_path / "s"))
+    jobs.jobs["j1"] = JobState("j1", "RUNNING", labels={"rexrank-request": "r", "rexrank-shard": "0",
+                                                        "rexrank-attempt": "1"})
+    d = dispatcher(store, jobs)
+    dropped: list[str] = []
+    monkeypatch.setattr(store, "drop_shard_outputs", dropped.append)
+
+    def settled_failed_by_the_loop(handle=None, on_failed=None):
+        on_failed("r")
+        return {"id": "r", "status": FAILED}
+
+    monkeypatch.setattr(d.worker, "process_next", settled_failed_by_the_loop)
+    assert d.process_next() == {"id": "r", "status": FAILED}
+    assert jobs.jobs["j1"].stage == "CANCELED" and dropped == ["r"]

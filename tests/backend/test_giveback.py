@@ -11,7 +11,9 @@ import pytest
 
 from rexrank.backend.worker import Worker
 from rexrank.store import FINISHED, PENDING, Quota, open_store
+from rexrank.errors import TestSetError
 from rexrank.store.repo import StoreUnreachable
+from rexrank.testsets.loading import resolve_test_set
 from support.backend_fixtures import private_set, test_metrics  # noqa: F401 (fixtures)
 from support.dispatch_fixtures import ThreadJobs, in_thread, wait_for
 from support.requests import submit
@@ -117,10 +119,36 @@ def test_a_dispatcher_that_cannot_load_the_test_set_gives_the_request_back_and_s
     empty.mkdir()
     d = dispatcher(tmp_path, store, data_dir=empty)
     assert "cannot load test set" in describe_plans(d)
-    with pytest.raises(BackendStop, match=r"cannot load test set 'rexgradient' .* PENDING again .*--data-dir"):
+    with pytest.raises(BackendStop, match=r"cannot load test set 'rexgradient' .* PENDING again .*--data-dir") as stop:
         d.run(once=True)
+    with pytest.raises(TestSetError) as cause:  # what this machine lacks, said in the stop
+        resolve_test_set("rexgradient", "findings", data_dir=empty)
+    assert f"({cause.value})" in str(stop.value)
     final = store.get_request(req["id"])
     assert final["status"] == PENDING and given_back(final) and d.jobs.jobs == {}
+
+
+def test_a_hub_dispatcher_without_a_private_data_repo_gives_a_private_request_back_and_stops(tmp_path, private_set,
+                                                                                           monkeypatch):
+    """Hub Jobs read a private set from the organisers' private data repo: without one set, the
+    request is given back before anything is planned or started, and the dispatcher stops
+    saying which setting to make."""
+    from rexrank.backend.worker import BackendStop
+
+    monkeypatch.delenv("REXRANK_PRIVATE_DATA_REPO", raising=False)
+    data, preds = private_set
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store, preds, test_set="rexgradient")
+    d = dispatcher(tmp_path, store, data_dir=data, mode="hf-jobs")
+    with pytest.raises(BackendStop) as stop:
+        d.run(once=True)
+    assert str(stop.value) == (
+        f"request {req['id']} is on the private test set 'rexgradient': Hub Jobs read it from a private data repo; "
+        "set private_data_repo in config.json's dispatch settings (or $REXRANK_PRIVATE_DATA_REPO) and start the "
+        "dispatcher again; the request is PENDING again")
+    final = store.get_request(req["id"])
+    assert final["status"] == PENDING and final["history"][-1]["note"] == "the dispatcher has no private data repo for its Jobs"
+    assert given_back(final) and final.get("attempts", 0) == 0 and d.jobs.jobs == {}
 
 
 class RecordingClock:
@@ -396,10 +424,12 @@ def test_a_plan_the_organisers_settings_cannot_make_stops_the_dispatcher_instead
     d = dispatcher(tmp_path, store, job_timeout=1)
     assert "the dispatcher would stop" in describe_plans(d) and "--job-timeout" in describe_plans(d)
     with pytest.raises(BackendStop, match=r"cannot plan request .* with this dispatcher's settings: .*raise "
-                                          r"--job-timeout.*PENDING again"):
+                                          r"--job-timeout.*PENDING again — change the setting and start the "
+                                          r"dispatcher again$"):
         d.run(once=True)
     final = store.get_request(req["id"])
     assert final["status"] == PENDING and given_back(final) and final.get("error") is None
+    assert final["history"][-1]["note"] == "the dispatcher's settings cannot plan it"
 
 
 @pytest.mark.parametrize("outcome", ["finished", "failed"])

@@ -426,3 +426,21 @@ def test_the_command_line_plans_the_jobs_a_target_wall_time_needs(tmp_path):
     assert "the dispatcher would stop (its settings cannot plan it): 19 studies within 60 min need 19 Jobs at once and --max-jobs allows 4: raise " \
            "--max-jobs to 19" in capped.stdout
     assert store.get_request(req["id"])["status"] == "PENDING"
+
+
+def test_a_public_requests_plan_is_estimated_from_the_studies_of_its_track(tmp_path):
+    """The example's findings track holds 19 of its 20 studies: a public request's shards,
+    GPU-hours and cost come from those 19 (only a private set's come from its public size)."""
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    d = Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), None,
+                   DispatchSettings(mode="local", flavor="l4x1", max_jobs=8, target_shard_hours=1e-9,
+                                    flavor_speed={"l4x1": 1e-5}, job_startup=0))
+    resolved, refusal = d.worker.resolve(req)
+    assert refusal is None and (len(resolved.studies.ids), len(resolved.studies.outside_ids)) == (19, 1)
+    plan = d.plan(resolved)
+    track = plan_shards(19, ["bleu2"], flavor="l4x1", max_jobs=8, speed={"l4x1": 1e-5}, startup=0,
+                        target_shard_hours=1e-9)
+    whole = plan_shards(19, ["bleu2"], flavor="l4x1", max_jobs=8, speed={"l4x1": 1e-5}, startup=0,
+                        target_shard_hours=1e-9, estimate_studies=20)
+    assert (plan.gpu_hours, plan.cost_usd) == (track.gpu_hours, track.cost_usd) != (whole.gpu_hours, whole.cost_usd)

@@ -221,6 +221,7 @@ def test_a_restart_with_another_plan_cancels_the_replaced_plans_jobs_and_numbers
     try:
         wait_for(lambda: len(jobs.jobs) == 5 or adopted(), timeout=SETTLES_WITHIN, what="the new plan's two Jobs")
         assert adopted() == []  # the replaced plan's Jobs are never taken as this plan's
+        assert f"{req['id']}: 2 shard(s) on cpu-basic, about 0.00 GPU-hours ($0.00)" in caplog.messages
         assert {jobs.jobs[j].stage for j in old} == {"CANCELED"}
         assert sorted(m for m in caplog.messages if "replaced plan" in m) == [
             f"{req['id']}: cancelled Job {j} of the replaced plan" for j in sorted(old)]

@@ -15,7 +15,7 @@ import pytest
 
 from rexrank.backend.dispatch import Dispatcher, DispatchSettings, dispatcher_for
 from rexrank.backend.shards import (FLAVOR_PRICES, FLAVOR_SPEED, PRICE_TABLE_DATE, TIMEOUT_SHARE, PlanError,
-                                    PriceList, job_flavors, plan_shards, seconds_per_study)
+                                    PriceList, check_flavor, job_flavors, plan_shards, seconds_per_study)
 from rexrank.backend.worker import Worker
 from rexrank.errors import RexrankError
 from rexrank.store import FAILED, FINISHED, Quota, open_store
@@ -444,3 +444,38 @@ def test_a_public_requests_plan_is_estimated_from_the_studies_of_its_track(tmp_p
     whole = plan_shards(19, ["bleu2"], flavor="l4x1", max_jobs=8, speed={"l4x1": 1e-5}, startup=0,
                         target_shard_hours=1e-9, estimate_studies=20)
     assert (plan.gpu_hours, plan.cost_usd) == (track.gpu_hours, track.cost_usd) != (whole.gpu_hours, whole.cost_usd)
+
+
+@pytest.mark.parametrize("flavor", ["a100x4", "no-such-gpu"])
+def test_a_dispatcher_on_a_flavour_no_shard_job_can_use_is_refused_in_the_planners_words(tmp_path, flavor):
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    with pytest.raises(PlanError) as cause:
+        check_flavor(flavor)
+    for settings in (dict(flavor=flavor), dict(flavor="l4x1", llm_flavor=flavor)):
+        with pytest.raises(RexrankError) as refused:
+            Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), None, DispatchSettings(mode="local", **settings))
+        assert str(refused.value) == str(cause.value)
+
+
+def test_the_plan_is_made_with_the_metrics_options_and_the_local_judges(tmp_path):
+    """GREEN on a local model, batched by length: its batches mix the whole request's studies
+    (one shard), and each Job loads the judge itself (its start-up); the dispatcher's plan is
+    the planner's with both."""
+    from support.green_token_folders import build_tiny_legacy_llama
+
+    model = build_tiny_legacy_llama(tmp_path / "green", hidden=32, seed=1)
+    options = {"green": {"model_path": str(model), "batching": "by_length"}}
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    settings = DispatchSettings(mode="local", flavor="l4x1", max_jobs=8, target_shard_hours=1e-9,
+                                flavor_speed={"l4x1": 1.0}, target_wall=3600)  # the stated start-up
+    d = Dispatcher(Worker(store, metrics="green", metric_options=options, worker_id="d"), None, settings)
+    assert d.local_judges() == 1
+    resolved, _ = d.worker.resolve(req)
+    plan = d.plan(resolved)
+    common = dict(flavor="l4x1", max_jobs=8, target_shard_hours=1e-9, speed={"l4x1": 1.0}, prices=d.prices,
+                  startup=settings.job_startup, job_timeout=settings.job_timeout)
+    assert plan == plan_shards(19, ["green"], options, local_judges=1, target_wall=3600, **common)
+    assert (len(plan.ranges), plan.align) == (1, 1)  # by length on a local model: one shard
+    assert plan != plan_shards(19, ["green"], options, local_judges=0, target_wall=3600, **common)
+    assert plan_shards(19, ["green"], {}, local_judges=1, target_wall=3600, **common).align == 8  # official batches

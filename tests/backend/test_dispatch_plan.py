@@ -457,7 +457,7 @@ def test_a_dispatcher_on_a_flavour_no_shard_job_can_use_is_refused_in_the_planne
         assert str(refused.value) == str(cause.value)
 
 
-def test_the_plan_is_made_with_the_metrics_options_and_the_local_judges(tmp_path):
+def test_the_plan_is_made_with_the_metrics_options_and_the_local_judges(tmp_path, monkeypatch):
     """GREEN on a local model, batched by length: its batches mix the whole request's studies
     (one shard), and each Job loads the judge itself (its start-up); the dispatcher's plan is
     the planner's with both."""
@@ -471,6 +471,9 @@ def test_the_plan_is_made_with_the_metrics_options_and_the_local_judges(tmp_path
                                 flavor_speed={"l4x1": 1.0}, target_wall=3600)  # the stated start-up
     d = Dispatcher(Worker(store, metrics="green", metric_options=options, worker_id="d"), None, settings)
     assert d.local_judges() == 1
+    on_an_endpoint = Worker(store, metrics="green", metric_options={"green": {"base_url": "http://judge:8000/v1"}},
+                            worker_id="e")
+    assert Dispatcher(on_an_endpoint, None, settings).local_judges() == 0  # the endpoint generates
     resolved, _ = d.worker.resolve(req)
     plan = d.plan(resolved)
     common = dict(flavor="l4x1", max_jobs=8, target_shard_hours=1e-9, speed={"l4x1": 1.0}, prices=d.prices,
@@ -479,3 +482,5 @@ def test_the_plan_is_made_with_the_metrics_options_and_the_local_judges(tmp_path
     assert (len(plan.ranges), plan.align) == (1, 1)  # by length on a local model: one shard
     assert plan != plan_shards(19, ["green"], options, local_judges=0, target_wall=3600, **common)
     assert plan_shards(19, ["green"], {}, local_judges=1, target_wall=3600, **common).align == 8  # official batches
+    monkeypatch.setenv("REXRANK_LLM_BASE_URL", "http://judge:8000/v1")  # the endpoint, for every judge without options
+    assert Dispatcher(Worker(store, metrics="green", worker_id="f"), None, settings).local_judges() == 0

@@ -11,7 +11,6 @@ steps of the loop one by one (a failure, letting go, who holds a request, the me
 and the backoff over the service's passing faults."""
 from __future__ import annotations
 
-import dataclasses
 import io
 import re
 import threading
@@ -668,7 +667,7 @@ def test_cancelling_a_requests_jobs_records_each_and_says_what_the_service_refus
     jobs.jobs["j3"] = JobState("j3", "RUNNING", labels={"rexrank-request": "r"}, flavor="l4x1")  # no shard labels
     jobs.jobs["x"] = JobState("x", "RUNNING", labels={"rexrank-request": "other"}, flavor="l4x1")
     d = dispatcher(store, jobs)
-    real_cancel, real_list = jobs.cancel, jobs.list
+    real_cancel = jobs.cancel
 
     def cancel(job_id):
         if job_id == "j3":
@@ -676,8 +675,6 @@ def test_cancelling_a_requests_jobs_records_each_and_says_what_the_service_refus
         real_cancel(job_id)
 
     monkeypatch.setattr(jobs, "cancel", cancel)
-    # the service's answers are what it saw then, as the Hub's: a cancel changes none of them
-    monkeypatch.setattr(jobs, "list", lambda labels: [dataclasses.replace(j) for j in real_list(labels)])
     with caplog.at_level("INFO", logger="rexrank"):
         d._cancel_all("r")
     assert {k: j.stage for k, j in jobs.jobs.items()} == {"j1": "CANCELED", "j2": "ERROR", "j3": "RUNNING",
@@ -1014,11 +1011,7 @@ def test_after_a_replan_the_running_jobs_are_cancelled_and_only_their_attempt_nu
     from rexrank.backend.dispatch import _Shard
     from rexrank.backend.jobs import JobState
 
-    class Answers(InProcessJobs):
-        def list(self, labels):  # the service's answers are what it saw then: a cancel changes none of them
-            return [dataclasses.replace(j) for j in super().list(labels)]
-
-    jobs = Answers(str(tmp_path / "s"))
+    jobs = InProcessJobs(str(tmp_path / "s"))
     for job_id, stage, labels in (("done", "COMPLETED", {"rexrank-shard": "0", "rexrank-attempt": "1"}),
                                   ("busy", "RUNNING", {"rexrank-shard": "1", "rexrank-attempt": "2"}),
                                   ("hand", "RUNNING", {})):  # started by hand: no shard, no attempt

@@ -14,7 +14,7 @@ from support.paths import PROJECT_ROOT, shared_path
 
 # Debian's chromium-headless-shell (the old headless mode, which playwright itself runs for
 # headless): the same Blink as `chromium --headless`, without the browser UI that mode still
-# builds, so a third less CPU per test; the binary itself, as the /usr/bin wrapper does not exec
+# builds, so a third less of Chromium's CPU per test; the binary itself, as the /usr/bin wrapper does not exec
 CHROMIUM = Path("/usr/lib/chromium/chromium-headless-shell")
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
 CHROMIUM_ARGS = [

@@ -1,6 +1,7 @@
 """A fake Hub with the organisers' account, dispatchers on it, and Jobs run in this process."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import logging
@@ -113,7 +114,9 @@ class ThreadJobs:
         return self.jobs.get(job_id)
 
     def list(self, labels):
-        return [j for j in list(self.jobs.values()) if all(j.labels.get(k) == v for k, v in labels.items())]
+        # what the service saw then, as the Hub answers: a later cancel changes none of them
+        return [dataclasses.replace(j) for j in list(self.jobs.values())
+                if all(j.labels.get(k) == v for k, v in labels.items())]
 
     def cancel(self, job_id):
         self.jobs[job_id].stage = "CANCELED"

@@ -12,7 +12,8 @@ EXCLUDED names it (by a pattern) with the reason, so a new module is audited by 
 A module's tests are the files beside it in tests/'s mirror of src/rexrank/
 (tests/backend/test_shards.py and tests/backend/test_shards_*.py for backend/shards.py)
 unless TESTS names others (with why); PARTS runs parts of a module on their own as well
-(with why).
+(with why), before the module: a mutant a part killed, with tests the module also runs, on
+the same code, counts as killed for the module, which then runs only the rest.
 
 mutmut 3 (configured in pyproject.toml's [tool.mutmut]) copies the package into mutants/,
 makes its mutants with its own operators and runs, for each one, the selected tests that
@@ -224,6 +225,10 @@ _SCORING_DIRECT = tuple(f"tests/test_scoring.py::test_{t}" for t in (
 ))
 
 TESTS: dict[str, tuple[str, ...]] = {
+    # its own files and the give-backs (a dispatcher's stops hand the request back), which its
+    # in-process part runs: what that part kills then counts for the whole (see results)
+    "backend.dispatch": tuple(f"tests/backend/test_{name}.py" for name in (
+        "dispatch", "dispatch_faults", "dispatch_jobs", "dispatch_loop", "dispatch_merge", "dispatch_plan", "giveback")),
     "results_schema": ("tests/test_results_schema.py", "tests/leaderboard/test_tables.py"),
     "leaderboard.progress": (_VIEWS, "tests/leaderboard/test_progress.py"),
     "leaderboard.tiers": (_VIEWS, "tests/leaderboard/test_tiers.py"),
@@ -358,9 +363,9 @@ PARTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                                   "tests/backend/test_dispatch_plan.py::test_a_private_requests_ceiling_refusal_comes_from_the_sets_public_size",
                                   "tests/backend/test_dispatch_plan.py::test_jobs_that_used_more_gpu_hours_than_the_ceiling_fail_the_request_and_stop",
                                   "tests/backend/test_dispatch_plan.py::test_the_used_hours_ceiling_counts_every_recorded_job_and_lets_exactly_the_ceiling_through")),
-    # the whole dispatcher against its tests in this process (seconds each); its survivors are then
-    # run again on `backend.dispatch` itself (--rerun), whose Job scenarios on the fake Hub and shard
-    # processes take minutes a mutant (on 2 cores, all 1,400 mutants through them would take a day)
+    # the whole dispatcher against its tests in this process (seconds each); `backend.dispatch`
+    # itself then runs only what this part did not kill, through its Job scenarios on the fake Hub
+    # and shard processes (minutes a mutant: on 2 cores, all 1,400 mutants would take a day)
     "backend.dispatch (in-process)": ("backend/dispatch.py", ("rexrank.backend.dispatch.*",),
                                       ("tests/backend/test_dispatch_loop.py", "tests/backend/test_dispatch_plan.py",
                                        "tests/backend/test_giveback.py")),
@@ -536,17 +541,46 @@ def drop_stale_stats(folder: Path, tests: tuple[str, ...]) -> bool:
     return True
 
 
+def _meta(label: str, path: str) -> dict | None:
+    meta = workdir(label) / "mutants" / "src" / "rexrank" / f"{path}.meta"
+    return json.loads(meta.read_text()) if meta.exists() else None
+
+
+def _within(part_tests: tuple[str, ...], tests: tuple[str, ...]) -> bool:
+    """Every test of the part is among `tests` (by its node id or its whole file)."""
+    return all(t in tests or t.split("::")[0] in tests for t in part_tests)
+
+
+def _function_of(mutant: str) -> str:
+    """mutmut's key of the mutated function (as in .meta's hash_by_function_name)."""
+    return mutant.rpartition(".")[2].rpartition("__mutmut_")[0]
+
+
 def results(chosen: dict[str, tuple[str, tuple, tuple]]) -> dict[str, dict[str, int | None] | None]:
     """{module: {mutant name: exit code or None (not run)}, or None when it never ran} from
-    mutmut's .meta files."""
+    mutmut's .meta files. A module's mutant not run on the module itself counts as killed when
+    one of its PARTS killed it with tests the module also runs, on the same code (mutmut's hash
+    of the function equal in both): a test that fails it is in the module's run too, so the
+    module runs only what its parts left."""
     out = {}
-    for label, (path, patterns, _) in chosen.items():
-        meta = workdir(label) / "mutants" / "src" / "rexrank" / f"{path}.meta"
-        if not meta.exists():
+    for label, (path, patterns, tests) in chosen.items():
+        meta = _meta(label, path)
+        if meta is None:
             out[label] = None
             continue
-        codes = json.loads(meta.read_text())["exit_code_by_key"]
-        out[label] = {k: v for k, v in codes.items() if any(fnmatch.fnmatchcase(k, p) for p in patterns)}
+        codes = {k: v for k, v in meta["exit_code_by_key"].items() if any(fnmatch.fnmatchcase(k, p) for p in patterns)}
+        hashes = meta.get("hash_by_function_name", {})
+        for part, (part_path, _, part_tests) in PARTS.items():
+            part_meta = _meta(part, part_path) if label not in PARTS and part_path == path and _within(part_tests, tests) else None
+            if part_meta is None:
+                continue
+            part_codes, part_hashes = part_meta["exit_code_by_key"], part_meta.get("hash_by_function_name", {})
+            for k, c in codes.items():
+                function = _function_of(k)
+                if ((c is None or c == NO_TESTS) and part_codes.get(k) in KILLED
+                        and hashes.get(function) is not None and hashes[function] == part_hashes.get(function)):
+                    codes[k] = part_codes[k]
+        out[label] = codes
     return out
 
 
@@ -597,12 +631,12 @@ def listing() -> None:
             print(f"exclude  {label_of(path):<40} {why}")
 
 
-def _not_run_yet(label: str, path: str, patterns: tuple[str, ...]) -> list[str]:
+def _not_run_yet(label: str, path: str, patterns: tuple[str, ...], tests: tuple[str, ...] = ()) -> list[str]:
     """The patterns on a first run; after it, the mutants without a result (or without a test
     then), by name. mutmut re-runs every mutant a pattern matches, the killed ones too, so a run
     stopped half way would otherwise start again from the fastest mutants and record nothing
-    new for long."""
-    codes = results({label: (path, patterns, ())})[label]
+    new for long. A mutant a part of the module killed (see results) is not run again."""
+    codes = results({label: (path, patterns, tests)})[label]
     if codes is None:
         return list(patterns)
     left = sorted(k for k, c in codes.items() if c is None or c == NO_TESTS)
@@ -656,10 +690,11 @@ def main(argv: list[str] | None = None) -> int:
         # each mutant's run imports torch and transformers afresh: without bytecode written once
         # (a machine may set this; .ci/run unsets it too) it compiles them from source every time
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        for label, (path, patterns, tests) in chosen.items():
+        # a module's parts first: the module then runs only the mutants they did not kill
+        for label, (path, patterns, tests) in sorted(chosen.items(), key=lambda item: item[0] not in PARTS):
             print(f"== {label}", flush=True)
             folder = prepare(label, path, tests)
-            names = (_not_run_yet(label, path, patterns) if not args.rerun
+            names = (_not_run_yet(label, path, patterns, tests) if not args.rerun
                      else [n for n in args.rerun if any(fnmatch.fnmatchcase(n, p) for p in patterns)])
             if not names:
                 continue

@@ -261,3 +261,36 @@ def test_an_equivalent_record_counts_only_for_the_change_it_was_written_for(tmp_
     records.write_text("rexrank.x.f__mutmut_1  @12345  # a short fingerprint\n")
     with pytest.raises(SystemExit, match="'@12345' is not a fingerprint"):
         tool.load_equivalents(records)
+
+
+def test_a_parts_kills_count_for_its_module_only_with_tests_the_module_runs_on_the_same_code(tmp_path, monkeypatch):
+    """A part runs some of a module's mutants against fewer, faster tests. A mutant the part
+    killed is killed in the module's run too when the part's tests are among the module's and
+    the function is the code the part ran (mutmut's hash): the module's run then takes only the
+    rest. A part's survivor, a part with a test the module does not run, or a function changed
+    since the part ran, count for nothing."""
+    import json
+
+    tool = _mutation_tool()
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    monkeypatch.setattr(tool, "PARTS", {"x (fast)": ("x.py", ("rexrank.x.*",), ("tests/test_x.py::test_fast",)),
+                                        "x (other)": ("x.py", ("rexrank.x.*",), ("tests/test_other.py",))})
+
+    def meta(label, codes, hashes):
+        path = tool.workdir(label) / "mutants" / "src" / "rexrank" / "x.py.meta"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"exit_code_by_key": codes, "hash_by_function_name": hashes}))
+
+    names = [f"rexrank.x.x_{f}__mutmut_{i}" for f in ("f", "g") for i in (1, 2, 3)]
+    meta("x", dict.fromkeys(names), {"x_f": "aaa", "x_g": "bbb"})
+    meta("x (fast)", dict(zip(names, (1, 0, -24, 3, 1, None))), {"x_f": "aaa", "x_g": "changed"})
+    meta("x (other)", dict.fromkeys(names, 1), {"x_f": "aaa", "x_g": "bbb"})  # tests/test_other.py: not the module's
+    module = {"x": ("x.py", ("rexrank.x.*",), ("tests/test_x.py",))}
+    assert tool.results(module)["x"] == {**dict.fromkeys(names), "rexrank.x.x_f__mutmut_1": 1}
+    assert tool._not_run_yet("x", "x.py", ("rexrank.x.*",), ("tests/test_x.py",)) == names[1:]
+    meta("x (fast)", dict(zip(names, (1, 0, -24, 3, 1, None))), {"x_f": "aaa", "x_g": "bbb"})  # g as the module has it
+    assert tool.results(module)["x"] == {**dict.fromkeys(names), "rexrank.x.x_f__mutmut_1": 1,
+                                         "rexrank.x.x_g__mutmut_1": 3, "rexrank.x.x_g__mutmut_2": 1}
+    meta("x", {**dict.fromkeys(names), "rexrank.x.x_g__mutmut_1": 0}, {"x_f": "aaa", "x_g": "bbb"})
+    assert tool.results(module)["x"]["rexrank.x.x_g__mutmut_1"] == 0  # the module's own verdict stands
+    assert tool.results({"x (fast)": tool.PARTS["x (fast)"]})["x (fast)"]["rexrank.x.x_f__mutmut_2"] == 0

@@ -55,9 +55,10 @@ class WaitsRecorded(threading.Event):
         return super().wait(min(timeout, 0.01))
 
 
-def dispatched(store, jobs, rid: str, **settings) -> dict:
-    """The request `rid` once a dispatcher (`settings`) has settled it: its final record."""
-    stop = threading.Event()
+def dispatched(store, jobs, rid: str, stop: threading.Event | None = None, **settings) -> dict:
+    """The request `rid` once a dispatcher (`settings`) has settled it (or `stop` was set): its
+    final record."""
+    stop = stop or threading.Event()
     settle(in_thread(lambda: dispatcher(store, jobs, **settings).run(once=True, stop=stop)), stop)
     return store.get_request(rid)
 
@@ -303,13 +304,16 @@ def dispatched_while_raising(tmp_path, monkeypatch, module, name: str, message: 
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store)
     calls: list[dict] = []
+    stop = threading.Event()
 
     def raising(*args, **kwargs):
         calls.append(kwargs)
+        if len(calls) > 1:  # called again: the first error did not settle the request; stop, and its record says so
+            stop.set()
         raise ValueError(message)
 
     monkeypatch.setattr(module, name, raising)
-    return store, dispatched(store, InProcessJobs(str(tmp_path / "s")), req["id"]), calls[0]
+    return store, dispatched(store, InProcessJobs(str(tmp_path / "s")), req["id"], stop=stop), calls[0]
 
 
 def test_an_unexpected_error_while_polling_fails_the_request_as_internal(tmp_path, monkeypatch, caplog):

@@ -446,6 +446,23 @@ def test_a_public_requests_plan_is_estimated_from_the_studies_of_its_track(tmp_p
     assert (plan.gpu_hours, plan.cost_usd) == (track.gpu_hours, track.cost_usd) != (whole.gpu_hours, whole.cost_usd)
 
 
+def test_the_dispatchers_plan_runs_the_jobs_its_target_wall_needs(tmp_path):
+    """The board's target wall decides how many Jobs run (and what they cost), not the shard
+    length: on a slow flavour an hour holds one study a Job, so 19 studies take 19 Jobs where
+    its 100-hour shards make three (the fewest the 6-hour Job timeout allows)."""
+    store = open_store(tmp_path / "s", quota=Quota(0))
+    req = submit(store)
+    settings = DispatchSettings(mode="local", flavor="l4x1", max_jobs=32, flavor_speed={"l4x1": 2e-6},
+                                job_startup=60, target_shard_hours=100, target_wall=3600)
+    d = Dispatcher(Worker(store, metrics="bleu2", worker_id="d"), None, settings)
+    resolved, _ = d.worker.resolve(req)
+    common = dict(flavor="l4x1", max_jobs=32, speed={"l4x1": 2e-6}, startup=60, prices=d.prices,
+                  target_shard_hours=settings.target_shard_hours, job_timeout=settings.job_timeout)
+    plan = d.plan(resolved)
+    assert plan == plan_shards(19, ["bleu2"], target_wall=3600, **common) and plan.k == 19
+    assert plan_shards(19, ["bleu2"], **common).k == 3
+
+
 @pytest.mark.parametrize("flavor", ["a100x4", "no-such-gpu"])
 def test_a_dispatcher_on_a_flavour_no_shard_job_can_use_is_refused_in_the_planners_words(tmp_path, flavor):
     store = open_store(tmp_path / "s", quota=Quota(0))

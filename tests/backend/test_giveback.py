@@ -140,8 +140,8 @@ def test_a_hub_dispatcher_without_a_private_data_repo_gives_a_private_request_ba
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store, preds, test_set="rexgradient")
     d = dispatcher(tmp_path, store, data_dir=data, mode="hf-jobs")
-    with pytest.raises(BackendStop) as stop:
-        d.run(once=True)
+    with pytest.raises(BackendStop) as stop:  # one claim: a stop that raised something else would loop on it
+        d.process_next()
     assert str(stop.value) == (
         f"request {req['id']} is on the private test set 'rexgradient': Hub Jobs read it from a private data repo; "
         "set private_data_repo in config.json's dispatch settings (or $REXRANK_PRIVATE_DATA_REPO) and start the "
@@ -199,7 +199,7 @@ def test_a_damaged_shard_output_fails_a_private_request_at_its_slot(tmp_path, pr
 
 @pytest.mark.parametrize("stale", [{"rexrank_version": "0.0.1"}, {"metric_options": {"bleu2": {"smoothing": "x"}}}],
                          ids=["an earlier rexrank", "other metric options"])
-def test_a_restarted_dispatcher_replans_when_its_build_or_options_changed(tmp_path, stale):
+def test_a_restarted_dispatcher_replans_when_its_build_or_options_changed(tmp_path, stale, caplog):
     """The record keeps the plan of a dispatcher that ran an earlier build (or other metric
     options) over the same ranges and metrics: after the upgrade the plan is made again
     (it was reused, its version and options won in every Job, and the request FAILED)."""
@@ -218,11 +218,16 @@ def test_a_restarted_dispatcher_replans_when_its_build_or_options_changed(tmp_pa
     running = old_job(d.jobs, req["id"], 1, "RUNNING")
     store.release(req["id"], "old-dispatcher", reason="stopped for the upgrade")
     assert claimed["id"] == req["id"]
-    stop = threading.Event()  # (a dispatcher that adopted the old Jobs would wait for the running one for ever)
+    caplog.set_level("INFO", logger="rexrank")
+    stop = threading.Event()
     thread = in_thread(lambda: d.run(once=True, stop=stop))
-    thread.join(timeout=120)
-    stop.set()
-    thread.join(timeout=30)
+    adopted = lambda: [m for m in caplog.messages if "adopted the running Job" in m]  # noqa: E731
+    try:  # a dispatcher that adopted the old Jobs would wait for the running one for ever: it fails at once
+        wait_for(lambda: not thread.is_alive() or adopted(), timeout=120, what="the request settled")
+        assert adopted() == []
+    finally:
+        stop.set()
+        thread.join(timeout=30)
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
     plan = final["dispatch"]["plan"]
@@ -269,13 +274,6 @@ def shard_outputs(tmp_path, rid: str) -> list:
     return list((tmp_path / "s" / "requests" / "scratch").glob(f"{rid}/*"))
 
 
-def wait_for(condition, what: str, timeout: float = 60.0) -> None:
-    deadline = time.time() + timeout
-    while not condition():
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def test_a_dispatched_request_held_for_review_has_its_jobs_and_shard_outputs_stopped(tmp_path, caplog):
     """An original filed later (its content reached the Hub first) holds the request a
     dispatcher runs: its Jobs are cancelled and its shard outputs removed (the dispatcher
@@ -296,7 +294,7 @@ def test_a_dispatched_request_held_for_review_has_its_jobs_and_shard_outputs_sto
     stop = threading.Event()
     thread = in_thread(lambda: d.run(stop=stop))
     try:
-        wait_for(lambda: len(jobs.jobs) == 3, "three running Jobs")
+        wait_for(lambda: len(jobs.jobs) == 3, timeout=60, what="three running Jobs")
         json_path, _ = R.shard_paths(copy["id"], 0, 1)
         _write(store, {json_path: b'{"request_id": "..."}'})  # a shard's output, as a Job writes it
         caplog.set_level(logging.INFO, logger="rexrank")
@@ -304,7 +302,7 @@ def test_a_dispatched_request_held_for_review_has_its_jobs_and_shard_outputs_sto
         submit(store, write_jsonl(tmp_path / "a.jsonl", rows), submitter="alice", model_name="A", now=earlier)
         assert store.get_request(copy["id"])["status"] == "HELD"
         wait_for(lambda: all(j.stage == "CANCELED" for j in jobs.jobs.values() if j.labels["rexrank-request"] == copy["id"])
-                 and not shard_outputs(tmp_path, copy["id"]), "the Jobs cancelled and the outputs removed")
+                 and not shard_outputs(tmp_path, copy["id"]), timeout=60, what="the Jobs cancelled and the outputs removed")
     finally:
         stop.set()
         thread.join(timeout=30)

@@ -169,7 +169,7 @@ def record_calls(obj, name: str, events: list) -> None:
     setattr(obj, name, lambda *a, **kw: events.append(name) or real(*a, **kw))
 
 
-def test_a_damaged_shard_output_fails_a_private_request_at_its_slot(tmp_path, private_set, monkeypatch):
+def test_a_damaged_shard_output_fails_a_private_request_at_its_slot(tmp_path, private_set, monkeypatch, caplog):
     """A shard's JSON that does not parse (a ValueError, not a store error) while the
     dispatcher polls: the private request FAILs with the fixed sentence at its publication
     slot, its Jobs stopped (it used to reach the loop's catch-all: FAILED at once)."""
@@ -191,7 +191,16 @@ def test_a_damaged_shard_output_fails_a_private_request_at_its_slot(tmp_path, pr
     events: list = []
     d.worker.clock = RecordingClock(events)
     record_calls(store, "fail", events)
-    d.run(once=True)
+    caplog.set_level("ERROR", logger="rexrank")
+    errors = lambda: [m for m in caplog.messages if "unexpected error while polling" in m]  # noqa: E731
+    stop = threading.Event()
+    thread = in_thread(lambda: d.run(once=True, stop=stop))
+    try:  # polled again after the error: the damaged output did not settle it, and never would
+        wait_for(lambda: not thread.is_alive() or len(errors()) > 1, timeout=60, what="the request settled")
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert len(errors()) == 1
     final = store.get_request(req["id"])
     assert final["status"] == FAILED and final["error"] == PRIVATE_INTERNAL_ERROR
     assert events == ["slot", "fail"]

@@ -666,6 +666,13 @@ def run_as_one_group(command: list[str], **popen) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+def hangups_reach_the_tests() -> None:
+    """`nohup` leaves SIGHUP ignored, and every process mutmut starts inherits that (a local
+    Job's too): a mutant that sends SIGHUP where signal 0 only asks would then survive."""
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def main(argv: list[str] | None = None) -> int:
     audited = modules()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -690,6 +697,7 @@ def main(argv: list[str] | None = None) -> int:
         # each mutant's run imports torch and transformers afresh: without bytecode written once
         # (a machine may set this; .ci/run unsets it too) it compiles them from source every time
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+        hangups_reach_the_tests()
         # a module's parts first: the module then runs only the mutants they did not kill
         for label, (path, patterns, tests) in sorted(chosen.items(), key=lambda item: item[0] not in PARTS):
             print(f"== {label}", flush=True)

@@ -294,3 +294,21 @@ def test_a_parts_kills_count_for_its_module_only_with_tests_the_module_runs_on_t
     meta("x", {**dict.fromkeys(names), "rexrank.x.x_g__mutmut_1": 0}, {"x_f": "aaa", "x_g": "bbb"})
     assert tool.results(module)["x"]["rexrank.x.x_g__mutmut_1"] == 0  # the module's own verdict stands
     assert tool.results({"x (fast)": tool.PARTS["x (fast)"]})["x (fast)"]["rexrank.x.x_f__mutmut_2"] == 0
+
+
+def test_mutmut_and_its_tests_receive_hangups_when_the_tool_was_started_under_nohup():
+    """Under nohup a local Job inherits an ignored SIGHUP, and `os.kill(pid, 1)` for
+    `os.kill(pid, 0)` survived (backend.jobs' `_alive`)."""
+    import signal
+    import subprocess
+    import sys
+
+    tool = _mutation_tool()
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        tool.hangups_reach_the_tests()
+        child = subprocess.run([sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGHUP) == signal.SIG_DFL)"],
+                               capture_output=True, text=True, check=True)
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert child.stdout.strip() == "True"

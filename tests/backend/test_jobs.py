@@ -66,7 +66,9 @@ def hub(monkeypatch):
 
 
 def hub_jobs(hub, **kw) -> HubJobs:
-    return HubJobs(namespace=ORG, image="python:3.12", token=TOKEN, endpoint=hub.url, **kw)
+    jobs = HubJobs(namespace=ORG, image="python:3.12", token=TOKEN, endpoint=hub.url, **kw)
+    assert jobs.api.endpoint == hub.url  # the fake Hub, never the real one (whose calls hang here)
+    return jobs
 
 
 def test_a_hub_job_is_started_inspected_listed_and_read_as_the_hub_says(hub):
@@ -249,7 +251,9 @@ def test_a_restarted_dispatcher_finds_its_local_jobs_and_their_ends(tmp_path):
     assert again.inspect(done).stage == "COMPLETED" and again.logs(done)[-2:] == ["hi", "there"]
     assert (again.inspect(died).stage, again.inspect(died).message) == (
         "ERROR", "the Job's process ended without an exit status")
-    first.inspect(died)  # reaped
+    first.inspect(died)  # reaped: its pid now names no process
+    gone = again.inspect(died)
+    assert (gone.stage, gone.message) == ("ERROR", "the Job's process ended without an exit status")
 
 
 def test_a_local_job_being_started_runs_and_what_is_not_a_job_is_none(tmp_path):

@@ -556,6 +556,14 @@ def _function_of(mutant: str) -> str:
     return mutant.rpartition(".")[2].rpartition("__mutmut_")[0]
 
 
+def _metas_of_parts(label: str, path: str, tests: tuple[str, ...]) -> list[dict]:
+    """The .meta of each part of the module `label` whose tests the module also runs."""
+    if label in PARTS:
+        return []
+    return [meta for part, (part_path, _, part_tests) in PARTS.items()
+            if part_path == path and _within(part_tests, tests) and (meta := _meta(part, part_path)) is not None]
+
+
 def results(chosen: dict[str, tuple[str, tuple, tuple]]) -> dict[str, dict[str, int | None] | None]:
     """{module: {mutant name: exit code or None (not run)}, or None when it never ran} from
     mutmut's .meta files. A module's mutant not run on the module itself counts as killed when
@@ -570,11 +578,8 @@ def results(chosen: dict[str, tuple[str, tuple, tuple]]) -> dict[str, dict[str, 
             continue
         codes = {k: v for k, v in meta["exit_code_by_key"].items() if any(fnmatch.fnmatchcase(k, p) for p in patterns)}
         hashes = meta.get("hash_by_function_name", {})
-        for part, (part_path, _, part_tests) in PARTS.items():
-            part_meta = _meta(part, part_path) if label not in PARTS and part_path == path and _within(part_tests, tests) else None
-            if part_meta is None:
-                continue
-            part_codes, part_hashes = part_meta["exit_code_by_key"], part_meta.get("hash_by_function_name", {})
+        for part in _metas_of_parts(label, path, tests):
+            part_codes, part_hashes = part["exit_code_by_key"], part.get("hash_by_function_name", {})
             for k, c in codes.items():
                 function = _function_of(k)
                 if ((c is None or c == NO_TESTS) and part_codes.get(k) in KILLED

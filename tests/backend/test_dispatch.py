@@ -19,7 +19,7 @@ from rexrank.backend.jobs import LocalJobs
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from support.requests import submit
-from support.dispatch_fixtures import ORG, TOKEN, dispatcher, in_thread, published, wait_for
+from support.dispatch_fixtures import ORG, TOKEN, dispatcher, in_thread, logged, published, wait_for
 from support.dispatch_fixtures import hub  # noqa: F401 (fixtures)
 from support.backend_fixtures import HELPER
 from support.backend_fixtures import test_metrics  # noqa: F401 (fixtures)
@@ -147,7 +147,7 @@ def test_killed_and_vanished_jobs_are_started_again_and_a_restarted_dispatcher_a
     caplog.set_level("INFO", logger="rexrank")
     thread = in_thread(lambda: second.run(stop=second_stop))
     try:
-        wait_for(lambda: sum(": adopted the running Job " in m for m in caplog.messages) == 3,
+        wait_for(lambda: len(logged(caplog, ": adopted the running Job ")) == 3,
                  what="the second dispatcher adopting the three running Jobs")
         go.touch()  # the Jobs it adopted while they ran now finish
         wait_for(lambda: store.get_request(req["id"])["status"] == FINISHED, timeout=180, what="FINISHED")

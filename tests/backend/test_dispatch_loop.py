@@ -23,7 +23,7 @@ from rexrank.backend.jobs import JobsError
 from rexrank.backend.worker import Worker
 from rexrank.store import FAILED, FINISHED, Quota, open_store
 from rexrank.store import records as R
-from support.dispatch_fixtures import InProcessJobs, in_thread, published, wait_for
+from support.dispatch_fixtures import InProcessJobs, in_thread, logged, published, wait_for
 from support.dispatch_fixtures import hub  # noqa: F401 (fixtures)
 from support.requests import submit
 
@@ -217,7 +217,7 @@ def test_a_restart_with_another_plan_cancels_the_replaced_plans_jobs_and_numbers
     stop = threading.Event()
     second = dispatcher(open_store(tmp_path / "s", quota=Quota(0)), jobs, worker_id="second", max_jobs=2)
     thread = in_thread(lambda: second.run(stop=stop))  # it takes the request over once the first's lease ran out
-    adopted = lambda: [m for m in caplog.messages if "adopted the running Job" in m]  # noqa: E731
+    adopted = lambda: logged(caplog, "adopted the running Job")  # noqa: E731
     try:
         wait_for(lambda: len(jobs.jobs) == 5 or adopted(), timeout=SETTLES_WITHIN, what="the new plan's two Jobs")
         assert adopted() == []  # the replaced plan's Jobs are never taken as this plan's

@@ -15,7 +15,7 @@ from rexrank.errors import TestSetError
 from rexrank.store.repo import StoreUnreachable
 from rexrank.testsets.loading import resolve_test_set
 from support.backend_fixtures import private_set, test_metrics  # noqa: F401 (fixtures)
-from support.dispatch_fixtures import ThreadJobs, in_thread, wait_for
+from support.dispatch_fixtures import ThreadJobs, in_thread, logged, run_once_unless, wait_for
 from support.requests import submit
 
 
@@ -140,8 +140,8 @@ def test_a_hub_dispatcher_without_a_private_data_repo_gives_a_private_request_ba
     store = open_store(tmp_path / "s", quota=Quota(0))
     req = submit(store, preds, test_set="rexgradient")
     d = dispatcher(tmp_path, store, data_dir=data, mode="hf-jobs")
-    with pytest.raises(BackendStop) as stop:  # one claim: a stop that raised something else would loop on it
-        d.process_next()
+    with pytest.raises(BackendStop) as stop:
+        d.run(once=True)
     assert str(stop.value) == (
         f"request {req['id']} is on the private test set 'rexgradient': Hub Jobs read it from a private data repo; "
         "set private_data_repo in config.json's dispatch settings (or $REXRANK_PRIVATE_DATA_REPO) and start the "
@@ -192,14 +192,8 @@ def test_a_damaged_shard_output_fails_a_private_request_at_its_slot(tmp_path, pr
     d.worker.clock = RecordingClock(events)
     record_calls(store, "fail", events)
     caplog.set_level("ERROR", logger="rexrank")
-    errors = lambda: [m for m in caplog.messages if "unexpected error while polling" in m]  # noqa: E731
-    stop = threading.Event()
-    thread = in_thread(lambda: d.run(once=True, stop=stop))
-    try:  # polled again after the error: the damaged output did not settle it, and never would
-        wait_for(lambda: not thread.is_alive() or len(errors()) > 1, timeout=60, what="the request settled")
-    finally:
-        stop.set()
-        thread.join(timeout=30)
+    errors = lambda: logged(caplog, "unexpected error while polling")  # noqa: E731
+    run_once_unless(d, lambda: len(errors()) > 1)  # polled again after the error: it would never settle
     assert len(errors()) == 1
     final = store.get_request(req["id"])
     assert final["status"] == FAILED and final["error"] == PRIVATE_INTERNAL_ERROR
@@ -228,15 +222,9 @@ def test_a_restarted_dispatcher_replans_when_its_build_or_options_changed(tmp_pa
     store.release(req["id"], "old-dispatcher", reason="stopped for the upgrade")
     assert claimed["id"] == req["id"]
     caplog.set_level("INFO", logger="rexrank")
-    stop = threading.Event()
-    thread = in_thread(lambda: d.run(once=True, stop=stop))
-    adopted = lambda: [m for m in caplog.messages if "adopted the running Job" in m]  # noqa: E731
-    try:  # a dispatcher that adopted the old Jobs would wait for the running one for ever: it fails at once
-        wait_for(lambda: not thread.is_alive() or adopted(), timeout=120, what="the request settled")
-        assert adopted() == []
-    finally:
-        stop.set()
-        thread.join(timeout=30)
+    adopted = lambda: logged(caplog, "adopted the running Job")  # noqa: E731
+    run_once_unless(d, adopted)  # one that adopted the old Jobs would wait for the running one for ever
+    assert adopted() == []
     final = store.get_request(req["id"])
     assert final["status"] == FINISHED, final.get("error")
     plan = final["dispatch"]["plan"]

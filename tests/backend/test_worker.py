@@ -11,7 +11,7 @@ import pytest
 from rexrank.backend.worker import PRIVATE_INTERNAL_ERROR, Worker
 from rexrank.errors import MetricError
 from rexrank.scoring import score_submission
-from rexrank.store import FAILED, FINISHED, RUNNING, Quota, open_store
+from rexrank.store import FAILED, FINISHED, PENDING, RUNNING, Quota, open_store
 from support.requests import EXAMPLE_PREDS, submit, variant, write_jsonl
 from support.backend_fixtures import cli, leaks_in
 from support.backend_fixtures import private_set, test_metrics  # noqa: F401 (fixtures)
@@ -48,6 +48,25 @@ def test_metric_failure_marks_request_failed_with_the_reason(tmp_path, test_metr
     final = store.get_request(req["id"])
     assert final["status"] == FAILED and "ValueError" in final["error"]  # public set: the reason is shown
     assert store.list_results() == []
+
+
+def test_a_request_given_back_before_an_unexpected_error_waits_in_the_queue_not_claimed_again_at_once(tmp_path):
+    """A handler that hands its request back and then fails (a bug in a stop's own message):
+    the worker cannot fail what it no longer holds, and the request is not settled, so the
+    loop waits its poll; `once` ends instead of claiming it again for ever."""
+    store = open_store(tmp_path / "s")
+    req = submit(store)
+    worker = Worker(store, metrics="bleu2", worker_id="w")
+    claims = []
+
+    def give_back_then_fail(request, keeper):
+        claims.append(request["id"])
+        store.release(request["id"], "w", reason="handed back")
+        raise KeyError("test_set")
+
+    assert worker.process_next(handle=give_back_then_fail) is None
+    assert worker.run(once=True, step=lambda: worker.process_next(handle=give_back_then_fail)) == 0
+    assert claims == [req["id"]] * 2 and store.get_request(req["id"])["status"] == PENDING
 
 
 def test_lease_is_renewed_while_scoring(tmp_path, test_metrics, monkeypatch):

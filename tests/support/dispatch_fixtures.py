@@ -65,6 +65,23 @@ def in_thread(target):
     return thread
 
 
+def run_once_unless(dispatcher, went_wrong, timeout=120.0) -> None:
+    """Run `dispatcher` until its queue is empty, stopping it as soon as `went_wrong()` says it
+    never would end (a test then fails in seconds, not at a deadline)."""
+    stop = threading.Event()
+    thread = in_thread(lambda: dispatcher.run(once=True, stop=stop))
+    try:
+        wait_for(lambda: not thread.is_alive() or went_wrong(), timeout=timeout, what="the queue settled")
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def logged(caplog, words: str) -> list[str]:
+    """The captured log messages holding `words`."""
+    return [m for m in caplog.messages if words in m]
+
+
 def without_seconds(summaries: dict) -> dict:
     """The summaries without what measures this machine's load rather than the scoring: the
     seconds, and an LLM endpoint's retry count (a slow answer under load is asked again)."""

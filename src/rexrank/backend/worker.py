@@ -195,7 +195,8 @@ class Worker:
 
     def process_next(self, handle=None, on_failed=None) -> dict | None:
         """Claim and process one request; the settled request, or None if none is waiting
-        (or the one claimed was given back after the Hub's passing fault).
+        (or the one claimed went back to the queue: after the Hub's passing fault, or given
+        back by `handle` before an error).
         `handle(request, keeper)`: what processes it (default: score it here; the
         dispatcher's own); `on_failed(request_id)`: called once this worker has settled it
         FAILED after an unexpected error (the dispatcher stops its Jobs)."""
@@ -224,7 +225,10 @@ class Worker:
                     message, kind = self.failure_message(request, exc)
                     if self.store.fail(rid, self.worker_id, error=message, kind=kind) and on_failed is not None:
                         on_failed(rid)
-                return self.store.get_request(rid)
+                after = self.store.get_request(rid)
+                # given back before the error (by `handle`): in the queue, not settled; claiming it
+                # again at once would meet the same error for ever
+                return None if after is not None and after["status"] == R.PENDING else after
 
     def _fail_out_of_attempts(self, request: dict, keeper: LeaseKeeper, on_failed) -> dict:
         """A private request whose workers died scoring it `max_attempts` times (claimed so by
